@@ -1,0 +1,93 @@
+"""Typed, validated configuration: per-request `SamplingParams` and the token ids of a model.
+
+Validation happens in `__post_init__` (or `check`, for rules that need the model), and every
+failure is a `SeerError` whose message names the problem and the fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from seer.errors import SeerError
+
+LLADA_RULES = ("low_confidence", "random")  # LLaDA's remasking: linear schedule, semi-AR blocks
+DREAM_RULES = ("origin", "maskgit_plus", "topk_margin", "entropy")  # Dream's algorithms
+RULES = LLADA_RULES + DREAM_RULES
+
+
+@dataclass(slots=True, frozen=True)
+class TokenIds:
+    """Special token ids of a model, read from its config and tokenizer (never literals)."""
+
+    mask: int  # the [MASK] token that fills the answer window
+    eos: int  # end of text; pads the answer window after the answer
+    pad: int  # left padding of batched prompts
+    eot: int | None = None  # end of turn (<|eot_id|>, <|im_end|>), if the model has one
+    bos: int | None = None
+
+    @property
+    def enders(self) -> tuple[int, ...]:
+        """Tokens whose presence means the answer has ended."""
+        return (self.eos,) if self.eot is None else (self.eos, self.eot)
+
+
+@dataclass(slots=True, frozen=True)
+class SamplingParams:
+    """How to denoise one request. `None` fields take the model family's default."""
+
+    gen_length: int = 128  # answer window, in tokens
+    steps: int | None = None  # denoising steps over the full window (default: gen_length)
+    block_length: int | None = None  # semi-autoregressive block (default: gen_length)
+    temperature: float = 0.0  # 0 = greedy
+    remasking: str | None = None  # unmasking rule, see RULES (default: the model's own)
+    alg_temp: float | None = None  # Dream: sample positions from softmax(conf / alg_temp)
+    top_p: float | None = None  # Dream: nucleus filter before sampling
+    top_k: int | None = None  # Dream: top-k filter before sampling
+    cfg_scale: float = 0.0  # classifier-free guidance (LLaDA); 0 = off
+    logits_eos_inf: bool = False  # LLaDA: never generate [EOS]
+    confidence_eos_eot_inf: bool = False  # LLaDA: end-of-turn gets zero confidence (official quirk)
+    eps: float = 1e-3  # Dream: last time step of linspace(1, eps, steps + 1)
+    seed: int | None = None  # seeds the torch.Generator used for every random draw
+
+    def __post_init__(self) -> None:
+        if self.gen_length < 1:
+            raise SeerError(f"gen_length must be >= 1, got {self.gen_length}")
+        if self.steps is not None and self.steps < 1:
+            raise SeerError(f"steps must be >= 1, got {self.steps}")
+        if self.block_length is not None and self.block_length < 1:
+            raise SeerError(f"block_length must be >= 1, got {self.block_length}")
+        if self.remasking is not None and self.remasking not in RULES:
+            raise SeerError(
+                f"unknown remasking rule {self.remasking!r}; choose one of {', '.join(RULES)}"
+            )
+        if self.temperature < 0:
+            raise SeerError(f"temperature must be >= 0, got {self.temperature}")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise SeerError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.top_k is not None and self.top_k < 1:
+            raise SeerError(f"top_k must be >= 1, got {self.top_k}")
+        if self.cfg_scale < 0:
+            raise SeerError(f"cfg_scale must be >= 0, got {self.cfg_scale}")
+        block = self.block_length or self.gen_length
+        if self.gen_length % block:
+            raise SeerError(
+                f"gen_length {self.gen_length} is not a multiple of block_length {block}; "
+                "pick a block_length that divides gen_length"
+            )
+        blocks = self.gen_length // block
+        if self.total_steps % blocks:
+            raise SeerError(
+                f"steps {self.total_steps} cannot be spread over {blocks} blocks; "
+                f"use a multiple of {blocks}"
+            )
+
+    @property
+    def total_steps(self) -> int:
+        return self.steps or self.gen_length
+
+    @property
+    def block(self) -> int:
+        return self.block_length or self.gen_length
+
+    def with_defaults(self, rule: str) -> SamplingParams:
+        return self if self.remasking else replace(self, remasking=rule)

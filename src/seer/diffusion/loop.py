@@ -1,0 +1,238 @@
+"""THE denoising loop. Policies are injected, never copied into a variant of the loop:
+
+- the unmasking rule and its schedule (`SamplingParams.remasking`, see `unmask.py`,
+  `schedule.py`): which tokens to reveal at each step;
+- the window policy (`WindowPolicy`, e.g. Seer's truncation in `seer.boundary`): how long each
+  row's answer window is. It sees step 0's forward (to attach a probe and cut), and the end of the
+  plan (to grow a window whose answer has not ended).
+
+Canvas layout: every row is `[left padding | prompt | answer window]`; all prompts end at column
+P, so the answer window of every row starts at P. A row whose window is shorter than the canvas
+has [EOS] there, hidden from attention, so its tokens equal those it gets alone.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import torch
+
+from seer.config import LLADA_RULES, SamplingParams, TokenIds
+from seer.diffusion.schedule import COUNTS, Plan, lay_blocks
+from seer.diffusion.unmask import propose, select
+
+
+@dataclass(slots=True)
+class Canvas:
+    """The sequences being denoised."""
+
+    x: torch.Tensor  # (B, P + W) token ids: left-padded prompt, then the answer window
+    attention_mask: torch.Tensor  # (B, P + W) 1 = attend; 0 = left padding or cut-off window
+    prompt_len: int  # P: the column where every row's answer window starts
+    window: torch.Tensor  # (B,) long: answer positions in use per row (<= W)
+
+    @property
+    def width(self) -> int:
+        return self.x.shape[1] - self.prompt_len
+
+
+@dataclass(slots=True)
+class LoopResult:
+    """What the loop did, per batch."""
+
+    answer: torch.Tensor  # (B, gen_length): kept window tokens, then [EOS]
+    window: torch.Tensor  # (B,) final answer window per row
+    nfe: int  # forward passes (a CFG pair counts once)
+    seconds: float  # wall time of the whole loop
+    grown: torch.Tensor  # (B,) times the window policy grew each row's window
+    policy_seconds: float = 0.0  # time spent inside the window policy (detection, cuts)
+    extras: dict = field(default_factory=dict)  # policy reports (e.g. boundary reports)
+
+
+class WindowPolicy(Protocol):
+    """Decides each row's answer window. Called by the loop at fixed points:
+
+    `start(model, canvas)` before step 0's forward; returns extra forward kwargs (e.g. an
+    `after_layer` hook that cuts the window inside step 0) and may attach probes.
+    `cut(canvas, logits)` after step 0's forward with its window logits (B, W, V); removes probes;
+    returns the new window per row (B,) or None to keep the full window.
+    `grow(window, ended, gen_length)` when all steps are done; `ended` (B,) says whether a row's
+    answer contains an end token. Returns a larger window per row, or None to stop.
+    `report()` returns what the policy wants the caller to see (put in `LoopResult.extras`).
+    """
+
+    def start(self, model, canvas: Canvas) -> dict: ...
+
+    def cut(self, canvas: Canvas, logits: torch.Tensor) -> torch.Tensor | None: ...
+
+    def grow(
+        self, window: torch.Tensor, ended: torch.Tensor, gen_length: int
+    ) -> torch.Tensor | None: ...
+
+    def report(self) -> dict: ...
+
+
+def make_canvas(
+    prompts: list[list[int]], gen_length: int, tokens: TokenIds, device: torch.device | str
+) -> Canvas:
+    """Left-pad the prompts to a common length P and append gen_length [MASK]s to each."""
+    b, p = len(prompts), max(len(q) for q in prompts)
+    x = torch.full((b, p + gen_length), tokens.pad, dtype=torch.long)
+    am = torch.zeros((b, p + gen_length), dtype=torch.long)
+    for r, q in enumerate(prompts):
+        x[r, p - len(q) : p] = torch.tensor(q, dtype=torch.long)
+        am[r, p - len(q) :] = 1
+    x[:, p:] = tokens.mask
+    window = torch.full((b,), gen_length, dtype=torch.long)
+    return Canvas(x.to(device), am.to(device), p, window.to(device))
+
+
+class DenoisingLoop:
+    """Runs masked-diffusion denoising of a `Canvas` with a model and injected policies."""
+
+    def __init__(self, model: torch.nn.Module, tokens: TokenIds) -> None:
+        self.model = model
+        self.tokens = tokens
+        self.shift = getattr(model, "logits_shift", 0)
+
+    # -- planning ---------------------------------------------------------------------------
+    @staticmethod
+    def steps_per_block(p: SamplingParams) -> int:
+        return p.total_steps // (p.gen_length // p.block)
+
+    def plan(self, window: torch.Tensor, p: SamplingParams) -> Plan:
+        spb = self.steps_per_block(p)
+        return Plan([lay_blocks(0, int(w), p.block, spb) for w in window.tolist()])
+
+    # -- model ------------------------------------------------------------------------------
+    def forward(self, c: Canvas, p: SamplingParams, lo: int, hi: int, **kw) -> torch.Tensor:
+        """Logits (B, hi - lo, V) for answer positions [lo, hi), after the logit shift and CFG."""
+        x, am, pp = c.x, c.attention_mask, c.prompt_len
+        pos = (am.cumsum(-1) - 1).clamp(min=0)
+        mask = None if bool(am.all()) else am
+        if p.cfg_scale > 0:
+            un = x.clone()
+            un[:, :pp] = self.tokens.mask
+            x, pos = torch.cat([x, un]), torch.cat([pos, pos])
+            mask = None if mask is None else torch.cat([mask, mask])
+        cols = slice(pp - self.shift + lo, pp - self.shift + hi)
+        out = self.model(x, attention_mask=mask, position_ids=pos, logits_positions=cols, **kw)
+        logits = out.logits
+        if p.cfg_scale > 0:
+            cond, un = logits.chunk(2)
+            logits = un + (p.cfg_scale + 1) * (cond - un)
+        return logits
+
+    # -- one step ---------------------------------------------------------------------------
+    def decode(self, c: Canvas, logits: torch.Tensor, lo: int, plan: Plan, p: SamplingParams, g):
+        """Reveal this step's tokens. logits: (B, n, V) for answer positions [lo, lo + n)."""
+        pp, n = c.prompt_len, logits.shape[1]
+        win = c.x[:, pp + lo : pp + lo + n]
+        start, end, j, steps, active = plan.current(c.x.device)
+        pos = torch.arange(lo, lo + n, device=c.x.device)[None]
+        eligible = (win == self.tokens.mask) & (pos >= start[:, None]) & (pos < end[:, None])
+        eligible &= active[:, None]
+        counter = COUNTS["linear" if p.remasking in LLADA_RULES else "timestep"]
+        k = counter(j, steps, eligible.sum(1), end - start, p.eps) * active
+        x0, conf = propose(logits, p, self.tokens, g)
+        chosen = select(conf, eligible, k, p, _reveal_prob(j, steps, p.eps), g)
+        c.x[:, pp + lo : pp + lo + n] = torch.where(chosen, x0, win)
+
+    # -- windows ----------------------------------------------------------------------------
+    def resize(self, c: Canvas, window: torch.Tensor) -> Canvas:
+        """Set each row's window; positions past it are [EOS] and hidden, new ones are [MASK]."""
+        pp, w = c.prompt_len, int(window.max())
+        x, am = c.x, c.attention_mask
+        if w > c.width:  # grow the canvas
+            extra = w - c.width
+            x = torch.cat([x, x.new_full((x.shape[0], extra), self.tokens.eos)], dim=1)
+            am = torch.cat([am, am.new_zeros((am.shape[0], extra))], dim=1)
+        x, am = x[:, : pp + w].clone(), am[:, : pp + w].clone()
+        pos = torch.arange(w, device=x.device)[None]
+        old, new = c.window[:, None], window[:, None]
+        opened = (pos >= old) & (pos < new)
+        closed = pos >= new
+        x[:, pp:] = torch.where(opened, self.tokens.mask, x[:, pp:])
+        x[:, pp:] = torch.where(closed, self.tokens.eos, x[:, pp:])
+        am[:, pp:] = torch.where(pos < new, 1, 0)
+        return Canvas(x, am, pp, window.clone())
+
+    def ended(self, c: Canvas) -> torch.Tensor:
+        win = c.x[:, c.prompt_len :]
+        pos = torch.arange(c.width, device=win.device)[None]
+        hit = torch.zeros_like(win, dtype=torch.bool)
+        for t in self.tokens.enders:
+            hit |= win == t
+        return (hit & (pos < c.window[:, None])).any(dim=1)
+
+    # -- the loop ---------------------------------------------------------------------------
+    @torch.inference_mode()
+    def run(
+        self,
+        c: Canvas,
+        p: SamplingParams,
+        policy: WindowPolicy | None = None,
+        generator: torch.Generator | None = None,
+    ) -> LoopResult:
+        t0 = time.perf_counter()
+        plan, nfe, policy_s = self.plan(c.window, p), 0, 0.0
+        grown = torch.zeros_like(c.window)
+        first_kw: dict | None = None
+        if policy is not None:
+            tp = time.perf_counter()
+            first_kw = policy.start(self.model, c)
+            policy_s += time.perf_counter() - tp
+        while not plan.done():
+            if first_kw is not None:  # step 0 under a window policy: full window, then cut
+                logits = self.forward(c, p, 0, c.width, **first_kw)
+                tp = time.perf_counter()
+                window = policy.cut(c, logits)
+                if window is not None:
+                    c = self.resize(c, window)
+                    plan = self.plan(c.window, p)
+                    logits = logits[:, : c.width]
+                policy_s += time.perf_counter() - tp
+                lo, first_kw = 0, None
+            else:
+                lo, hi = _span(plan, c.x.device)
+                logits = self.forward(c, p, lo, hi)
+            nfe += 1
+            self.decode(c, logits, lo, plan, p, generator)
+            plan.step += 1
+            if plan.done() and policy is not None:
+                ended = self.ended(c)
+                window = policy.grow(c.window, ended, p.gen_length)
+                if window is not None and bool((window > c.window).any()):
+                    spb = self.steps_per_block(p)
+                    for r in torch.nonzero(window > c.window).flatten().tolist():
+                        old, new = int(c.window[r]), int(window[r])
+                        plan.extend(r, lay_blocks(old, new, p.block, spb))
+                    grown += (window > c.window).long()
+                    c = self.resize(c, window)
+        answer = c.x.new_full((c.x.shape[0], p.gen_length), self.tokens.eos)
+        answer[:, : c.width] = c.x[:, c.prompt_len :]
+        if c.x.is_cuda:
+            torch.cuda.synchronize()
+        extras = policy.report() if policy is not None else {}
+        return LoopResult(answer, c.window, nfe, time.perf_counter() - t0, grown, policy_s, extras)
+
+
+def _span(plan: Plan, device) -> tuple[int, int]:
+    """The answer positions touched by the current step of any active row."""
+    start, end, _, _, active = plan.current(device)
+    if not bool(active.any()):
+        return 0, 1
+    return int(start[active].min()), int(end[active].max())
+
+
+def _reveal_prob(j: torch.Tensor, steps: torch.Tensor, eps: float) -> torch.Tensor:
+    """Dream `origin`: probability 1 - s/t of revealing a masked position at step j."""
+    out = torch.ones(j.shape, dtype=torch.float32)
+    for r in range(j.shape[0]):
+        n, i = int(steps[r]), int(j[r])
+        if i < n - 1:
+            t = torch.linspace(1, eps, n + 1)
+            out[r] = 1 - t[i + 1] / t[i]
+    return out.to(j.device)

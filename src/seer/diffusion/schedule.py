@@ -1,0 +1,104 @@
+"""How many tokens to reveal per step, and how steps are laid over the answer window.
+
+A `Plan` lays semi-autoregressive blocks over each row's answer window and gives every block its
+share of steps. It keeps the user's tokens-per-step ratio, so when Seer truncates a window to L*
+the step count follows L* (`steps * L / gen_length`, rounded up per block), and when the guard
+grows a window the new positions get blocks and steps of their own.
+
+Two counting rules, both per row:
+- `linear` (LLaDA): a block of m masks over n steps reveals m // n per step, the remainder going
+  to the earliest steps.
+- `timestep` (Dream): with t = linspace(1, eps, n + 1), step j reveals
+  floor(remaining * (1 - t[j+1] / t[j])) and everything left at the last step. Dream's official
+  sampler uses the batch-mean mask count; we count per row so a row's answer does not depend on
+  its batch-mates (identical when rows have equal windows, as in the official setting).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(slots=True)
+class Stage:
+    """One semi-AR block of one row."""
+
+    start: int  # first answer position of the block
+    end: int  # one past its last position
+    steps: int  # denoising steps spent on it
+
+
+def lay_blocks(start: int, end: int, block: int, steps_per_block: int) -> list[Stage]:
+    """Blocks of `block` positions over [start, end); a partial last block gets its share of steps."""
+    stages = []
+    for s in range(start, end, block):
+        e = min(s + block, end)
+        stages.append(Stage(s, e, max(1, math.ceil(steps_per_block * (e - s) / block))))
+    return stages
+
+
+class Plan:
+    """Per-row stages, advanced in lockstep: at global step g each row is in one of its stages."""
+
+    def __init__(self, stages: list[list[Stage]]) -> None:
+        self.stages = stages
+        self._flat: list[list[tuple[Stage, int]]] = [
+            [(st, j) for st in row for j in range(st.steps)] for row in stages
+        ]
+        self.step = 0
+
+    @property
+    def total(self) -> int:
+        return max(len(f) for f in self._flat)
+
+    def done(self) -> bool:
+        return self.step >= self.total
+
+    def extend(self, row: int, more: list[Stage]) -> None:
+        """Append stages to a row (guard growth); they start after the current global step."""
+        idle = max(0, self.step - len(self._flat[row]))
+        self._flat[row].extend([(None, 0)] * idle)  # keep the lockstep index aligned
+        self._flat[row].extend((st, j) for st in more for j in range(st.steps))
+        self.stages[row].extend(more)
+
+    def current(self, device: torch.device) -> tuple[torch.Tensor, ...]:
+        """(start, end, j, n, active) per row for the current global step, as (B,) tensors."""
+        rows = []
+        for flat in self._flat:
+            if self.step < len(flat) and flat[self.step][0] is not None:
+                st, j = flat[self.step]
+                rows.append((st.start, st.end, j, st.steps, 1))
+            else:
+                rows.append((0, 0, 0, 1, 0))
+        t = torch.tensor(rows, dtype=torch.long, device=device)
+        return t[:, 0], t[:, 1], t[:, 2], t[:, 3], t[:, 4].bool()
+
+
+def linear_count(
+    j: torch.Tensor, n: torch.Tensor, remaining: torch.Tensor, size: torch.Tensor, eps: float
+) -> torch.Tensor:
+    """LLaDA: even split of the block's `size` masks over `n` steps, remainder first."""
+    return size // n + (j < size % n).long()
+
+
+def timestep_count(
+    j: torch.Tensor, n: torch.Tensor, remaining: torch.Tensor, size: torch.Tensor, eps: float
+) -> torch.Tensor:
+    """Dream: reveal floor(remaining * (1 - s/t)), everything at the last step (float32 as official)."""
+    out = torch.empty_like(remaining)
+    for r in range(remaining.shape[0]):
+        steps = int(n[r])
+        t = torch.linspace(1, eps, steps + 1)
+        step = int(j[r])
+        if step >= steps - 1:
+            out[r] = remaining[r]
+        else:
+            frac = 1 - t[step + 1] / t[step]
+            out[r] = int(remaining[r].float().cpu() * frac)
+    return out
+
+
+COUNTS = {"linear": linear_count, "timestep": timestep_count}

@@ -1,0 +1,127 @@
+"""Unmasking rules: propose a token and a confidence for every window position, then pick which
+positions to reveal this step.
+
+Every rule follows its official definition:
+- `low_confidence` / `random` (LLaDA): Gumbel-max sampling in float64 at temperature > 0 (argmax at
+  0); confidence = softmax(logits)[x0] in the logits' dtype, or U(0, 1) for `random`.
+- `maskgit_plus` / `topk_margin` / `entropy` (Dream): temperature, top-p and top-k shape the
+  distribution; x0 is sampled (or argmax at temperature 0); confidence is p(x0), p1 - p2, or the
+  negative entropy.
+- `origin` (Dream): each masked position is revealed independently with probability 1 - s/t.
+Selection is top-k per row, or, with Dream's `alg_temp`, k positions sampled from
+softmax(confidence / alg_temp) without replacement. All randomness goes through `generator`.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from seer.config import LLADA_RULES, SamplingParams, TokenIds
+
+
+def gumbel_argmax(logits: torch.Tensor, temperature: float, generator) -> torch.Tensor:
+    """LLaDA's sampler: argmax of exp(logits) / (-log U)^T in float64; plain argmax at T = 0."""
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    logits = logits.double()
+    u = torch.rand(logits.shape, dtype=torch.float64, generator=generator, device=logits.device)
+    return (logits.exp() / (-torch.log(u)) ** temperature).argmax(dim=-1)
+
+
+def top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Keep the smallest set of tokens whose probability mass reaches top_p (at least one)."""
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    cum = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
+    drop = cum > top_p
+    drop[..., 1:] = drop[..., :-1].clone()
+    drop[..., 0] = False
+    mask = torch.zeros_like(drop).scatter_(-1, order, drop)
+    return logits.masked_fill(mask, torch.finfo(logits.dtype).min)
+
+
+def top_k_filter(logits: torch.Tensor, top_k: int) -> torch.Tensor:
+    kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[..., -1:]
+    return logits.masked_fill(logits < kth, torch.finfo(logits.dtype).min)
+
+
+def llada_propose(logits, p: SamplingParams, tokens: TokenIds, generator):
+    if p.logits_eos_inf:
+        logits = logits.clone()
+        logits[..., tokens.eos] = -torch.inf
+    x0 = gumbel_argmax(logits, p.temperature, generator)
+    if p.remasking == "random":
+        conf = torch.rand(x0.shape, generator=generator, device=x0.device, dtype=torch.float64)
+        return x0, conf
+    if p.confidence_eos_eot_inf and tokens.eot is not None:
+        # The official code's chained assignment only lands on the end-of-turn logit, after
+        # x0 is chosen: EoT can still be proposed but is revealed last.
+        logits = logits.clone()
+        logits[..., tokens.eot] = -torch.inf
+    prob = logits.softmax(dim=-1)
+    return x0, prob.gather(-1, x0[..., None]).squeeze(-1)
+
+
+def dream_propose(logits, p: SamplingParams, tokens: TokenIds, generator):
+    if p.temperature > 0:
+        logits = logits / p.temperature
+    if p.top_p is not None and p.top_p < 1:
+        logits = top_p_filter(logits, p.top_p)
+    if p.top_k is not None:
+        logits = top_k_filter(logits, p.top_k)
+    prob = logits.softmax(dim=-1)
+    if p.temperature > 0:
+        flat = prob.reshape(-1, prob.shape[-1]).float()
+        x0 = torch.multinomial(flat, 1, generator=generator).view(prob.shape[:-1])
+        conf = prob.gather(-1, x0[..., None]).squeeze(-1)
+    else:
+        conf, x0 = prob.max(dim=-1)
+    if p.remasking == "topk_margin":
+        top2 = prob.topk(2, dim=-1).values
+        conf = top2[..., 0] - top2[..., 1]
+    elif p.remasking == "entropy":
+        conf = (prob * torch.log(prob + 1e-10)).sum(dim=-1)
+    return x0, conf
+
+
+def propose(logits, p: SamplingParams, tokens: TokenIds, generator):
+    """logits: (B, W, V) -> x0 (B, W) token ids, confidence (B, W)."""
+    if p.remasking in LLADA_RULES:
+        return llada_propose(logits, p, tokens, generator)
+    return dream_propose(logits, p, tokens, generator)
+
+
+def select(
+    conf: torch.Tensor,
+    eligible: torch.Tensor,
+    k: torch.Tensor,
+    p: SamplingParams,
+    reveal_prob: torch.Tensor,
+    generator,
+) -> torch.Tensor:
+    """Choose positions to reveal. conf, eligible: (B, W); k: (B,) -> (B, W) bool.
+
+    `reveal_prob` (B,) is only used by `origin`, which reveals each eligible position
+    independently with that probability instead of a top-k.
+    """
+    if p.remasking == "origin":
+        u = torch.rand(conf.shape, generator=generator, device=conf.device)
+        return eligible & (u < reveal_prob[:, None])
+    conf = conf.masked_fill(~eligible, -torch.inf)
+    kmax = int(k.max()) if k.numel() else 0
+    chosen = torch.zeros_like(eligible)
+    if kmax == 0:
+        return chosen
+    if p.alg_temp:
+        weights = F.softmax(conf.double() / p.alg_temp, dim=-1)
+        weights = torch.where(eligible, weights, torch.zeros_like(weights))
+        for r in range(conf.shape[0]):
+            n = min(int(k[r]), int(eligible[r].sum()))
+            if n:
+                idx = torch.multinomial(weights[r], n, generator=generator)
+                chosen[r, idx] = True
+        return chosen
+    idx = conf.topk(kmax, dim=-1).indices  # (B, kmax), best first
+    keep = torch.arange(kmax, device=k.device)[None, :] < k[:, None]
+    chosen.scatter_(1, idx, keep)
+    return chosen & eligible

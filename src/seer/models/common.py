@@ -1,0 +1,204 @@
+"""Building blocks shared by the architectures: RMS norm, rotary embeddings, attention masks.
+
+Each architecture file (`llada.py`, `dream.py`) composes these and declares its own checkpoint
+key names; numerics follow the official models (norm statistics and, where the official code does
+so, the rotary product in float32).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass(slots=True)
+class ModelOutput:
+    """What a forward pass returns; mirrors transformers' `CausalLMOutput` for `.logits` access."""
+
+    logits: torch.Tensor  # (B, L, V) in the model dtype, or (B, len(positions), V) when sliced
+
+    def __getitem__(self, i: int) -> torch.Tensor:  # `out[0]` as transformers code expects
+        return (self.logits,)[i]
+
+
+class RMSNorm(nn.Module):
+    """RMS norm computed in float32 and cast back, as both official models do."""
+
+    def __init__(self, dim: int, eps: float, affine: bool = True) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim)) if affine else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        h = h.to(dtype)
+        return h if self.weight is None else self.weight * h
+
+
+class Rotary(nn.Module):
+    """NeoX-style rotary embedding (rotate-half), with the position table built per call.
+
+    `full_precision=True` rotates q/k in float32 and casts back (LLaDA's `rope_full_precision`);
+    otherwise cos/sin are cast to the activation dtype first (Qwen2/Dream).
+    """
+
+    def __init__(self, head_dim: int, theta: float, full_precision: bool) -> None:
+        super().__init__()
+        self.head_dim, self.theta, self.full_precision = head_dim, theta, full_precision
+
+    def cos_sin(self, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        # position_ids: (B, L) -> cos/sin: (B, 1, L, head_dim) in float32. The frequencies are
+        # computed per call (head_dim / 2 values) so no buffer can be cast to a low precision.
+        exps = torch.arange(0, self.head_dim, 2, dtype=torch.float32, device=position_ids.device)
+        inv_freq = 1.0 / (self.theta ** (exps / self.head_dim))
+        freqs = position_ids.float()[..., None] * inv_freq
+        emb = torch.cat((freqs, freqs), dim=-1)[:, None]
+        return emb.cos(), emb.sin()
+
+    def apply(
+        self, q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        dtype = q.dtype
+        if self.full_precision:
+            q, k = q.float(), k.float()
+        else:
+            cos, sin = cos.to(dtype), sin.to(dtype)
+        q = q * cos + _rotate_half(q) * sin
+        k = k * cos + _rotate_half(k) * sin
+        return q.to(dtype), k.to(dtype)
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def attention_bias(
+    attention_mask: torch.Tensor | str | None, batch: int, length: int
+) -> torch.Tensor | None:
+    """Turn a user mask into a boolean SDPA mask broadcastable to (B, H, L, L); True = attend.
+
+    Accepts None or "full" (no masking), a (B, L) key-padding mask of 0/1 or bools, or a
+    (B, 1, L, L) boolean mask as Dream's official sampler builds. Query rows that would attend to
+    nothing (padding queries) are opened up so SDPA never produces NaN; their outputs are unused.
+    """
+    if attention_mask is None or isinstance(attention_mask, str):
+        return None
+    m = attention_mask
+    if m.dim() == 2:
+        if m.shape != (batch, length):
+            raise ValueError(
+                f"attention_mask has shape {tuple(m.shape)}, expected {(batch, length)}"
+            )
+        if bool(m.all()):
+            return None
+        return m.bool()[:, None, None, :]
+    if m.dim() == 4:
+        m = (
+            m.bool() if m.dtype == torch.bool else m > -1
+        )  # additive float masks: 0 keeps, -inf drops
+        return m | ~m.any(dim=-1, keepdim=True)
+    raise ValueError(f"attention_mask must be (B, L) or (B, 1, L, L); got {tuple(m.shape)}")
+
+
+def sdpa(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
+) -> torch.Tensor:
+    """Bidirectional attention. q: (B, H, L, D); k, v: (B, H_kv, L, D) with H % H_kv == 0."""
+    if k.shape[1] != q.shape[1]:
+        rep = q.shape[1] // k.shape[1]
+        k = k.repeat_interleave(rep, dim=1)
+        v = v.repeat_interleave(rep, dim=1)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=False)
+
+
+def default_positions(batch: int, length: int, device: torch.device) -> torch.Tensor:
+    return torch.arange(length, device=device).expand(batch, length)
+
+
+def self_attention(
+    x: torch.Tensor,
+    proj: tuple[nn.Linear, nn.Linear, nn.Linear, nn.Linear],
+    n_heads: int,
+    n_kv_heads: int,
+    rotary: Rotary,
+    cos_sin: tuple[torch.Tensor, torch.Tensor],
+    mask: torch.Tensor | None,
+) -> torch.Tensor:
+    """x: (B, L, C) -> (B, L, C). `proj` is (q, k, v, out) in the architecture's own modules."""
+    q_proj, k_proj, v_proj, out_proj = proj
+    b, n, _ = x.shape
+    q = q_proj(x).view(b, n, n_heads, -1).transpose(1, 2)  # (B, H, L, D)
+    k = k_proj(x).view(b, n, n_kv_heads, -1).transpose(1, 2)  # (B, H_kv, L, D)
+    v = v_proj(x).view(b, n, n_kv_heads, -1).transpose(1, 2)
+    q, k = rotary.apply(q, k, *cos_sin)
+    y = sdpa(q, k, v, mask)
+    return out_proj(y.transpose(1, 2).reshape(b, n, -1))
+
+
+class BidirectionalLM(nn.Module):
+    """Shared forward of the non-causal decoders: embed -> blocks -> norm -> head.
+
+    Subclasses build their modules under the official key names and implement `_parts()`
+    returning (embedding, blocks, final_norm, head or None for tied weights) and `rotary`.
+
+    `logits_positions` (a slice) computes the LM head only where the caller needs logits (the
+    answer window), which saves the large head matmul over the prompt. `after_layer(i, h, mask)`
+    is called after block i and may return a replacement `(h, mask)`: this is how a step can
+    continue on a truncated window from layer k+1 on.
+    """
+
+    rotary: Rotary
+    logits_shift: int = 0  # Dream predicts token j from position j-1: the loop applies the shift
+    config: object
+
+    def _parts(self) -> tuple[nn.Embedding, nn.ModuleList, nn.Module, nn.Linear | None]:
+        raise NotImplementedError
+
+    def _scale_embeddings(self, h: torch.Tensor) -> torch.Tensor:
+        return h
+
+    def _scale_logits(self, logits: torch.Tensor) -> torch.Tensor:
+        return logits
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self._parts()[0]
+
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | str | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        logits_positions: slice | None = None,
+        after_layer=None,
+        **unused,
+    ) -> ModelOutput:
+        embed, blocks, norm, head = self._parts()
+        if inputs_embeds is None:
+            if input_ids is None:
+                raise ValueError("pass input_ids or inputs_embeds")
+            inputs_embeds = embed(input_ids)
+        h = self._scale_embeddings(inputs_embeds)
+        b, n, _ = h.shape
+        if position_ids is None:
+            position_ids = default_positions(b, n, h.device)
+        cos_sin = self.rotary.cos_sin(position_ids)
+        mask = attention_bias(attention_mask, b, n)
+        for i, block in enumerate(blocks):
+            h = block(h, cos_sin, mask)
+            if after_layer is not None:
+                changed = after_layer(i, h, mask)
+                if changed is not None:
+                    h, mask, position_ids = changed
+                    cos_sin = self.rotary.cos_sin(position_ids)
+        if logits_positions is not None:
+            h = h[:, logits_positions]
+        h = norm(h)
+        logits = h @ embed.weight.T if head is None else head(h)
+        return ModelOutput(logits=self._scale_logits(logits))

@@ -1,0 +1,192 @@
+"""Local folder -> model (+ tokenizer). The one place that knows how checkpoints are stored.
+
+- The architecture comes from config.json's `model_type`, else its `architectures`.
+- Weights: `model.safetensors` or a sharded `model.safetensors.index.json`. The model is built on
+  the meta device, materialised once in the target dtype/device, and filled tensor by tensor from
+  memory-mapped shards, so peak memory is about one copy of the model (not two).
+- Keys must match exactly (strict); a mismatch lists the first few offenders.
+- The tokenizer comes from transformers' `AutoTokenizer` with local files only and no remote code.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors import safe_open
+
+from seer.config import TokenIds
+from seer.errors import CheckpointError
+from seer.models.common import BidirectionalLM
+from seer.models.dream import DreamConfig, DreamModel
+from seer.models.llada import LLaDAConfig, LLaDAModelLM
+
+# model_type / architectures name -> (config class, model class)
+REGISTRY = {
+    "llada": (LLaDAConfig, LLaDAModelLM),
+    "lladamodellm": (LLaDAConfig, LLaDAModelLM),
+    "dream": (DreamConfig, DreamModel),
+    "dreammodel": (DreamConfig, DreamModel),
+}
+DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+}
+END_OF_TURN = ("<|eot_id|>", "<|im_end|>")
+MASK_NAMES = ("<|mdm_mask|>", "<|mask|>")
+
+
+def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
+    if dtype is None:
+        return torch.float32
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in DTYPES:
+        raise CheckpointError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
+    return DTYPES[dtype]
+
+
+def read_config(path: str | Path) -> tuple[Path, dict]:
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        raise CheckpointError(f"model folder {str(folder)!r} does not exist; pass a local folder")
+    cfg_file = folder / "config.json"
+    if not cfg_file.is_file():
+        raise CheckpointError(f"{folder} has no config.json; is this a model folder?")
+    try:
+        raw = json.loads(cfg_file.read_text())
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{cfg_file} is not valid JSON ({e})") from None
+    return folder, raw
+
+
+def architecture(raw: dict) -> str:
+    names = [raw.get("model_type", "")] + list(raw.get("architectures") or [])
+    for name in names:
+        if str(name).lower() in REGISTRY:
+            return str(name).lower()
+    known = sorted({k for k in REGISTRY if not k.endswith("lm") and not k.endswith("model")})
+    raise CheckpointError(
+        f"unknown architecture (model_type={raw.get('model_type')!r}, "
+        f"architectures={raw.get('architectures')!r}); Seer supports {', '.join(known)}"
+    )
+
+
+def build_model(raw: dict) -> BidirectionalLM:
+    """An un-initialised model (on the meta device) for a config dict."""
+    cfg_cls, model_cls = REGISTRY[architecture(raw)]
+    try:
+        cfg = cfg_cls.from_dict(raw)
+    except (ValueError, TypeError) as e:
+        raise CheckpointError(f"config.json: {e}") from None
+    with torch.device("meta"):
+        return model_cls(cfg)
+
+
+def weight_files(folder: Path) -> dict[str, Path]:
+    """Map each tensor name to the shard that holds it."""
+    single, index = folder / "model.safetensors", folder / "model.safetensors.index.json"
+    if index.is_file():
+        weight_map = json.loads(index.read_text())["weight_map"]
+        shards = {name: folder / shard for name, shard in weight_map.items()}
+        absent = sorted({str(p.name) for p in shards.values() if not p.is_file()})
+        if absent:
+            raise CheckpointError(f"{folder}: shard(s) {absent[:3]} named in the index are missing")
+        return shards
+    if single.is_file():
+        with safe_open(single, framework="pt") as f:
+            return {name: single for name in f.keys()}
+    if list(folder.glob("*.bin")):
+        raise CheckpointError(
+            f"{folder} holds only .bin weights; convert them to safetensors (Seer reads no pickles)"
+        )
+    raise CheckpointError(f"{folder} has no model.safetensors or model.safetensors.index.json")
+
+
+def _check_keys(model: torch.nn.Module, shards: dict[str, Path]) -> None:
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    missing = sorted(set(expected) - set(shards))
+    unexpected = sorted(set(shards) - set(expected))
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} missing key(s), e.g. {missing[:3]}")
+    if unexpected:
+        problems.append(f"{len(unexpected)} unexpected key(s), e.g. {unexpected[:3]}")
+    if problems:
+        raise CheckpointError(
+            "checkpoint keys do not match the architecture: "
+            + "; ".join(problems)
+            + " (is config.json the one that came with these weights?)"
+        )
+
+
+def load_weights(model: torch.nn.Module, folder: Path, dtype, device) -> torch.nn.Module:
+    shards = weight_files(folder)
+    _check_keys(model, shards)
+    model = model.to_empty(device=device).to(dtype)
+    params = dict(model.state_dict(keep_vars=True))
+    by_shard: dict[Path, list[str]] = {}
+    for name, shard in shards.items():
+        by_shard.setdefault(shard, []).append(name)
+    bad = []
+    for shard, names in by_shard.items():
+        with safe_open(shard, framework="pt", device="cpu") as f:
+            for name in names:
+                t = f.get_tensor(name)
+                target = params[name]
+                if tuple(t.shape) != tuple(target.shape):
+                    bad.append(f"{name}: {tuple(t.shape)} vs {tuple(target.shape)}")
+                    continue
+                with torch.no_grad():
+                    target.copy_(t)
+    if bad:
+        raise CheckpointError(f"{len(bad)} tensor(s) have the wrong shape, e.g. {bad[:3]}")
+    return model.eval()
+
+
+def load_model(path, dtype=None, device="cpu") -> BidirectionalLM:
+    folder, raw = read_config(path)
+    model = build_model(raw)
+    return load_weights(model, folder, resolve_dtype(dtype), torch.device(device))
+
+
+def load_tokenizer(folder: Path):
+    from transformers import AutoTokenizer
+
+    files = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
+    if not any((folder / f).is_file() for f in files):
+        raise CheckpointError(f"{folder} has no tokenizer files (tokenizer.json, ...)")
+    try:
+        return AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
+    except Exception as first:  # e.g. Dream's tokenizer_class names its remote-code class
+        if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
+            from transformers import Qwen2TokenizerFast
+
+            return Qwen2TokenizerFast.from_pretrained(folder, local_files_only=True)
+        raise CheckpointError(f"cannot load the tokenizer in {folder}: {first}") from None
+
+
+def token_ids(raw: dict, tokenizer) -> TokenIds:
+    """Special ids from config.json, completed by the tokenizer's own special tokens."""
+    vocab = tokenizer.get_vocab() if tokenizer is not None else {}
+    mask = raw.get("mask_token_id")
+    if mask is None:
+        mask = next((vocab[n] for n in MASK_NAMES if n in vocab), None)
+    eos = raw.get("eos_token_id")
+    if eos is None and tokenizer is not None:
+        eos = tokenizer.eos_token_id
+    if isinstance(eos, list):
+        eos = eos[0]
+    if mask is None or eos is None:
+        raise CheckpointError("config.json/tokenizer define no mask_token_id or eos_token_id")
+    pad = raw.get("pad_token_id")
+    if pad is None or pad == mask:
+        pad = eos
+    eot = next((vocab[n] for n in END_OF_TURN if n in vocab), None)
+    bos = raw.get("bos_token_id", getattr(tokenizer, "bos_token_id", None))
+    return TokenIds(mask=mask, eos=eos, pad=pad, eot=eot, bos=bos)

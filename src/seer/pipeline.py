@@ -1,0 +1,204 @@
+"""The public object `seer.load()` returns: model + tokenizer + `generate()`.
+
+`generate` accepts text (chat-formatted with the tokenizer's template unless `chat=False`), a
+list of token-id lists, or a (B, L) id tensor with an optional attention mask (left padding). It
+returns one `Generation` per prompt with the answer text, the answer ids (always `gen_length` of
+them, [EOS]-padded, as the official samplers return) and what the run cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from seer.config import LLADA_RULES, SamplingParams, TokenIds
+from seer.diffusion.loop import DenoisingLoop, WindowPolicy, make_canvas
+from seer.errors import SeerError
+from seer.models import loader
+
+
+@dataclass(slots=True)
+class GenerationStats:
+    """Cost and shape of one request's generation (batch-level figures are shared)."""
+
+    nfe: int  # forward passes of the batch
+    seconds: float  # wall time of the batch's denoising loop
+    tokens: int  # answer tokens before the first end token
+    window: int  # answer positions this row was denoised over (gen_length without Seer)
+    gen_length: int  # the window the user asked for
+    grown: int = 0  # times the guard grew this row's window
+    detect_seconds: float = 0.0  # time spent detecting the boundary (batch)
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(slots=True)
+class Generation:
+    """The answer to one prompt."""
+
+    text: str  # decoded answer up to its end token, special tokens removed
+    token_ids: list[int]  # gen_length answer ids (kept tokens, then [EOS])
+    stats: GenerationStats
+    boundary: object | None = None  # Seer's BoundaryReport for this row, when Seer ran
+    extras: dict = field(default_factory=dict)
+
+
+class DiffusionLM:
+    """A loaded diffusion language model. Build it with `seer.load(path)`."""
+
+    def __init__(self, model, tokenizer, tokens: TokenIds, name: str = "", meta=None) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.tokens = tokens
+        self.name = name
+        self.meta = meta or {}  # extra files of the checkpoint (e.g. seer.json defaults)
+        self.loop = DenoisingLoop(model, tokens)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def default_rule(self) -> str:
+        return "entropy" if getattr(self.model, "logits_shift", 0) else "low_confidence"
+
+    @property
+    def max_length(self) -> int:
+        cfg = self.model.config
+        return int(getattr(cfg, "max_sequence_length", 0) or cfg.max_position_embeddings)
+
+    # -- prompts ----------------------------------------------------------------------------
+    def encode(self, prompt: str, chat: bool = True) -> list[int]:
+        if self.tokenizer is None:
+            raise SeerError("this model was loaded without a tokenizer; pass token ids instead")
+        if chat and getattr(self.tokenizer, "chat_template", None):
+            out = self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True
+            )
+            ids = out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out
+            return list(ids[0] if ids and isinstance(ids[0], list) else ids)
+        return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+
+    def _prompt_ids(self, prompts, chat: bool, attention_mask) -> list[list[int]]:
+        if isinstance(prompts, str):
+            prompts = [prompts]
+        if isinstance(prompts, torch.Tensor):
+            ids = prompts if prompts.dim() == 2 else prompts[None]
+            if attention_mask is None:
+                return [row.tolist() for row in ids]
+            am = attention_mask if attention_mask.dim() == 2 else attention_mask[None]
+            return [row[m.bool()].tolist() for row, m in zip(ids, am, strict=True)]
+        if not prompts:
+            raise SeerError("no prompt given")
+        if all(isinstance(q, str) for q in prompts):
+            return [self.encode(q, chat) for q in prompts]
+        return [list(map(int, q)) for q in prompts]
+
+    def _check(self, ids: list[list[int]], p: SamplingParams) -> None:
+        vocab = self.model.get_input_embeddings().num_embeddings
+        for q in ids:
+            if not q:
+                raise SeerError("empty prompt: give at least one token")
+            if len(q) + p.gen_length > self.max_length:
+                raise SeerError(
+                    f"prompt of {len(q)} tokens + gen_length {p.gen_length} exceeds the model's "
+                    f"context of {self.max_length}; shorten the prompt or lower gen_length"
+                )
+            if min(q) < 0 or max(q) >= vocab:
+                raise SeerError(f"prompt token ids must lie in [0, {vocab})")
+        if self.tokens.mask in {t for q in ids for t in q}:
+            raise SeerError("the prompt contains the [MASK] token id; remove it")
+
+    # -- generation ---------------------------------------------------------------------------
+    def generate(
+        self,
+        prompts,
+        params: SamplingParams | None = None,
+        *,
+        seer=None,
+        chat: bool = True,
+        attention_mask: torch.Tensor | None = None,
+        policy: WindowPolicy | None = None,
+        **overrides,
+    ) -> Generation | list[Generation]:
+        """Answer one prompt (returns a `Generation`) or a list/batch (returns a list).
+
+        `params` or keyword overrides (gen_length=..., steps=..., ...) set the sampling;
+        `seer=SeerConfig(...)` (or True for the model's defaults) turns on boundary truncation.
+        """
+        single = isinstance(prompts, str) or (
+            isinstance(prompts, torch.Tensor) and prompts.dim() == 1
+        )
+        p = _params(params, overrides).with_defaults(self.default_rule)
+        if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
+            raise SeerError("cfg_scale is only defined for LLaDA's remasking rules")
+        ids = self._prompt_ids(prompts, chat, attention_mask)
+        self._check(ids, p)
+        if policy is None and seer:
+            from seer.boundary.truncation import policy_for
+
+            policy = policy_for(self, seer)
+        gen = None
+        if p.seed is not None:
+            gen = torch.Generator(device=self.device).manual_seed(p.seed)
+        canvas = make_canvas(ids, p.gen_length, self.tokens, self.device)
+        res = self.loop.run(canvas, p, policy=policy, generator=gen)
+        reports = res.extras.get("boundaries") or [None] * len(ids)
+        out = []
+        for r, row in enumerate(res.answer.tolist()):
+            n = _answer_len(row, self.tokens)
+            stats = GenerationStats(
+                nfe=res.nfe,
+                seconds=res.seconds,
+                tokens=n,
+                window=int(res.window[r]),
+                gen_length=p.gen_length,
+                grown=int(res.grown[r]),
+                detect_seconds=res.policy_seconds,
+            )
+            out.append(Generation(self.decode(row[:n]), row, stats, reports[r]))
+        return out[0] if single else out
+
+    def decode(self, ids: list[int]) -> str:
+        if self.tokenizer is None:
+            return " ".join(map(str, ids))
+        return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+
+
+def _params(params: SamplingParams | None, overrides: dict) -> SamplingParams:
+    try:
+        if params is None:
+            return SamplingParams(**overrides)
+        if overrides:
+            from dataclasses import replace
+
+            return replace(params, **overrides)
+    except TypeError as e:
+        raise SeerError(f"bad generation option: {e}") from None
+    return params
+
+
+def _answer_len(row: list[int], tokens: TokenIds) -> int:
+    """Answer tokens before the first end token."""
+    for i, t in enumerate(row):
+        if t in tokens.enders:
+            return i
+    return len(row)
+
+
+def load(path: str | Path, dtype=None, device: str = "cpu", tokenizer: bool = True) -> DiffusionLM:
+    """Load a model folder (config.json + safetensors + tokenizer files) as published."""
+    folder, raw = loader.read_config(path)
+    model = loader.load_model(folder, dtype=dtype, device=device)
+    tok = loader.load_tokenizer(folder) if tokenizer else None
+    meta = {}
+    seer_file = folder / "seer.json"
+    if seer_file.is_file():
+        import json
+
+        meta["seer"] = json.loads(seer_file.read_text())
+    return DiffusionLM(model, tok, loader.token_ids(raw, tok), name=folder.name, meta=meta)
