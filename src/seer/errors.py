@@ -1,4 +1,4 @@
-"""User-facing errors. The CLI prints these as one line; anything else is a bug and shows a trace."""
+"""User-facing errors. The CLI prints these as one line; anything else is a bug (with a trace)."""
 
 
 class SeerError(ValueError):

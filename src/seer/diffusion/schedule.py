@@ -32,7 +32,7 @@ class Stage:
 
 
 def lay_blocks(start: int, end: int, block: int, steps_per_block: int) -> list[Stage]:
-    """Blocks of `block` positions over [start, end); a partial last block gets its share of steps."""
+    """Blocks of `block` positions over [start, end); a partial last block gets a share of steps."""
     stages = []
     for s in range(start, end, block):
         e = min(s + block, end)
@@ -87,7 +87,7 @@ def linear_count(
 def timestep_count(
     j: torch.Tensor, n: torch.Tensor, remaining: torch.Tensor, size: torch.Tensor, eps: float
 ) -> torch.Tensor:
-    """Dream: reveal floor(remaining * (1 - s/t)), everything at the last step (float32 as official)."""
+    """Dream: reveal floor(remaining * (1 - s/t)), all at the last step (float32, as official)."""
     out = torch.empty_like(remaining)
     for r in range(remaining.shape[0]):
         steps = int(n[r])

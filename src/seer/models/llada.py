@@ -1,4 +1,4 @@
-"""LLaDA (GSAI-ML/LLaDA-8B-Base / -Instruct and the models built on its layout: MMaDA, LaViDa-LLaDA).
+"""LLaDA (GSAI-ML/LLaDA-8B-Base / -Instruct, and the models on its layout: MMaDA, LaViDa-LLaDA).
 
 Module tree and parameter names follow the official OLMo-derived checkpoint so a downloaded
 folder loads with strict key matching:

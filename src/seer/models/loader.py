@@ -100,7 +100,7 @@ def weight_files(folder: Path) -> dict[str, Path]:
         return shards
     if single.is_file():
         with safe_open(single, framework="pt") as f:
-            return {name: single for name in f.keys()}
+            return {name: single for name in f.keys()}  # noqa: SIM118
     if list(folder.glob("*.bin")):
         raise CheckpointError(
             f"{folder} holds only .bin weights; convert them to safetensors (Seer reads no pickles)"
