@@ -53,11 +53,15 @@ def llada_propose(logits, p: SamplingParams, tokens: TokenIds, generator):
     if p.remasking == "random":
         conf = torch.rand(x0.shape, generator=generator, device=x0.device, dtype=torch.float64)
         return x0, conf
-    if p.confidence_eos_eot_inf and tokens.eot is not None:
-        # The official code's chained assignment only lands on the end-of-turn logit, after
-        # x0 is chosen: EoT can still be proposed but is revealed last.
+    if p.confidence_eos_eot_inf:
+        # Official behaviour, after x0 is chosen: the end-of-turn logit goes to -inf, and so does
+        # [EOS] at temperature 0 only (there the noisy logits are the same tensor as the logits).
+        # They can still be proposed, but get zero confidence and are revealed last.
         logits = logits.clone()
-        logits[..., tokens.eot] = -torch.inf
+        if tokens.eot is not None:
+            logits[..., tokens.eot] = -torch.inf
+        if p.temperature == 0:
+            logits[..., tokens.eos] = -torch.inf
     prob = logits.softmax(dim=-1)
     return x0, prob.gather(-1, x0[..., None]).squeeze(-1)
 

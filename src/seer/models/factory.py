@@ -180,3 +180,31 @@ def save_checkpoint(model, raw: dict, folder: str | Path, dtype=torch.float32) -
     state = {k: v.detach().to(dtype).contiguous() for k, v in model.state_dict().items()}
     save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
     return folder
+
+
+def make_random_checkpoint(
+    arch: str, folder: str | Path, layers: int = 2, width: int = 64, seed: int = 0
+) -> Path:
+    """A random model of `arch` with the built-in word-level tokenizer, ready for `seer.load`."""
+    from transformers import AutoTokenizer
+
+    from seer.demo.tokenizer import build_tokenizer
+
+    folder = Path(folder)
+    build_tokenizer(folder)
+    tok = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    vocab = tok.get_vocab()
+    ids = {
+        "mask_token_id": vocab["<|mdm_mask|>"],
+        "eos_token_id": tok.eos_token_id,
+        "pad_token_id": tok.eos_token_id,
+    }
+    size = len(vocab)
+    if arch == "llada":
+        raw = llada_config(size, d_model=width, n_layers=layers, **ids)
+    elif arch == "dream":
+        raw = dream_config(size, hidden_size=width, num_hidden_layers=layers, **ids)
+        raw["bos_token_id"] = tok.bos_token_id
+    else:
+        raise ValueError(f"unknown architecture {arch!r}")
+    return save_checkpoint(random_model(raw, seed=seed, std=0.2), raw, folder)

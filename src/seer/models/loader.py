@@ -10,7 +10,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import warnings
 from pathlib import Path
 
 import torch
@@ -155,6 +157,21 @@ def load_model(path, dtype=None, device="cpu") -> BidirectionalLM:
     return load_weights(model, folder, resolve_dtype(dtype), torch.device(device))
 
 
+@contextlib.contextmanager
+def _quiet_transformers():
+    """AutoTokenizer reads config.json and warns that it does not know `llada`; hide that."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            yield
+        finally:
+            hf_logging.set_verbosity(level)
+
+
 def load_tokenizer(folder: Path):
     from transformers import AutoTokenizer
 
@@ -162,7 +179,10 @@ def load_tokenizer(folder: Path):
     if not any((folder / f).is_file() for f in files):
         raise CheckpointError(f"{folder} has no tokenizer files (tokenizer.json, ...)")
     try:
-        return AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
+        with _quiet_transformers():
+            return AutoTokenizer.from_pretrained(
+                folder, local_files_only=True, trust_remote_code=False
+            )
     except Exception as first:  # e.g. Dream's tokenizer_class names its remote-code class
         if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
             from transformers import Qwen2TokenizerFast

@@ -1,0 +1,126 @@
+"""`seer` command line: generate | make-checkpoint | demo | profile | bench.
+
+Thin by design: each subcommand parses its options and calls the library. User mistakes
+(`SeerError`) print one line and exit with status 2; anything else is a bug and shows a trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from seer.config import RULES
+from seer.errors import SeerError
+
+
+def _add_sampling(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("sampling")
+    g.add_argument("--gen-length", type=int, default=None, help="answer window (default 64)")
+    g.add_argument("--steps", type=int, default=None, help="denoising steps (default gen-length)")
+    g.add_argument("--block-length", type=int, default=None, help="semi-AR block length")
+    g.add_argument("--temperature", type=float, default=0.0)
+    g.add_argument("--remasking", "--alg", dest="remasking", choices=RULES, default=None)
+    g.add_argument("--alg-temp", type=float, default=None, help="Dream: position sampling temp")
+    g.add_argument("--top-p", type=float, default=None)
+    g.add_argument("--top-k", type=int, default=None)
+    g.add_argument("--cfg-scale", type=float, default=0.0)
+    g.add_argument("--seed", type=int, default=0)
+
+
+def _sampling(args) -> dict:
+    keys = ("gen_length", "steps", "block_length", "temperature", "remasking", "alg_temp")
+    keys += ("top_p", "top_k", "cfg_scale", "seed")
+    out = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    out.setdefault("gen_length", 64)
+    return out
+
+
+def cmd_generate(args) -> int:
+    import seer
+
+    lm = seer.load(args.model, dtype=args.dtype, device=args.device)
+    seer_cfg = _seer_config(args)
+    g = lm.generate(args.prompt, seer=seer_cfg, chat=not args.no_chat, **_sampling(args))
+    s = g.stats
+    if args.json:
+        record = {
+            "answer": g.text,
+            "token_ids": g.token_ids,
+            "nfe": s.nfe,
+            "seconds": round(s.seconds, 4),
+            "tokens": s.tokens,
+            "tokens_per_second": round(s.tokens_per_second, 2),
+            "window": s.window,
+            "gen_length": s.gen_length,
+            "guard_grew": s.grown,
+        }
+        if g.boundary is not None:
+            record["boundary"] = g.boundary.as_dict()
+        print(json.dumps(record))
+    else:
+        print(g.text)
+        extra = f", window {s.window}/{s.gen_length}" if seer_cfg else ""
+        print(
+            f"[{s.nfe} NFE, {s.seconds:.2f} s, {s.tokens} tokens, "
+            f"{s.tokens_per_second:.1f} tok/s{extra}]",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _seer_config(args):
+    if not getattr(args, "seer", False):
+        return None
+    from seer.boundary.truncation import SeerConfig
+
+    return SeerConfig.from_cli(args)
+
+
+def cmd_make_checkpoint(args) -> int:
+    from seer.models.factory import make_random_checkpoint
+
+    folder = make_random_checkpoint(
+        args.arch, args.out, layers=args.layers, width=args.width, seed=args.seed
+    )
+    print(f"wrote a random {args.arch} checkpoint to {folder}")
+    print(f"try: seer generate --model {folder} --prompt 'repeat star 3 times'")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="seer", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("generate", help="answer one prompt")
+    g.add_argument("--model", required=True, help="local model folder")
+    g.add_argument("--prompt", required=True)
+    g.add_argument("--dtype", default="float32", help="float32 | bfloat16 | float16")
+    g.add_argument("--device", default="cpu")
+    g.add_argument("--json", action="store_true", help="print one JSON object")
+    g.add_argument("--no-chat", action="store_true", help="do not apply the chat template")
+    g.add_argument("--seer", action="store_true", help="truncate the window at the boundary")
+    _add_sampling(g)
+    g.set_defaults(func=cmd_generate)
+
+    m = sub.add_parser("make-checkpoint", help="write a tiny random model in the official layout")
+    m.add_argument("--arch", choices=("llada", "dream"), default="llada")
+    m.add_argument("--out", required=True, help="folder to create")
+    m.add_argument("--layers", type=int, default=2)
+    m.add_argument("--width", type=int, default=64)
+    m.add_argument("--seed", type=int, default=0)
+    m.set_defaults(func=cmd_make_checkpoint)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except SeerError as e:
+        print(f"seer: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,233 @@
+"""Train the built-in model: a small LLaDA on the synthetic tasks, with LLaDA's SFT recipe.
+
+Recipe (LLaDA paper, App. B.1, and GUIDELINES.md):
+- the prompt is never masked; the answer window is answer + <|eot_id|> + [EOS] padding, and
+  [EOS] is a target like any other token;
+- each sequence draws a mask ratio t ~ U(eps, 1), masks every window token with probability t,
+  and the loss is the cross-entropy on masked tokens weighted by 1/t, normalised by the window
+  length;
+- the window length varies per batch (answer + [EOS] up to a random length between the batch's
+  longest answer and `window`), as LLaDA's SFT pads to each batch's longest answer. A trial
+  here showed that a model trained only on full windows collapses when the window is cut.
+
+Run: `python -m seer.demo.train --out runs/builtin --minutes 80` (resumes from `--out`).
+A checkpoint in the official LLaDA layout (config.json, model.safetensors, tokenizer files) is
+written to `--out/export` at every save, and loads with `seer.load`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from seer.demo.tasks import Example, generate_examples
+from seer.demo.tokenizer import build_tokenizer, encode_chat
+from seer.models.factory import llada_config, random_model, save_checkpoint
+
+
+@dataclass(slots=True)
+class TrainConfig:
+    """Model size and optimisation of the built-in model."""
+
+    d_model: int = 128
+    n_layers: int = 6
+    n_heads: int = 4
+    mlp_hidden_size: int = 384
+    window: int = 64  # answer window (answer + eot + [EOS] padding)
+    batch_size: int = 32
+    lr: float = 1.5e-3
+    min_lr: float = 1e-4
+    warmup: int = 300
+    total_steps: int = 16000  # cosine horizon; training may stop earlier on the time budget
+    weight_decay: float = 0.01
+    full_window_prob: float = 0.5  # share of batches padded to the full window
+    seed: int = 0
+
+
+class Encoder:
+    """Word-level encoding without a tokenizer call per example (checked against the template)."""
+
+    def __init__(self, tok) -> None:
+        self.vocab = tok.get_vocab()
+        probe = "copy : cat"
+        ids = encode_chat(tok, probe)
+        words = [self.vocab[w] for w in probe.split()]
+        cut = _find(ids, words)
+        self.prefix, self.suffix = ids[:cut], ids[cut + len(words) :]
+        self.eot = self.vocab["<|eot_id|>"]
+        self.eos = tok.eos_token_id
+        self.mask = self.vocab["<|mdm_mask|>"]
+        self.pad = self.eos
+
+    def prompt(self, text: str) -> list[int]:
+        return self.prefix + [self.vocab[w] for w in text.split()] + self.suffix
+
+    def answer(self, text: str) -> list[int]:
+        return [self.vocab[w] for w in text.split()] + [self.eot]
+
+
+def _find(seq: list[int], sub: list[int]) -> int:
+    for i in range(len(seq) - len(sub) + 1):
+        if seq[i : i + len(sub)] == sub:
+            return i
+    raise ValueError("chat template does not contain the prompt words")
+
+
+def make_batch(
+    enc: Encoder, examples: list[Example], window: int, rng: random.Random, full_prob: float
+):
+    """Left-padded prompts + answer windows of one common length w; returns tensors."""
+    prompts = [enc.prompt(e.prompt) for e in examples]
+    answers = [enc.answer(e.answer) for e in examples]
+    longest = max(len(a) for a in answers)
+    w = window if rng.random() < full_prob else rng.randint(longest, window)
+    p = max(len(q) for q in prompts)
+    x = torch.full((len(examples), p + w), enc.pad, dtype=torch.long)
+    am = torch.zeros_like(x)
+    for r, (q, a) in enumerate(zip(prompts, answers, strict=True)):
+        x[r, p - len(q) : p] = torch.tensor(q)
+        x[r, p : p + len(a)] = torch.tensor(a)
+        am[r, p - len(q) :] = 1
+    return x, am, p
+
+
+def loss_fn(model, x, am, p: int, mask_id: int, gen: torch.Generator, eps: float = 1e-3):
+    b, n = x.shape
+    w = n - p
+    t = (1 - eps) * torch.rand(b, 1, generator=gen) + eps  # mask ratio per sequence
+    masked = torch.rand(b, w, generator=gen) < t
+    noisy = x.clone()
+    noisy[:, p:] = torch.where(masked, mask_id, x[:, p:])
+    pos = (am.cumsum(-1) - 1).clamp(min=0)
+    logits = model(noisy, attention_mask=am, position_ids=pos, logits_positions=slice(p, n)).logits
+    ce = F.cross_entropy(logits.float().transpose(1, 2), x[:, p:], reduction="none")  # (B, W)
+    return ((ce * masked / t).sum(1) / w).mean()
+
+
+def lr_at(step: int, c: TrainConfig) -> float:
+    if step < c.warmup:
+        return c.lr * (step + 1) / c.warmup
+    frac = min(1.0, (step - c.warmup) / max(1, c.total_steps - c.warmup))
+    return c.min_lr + 0.5 * (c.lr - c.min_lr) * (1 + math.cos(math.pi * frac))
+
+
+@torch.inference_mode()
+def exact_match(model, enc: Encoder, examples: list[Example], window: int, batch: int = 64):
+    """Greedy full generation (one token per step, low-confidence) on `examples`."""
+    from seer.config import SamplingParams, TokenIds
+    from seer.diffusion.loop import DenoisingLoop, make_canvas
+
+    tokens = TokenIds(mask=enc.mask, eos=enc.eos, pad=enc.pad, eot=enc.eot)
+    loop = DenoisingLoop(model, tokens)
+    params = SamplingParams(gen_length=window, remasking="low_confidence")
+    hits: dict[str, list[int]] = {}
+    for i in range(0, len(examples), batch):
+        chunk = examples[i : i + batch]
+        canvas = make_canvas([enc.prompt(e.prompt) for e in chunk], window, tokens, "cpu")
+        out = loop.run(canvas, params).answer.tolist()
+        for e, row in zip(chunk, out, strict=True):
+            want = enc.answer(e.answer)
+            ok = row[: len(want)] == want and all(t == enc.eos for t in row[len(want) :])
+            hits.setdefault(e.family, []).append(int(ok))
+    per = {f: sum(v) / len(v) for f, v in sorted(hits.items())}
+    per["all"] = sum(sum(v) for v in hits.values()) / sum(len(v) for v in hits.values())
+    return per
+
+
+def save(out: Path, model, opt, step: int, c: TrainConfig, raw: dict, log: list) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    state = {"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "log": log}
+    torch.save(state, out / "state.pt.tmp")
+    (out / "state.pt.tmp").replace(out / "state.pt")
+    export = out / "export"
+    save_checkpoint(model, raw, export)
+    build_tokenizer(export)
+    (out / "train_config.json").write_text(json.dumps(asdict(c), indent=2))
+
+
+def train(out: Path, minutes: float, c: TrainConfig, eval_every: int = 500, threads: int = 2):
+    from transformers import AutoTokenizer
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(c.seed)
+    tok_dir = out / "export"
+    tok_dir.mkdir(parents=True, exist_ok=True)
+    build_tokenizer(tok_dir)
+    tok = AutoTokenizer.from_pretrained(tok_dir, local_files_only=True)
+    enc = Encoder(tok)
+    raw = llada_config(
+        len(enc.vocab),
+        d_model=c.d_model,
+        n_layers=c.n_layers,
+        n_heads=c.n_heads,
+        mlp_hidden_size=c.mlp_hidden_size,
+        mask_token_id=enc.mask,
+        eos_token_id=enc.eos,
+        pad_token_id=enc.pad,
+    )
+    model = random_model(raw, seed=c.seed, std=0.02).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=c.lr, weight_decay=c.weight_decay)
+    step, log = 0, []
+    if (out / "state.pt").is_file():
+        state = torch.load(out / "state.pt", weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        step, log = state["step"], state["log"]
+        print(f"resumed at step {step}")
+    rng = random.Random(f"train/{c.seed}/{step}")
+    gen = torch.Generator().manual_seed(c.seed * 1000 + step)
+    heldout = generate_examples(140, seed=1, split="heldout")
+    t_end = time.time() + minutes * 60
+    t0, tokens, last_save = time.time(), 0, time.time()
+    while time.time() < t_end and step < c.total_steps:
+        examples = generate_examples(c.batch_size, seed=rng.randrange(1 << 30), split="train")
+        x, am, p = make_batch(enc, examples, c.window, rng, c.full_window_prob)
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, c)
+        loss = loss_fn(model, x, am, p, enc.mask, gen)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        tokens += x.numel()
+        if step % 50 == 0:
+            rate = tokens / (time.time() - t0)
+            print(f"step {step} loss {loss.item():.4f} lr {lr_at(step, c):.2e} {rate:.0f} tok/s")
+        if step % eval_every == 0:
+            model.eval()
+            acc = exact_match(model, enc, heldout, c.window)
+            model.train()
+            log.append({"step": step, "loss": loss.item(), "heldout_exact_match": acc})
+            print(f"eval step {step}: {json.dumps(acc)}", flush=True)
+        if time.time() - last_save > 300:
+            save(out, model, opt, step, c, raw, log)
+            last_save = time.time()
+    save(out, model, opt, step, c, raw, log)
+    print(f"saved step {step} to {out}")
+    return model, log
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Path("runs/builtin"))
+    ap.add_argument("--minutes", type=float, default=80.0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--eval-every", type=int, default=500)
+    for f, v in asdict(TrainConfig()).items():
+        ap.add_argument(f"--{f.replace('_', '-')}", type=type(v), default=v)
+    args = ap.parse_args(argv)
+    cfg = TrainConfig(**{f: getattr(args, f) for f in asdict(TrainConfig())})
+    train(args.out, args.minutes, cfg, args.eval_every, args.threads)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""Shared factories: tiny models in the official layouts, token ids, prompts."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from seer.config import TokenIds
+from seer.models.factory import dream_config, llada_config, random_model
+
+MASK, EOS, EOT = 310, 300, 301
+TOKENS = TokenIds(mask=MASK, eos=EOS, pad=EOS, eot=EOT)
+
+
+def tiny(arch: str, seed: int = 0, layers: int = 2):
+    ids = {"mask_token_id": MASK, "eos_token_id": EOS, "pad_token_id": EOS}
+    make = llada_config if arch == "llada" else dream_config
+    if arch == "llada":
+        raw = make(320, n_layers=layers, **ids)
+    else:
+        raw = make(320, num_hidden_layers=layers, **ids)
+    return random_model(raw, seed=seed, std=0.2)
+
+
+@pytest.fixture(scope="session")
+def tiny_llada():
+    return tiny("llada")
+
+
+@pytest.fixture(scope="session")
+def tiny_dream():
+    return tiny("dream")
+
+
+@pytest.fixture(autouse=True)
+def _threads():
+    torch.set_num_threads(1)  # small tensors: threads only add overhead on 2-core CI machines
