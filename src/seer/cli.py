@@ -70,11 +70,8 @@ def cmd_generate(args) -> int:
 
 
 def _seer_config(args):
-    if not getattr(args, "seer", False):
-        return None
-    from seer.boundary.truncation import SeerConfig
-
-    return SeerConfig.from_cli(args)
+    """--seer: the model's stored Seer defaults (seer.json), else the paper's."""
+    return True if getattr(args, "seer", False) else None
 
 
 def cmd_make_checkpoint(args) -> int:
@@ -85,6 +82,34 @@ def cmd_make_checkpoint(args) -> int:
     )
     print(f"wrote a random {args.arch} checkpoint to {folder}")
     print(f"try: seer generate --model {folder} --prompt 'repeat star 3 times'")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from seer.demo.run import run_demo
+
+    run_demo(args.model, args.out)
+    return 0
+
+
+def cmd_profile(args) -> int:
+    import seer
+    from seer.demo.run import builtin_path
+    from seer.eval.profile import profile_prompt
+
+    lm = seer.load(args.model or builtin_path(), dtype=args.dtype, device=args.device)
+    res = profile_prompt(
+        lm, args.prompt, args.out, args.gen_length, args.theta, args.tensor, not args.no_generate
+    )
+    print(f"wrote {res['png']} (detected boundary at {res['detected_index']}, true end at "
+          f"{res['true_end']})")
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from seer.boundary.calibrate_cli import run_calibration
+
+    run_calibration(args.model, args.n, args.out, args.write, args.max_over)
     return 0
 
 
@@ -110,6 +135,32 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--width", type=int, default=64)
     m.add_argument("--seed", type=int, default=0)
     m.set_defaults(func=cmd_make_checkpoint)
+
+    d = sub.add_parser("demo", help="the built-in model with and without Seer: table + PNG")
+    d.add_argument("--model", default=None, help="model folder (default: the built-in model)")
+    d.add_argument("--out", default="seer-demo.png", help="PNG of the step-0 profiles")
+    d.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("profile", help="step-0 sparsity heatmap (layers x positions) as a PNG")
+    p.add_argument("--model", default=None, help="model folder (default: the built-in model)")
+    p.add_argument("--prompt", required=True)
+    p.add_argument("--out", default="seer-profile.png")
+    p.add_argument("--gen-length", type=int, default=64)
+    p.add_argument("--theta", type=float, default=None, help="zero threshold (model default)")
+    p.add_argument("--tensor", choices=("down", "gate"), default=None)
+    p.add_argument("--no-generate", action="store_true", help="skip the baseline (true end)")
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--device", default="cpu")
+    p.set_defaults(func=cmd_profile)
+
+    c = sub.add_parser("calibrate", help="measure the step-0 signals on the demo tasks' held-out "
+                       "split and choose Seer defaults")
+    c.add_argument("--model", default=None, help="model folder (default: the built-in model)")
+    c.add_argument("--n", type=int, default=300, help="held-out prompts")
+    c.add_argument("--out", default="calibration", help="folder for the report and plots")
+    c.add_argument("--write", action="store_true", help="store the choice in the model's seer.json")
+    c.add_argument("--max-over", type=float, default=0.01, help="over-truncation allowed")
+    c.set_defaults(func=cmd_calibrate)
     return ap
 
 

@@ -98,6 +98,10 @@ class DreamDecoderLayer(nn.Module):
     def down_proj(self) -> nn.Linear:
         return self.mlp.down_proj
 
+    @property
+    def gate_proj(self) -> nn.Linear:
+        return self.mlp.gate_proj
+
     def forward(self, x, cos_sin, mask):
         a = self.self_attn
         proj = (a.q_proj, a.k_proj, a.v_proj, a.o_proj)

@@ -137,6 +137,10 @@ class LLaDABlock(nn.Module):
     def down_proj(self) -> nn.Linear:
         return self.ff_out
 
+    @property
+    def gate_proj(self) -> nn.Linear:
+        return self.ff_proj
+
     def forward(self, x, cos_sin, mask):
         proj = (self.q_proj, self.k_proj, self.v_proj, self.attn_out)
         h = x + self_attention(

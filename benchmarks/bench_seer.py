@@ -1,0 +1,172 @@
+"""Seer on the built-in model's held-out split: accuracy, boundary quality, speed.
+
+Methods, each run one request at a time (batch 1, greedy, steps = gen_length):
+  baseline      the full window
+  seer          the model's Seer defaults (seer.json) with the guard
+  seer-noguard  the same without the guard
+  seer-step0    the sparsity detector with the cut applied inside step 0 (paper Fig. 4)
+  oracle        cut at the true end (the baseline answer's end token), same bucket rounding
+
+Reports accuracy (exact match with the reference) overall and per family, boundary MAE and
+over-truncation (kept window < true end + 1), silent cuts (answer shorter than the baseline's),
+NFE, wall time, speedup vs baseline and as a fraction of the oracle's, and the share of time in
+detection. Every window shape is warmed up first. Last line: one JSON record.
+
+    python benchmarks/bench_seer.py --n 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import time
+from collections import defaultdict
+
+import torch
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
+
+import seer
+from seer.boundary.truncation import FixedWindowPolicy, SeerConfig, resolve
+from seer.demo.run import builtin_path
+from seer.demo.tasks import generate_examples
+
+METHODS = ("baseline", "seer", "seer-noguard", "seer-step0", "oracle")
+
+
+def run(args) -> dict:
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    lm = seer.load(args.model or builtin_path())
+    meta = lm.meta.get("seer", {})
+    g = args.gen_length or meta.get("gen_length", 64)
+    cfg = resolve(lm, True)
+    step0 = None
+    if meta.get("sparsity_config"):
+        step0 = SeerConfig.from_dict({**meta["sparsity_config"], "cut_in_step0": True})
+    examples = generate_examples(args.n, seed=args.seed, split="heldout")
+    for w in range(cfg.bucket, g + 1, cfg.bucket):  # warm every window shape
+        lm.generate(examples[0].prompt, gen_length=w)
+    rows = []
+    for ex in track(examples, description="held-out prompts"):
+        ids = lm.encode(ex.prompt)
+        base = lm.generate(ids, gen_length=g)
+        res = {"baseline": base}
+        res["seer"] = lm.generate(ids, gen_length=g, seer=cfg)
+        res["seer-noguard"] = lm.generate(ids, gen_length=g, seer=SeerConfig(
+            **{**_fields(cfg), "guard": False}))  # fmt: skip
+        if step0 is not None:
+            res["seer-step0"] = lm.generate(ids, gen_length=g, seer=step0)
+        w = min(g, cfg.bucket * math.ceil((base.stats.tokens + 1) / cfg.bucket))
+        res["oracle"] = lm.generate(ids, gen_length=g, policy=FixedWindowPolicy([w]))
+        rows.append((ex, res))
+    return summarise(rows, g, lm, cfg, args)
+
+
+def _fields(cfg: SeerConfig) -> dict:
+    from dataclasses import fields
+
+    return {f.name: getattr(cfg, f.name) for f in fields(cfg)}
+
+
+def summarise(rows, g: int, lm, cfg, args) -> dict:
+    out = {}
+    for m in METHODS:
+        if m not in rows[0][1]:
+            continue
+        acc = defaultdict(list)
+        secs = nfe = det = mae = over = silent = same = fired = 0.0
+        for ex, res in rows:
+            r, base = res[m], res["baseline"]
+            acc[ex.family].append(r.text == ex.answer)
+            secs += r.stats.seconds
+            det += r.stats.detect_seconds
+            nfe += r.stats.nfe
+            same += r.token_ids == base.token_ids
+            silent += r.stats.tokens < base.stats.tokens
+            fired += r.stats.grown > 0
+            target = base.stats.tokens + 1
+            b = r.boundary
+            length = g if b is None or b.length is None else b.length
+            if m == "oracle":
+                length = target
+            mae += abs(length - target)
+            kept = b.window if b is not None else r.stats.window
+            over += kept < min(target, g)
+        n = len(rows)
+        out[m] = {
+            "accuracy": sum(sum(v) for v in acc.values()) / n,
+            "per_family": {f: sum(v) / len(v) for f, v in sorted(acc.items())},
+            "boundary_mae": mae / n,
+            "over_truncation": over / n,
+            "silent_cuts": int(silent),
+            "same_as_baseline": same / n,
+            "guard_fired": fired / n,
+            "nfe": nfe / n,
+            "seconds": secs,
+            "detect_share": det / secs if secs else 0.0,
+        }
+    base_s = out["baseline"]["seconds"]
+    for m, r in out.items():
+        r["speedup"] = base_s / r["seconds"]
+    for m, r in out.items():
+        r["of_oracle"] = (r["speedup"] - 1) / (out["oracle"]["speedup"] - 1) if m != "baseline" else 0
+    record = {
+        "bench": "seer_heldout",
+        "model": lm.name,
+        "n": len(rows),
+        "gen_length": g,
+        "seer_config": _fields(cfg),
+        "machine": f"{platform.machine()} {platform.processor() or ''} threads={args.threads}",
+        "torch": torch.__version__,
+        "results": out,
+    }
+    return record
+
+
+def show(record: dict) -> None:
+    c = Console()
+    t = Table(title=f"Seer on {record['model']}: {record['n']} held-out prompts, "
+              f"gen_length {record['gen_length']}")  # fmt: skip
+    cols = ("method", "accuracy", "MAE", "over-trunc", "silent cuts", "same", "guard",
+            "NFE", "seconds", "speedup", "of oracle", "detect %")  # fmt: skip
+    for col in cols:
+        t.add_column(col, justify="right")
+    for m, r in record["results"].items():
+        t.add_row(
+            m, f"{r['accuracy']:.1%}", f"{r['boundary_mae']:.2f}", f"{r['over_truncation']:.1%}",
+            str(r["silent_cuts"]), f"{r['same_as_baseline']:.1%}", f"{r['guard_fired']:.1%}",
+            f"{r['nfe']:.1f}", f"{r['seconds']:.1f}", f"{r['speedup']:.2f}x",
+            f"{r['of_oracle']:.0%}", f"{r['detect_share']:.2%}",
+        )  # fmt: skip
+    c.print(t)
+    fams = list(record["results"]["baseline"]["per_family"])
+    t2 = Table(title="accuracy per family")
+    t2.add_column("method")
+    for f in fams:
+        t2.add_column(f, justify="right")
+    for m, r in record["results"].items():
+        t2.add_row(m, *(f"{r['per_family'][f]:.1%}" for f in fams))
+    c.print(t2)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=None, help="model folder (default: built-in)")
+    ap.add_argument("--n", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--gen-length", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    t0 = time.time()
+    record = run(args)
+    record["wall_seconds"] = round(time.time() - t0, 1)
+    show(record)
+    print(json.dumps(record))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""Measure the step-0 signals on held-out data and choose a model's Seer defaults.
+
+`collect` runs, for each prompt, the baseline generation (full window) to learn where the
+answer really ends, and one step-0 forward that records, at every layer, the window slice of the
+down-projection input and of act(gate), plus the step-0 end-token probability.
+`sweep` scores detector settings on those samples: boundary MAE, over-truncation (the kept window
+would cut the end token), detection rate and mean kept window. `choose` picks the setting with
+the smallest mean window among those that over-truncate at most `max_over` of the answers,
+falling back to the smallest over-truncation; the result is stored in the model's seer.json.
+`auc` says how well a per-position signal separates answer positions from padding.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass
+
+import torch
+
+from seer.boundary.detector import SNRRule, ThresholdRule, end_probability
+from seer.diffusion.loop import make_canvas
+
+THETAS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+
+
+@dataclass(slots=True)
+class Sample:
+    """One held-out prompt, measured."""
+
+    family: str  # task family (for per-family tables)
+    true_len: int  # answer tokens before the end token in the baseline answer
+    correct: bool  # baseline answer equals the reference
+    sparsity: torch.Tensor  # (2 tensors [down, gate], n_layers, n_thetas, W)
+    end_prob: torch.Tensor  # (W,) step-0 probability of an end token
+
+
+@torch.inference_mode()
+def collect(lm, examples, gen_length: int, batch: int = 32, progress=None) -> list[Sample]:
+    """examples: objects with .family, .prompt, .answer (reference text)."""
+    model, tokens = lm.model, lm.tokens
+    n_layers = len(model.layers)
+    out: list[Sample] = []
+    for i in range(0, len(examples), batch):
+        chunk = examples[i : i + batch]
+        ids = [lm.encode(e.prompt) for e in chunk]
+        gens = lm.generate(ids, gen_length=gen_length)
+        canvas = make_canvas(ids, gen_length, tokens, lm.device)
+        acts: dict[tuple[str, int], torch.Tensor] = {}
+        shift = getattr(model, "logits_shift", 0)
+        lo = canvas.prompt_len - shift
+        handles = []
+        for k, block in enumerate(model.layers):
+
+            def down(mod, args, k=k):
+                acts["down", k] = args[0][:, lo : lo + gen_length].abs()
+
+            def gate(mod, args, output, k=k):
+                acts["gate", k] = torch.nn.functional.silu(output[:, lo : lo + gen_length]).abs()
+
+            handles.append(block.down_proj.register_forward_pre_hook(down))
+            handles.append(block.gate_proj.register_forward_hook(gate))
+        try:
+            logits = lm.loop.forward(canvas, _plain(gen_length), 0, gen_length)
+        finally:
+            for h in handles:
+                h.remove()
+        ends = end_probability(logits, tokens.enders)
+        th = torch.tensor(THETAS)
+        for r, (e, g) in enumerate(zip(chunk, gens, strict=True)):
+            sp = torch.stack(
+                [
+                    torch.stack(
+                        [(acts[t, k][r][..., None] < th).float().mean(dim=-2).T for k in range(n_layers)]
+                    )
+                    for t in ("down", "gate")
+                ]
+            )  # (2, n_layers, n_thetas, W)
+            out.append(Sample(e.family, g.stats.tokens, g.text == e.answer, sp, ends[r]))
+        if progress is not None:
+            progress(len(chunk))
+    return out
+
+
+def _plain(gen_length: int):
+    from seer.config import SamplingParams
+
+    return SamplingParams(gen_length=gen_length, remasking="low_confidence")
+
+
+@dataclass(slots=True)
+class Score:
+    """How a detector setting does on a set of samples."""
+
+    setting: dict  # the SeerConfig fields that define it
+    mae: float  # mean |L* - (true_len + 1)|, undetected rows counted at gen_length
+    over: float  # share of rows whose kept window would cut the end token
+    detected: float  # share of rows with a boundary
+    mean_window: float  # mean kept window after bucket rounding (gen_length if undetected)
+
+
+def _window(length: int | None, g: int, bucket: int, margin: int) -> int:
+    if length is None:
+        return g
+    return min(g, bucket * -(-(length + margin) // bucket))
+
+
+def score(setting: dict, lengths: list[int | None], samples, g: int, bucket: int) -> Score:
+    margin = setting.get("margin", 0)
+    err, over, det, win = 0.0, 0, 0, 0
+    for length, s in zip(lengths, samples, strict=True):
+        target = s.true_len + 1
+        w = _window(length, g, bucket, margin)
+        err += abs((length if length is not None else g) - target)
+        over += w < min(target, g)
+        det += length is not None
+        win += w
+    n = len(samples)
+    return Score(setting, err / n, over / n, det / n, win / n)
+
+
+def sweep(samples: list[Sample], g: int, bucket: int = 8) -> list[Score]:
+    """Score the sparsity detector over layers x thetas x tensors x directions x (tau, gamma),
+    and the end-probability detector over thresholds."""
+    results = []
+    n_layers = samples[0].sparsity.shape[1]
+    grid = itertools.product(
+        enumerate(("down", "gate")),
+        range(n_layers),
+        enumerate(THETAS),
+        ("rising", "falling"),
+        (0.01, 0.02, 0.03, 0.05, 0.1),
+        (0.3, 0.6, 1.0),
+    )
+    for (ti, tensor), layer, (hi, theta), direction, tau, gamma in grid:
+        rule = SNRRule(tau, gamma, 3, direction)
+        lengths = []
+        for s in samples:
+            found = rule.find(s.sparsity[ti, layer, hi])
+            lengths.append(None if found is None else found[0] + 1)
+        setting = dict(
+            signal="sparsity", tensor=tensor, layer=layer, theta=theta,
+            direction=direction, tau_jump=tau, gamma=gamma,
+        )  # fmt: skip
+        results.append(score(setting, lengths, samples, g, bucket))
+    for tau, run in itertools.product((0.2, 0.3, 0.5, 0.7, 0.9), (1, 2, 3)):
+        rule = ThresholdRule(tau, run)
+        lengths = []
+        for s in samples:
+            found = rule.find(s.end_prob)
+            lengths.append(None if found is None else found[0] + 1)
+        setting = dict(signal="eos_prob", eos_tau=tau, eos_run=run)
+        results.append(score(setting, lengths, samples, g, bucket))
+    return results
+
+
+def choose(scores: list[Score], signal: str, max_over: float = 0.01) -> Score:
+    pool = [s for s in scores if s.setting["signal"] == signal]
+    safe = [s for s in pool if s.over <= max_over and s.detected > 0]
+    if safe:
+        return min(safe, key=lambda s: (s.mean_window, s.mae))
+    return min(pool, key=lambda s: (s.over, s.mae))
+
+
+def auc(pos: torch.Tensor, neg: torch.Tensor) -> float:
+    """P(neg > pos) + 0.5 P(tie): 1.0 = padding always scores higher than answer positions."""
+    if pos.numel() == 0 or neg.numel() == 0:
+        return float("nan")
+    allv = torch.cat([pos, neg]).double()
+    ranks = allv.argsort().argsort().double() + 1
+    # average ranks over ties
+    uniq, inv = torch.unique(allv, return_inverse=True)
+    sums = torch.zeros(len(uniq), dtype=torch.float64).index_add_(0, inv, ranks)
+    counts = torch.zeros(len(uniq), dtype=torch.float64).index_add_(0, inv, torch.ones_like(ranks))
+    ranks = (sums / counts)[inv]
+    r_neg = ranks[pos.numel() :].sum()
+    n1, n2 = neg.numel(), pos.numel()
+    return float((r_neg - n1 * (n1 + 1) / 2) / (n1 * n2))
+
+
+def separation(samples: list[Sample], signal) -> float:
+    """AUC of a per-position signal (sample -> (W,)) for padding vs answer positions."""
+    pos, neg = [], []
+    for s in samples:
+        v = signal(s)
+        end = min(s.true_len, v.shape[0])
+        pos.append(v[:end])
+        neg.append(v[end + 1 :])
+    return auc(torch.cat(pos), torch.cat(neg))
+
+
+def as_rows(scores: list[Score]) -> list[dict]:
+    return [{**s.setting, **{k: v for k, v in asdict(s).items() if k != "setting"}} for s in scores]
