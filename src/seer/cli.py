@@ -101,8 +101,10 @@ def cmd_profile(args) -> int:
     res = profile_prompt(
         lm, args.prompt, args.out, args.gen_length, args.theta, args.tensor, not args.no_generate
     )
-    print(f"wrote {res['png']} (detected boundary at {res['detected_index']}, true end at "
-          f"{res['true_end']})")
+    print(
+        f"wrote {res['png']} (detected boundary at {res['detected_index']}, true end at "
+        f"{res['true_end']})"
+    )
     return 0
 
 
@@ -113,9 +115,16 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """Option errors as one line, like every other user error."""
+
+    def error(self, message: str):
+        self.exit(2, f"seer: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="seer", description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="command", required=True)
+    ap = _Parser(prog="seer", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     g = sub.add_parser("generate", help="answer one prompt")
     g.add_argument("--model", required=True, help="local model folder")
@@ -153,8 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu")
     p.set_defaults(func=cmd_profile)
 
-    c = sub.add_parser("calibrate", help="measure the step-0 signals on the demo tasks' held-out "
-                       "split and choose Seer defaults")
+    c = sub.add_parser(
+        "calibrate",
+        help="measure the step-0 signals on the demo tasks' held-out "
+        "split and choose Seer defaults",
+    )
     c.add_argument("--model", default=None, help="model folder (default: the built-in model)")
     c.add_argument("--n", type=int, default=300, help="held-out prompts")
     c.add_argument("--out", default="calibration", help="folder for the report and plots")

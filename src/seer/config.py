@@ -6,6 +6,7 @@ failure is a `SeerError` whose message names the problem and the fix.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from seer.errors import SeerError
@@ -50,6 +51,10 @@ class SamplingParams:
     seed: int | None = None  # seeds the torch.Generator used for every random draw
 
     def __post_init__(self) -> None:
+        for name in ("temperature", "alg_temp", "top_p", "cfg_scale", "eps"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                raise SeerError(f"{name} must be a finite number, got {value}")
         if self.gen_length < 1:
             raise SeerError(f"gen_length must be >= 1, got {self.gen_length}")
         if self.steps is not None and self.steps < 1:

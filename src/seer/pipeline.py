@@ -73,6 +73,8 @@ class DiffusionLM:
 
     # -- prompts ----------------------------------------------------------------------------
     def encode(self, prompt: str, chat: bool = True) -> list[int]:
+        if not prompt.strip():
+            raise SeerError("empty prompt: give some text")
         if self.tokenizer is None:
             raise SeerError("this model was loaded without a tokenizer; pass token ids instead")
         if chat and getattr(self.tokenizer, "chat_template", None):
@@ -94,6 +96,8 @@ class DiffusionLM:
             return [row[m.bool()].tolist() for row, m in zip(ids, am, strict=True)]
         if not prompts:
             raise SeerError("no prompt given")
+        if all(isinstance(t, int) for t in prompts):  # one prompt as a flat list of ids
+            return [list(prompts)]
         if all(isinstance(q, str) for q in prompts):
             return [self.encode(q, chat) for q in prompts]
         return [list(map(int, q)) for q in prompts]
@@ -130,8 +134,10 @@ class DiffusionLM:
         `params` or keyword overrides (gen_length=..., steps=..., ...) set the sampling;
         `seer=SeerConfig(...)` (or True for the model's defaults) turns on boundary truncation.
         """
-        single = isinstance(prompts, str) or (
-            isinstance(prompts, torch.Tensor) and prompts.dim() == 1
+        single = (
+            isinstance(prompts, str)
+            or (isinstance(prompts, torch.Tensor) and prompts.dim() == 1)
+            or (isinstance(prompts, list) and bool(prompts) and isinstance(prompts[0], int))
         )
         p = _params(params, overrides).with_defaults(self.default_rule)
         if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
@@ -142,11 +148,8 @@ class DiffusionLM:
             from seer.boundary.truncation import policy_for
 
             policy = policy_for(self, seer)
-        gen = None
-        if p.seed is not None:
-            gen = torch.Generator(device=self.device).manual_seed(p.seed)
         canvas = make_canvas(ids, p.gen_length, self.tokens, self.device)
-        res = self.loop.run(canvas, p, policy=policy, generator=gen)
+        res = self.loop.run(canvas, p, policy=policy)
         reports = res.extras.get("boundaries") or [None] * len(ids)
         out = []
         for r, row in enumerate(res.answer.tolist()):
@@ -193,6 +196,7 @@ def _answer_len(row: list[int], tokens: TokenIds) -> int:
 def load(path: str | Path, dtype=None, device: str = "cpu", tokenizer: bool = True) -> DiffusionLM:
     """Load a model folder (config.json + safetensors + tokenizer files) as published."""
     folder, raw = loader.read_config(path)
+    device = loader.resolve_device(device)
     model = loader.load_model(folder, dtype=dtype, device=device)
     tok = loader.load_tokenizer(folder) if tokenizer else None
     meta = {}

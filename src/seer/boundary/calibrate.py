@@ -12,6 +12,7 @@ falling back to the smallest over-truncation; the result is stored in the model'
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from dataclasses import asdict, dataclass
 
@@ -45,33 +46,15 @@ def collect(lm, examples, gen_length: int, batch: int = 32, progress=None) -> li
         ids = [lm.encode(e.prompt) for e in chunk]
         gens = lm.generate(ids, gen_length=gen_length)
         canvas = make_canvas(ids, gen_length, tokens, lm.device)
-        acts: dict[tuple[str, int], torch.Tensor] = {}
         shift = getattr(model, "logits_shift", 0)
-        lo = canvas.prompt_len - shift
-        handles = []
-        for k, block in enumerate(model.layers):
-
-            def down(mod, args, k=k):
-                acts["down", k] = args[0][:, lo : lo + gen_length].abs()
-
-            def gate(mod, args, output, k=k):
-                acts["gate", k] = torch.nn.functional.silu(output[:, lo : lo + gen_length]).abs()
-
-            handles.append(block.down_proj.register_forward_pre_hook(down))
-            handles.append(block.gate_proj.register_forward_hook(gate))
-        try:
+        with capture(model, canvas.prompt_len - shift, gen_length) as acts:
             logits = lm.loop.forward(canvas, _plain(gen_length), 0, gen_length)
-        finally:
-            for h in handles:
-                h.remove()
         ends = end_probability(logits, tokens.enders)
         th = torch.tensor(THETAS)
         for r, (e, g) in enumerate(zip(chunk, gens, strict=True)):
             sp = torch.stack(
                 [
-                    torch.stack(
-                        [(acts[t, k][r][..., None] < th).float().mean(dim=-2).T for k in range(n_layers)]
-                    )
+                    torch.stack([_fractions(acts[t, k][r], th) for k in range(n_layers)])
                     for t in ("down", "gate")
                 ]
             )  # (2, n_layers, n_thetas, W)
@@ -79,6 +62,39 @@ def collect(lm, examples, gen_length: int, batch: int = 32, progress=None) -> li
         if progress is not None:
             progress(len(chunk))
     return out
+
+
+def _fractions(a: torch.Tensor, thetas: torch.Tensor) -> torch.Tensor:
+    """a: (W, I) absolute activations -> (n_thetas, W) fraction below each theta."""
+    return (a[..., None] < thetas).float().mean(dim=-2).T
+
+
+@contextlib.contextmanager
+def capture(model, lo: int, width: int):
+    """Record |down-projection input| and |act(gate)| of the window at every layer."""
+    acts: dict[tuple[str, int], torch.Tensor] = {}
+
+    def down(k):
+        def hook(mod, args):
+            acts["down", k] = args[0][:, lo : lo + width].abs()
+
+        return hook
+
+    def gate(k):
+        def hook(mod, args, output):
+            acts["gate", k] = torch.nn.functional.silu(output[:, lo : lo + width]).abs()
+
+        return hook
+
+    handles = []
+    for k, block in enumerate(model.layers):
+        handles.append(block.down_proj.register_forward_pre_hook(down(k)))
+        handles.append(block.gate_proj.register_forward_hook(gate(k)))
+    try:
+        yield acts
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def _plain(gen_length: int):

@@ -96,7 +96,9 @@ def run_calibration(model, n: int, out, write: bool, max_over: float) -> dict:
     )
     candidates = [best_sp, best_eos, comb]
     safe = [c for c in candidates if c.over <= max_over and c.detected > 0]
-    chosen = min(safe, key=lambda c: c.mean_window) if safe else min(candidates, key=lambda c: c.over)
+    chosen = (
+        min(safe, key=lambda c: c.mean_window) if safe else min(candidates, key=lambda c: c.over)
+    )
 
     table = Table(title=f"{lm.name}: boundary detectors on {len(samples)} held-out prompts")
     for col in ("detector", "MAE", "over-trunc", "detected", "mean window"):

@@ -53,7 +53,9 @@ def run_demo(model: str | Path | None = None, out: str | Path = "seer-demo.png",
     rows, t_base, t_seer = [], 0.0, 0.0
     for prompt in PROMPTS:
         base = min((lm.generate(prompt, gen_length=g) for _ in range(repeats)), key=_secs)
-        fast = min((lm.generate(prompt, gen_length=g, seer=True) for _ in range(repeats)), key=_secs)
+        fast = min(
+            (lm.generate(prompt, gen_length=g, seer=True) for _ in range(repeats)), key=_secs
+        )
         t_base, t_seer = t_base + base.stats.seconds, t_seer + fast.stats.seconds
         same = fast.token_ids == base.token_ids
         b = fast.boundary

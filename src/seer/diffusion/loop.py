@@ -126,18 +126,20 @@ class DenoisingLoop:
         return logits
 
     # -- one step ---------------------------------------------------------------------------
-    def decode(self, c: Canvas, logits: torch.Tensor, lo: int, plan: Plan, p: SamplingParams, g):
-        """Reveal this step's tokens. logits: (B, n, V) for answer positions [lo, lo + n)."""
+    def decode(self, c: Canvas, logits: torch.Tensor, lo: int, now, p: SamplingParams, g):
+        """Reveal this step's tokens. logits: (B, n, V) for answer positions [lo, lo + n);
+        `now` is the plan's (start, end, j, steps, active) for this step."""
         pp, n = c.prompt_len, logits.shape[1]
         win = c.x[:, pp + lo : pp + lo + n]
-        start, end, j, steps, active = plan.current(c.x.device)
+        start, end, j, steps, active = now
         pos = torch.arange(lo, lo + n, device=c.x.device)[None]
         eligible = (win == self.tokens.mask) & (pos >= start[:, None]) & (pos < end[:, None])
         eligible &= active[:, None]
         counter = COUNTS["linear" if p.remasking in LLADA_RULES else "timestep"]
         k = counter(j, steps, eligible.sum(1), end - start, p.eps) * active
         x0, conf = propose(logits, p, self.tokens, g)
-        chosen = select(conf, eligible, k, p, _reveal_prob(j, steps, p.eps), g)
+        reveal = _reveal_prob(j, steps, p.eps) if p.remasking == "origin" else None
+        chosen = select(conf, eligible, k, p, reveal, g)
         c.x[:, pp + lo : pp + lo + n] = torch.where(chosen, x0, win)
 
     # -- windows ----------------------------------------------------------------------------
@@ -177,6 +179,8 @@ class DenoisingLoop:
         generator: torch.Generator | None = None,
     ) -> LoopResult:
         t0 = time.perf_counter()
+        if generator is None and p.seed is not None:
+            generator = torch.Generator(device=c.x.device).manual_seed(p.seed)
         plan, nfe, policy_s = self.plan(c.window, p), 0, 0.0
         grown = torch.zeros_like(c.window)
         first_kw: dict | None = None
@@ -185,6 +189,7 @@ class DenoisingLoop:
             first_kw = policy.start(self.model, c)
             policy_s += time.perf_counter() - tp
         while not plan.done():
+            now = plan.current(c.x.device)
             if first_kw is not None:  # step 0 under a window policy: full window, then cut
                 logits = self.forward(c, p, 0, c.width, **first_kw)
                 tp = time.perf_counter()
@@ -192,14 +197,15 @@ class DenoisingLoop:
                 if window is not None:
                     c = self.resize(c, window)
                     plan = self.plan(c.window, p)
+                    now = plan.current(c.x.device)
                     logits = logits[:, : c.width]
                 policy_s += time.perf_counter() - tp
                 lo, first_kw = 0, None
             else:
-                lo, hi = _span(plan, c.x.device)
+                lo, hi = _span(now)
                 logits = self.forward(c, p, lo, hi)
             nfe += 1
-            self.decode(c, logits, lo, plan, p, generator)
+            self.decode(c, logits, lo, now, p, generator)
             plan.step += 1
             if plan.done() and policy is not None:
                 ended = self.ended(c)
@@ -219,9 +225,9 @@ class DenoisingLoop:
         return LoopResult(answer, c.window, nfe, time.perf_counter() - t0, grown, policy_s, extras)
 
 
-def _span(plan: Plan, device) -> tuple[int, int]:
+def _span(now) -> tuple[int, int]:
     """The answer positions touched by the current step of any active row."""
-    start, end, _, _, active = plan.current(device)
+    start, end, _, _, active = now
     if not bool(active.any()):
         return 0, 1
     return int(start[active].min()), int(end[active].max())

@@ -100,7 +100,7 @@ def select(
     eligible: torch.Tensor,
     k: torch.Tensor,
     p: SamplingParams,
-    reveal_prob: torch.Tensor,
+    reveal_prob: torch.Tensor | None,
     generator,
 ) -> torch.Tensor:
     """Choose positions to reveal. conf, eligible: (B, W); k: (B,) -> (B, W) bool.

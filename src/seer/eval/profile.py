@@ -56,4 +56,3 @@ def _params(gen_length: int):
     from seer.config import SamplingParams
 
     return SamplingParams(gen_length=gen_length)
-

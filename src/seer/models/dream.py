@@ -50,6 +50,17 @@ class DreamConfig:
             raise ValueError(f"Dream config.json lacks required field(s) {missing}")
         known = {k: v for k, v in raw.items() if k in names}
         cfg = cls(**known, extra={k: v for k, v in raw.items() if k not in names})
+        for name in ("hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size",
+                     "intermediate_size"):  # fmt: skip
+            if getattr(cfg, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(cfg, name)}")
+        if cfg.hidden_size % cfg.num_attention_heads:
+            raise ValueError(
+                f"hidden_size {cfg.hidden_size} is not divisible by num_attention_heads "
+                f"{cfg.num_attention_heads}"
+            )
+        if cfg.num_attention_heads % cfg.kv_heads:
+            raise ValueError("num_attention_heads is not a multiple of num_key_value_heads")
         if cfg.hidden_act != "silu":
             raise ValueError(f"Dream config hidden_act={cfg.hidden_act!r} is not supported")
         if cfg.rope_scaling not in (None, {}) and cfg.rope_scaling.get("type") != "default":

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
+from seer.errors import CheckpointError
 from seer.models.loader import build_model
 
 # The fields of GSAI-ML/LLaDA-8B-Instruct's config.json with the real values; sizes are overridden.
@@ -185,26 +186,23 @@ def save_checkpoint(model, raw: dict, folder: str | Path, dtype=torch.float32) -
 def make_random_checkpoint(
     arch: str, folder: str | Path, layers: int = 2, width: int = 64, seed: int = 0
 ) -> Path:
-    """A random model of `arch` with the built-in word-level tokenizer, ready for `seer.load`."""
-    from transformers import AutoTokenizer
+    """A random model of `arch` with the built-in word-level tokenizer, ready for `seer.load`.
 
-    from seer.demo.tokenizer import build_tokenizer
+    The config is validated before anything is written, so a bad size leaves no folder behind.
+    """
+    from seer.demo import tokenizer as wordtok
 
-    folder = Path(folder)
-    build_tokenizer(folder)
-    tok = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    vocab = tok.get_vocab()
-    ids = {
-        "mask_token_id": vocab["<|mdm_mask|>"],
-        "eos_token_id": tok.eos_token_id,
-        "pad_token_id": tok.eos_token_id,
-    }
-    size = len(vocab)
+    vocab = wordtok.vocabulary()
+    eos = vocab[wordtok.EOS_TOKEN]
+    ids = {"mask_token_id": vocab[wordtok.MASK_TOKEN], "eos_token_id": eos, "pad_token_id": eos}
     if arch == "llada":
-        raw = llada_config(size, d_model=width, n_layers=layers, **ids)
+        raw = llada_config(len(vocab), d_model=width, n_layers=layers, **ids)
     elif arch == "dream":
-        raw = dream_config(size, hidden_size=width, num_hidden_layers=layers, **ids)
-        raw["bos_token_id"] = tok.bos_token_id
+        raw = dream_config(len(vocab), hidden_size=width, num_hidden_layers=layers, **ids)
+        raw["bos_token_id"] = vocab[wordtok.BOS_TOKEN]
     else:
-        raise ValueError(f"unknown architecture {arch!r}")
-    return save_checkpoint(random_model(raw, seed=seed, std=0.2), raw, folder)
+        raise CheckpointError(f"unknown architecture {arch!r}; choose llada or dream")
+    model = random_model(raw, seed=seed, std=0.2)  # raises CheckpointError on a bad size
+    folder = Path(folder)
+    wordtok.build_tokenizer(folder)
+    return save_checkpoint(model, raw, folder)

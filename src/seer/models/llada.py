@@ -90,6 +90,9 @@ class LLaDAConfig:
                     f"LLaDA config {name}={value!r} is not supported (released LLaDA models use "
                     f"{wanted!r})"
                 )
+        for name in ("d_model", "n_heads", "n_layers", "vocab_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
         if self.n_heads % self.kv_heads:

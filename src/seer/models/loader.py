@@ -53,6 +53,16 @@ def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
     return DTYPES[dtype]
 
 
+def resolve_device(device) -> torch.device:
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise CheckpointError(f"unknown device {device!r} ({e}); use cpu, cuda or cuda:N") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise CheckpointError("device cuda was asked for, but this torch has no CUDA device")
+    return dev
+
+
 def read_config(path: str | Path) -> tuple[Path, dict]:
     folder = Path(path).expanduser()
     if not folder.is_dir():
@@ -62,8 +72,10 @@ def read_config(path: str | Path) -> tuple[Path, dict]:
         raise CheckpointError(f"{folder} has no config.json; is this a model folder?")
     try:
         raw = json.loads(cfg_file.read_text())
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{cfg_file} is not valid JSON ({e})") from None
+    if not isinstance(raw, dict):
+        raise CheckpointError(f"{cfg_file} must hold a JSON object, not {type(raw).__name__}")
     return folder, raw
 
 
@@ -84,7 +96,7 @@ def build_model(raw: dict) -> BidirectionalLM:
     cfg_cls, model_cls = REGISTRY[architecture(raw)]
     try:
         cfg = cfg_cls.from_dict(raw)
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, ZeroDivisionError) as e:
         raise CheckpointError(f"config.json: {e}") from None
     with torch.device("meta"):
         return model_cls(cfg)
@@ -94,20 +106,34 @@ def weight_files(folder: Path) -> dict[str, Path]:
     """Map each tensor name to the shard that holds it."""
     single, index = folder / "model.safetensors", folder / "model.safetensors.index.json"
     if index.is_file():
-        weight_map = json.loads(index.read_text())["weight_map"]
-        shards = {name: folder / shard for name, shard in weight_map.items()}
+        try:
+            weight_map = json.loads(index.read_text())["weight_map"]
+            shards = {name: folder / shard for name, shard in weight_map.items()}
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
+            raise CheckpointError(f"{index} is malformed ({e!r}); re-download it") from None
         absent = sorted({str(p.name) for p in shards.values() if not p.is_file()})
         if absent:
             raise CheckpointError(f"{folder}: shard(s) {absent[:3]} named in the index are missing")
         return shards
     if single.is_file():
-        with safe_open(single, framework="pt") as f:
+        with _open(single) as f:
             return {name: single for name in f.keys()}  # noqa: SIM118
     if list(folder.glob("*.bin")):
         raise CheckpointError(
             f"{folder} holds only .bin weights; convert them to safetensors (Seer reads no pickles)"
         )
     raise CheckpointError(f"{folder} has no model.safetensors or model.safetensors.index.json")
+
+
+@contextlib.contextmanager
+def _open(path: Path):
+    """safe_open with a clear error for truncated or corrupt files."""
+    try:
+        f = safe_open(path, framework="pt", device="cpu")
+    except Exception as e:  # SafetensorError, OSError: an interrupted download, a wrong file
+        raise CheckpointError(f"{path} is not a readable safetensors file ({e})") from None
+    with f:
+        yield f
 
 
 def _check_keys(model: torch.nn.Module, shards: dict[str, Path]) -> None:
@@ -137,7 +163,7 @@ def load_weights(model: torch.nn.Module, folder: Path, dtype, device) -> torch.n
         by_shard.setdefault(shard, []).append(name)
     bad = []
     for shard, names in by_shard.items():
-        with safe_open(shard, framework="pt", device="cpu") as f:
+        with _open(shard) as f:
             for name in names:
                 t = f.get_tensor(name)
                 target = params[name]
@@ -154,7 +180,7 @@ def load_weights(model: torch.nn.Module, folder: Path, dtype, device) -> torch.n
 def load_model(path, dtype=None, device="cpu") -> BidirectionalLM:
     folder, raw = read_config(path)
     model = build_model(raw)
-    return load_weights(model, folder, resolve_dtype(dtype), torch.device(device))
+    return load_weights(model, folder, resolve_dtype(dtype), resolve_device(device))
 
 
 @contextlib.contextmanager

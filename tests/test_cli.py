@@ -1,0 +1,139 @@
+"""`seer` command line, run in-process through `seer.cli.main(argv)`."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import seer
+from seer.cli import main
+
+PROMPT = "repeat star 3 times"
+
+
+@pytest.fixture(scope="module", params=["llada", "dream"])
+def model_dir(request, tmp_path_factory):
+    out = tmp_path_factory.mktemp(request.param) / "model"
+    assert main(["make-checkpoint", "--arch", request.param, "--out", str(out)]) == 0
+    return out
+
+
+def _user_error(capsys, argv: list[str], *words: str) -> str:
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    assert rc == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("seer: error: ")
+    assert "Traceback" not in err
+    for w in words:
+        assert w in lines[0]
+    return lines[0]
+
+
+def test_make_checkpoint_writes_a_loadable_folder(tmp_path, capsys):
+    out = tmp_path / "ckpt"
+    args = ["make-checkpoint", "--arch", "dream", "--out", str(out), "--layers", "1"]
+    assert main([*args, "--width", "32"]) == 0
+    stdout = capsys.readouterr().out
+    assert f"wrote a random dream checkpoint to {out}" in stdout
+    for f in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"):
+        assert (out / f).is_file(), f
+    raw = json.loads((out / "config.json").read_text())
+    assert raw["model_type"] == "Dream"
+    assert raw["num_hidden_layers"] == 1 and raw["hidden_size"] == 32
+    lm = seer.load(out)
+    assert type(lm.model).__name__ == "DreamModel"
+
+
+def test_generate_prints_the_answer_and_a_stats_line(model_dir, capsys):
+    argv = ["generate", "--model", str(model_dir), "--prompt", PROMPT, "--gen-length", "16"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    want = seer.load(model_dir).generate(PROMPT, gen_length=16)
+    assert out == want.text + "\n"
+    stats = err.strip().splitlines()
+    assert len(stats) == 1, err
+    m = re.fullmatch(r"\[(\d+) NFE, [\d.]+ s, (\d+) tokens, [\d.]+ tok/s\]", stats[0])
+    assert m, stats[0]
+    assert int(m.group(1)) == 16 and int(m.group(2)) == want.stats.tokens
+
+
+def test_generate_json(model_dir, capsys):
+    argv = ["generate", "--model", str(model_dir), "--prompt", PROMPT, "--gen-length", "16"]
+    assert main([*argv, "--steps", "8", "--json"]) == 0
+    out, _ = capsys.readouterr()
+    lines = out.splitlines()
+    assert len(lines) == 1
+    record = json.loads(lines[0])
+    assert isinstance(record, dict)
+    assert {"answer", "nfe", "seconds", "tokens"} <= set(record)
+    want = seer.load(model_dir).generate(PROMPT, gen_length=16, steps=8)
+    assert record["answer"] == want.text
+    assert record["nfe"] == 8
+    assert record["tokens"] == want.stats.tokens
+    assert isinstance(record["seconds"], float) and record["seconds"] >= 0
+    assert record["token_ids"] == want.token_ids
+
+
+def test_generate_options_reach_the_sampler(model_dir, capsys):
+    base = ["generate", "--model", str(model_dir), "--prompt", PROMPT, "--gen-length", "16"]
+    base += ["--json", "--temperature", "0.8"]
+    runs = []
+    for seed in ("1", "1", "2", "3"):
+        assert main([*base, "--seed", seed]) == 0
+        runs.append(json.loads(capsys.readouterr().out)["token_ids"])
+    assert runs[0] == runs[1]
+    assert runs[0] != runs[2] or runs[0] != runs[3]
+    assert main([*base, "--block-length", "4", "--steps", "4"]) == 0
+    assert json.loads(capsys.readouterr().out)["nfe"] == 4
+
+
+def test_missing_folder(tmp_path, capsys):
+    missing = tmp_path / "nowhere"
+    _user_error(capsys, ["generate", "--model", str(missing), "--prompt", PROMPT], "nowhere")
+
+
+def test_bad_block_length(model_dir, capsys):
+    argv = ["generate", "--model", str(model_dir), "--prompt", PROMPT]
+    _user_error(capsys, [*argv, "--gen-length", "16", "--block-length", "5"], "block_length")
+
+
+@pytest.mark.parametrize(
+    ("extra", "word"),
+    [
+        (["--gen-length", "16", "--block-length", "4", "--steps", "6"], "steps"),
+        (["--gen-length", "0"], "gen_length"),
+        (["--gen-length", "600"], "context"),
+        (["--dtype", "float8"], "dtype"),
+        (["--remasking", "entropy", "--cfg-scale", "1"], "cfg_scale"),
+        (["--top-p", "1.5"], "top_p"),
+    ],
+)
+def test_other_user_errors(model_dir, capsys, extra, word):
+    argv = ["generate", "--model", str(model_dir), "--prompt", PROMPT]
+    _user_error(capsys, [*argv, *extra], word)
+
+
+def test_folder_without_config(tmp_path, capsys):
+    _user_error(capsys, ["generate", "--model", str(tmp_path), "--prompt", PROMPT], "config.json")
+
+
+@pytest.mark.parametrize("extra", [["--gen-length", "abc"], ["--remasking", "greedy"]])
+def test_argparse_errors_are_one_line(model_dir, capsys, extra):
+    argv = ["generate", "--model", str(model_dir), "--prompt", PROMPT, *extra]
+    try:
+        rc = main(argv)
+    except SystemExit as e:
+        rc = e.code
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith("seer: error:"), err
+
+
+def test_bad_device(model_dir, capsys):
+    argv = ["generate", "--model", str(model_dir), "--prompt", PROMPT, "--gen-length", "8"]
+    _user_error(capsys, [*argv, "--device", "nonsense"], "device")
