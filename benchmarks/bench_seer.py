@@ -4,6 +4,7 @@ Methods, each run one request at a time (batch 1, greedy, steps = gen_length):
   baseline      the full window
   seer          the model's Seer defaults (seer.json) with the guard
   seer-noguard  the same without the guard
+  seer-slack2   the guard also grows answers that end in the last 2 positions of the window
   seer-step0    the sparsity detector with the cut applied inside step 0 (paper Fig. 4)
   oracle        cut at the true end (the baseline answer's end token), same bucket rounding
 
@@ -34,7 +35,7 @@ from seer.boundary.truncation import FixedWindowPolicy, SeerConfig, resolve
 from seer.demo.run import builtin_path
 from seer.demo.tasks import generate_examples
 
-METHODS = ("baseline", "seer", "seer-noguard", "seer-step0", "oracle")
+METHODS = ("baseline", "seer", "seer-noguard", "seer-slack2", "seer-step0", "oracle")
 
 
 def run(args) -> dict:
@@ -58,6 +59,8 @@ def run(args) -> dict:
         res["seer"] = lm.generate(ids, gen_length=g, seer=cfg)
         res["seer-noguard"] = lm.generate(ids, gen_length=g, seer=SeerConfig(
             **{**_fields(cfg), "guard": False}))  # fmt: skip
+        res["seer-slack2"] = lm.generate(ids, gen_length=g, seer=SeerConfig(
+            **{**_fields(cfg), "guard_slack": 2}))  # fmt: skip
         if step0 is not None:
             res["seer-step0"] = lm.generate(ids, gen_length=g, seer=step0)
         w = min(g, cfg.bucket * math.ceil((base.stats.tokens + 1) / cfg.bucket))
@@ -129,7 +132,7 @@ def summarise(rows, g: int, lm, cfg, args) -> dict:
 
 
 def show(record: dict) -> None:
-    c = Console()
+    c = Console(width=170)
     t = Table(title=f"Seer on {record['model']}: {record['n']} held-out prompts, "
               f"gen_length {record['gen_length']}")  # fmt: skip
     cols = ("method", "accuracy", "MAE", "over-trunc", "silent cuts", "same", "guard",

@@ -9,8 +9,9 @@
    The suffix is [EOS] by definition and never computed again; the loop lays the steps over the
    new window so tokens per step stay as the user asked;
 3. when the steps are done, the guard checks that every row's answer ended (an end token inside
-   its window). If one did not, its window grows (x `growth`, up to gen_length), the new
-   positions are masked and denoised, so an answer is never cut short silently.
+   its window, with `guard_slack` positions to spare). If one did not, its window grows
+   (x `growth`, up to gen_length), the new positions are masked and denoised, so an answer is
+   never cut short silently.
 
 Signals: "sparsity" (the paper's), "eos_prob" (step-0 probability of an end token, which in our
 small model separates answer from padding far better), and "combined" (keeps the longer of the
@@ -52,6 +53,7 @@ class SeerConfig:
     bucket: int = 8  # round the window up to a multiple of this
     guard: bool = True  # grow the window when an answer did not end inside it
     growth: float = 2.0  # guard: window multiplier per growth
+    guard_slack: int = 0  # guard: an answer ending in the last `slack` positions counts as cut
     cut_in_step0: bool = False  # apply the cut inside step 0, from layer+1 on (sparsity only)
 
     def __post_init__(self) -> None:
@@ -61,8 +63,8 @@ class SeerConfig:
             raise SeerError(f"unknown probe tensor {self.tensor!r}; choose {', '.join(TENSORS)}")
         if self.cut_in_step0 and self.signal != "sparsity":
             raise SeerError("cut_in_step0 needs signal='sparsity' (the others read the logits)")
-        if self.bucket < 1 or self.margin < 0 or self.growth <= 1:
-            raise SeerError("bucket must be >= 1, margin >= 0 and growth > 1")
+        if self.bucket < 1 or self.margin < 0 or self.growth <= 1 or self.guard_slack < 0:
+            raise SeerError("bucket must be >= 1, margin >= 0, growth > 1 and guard_slack >= 0")
         SNRRule(self.tau_jump, self.gamma, self.lookahead, self.direction)  # validates direction
 
     @classmethod
@@ -127,9 +129,11 @@ class SeerPolicy:
             self.windows = self._decide(canvas, logits)
         return self.windows
 
-    def grow(self, window: torch.Tensor, ended: torch.Tensor, gen_length: int):
+    def grow(self, window: torch.Tensor, end_pos: torch.Tensor, gen_length: int):
         if not self.cfg.guard:
             return None
+        # ended: an end token with at least `guard_slack` free positions after it
+        ended = (end_pos >= 0) & (end_pos < window - self.cfg.guard_slack)
         short = ~ended & (window < gen_length)
         if not bool(short.any()):
             return None
@@ -209,7 +213,7 @@ class FixedWindowPolicy:
     def cut(self, canvas, logits: torch.Tensor) -> torch.Tensor:
         return torch.tensor(self.windows, device=canvas.x.device).clamp(max=canvas.width)
 
-    def grow(self, window, ended, gen_length):
+    def grow(self, window, end_pos, gen_length):
         return None
 
     def report(self) -> dict:

@@ -153,7 +153,14 @@ def save(out: Path, model, opt, step: int, c: TrainConfig, raw: dict, log: list)
     (out / "train_config.json").write_text(json.dumps(asdict(c), indent=2))
 
 
-def train(out: Path, minutes: float, c: TrainConfig, eval_every: int = 500, threads: int = 2):
+def train(
+    out: Path,
+    minutes: float,
+    c: TrainConfig,
+    eval_every: int = 500,
+    threads: int = 1,
+    eval_n: int = 140,
+):
     from transformers import AutoTokenizer
 
     torch.set_num_threads(threads)
@@ -184,7 +191,7 @@ def train(out: Path, minutes: float, c: TrainConfig, eval_every: int = 500, thre
         print(f"resumed at step {step}")
     rng = random.Random(f"train/{c.seed}/{step}")
     gen = torch.Generator().manual_seed(c.seed * 1000 + step)
-    heldout = generate_examples(140, seed=1, split="heldout")
+    heldout = generate_examples(eval_n, seed=1, split="heldout")
     t_end = time.time() + minutes * 60
     t0, tokens, last_save = time.time(), 0, time.time()
     while time.time() < t_end and step < c.total_steps:

@@ -58,8 +58,9 @@ class WindowPolicy(Protocol):
     `after_layer` hook that cuts the window inside step 0) and may attach probes.
     `cut(canvas, logits)` after step 0's forward with its window logits (B, W, V); removes probes;
     returns the new window per row (B,) or None to keep the full window.
-    `grow(window, ended, gen_length)` when all steps are done; `ended` (B,) says whether a row's
-    answer contains an end token. Returns a larger window per row, or None to stop.
+    `grow(window, end_pos, gen_length)` when all steps are done; `end_pos` (B,) is the position
+    of the first end token in each row's window, or -1 if the answer has none. Returns a larger
+    window per row, or None to stop.
     `report()` returns what the policy wants the caller to see (put in `LoopResult.extras`).
     """
 
@@ -68,7 +69,7 @@ class WindowPolicy(Protocol):
     def cut(self, canvas: Canvas, logits: torch.Tensor) -> torch.Tensor | None: ...
 
     def grow(
-        self, window: torch.Tensor, ended: torch.Tensor, gen_length: int
+        self, window: torch.Tensor, end_pos: torch.Tensor, gen_length: int
     ) -> torch.Tensor | None: ...
 
     def report(self) -> dict: ...
@@ -161,13 +162,16 @@ class DenoisingLoop:
         am[:, pp:] = torch.where(pos < new, 1, 0)
         return Canvas(x, am, pp, window.clone())
 
-    def ended(self, c: Canvas) -> torch.Tensor:
+    def end_positions(self, c: Canvas) -> torch.Tensor:
+        """(B,) position of the first end token inside each row's window, -1 if none."""
         win = c.x[:, c.prompt_len :]
         pos = torch.arange(c.width, device=win.device)[None]
         hit = torch.zeros_like(win, dtype=torch.bool)
         for t in self.tokens.enders:
             hit |= win == t
-        return (hit & (pos < c.window[:, None])).any(dim=1)
+        hit &= pos < c.window[:, None]
+        first = torch.where(hit, pos, c.width).min(dim=1).values
+        return torch.where(first < c.width, first, -1)
 
     # -- the loop ---------------------------------------------------------------------------
     @torch.inference_mode()
@@ -208,8 +212,7 @@ class DenoisingLoop:
             self.decode(c, logits, lo, now, p, generator)
             plan.step += 1
             if plan.done() and policy is not None:
-                ended = self.ended(c)
-                window = policy.grow(c.window, ended, p.gen_length)
+                window = policy.grow(c.window, self.end_positions(c), p.gen_length)
                 if window is not None and bool((window > c.window).any()):
                     spb = self.steps_per_block(p)
                     for r in torch.nonzero(window > c.window).flatten().tolist():

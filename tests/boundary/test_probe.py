@@ -1,0 +1,100 @@
+"""The step-0 probe: right columns, right rows, removed after step 0, absent when Seer is off."""
+
+from __future__ import annotations
+
+import torch
+from conftest import TOKENS, tiny
+
+from seer.boundary.probe import SparsityProbe, sparsity_profiles
+from seer.boundary.truncation import SeerConfig, SeerPolicy
+from seer.config import SamplingParams
+from seer.diffusion.loop import DenoisingLoop, make_canvas
+
+
+def _hooks(model) -> int:
+    return sum(len(m._forward_pre_hooks) + len(m._forward_hooks) for m in model.modules())
+
+
+def _window_sparsity(model, ids: list[int], width: int, layer: int, theta: float) -> torch.Tensor:
+    """Reference: run the prompt alone and compute the fraction by hand from the activation."""
+    seen = {}
+    block = model.layers[layer]
+    h = block.down_proj.register_forward_pre_hook(lambda m, a: seen.setdefault("a", a[0]))
+    x = torch.tensor([ids + [TOKENS.mask] * width])
+    with torch.no_grad():
+        model(x)
+    h.remove()
+    a = seen["a"][0, len(ids) :]  # (W, I)
+    return (a.abs() < theta).float().mean(-1)
+
+
+def test_probe_reads_only_the_answer_window_of_each_row():
+    model = tiny("llada", layers=2)
+    prompts = [[5, 6, 7, 8, 9, 10], [11, 12]]
+    canvas = make_canvas(prompts, 12, TOKENS, "cpu")
+    theta = 0.05  # large enough that the fraction is not trivially 0 for random weights
+    probe = SparsityProbe((1,), theta).attach(model, canvas.prompt_len, canvas.width, 2)
+    with torch.no_grad():
+        model(canvas.x, attention_mask=canvas.attention_mask)
+    probe.detach()
+    got = probe.profiles[1]
+    assert got.shape == (2, 12)
+    # row 0 has no padding: identical to the prompt run alone
+    torch.testing.assert_close(got[0], _window_sparsity(model, prompts[0], 12, 1, theta))
+    assert _hooks(model) == 0
+
+
+def test_probe_ignores_the_unconditional_half_of_cfg_and_is_removed_after_step0():
+    model = tiny("llada", layers=2)
+    loop = DenoisingLoop(model, TOKENS)
+    policy = SeerPolicy(SeerConfig(layer=1, theta=0.05, guard=False), TOKENS)
+    canvas = make_canvas([[5, 6, 7]], 16, TOKENS, "cpu")
+    calls = []
+    model.layers[1].down_proj.register_forward_pre_hook(lambda m, a: calls.append(a[0].shape[0]))
+    out = loop.run(canvas, SamplingParams(gen_length=16, steps=8, cfg_scale=1.0), policy)
+    assert calls[0] == 2  # the CFG forward carries cond + uncond rows
+    assert policy.probe.profiles[1].shape == (1, 16)  # but the probe kept the real row only
+    assert out.nfe >= 1
+    model.layers[1].down_proj._forward_pre_hooks.clear()
+    assert _hooks(model) == 0
+
+
+def test_seer_off_registers_no_hooks():
+    model = tiny("llada")
+    loop = DenoisingLoop(model, TOKENS)
+    seen = []
+    orig = torch.nn.Module.register_forward_pre_hook
+
+    def spy(self, *a, **k):
+        seen.append(self)
+        return orig(self, *a, **k)
+
+    torch.nn.Module.register_forward_pre_hook = spy
+    try:
+        loop.run(make_canvas([[5, 6]], 8, TOKENS, "cpu"), SamplingParams(gen_length=8))
+    finally:
+        torch.nn.Module.register_forward_pre_hook = orig
+    assert seen == []
+
+
+def test_dream_probe_reads_the_shifted_columns():
+    model = tiny("dream")
+    ids = [5, 6, 7, 8]
+    x = torch.tensor([ids + [TOKENS.mask] * 8])
+    prof = sparsity_profiles(model, x, start=4, width=8, layers=(0,), theta=0.05)
+    seen = {}
+    h = model.layers[0].down_proj.register_forward_pre_hook(lambda m, a: seen.setdefault("a", a[0]))
+    with torch.no_grad():
+        model(x)
+    h.remove()
+    ref = (seen["a"][0, 3:11].abs() < 0.05).float().mean(-1)  # column j - 1 predicts token j
+    torch.testing.assert_close(prof[0, 0], ref)
+
+
+def test_gate_tensor_option_reads_act_of_gate():
+    model = tiny("llada")
+    x = torch.tensor([[5, 6, 7] + [TOKENS.mask] * 6])
+    down = sparsity_profiles(model, x, 3, 6, (0,), theta=0.05, tensor="down")
+    gate = sparsity_profiles(model, x, 3, 6, (0,), theta=0.05, tensor="gate")
+    assert down.shape == gate.shape == (1, 1, 6)
+    assert not torch.equal(down, gate)

@@ -1,0 +1,87 @@
+"""The training recipe runs (a few steps) and its export loads; demo/profile/calibrate run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import seer
+from seer.cli import main
+from seer.demo.tasks import generate_examples
+from seer.demo.train import Encoder, TrainConfig, loss_fn, make_batch, train
+from seer.models.factory import make_random_checkpoint
+
+
+def test_training_runs_a_few_steps_and_exports_a_loadable_checkpoint(tmp_path):
+    cfg = TrainConfig(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, batch_size=4,
+                      window=64, total_steps=3, warmup=1)  # fmt: skip
+    _, log = train(tmp_path, minutes=5, c=cfg, eval_every=3, eval_n=8)
+    assert log and log[-1]["step"] == 3 and 0 <= log[-1]["heldout_exact_match"]["all"] <= 1
+    lm = seer.load(tmp_path / "export")
+    g = lm.generate("add 1 and 2", gen_length=16)
+    assert len(g.token_ids) == 16
+    # resume continues from the saved step
+    more = TrainConfig(**{**{f: getattr(cfg, f) for f in cfg.__slots__}, "total_steps": 4})
+    train(tmp_path, minutes=5, c=more, eval_every=100, eval_n=8)
+    state = torch.load(tmp_path / "state.pt", weights_only=False)
+    assert state["step"] == 4
+
+
+def test_loss_masks_only_the_answer_window_and_weights_by_one_over_t(tmp_path):
+    from transformers import AutoTokenizer
+
+    from seer.demo.tokenizer import build_tokenizer
+    from seer.models.factory import llada_config, random_model
+
+    build_tokenizer(tmp_path)
+    enc = Encoder(AutoTokenizer.from_pretrained(tmp_path))
+    ex = generate_examples(4, seed=0, split="train")
+    import random
+
+    x, am, p = make_batch(enc, ex, 64, random.Random(0), 1.0)
+    assert x.shape[1] == p + 64
+    for r, e in enumerate(ex):  # answer + eot, then [EOS] padding up to the window
+        ans = enc.answer(e.answer)
+        assert x[r, p : p + len(ans)].tolist() == ans
+        assert (x[r, p + len(ans) :] == enc.eos).all()
+    ids = {"mask_token_id": enc.mask, "eos_token_id": enc.eos, "pad_token_id": enc.eos}
+    raw = llada_config(len(enc.vocab), d_model=32, n_layers=1, n_heads=2, **ids)
+    loss = loss_fn(random_model(raw), x, am, p, enc.mask, torch.Generator().manual_seed(0))
+    assert torch.isfinite(loss) and loss > 0
+
+
+@pytest.fixture(scope="module")
+def four_layer(tmp_path_factory):
+    return make_random_checkpoint("llada", tmp_path_factory.mktemp("m4"), layers=4, width=32)
+
+
+def test_demo_prints_a_table_and_writes_the_png(four_layer, tmp_path, capsys):
+    png = tmp_path / "demo.png"
+    assert main(["demo", "--model", str(four_layer), "--out", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "speedup" in out and "same?" in out
+    assert png.stat().st_size > 1000
+
+
+def test_profile_writes_a_heatmap(four_layer, tmp_path, capsys):
+    png = tmp_path / "p.png"
+    rc = main(["profile", "--model", str(four_layer), "--prompt", "add 1 and 2", "--out", str(png),
+               "--gen-length", "16"])  # fmt: skip
+    assert rc == 0 and png.stat().st_size > 1000
+    assert "true end" in capsys.readouterr().out
+
+
+def test_calibrate_writes_seer_json_that_load_uses(four_layer, tmp_path):
+    from seer.boundary.calibrate_cli import run_calibration
+    from seer.boundary.truncation import resolve
+
+    report = run_calibration(four_layer, 8, tmp_path / "cal", write=True, max_over=0.5)
+    assert (tmp_path / "cal" / "sparsity_aligned.png").is_file()
+    auc = report["auc"]["end_prob"]  # NaN when no answer of the random model ends
+    assert auc != auc or 0 <= auc <= 1
+    meta = json.loads((four_layer / "seer.json").read_text())
+    lm = seer.load(four_layer)
+    assert resolve(lm, True).signal == meta["config"]["signal"]
+    (four_layer / "seer.json").unlink()
