@@ -21,8 +21,8 @@ PROMPTS = (
     "spell elephant",
     "copy : red ball green hat blue cup",
     "repeat star 12 times",
-    "describe : red ball , blue cube , green cone , pink hat",
-    "describe : red ball , blue cube , green cone , pink hat , gray box , white key , black bag",
+    "describe : red ball , blue cube , green shoe , pink hat",
+    "describe : red ball , blue cube , green shoe , pink hat , gray box , white key , black bag",
 )
 
 
