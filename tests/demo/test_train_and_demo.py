@@ -85,3 +85,11 @@ def test_calibrate_writes_seer_json_that_load_uses(four_layer, tmp_path):
     lm = seer.load(four_layer)
     assert resolve(lm, True).signal == meta["config"]["signal"]
     (four_layer / "seer.json").unlink()
+
+
+def test_demo_prompts_use_only_words_the_tokenizer_knows():
+    from seer.demo.run import PROMPTS
+    from seer.demo.tokenizer import vocabulary
+
+    vocab = vocabulary()
+    assert all(w in vocab for p in PROMPTS for w in p.split())
