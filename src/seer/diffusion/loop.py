@@ -174,6 +174,9 @@ class DenoisingLoop:
         return torch.where(first < c.width, first, -1)
 
     # -- the loop ---------------------------------------------------------------------------
+    # `run` is `begin`, then `step` until the plan is done, then `result`. The batched engine
+    # (seer.engine) calls the same three pieces: it runs step 0 over a whole group, splits the
+    # state by rows (`LoopState.select`) and finishes each part in its own layout.
     @torch.inference_mode()
     def run(
         self,
@@ -182,50 +185,110 @@ class DenoisingLoop:
         policy: WindowPolicy | None = None,
         generator: torch.Generator | None = None,
     ) -> LoopResult:
+        s = self.begin(c, p, policy, generator)
+        return self.finish(s)
+
+    @torch.inference_mode()
+    def finish(self, s: LoopState) -> LoopResult:
+        """Run the remaining steps of `s` (and the guard's growth) and build the result."""
+        while not s.plan.done():
+            self.step(s)
+        return self.result(s)
+
+    def begin(
+        self,
+        c: Canvas,
+        p: SamplingParams,
+        policy: WindowPolicy | None = None,
+        generator: torch.Generator | None = None,
+    ) -> LoopState:
+        """A fresh run over `c`: plan laid over the windows, the window policy started."""
         t0 = time.perf_counter()
         if generator is None and p.seed is not None:
             generator = torch.Generator(device=c.x.device).manual_seed(p.seed)
-        plan, nfe, policy_s = self.plan(c.window, p), 0, 0.0
-        grown = torch.zeros_like(c.window)
-        first_kw: dict | None = None
+        s = LoopState(
+            c, p, self.plan(c.window, p), policy, generator, None, torch.zeros_like(c.window)
+        )
+        s.t0 = t0
         if policy is not None:
             tp = time.perf_counter()
-            first_kw = policy.start(self.model, c)
-            policy_s += time.perf_counter() - tp
-        while not plan.done():
-            now = plan.current(c.x.device)
-            if first_kw is not None:  # step 0 under a window policy: full window, then cut
-                logits = self.forward(c, p, 0, c.width, **first_kw)
-                tp = time.perf_counter()
-                window = policy.cut(c, logits)
-                if window is not None:
-                    c = self.resize(c, window)
-                    plan = self.plan(c.window, p)
-                    now = plan.current(c.x.device)
-                    logits = logits[:, : c.width]
-                policy_s += time.perf_counter() - tp
-                lo, first_kw = 0, None
-            else:
-                lo, hi = _span(now)
-                logits = self.forward(c, p, lo, hi)
-            nfe += 1
-            self.decode(c, logits, lo, now, p, generator)
-            plan.step += 1
-            if plan.done() and policy is not None:
-                window = policy.grow(c.window, self.end_positions(c), p.gen_length)
-                if window is not None and bool((window > c.window).any()):
-                    spb = self.steps_per_block(p)
-                    for r in torch.nonzero(window > c.window).flatten().tolist():
-                        old, new = int(c.window[r]), int(window[r])
-                        plan.extend(r, lay_blocks(old, new, p.block, spb))
-                    grown += (window > c.window).long()
-                    c = self.resize(c, window)
-        answer = c.x.new_full((c.x.shape[0], p.gen_length), self.tokens.eos)
+            s.first_kw = policy.start(self.model, c)
+            s.policy_seconds += time.perf_counter() - tp
+        return s
+
+    @torch.inference_mode()
+    def step(self, s: LoopState) -> None:
+        """One denoising step of `s`: forward, (step 0: cut), reveal, (plan done: guard)."""
+        c, p, policy = s.canvas, s.params, s.policy
+        now = s.plan.current(c.x.device)
+        if s.first_kw is not None:  # step 0 under a window policy: full window, then cut
+            logits = self.forward(c, p, 0, c.width, **s.first_kw)
+            tp = time.perf_counter()
+            window = policy.cut(c, logits)
+            if window is not None:
+                c = s.canvas = self.resize(c, window)
+                s.plan = self.plan(c.window, p)
+                now = s.plan.current(c.x.device)
+                logits = logits[:, : c.width]
+            s.policy_seconds += time.perf_counter() - tp
+            lo, s.first_kw = 0, None
+        else:
+            lo, hi = _span(now)
+            logits = self.forward(c, p, lo, hi)
+        s.nfe += 1
+        self.decode(c, logits, lo, now, p, s.generator)
+        s.plan.step += 1
+        if s.plan.done() and policy is not None:
+            window = policy.grow(c.window, self.end_positions(c), p.gen_length)
+            if window is not None and bool((window > c.window).any()):
+                spb = self.steps_per_block(p)
+                for r in torch.nonzero(window > c.window).flatten().tolist():
+                    old, new = int(c.window[r]), int(window[r])
+                    s.plan.extend(r, lay_blocks(old, new, p.block, spb))
+                s.grown += (window > c.window).long()
+                s.canvas = self.resize(c, window)
+
+    def result(self, s: LoopState) -> LoopResult:
+        c = s.canvas
+        answer = c.x.new_full((c.x.shape[0], s.params.gen_length), self.tokens.eos)
         answer[:, : c.width] = c.x[:, c.prompt_len :]
         if c.x.is_cuda:
             torch.cuda.synchronize()
-        extras = policy.report() if policy is not None else {}
-        return LoopResult(answer, c.window, nfe, time.perf_counter() - t0, grown, policy_s, extras)
+        extras = s.policy.report() if s.policy is not None else {}
+        seconds = time.perf_counter() - s.t0
+        return LoopResult(answer, c.window, s.nfe, seconds, s.grown, s.policy_seconds, extras)
+
+
+@dataclass(slots=True)
+class LoopState:
+    """A run in progress: what `DenoisingLoop.step` advances, one step at a time."""
+
+    canvas: Canvas  # the sequences, in their current layout
+    params: SamplingParams  # the group's sampling options
+    plan: Plan  # per-row stages and the global step counter
+    policy: WindowPolicy | None  # the window policy (cut at step 0, guard at the end)
+    generator: torch.Generator | None  # every random draw of the run
+    first_kw: dict | None  # forward kwargs of a pending step 0 under a policy; None after it
+    grown: torch.Tensor  # (B,) times the policy grew each row's window
+    nfe: int = 0  # forward passes so far
+    policy_seconds: float = 0.0  # time inside the policy so far
+    t0: float = 0.0  # perf_counter() when the run began
+
+    def select(self, rows: list[int], canvas: Canvas) -> LoopState:
+        """The state of some rows, moved onto `canvas` (the same rows in another layout)."""
+        idx = torch.tensor(rows, dtype=torch.long, device=self.grown.device)
+        return LoopState(
+            canvas,
+            self.params,
+            self.plan.select(rows),
+            self.policy,
+            self.generator,
+            self.first_kw,
+            self.grown[idx].clone(),
+            self.nfe,
+            self.policy_seconds,
+            self.t0,
+        )
 
 
 def _span(now) -> tuple[int, int]:

@@ -64,6 +64,13 @@ class Plan:
         self._flat[row].extend((st, j) for st in more for j in range(st.steps))
         self.stages[row].extend(more)
 
+    def select(self, rows: list[int]) -> Plan:
+        """A plan for some of the rows, at the same global step (for splitting a batch)."""
+        out = Plan([list(self.stages[r]) for r in rows])
+        out._flat = [list(self._flat[r]) for r in rows]
+        out.step = self.step
+        return out
+
     def current(self, device: torch.device) -> tuple[torch.Tensor, ...]:
         """(start, end, j, n, active) per row for the current global step, as (B,) tensors."""
         rows = []

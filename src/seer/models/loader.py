@@ -156,7 +156,7 @@ def _check_keys(model: torch.nn.Module, shards: dict[str, Path]) -> None:
 def load_weights(model: torch.nn.Module, folder: Path, dtype, device) -> torch.nn.Module:
     shards = weight_files(folder)
     _check_keys(model, shards)
-    model = model.to_empty(device=device).to(dtype)
+    model = model.to(dtype).to_empty(device=device)  # cast on meta: one allocation, in dtype
     params = dict(model.state_dict(keep_vars=True))
     by_shard: dict[Path, list[str]] = {}
     for name, shard in shards.items():
