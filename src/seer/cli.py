@@ -115,6 +115,31 @@ def cmd_calibrate(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    import torch
+
+    import seer
+    from seer.demo.run import builtin_path
+    from seer.engine import bench
+
+    torch.set_num_threads(args.threads)
+    lm = seer.load(args.model or builtin_path(), dtype=args.dtype, device=args.device)
+    n = max(args.n, *args.batches, 16)
+    record = bench.run(
+        lm,
+        n=n,
+        batches=tuple(args.batches),
+        gen_length=args.gen_length,
+        tau_pad=args.tau_pad,
+        seed=args.seed,
+        progress=lambda line: print(line, file=sys.stderr),
+    )
+    bench.show(record)
+    if args.json:
+        print(json.dumps(record))
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """Option errors as one line, like every other user error."""
 
@@ -173,6 +198,22 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--write", action="store_true", help="store the choice in the model's seer.json")
     c.add_argument("--max-over", type=float, default=0.01, help="over-truncation allowed")
     c.set_defaults(func=cmd_calibrate)
+
+    b = sub.add_parser(
+        "bench",
+        help="batched serving: throughput and latency with and without Seer and routing",
+    )
+    b.add_argument("--model", default=None, help="model folder (default: the built-in model)")
+    b.add_argument("--n", type=int, default=64, help="held-out prompts (>= the largest batch)")
+    b.add_argument("--batches", type=int, nargs="+", default=[8, 32, 64], help="batch sizes")
+    b.add_argument("--gen-length", type=int, default=64)
+    b.add_argument("--tau-pad", type=float, default=0.4, help="padding waste that packs a group")
+    b.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--json", action="store_true", help="also print the JSON record")
+    b.add_argument("--dtype", default="float32")
+    b.add_argument("--device", default="cpu")
+    b.set_defaults(func=cmd_bench)
     return ap
 
 

@@ -1,0 +1,41 @@
+"""`EngineConfig`: how the batched engine groups, routes and runs rows (per-request options live
+in `SamplingParams` and the request's Seer config)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from seer.errors import SeerError
+
+ROUTINGS = ("hybrid", "naive", "static", "varlen", "eager")
+
+
+@dataclass(slots=True, frozen=True)
+class EngineConfig:
+    """Batching and routing options, validated on construction."""
+
+    max_batch: int = 64  # rows per step-0 batch (one engine tick)
+    buckets: tuple[int, ...] | None = None  # window buckets; None: 8, 16, 32, ... up to gen_length
+    tau_pad: float = 0.4  # padding-waste ratio above which a group is packed (varlen)
+    eager_bucket: int = 4  # groups whose bucket is <= this run eagerly, unpadded
+    min_group: int = 4  # bucket groups smaller than this merge with the next larger bucket
+    routing: str = "hybrid"  # hybrid | naive (pad all to the longest) | static | varlen | eager
+    pack_capacity: int = 256  # varlen: slots per packed row (raised to fit the longest segment)
+    prompt_align: int = 8  # static: prompt width rounded up to a multiple (fewer graph shapes)
+    cuda_graphs: bool = True  # static path on CUDA: capture and replay graphs per shape
+    kernel: str | None = None  # compaction backend: None (auto) | "reference" | "triton"
+
+    def __post_init__(self) -> None:
+        if self.routing not in ROUTINGS:
+            raise SeerError(f"unknown routing {self.routing!r}; choose {', '.join(ROUTINGS)}")
+        if not 0 <= self.tau_pad <= 1:
+            raise SeerError(f"tau_pad must be in [0, 1], got {self.tau_pad}")
+        if min(self.max_batch, self.min_group, self.pack_capacity, self.prompt_align) < 1:
+            raise SeerError("max_batch, min_group, pack_capacity and prompt_align must be >= 1")
+        if self.buckets is not None and (
+            not self.buckets or list(self.buckets) != sorted(set(self.buckets))
+            or self.buckets[0] < 1
+        ):  # fmt: skip
+            raise SeerError(f"buckets must be increasing positive sizes, got {self.buckets}")
+        if self.kernel not in (None, "reference", "triton"):
+            raise SeerError(f"kernel must be None, 'reference' or 'triton', got {self.kernel!r}")

@@ -1,0 +1,143 @@
+"""Routing after step 0: group rows by window bucket, measure padding waste, pick a path.
+
+Input: every row's window after step 0 (L* rounded by the Seer policy, or gen_length) and its
+prompt length, as host ints (one small read-back per step-0 batch: the routing record).
+
+1. Each row goes to the smallest bucket >= its window (buckets 8, 16, 32, ... gen_length).
+2. Coarse groups: walking buckets upward, a bucket group with fewer than `min_group` rows merges
+   into the next, so stragglers do not each cost a launch of their own.
+3. Each coarse group G with bucket B_G (the bucket of its longest window) gets the paper's
+   padding-waste ratio rho = 1 - sum(L*) / (|G| * B_G) and a path:
+   - eager  when B_G <= `eager_bucket` or |G| == 1: rows at their exact windows, no padding;
+   - static when rho <= `tau_pad`: rows padded to B_G (prompts to a multiple of
+     `prompt_align`), padding masked out; fixed shapes, so CUDA graphs replay on GPU;
+   - varlen otherwise: segments [prompt | window] packed end to end (next-fit) into rows of
+     `pack_capacity` slots with block-diagonal attention, so no window padding is computed.
+   Groups with classifier-free guidance never take varlen (its doubled batch is not packed).
+`routing="naive"` is the paper's baseline: one static group padded to the longest window;
+`static` / `varlen` / `eager` force a path on every coarse group (tests, benchmarks).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from seer.engine.config import EngineConfig
+
+
+@dataclass(slots=True)
+class BatchPlan:
+    """How one group of rows runs its remaining denoising steps."""
+
+    path: str  # static | varlen | eager
+    rows: list[int]  # rows of the step-0 batch in this group, in layout order
+    bucket: int  # the group's bucket: answer columns per row in the static layout
+    rho: float  # padding-waste ratio 1 - sum(L*) / (|G| * bucket)
+    width: int  # answer columns of the row layout (bucket, or the longest window for eager)
+    prompt_width: int  # prompt columns of the row layout (left padding included)
+    packed_len: int = 0  # varlen: slots per packed row (0 for the other paths)
+    packs: int = 0  # varlen: packed rows
+    offsets: list[int] = field(default_factory=list)  # varlen: first slot of each row's segment
+
+    @property
+    def computed_tokens(self) -> int:
+        """Positions the model computes per forward (prompt + window, padding included)."""
+        if self.path == "varlen":
+            return self.packs * self.packed_len
+        return len(self.rows) * (self.prompt_width + self.width)
+
+
+def default_buckets(gen_length: int) -> tuple[int, ...]:
+    """8, 16, 32, ... below gen_length, then gen_length."""
+    out, b = [], 8
+    while b < gen_length:
+        out.append(b)
+        b *= 2
+    return (*out, gen_length)
+
+
+def pack(lengths: list[int], capacity: int) -> tuple[list[int], int, int]:
+    """Next-fit packing: (offsets, packs, capacity raised to fit the longest length)."""
+    capacity = max(capacity, 8 * math.ceil(max(lengths, default=1) / 8))
+    offsets, packs, used = [], 1, 0
+    for n in lengths:
+        if used + n > capacity:
+            packs, used = packs + 1, 0
+        offsets.append((packs - 1) * capacity + used)
+        used += n
+    return offsets, packs, capacity
+
+
+class Scheduler:
+    """Turns step-0 windows into `BatchPlan`s (see the module docstring)."""
+
+    def __init__(self, config: EngineConfig) -> None:
+        self.config = config
+
+    def buckets(self, gen_length: int) -> tuple[int, ...]:
+        b = self.config.buckets or default_buckets(gen_length)
+        return b if b[-1] >= gen_length else (*b, gen_length)
+
+    def bucket_of(self, window: int, gen_length: int) -> int:
+        return next((b for b in self.buckets(gen_length) if b >= window), window)
+
+    def plan(
+        self, windows: list[int], prompt_lens: list[int], gen_length: int, cfg: bool = False
+    ) -> list[BatchPlan]:
+        """One plan per group; every row appears in exactly one plan."""
+        cfg_ = self.config
+        order = sorted(range(len(windows)), key=lambda r: (windows[r], r))
+        if cfg_.routing == "naive":
+            return [self._make("static", order, windows, prompt_lens, gen_length)]
+        groups: list[list[int]] = []
+        cur: list[int] = []
+        for i, r in enumerate(order):
+            cur.append(r)
+            nxt = order[i + 1] if i + 1 < len(order) else None
+            same = nxt is not None and self.bucket_of(windows[nxt], gen_length) == self.bucket_of(
+                windows[r], gen_length
+            )
+            if not same and (len(cur) >= cfg_.min_group or nxt is None):
+                groups.append(cur)
+                cur = []
+        plans = []
+        for rows in groups:
+            path = self._route(rows, windows, gen_length, cfg)
+            plans.append(self._make(path, rows, windows, prompt_lens, gen_length))
+        return plans
+
+    def _route(self, rows: list[int], windows: list[int], gen_length: int, cfg: bool) -> str:
+        c = self.config
+        if c.routing != "hybrid":
+            path = c.routing
+        else:
+            bucket = self.bucket_of(max(windows[r] for r in rows), gen_length)
+            if bucket <= c.eager_bucket or len(rows) == 1:
+                path = "eager"
+            else:
+                path = (
+                    "static"
+                    if rho_of([windows[r] for r in rows], bucket) <= c.tau_pad
+                    else "varlen"
+                )
+        return "static" if path == "varlen" and cfg else path
+
+    def _make(self, path, rows, windows, prompt_lens, gen_length) -> BatchPlan:
+        w = [windows[r] for r in rows]
+        bucket = self.bucket_of(max(w), gen_length)
+        longest_prompt = max(prompt_lens[r] for r in rows)
+        if path == "static":
+            align = self.config.prompt_align
+            return BatchPlan(path, rows, bucket, rho_of(w, bucket), bucket,
+                             align * math.ceil(longest_prompt / align))  # fmt: skip
+        plan = BatchPlan(path, rows, bucket, rho_of(w, bucket), max(w), longest_prompt)
+        if path == "varlen":
+            lengths = [prompt_lens[r] + windows[r] for r in rows]
+            plan.offsets, plan.packs, plan.packed_len = pack(lengths, self.config.pack_capacity)
+        return plan
+
+
+def rho_of(windows: list[int], bucket: int) -> float:
+    """The padding-waste ratio of a group padded to `bucket`."""
+    return 1.0 - sum(windows) / (len(windows) * bucket)

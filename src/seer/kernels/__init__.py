@@ -1,0 +1,2 @@
+"""Optional fused kernels behind one dispatch point (`dispatch.py`), each beside its PyTorch
+reference."""

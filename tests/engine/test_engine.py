@@ -1,0 +1,182 @@
+"""The engine: every row's answer through any path equals its answer alone (temperature 0)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import TOKENS, tiny
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from seer.boundary.truncation import FixedWindowPolicy, SeerConfig
+from seer.config import SamplingParams
+from seer.engine import Engine, EngineConfig, Request
+from seer.engine.graphs import GraphCache, GraphedLoop
+from seer.errors import SeerError
+from seer.pipeline import DiffusionLM
+
+ROUTINGS = ("static", "varlen", "eager", "hybrid", "naive")
+# a detector that fires at scattered positions on the tiny random models: a real length mix
+SEER = SeerConfig(layer=0, theta=0.1, tau_jump=0.02, gamma=1.0, lookahead=2, bucket=4)
+
+
+@pytest.fixture(scope="module")
+def lms():
+    return {arch: DiffusionLM(tiny(arch), None, TOKENS) for arch in ("llada", "dream")}
+
+
+def prompts_of(lengths: list[int], seed: int = 0) -> list[list[int]]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(0, 300, (n,), generator=g).tolist() for n in lengths]
+
+
+def engine(lm, **kw) -> Engine:
+    kw.setdefault("kernel", "reference")  # pinned: the kernel tests may turn the interpreter on
+    kw.setdefault("min_group", 2)
+    return Engine(lm, EngineConfig(**kw))
+
+
+def alone(lm, req: Request) -> list[int]:
+    if req.window is not None:
+        return lm.generate(req.prompt, req.params, policy=FixedWindowPolicy([req.window])).token_ids
+    return lm.generate(req.prompt, req.params, seer=req.seer).token_ids
+
+
+def assert_engine_equals_alone(lm, reqs: list[Request], **kw) -> Engine:
+    eng = engine(lm, **kw)
+    out = eng.generate(reqs)
+    assert [o.index for o in out] == list(range(len(reqs)))
+    assert [o.token_ids for o in out] == [alone(lm, r) for r in reqs]
+    return eng
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    rows=st.lists(st.tuples(st.integers(1, 9), st.integers(1, 32)), min_size=1, max_size=7),
+    arch=st.sampled_from(["llada", "dream"]),
+    routing=st.sampled_from(ROUTINGS),
+    kind=st.sampled_from(["fixed", "seer", "none"]),
+    seed=st.integers(0, 2**16),
+)
+def test_any_length_mix_through_any_path_equals_solo_runs(lms, rows, arch, routing, kind, seed):
+    lm = lms[arch]
+    p = SamplingParams(gen_length=32, steps=16, block_length=8)
+    prompts = prompts_of([n for n, _ in rows], seed)
+    reqs = [
+        Request(q, p, window=w if kind == "fixed" else None, seer=SEER if kind == "seer" else None)
+        for q, (_, w) in zip(prompts, rows, strict=True)
+    ]
+    eng = assert_engine_equals_alone(lm, reqs, routing=routing)
+    if routing in ("static", "varlen", "eager"):
+        assert set(eng.stats.rows) == {routing}
+
+
+@pytest.mark.parametrize("arch", ["llada", "dream"])
+@pytest.mark.parametrize("routing", ["static", "varlen", "eager"])
+def test_guard_growth_works_per_row_in_every_path(lms, arch, routing):
+    """The guard grows the windows of unfinished answers inside the path's layout (varlen
+    packs the rows again)."""
+    lm = lms[arch]
+    p = SamplingParams(gen_length=32, steps=16, block_length=8)
+    cfg = SeerConfig(**{**_fields(SEER), "guard": True})
+    reqs = [Request(q, p, seer=cfg) for q in prompts_of([3, 7, 1, 5, 2, 9])]
+    eng = engine(lm, routing=routing)
+    out = eng.generate(reqs)
+    assert [o.token_ids for o in out] == [alone(lm, r) for r in reqs]
+    assert any(o.grown for o in out)
+
+
+def _fields(cfg) -> dict:
+    return {k: getattr(cfg, k) for k in cfg.__dataclass_fields__}
+
+
+def test_mixed_requests_share_the_engine_and_keep_their_order(lms):
+    lm = lms["llada"]
+    a = SamplingParams(gen_length=16, steps=8, block_length=8)
+    b = SamplingParams(gen_length=32, steps=32, block_length=16)
+    c = SamplingParams(gen_length=8, steps=4, logits_eos_inf=True)
+    prompts = prompts_of([2, 5, 3, 8, 1, 4, 6])
+    params = [a, b, a, c, b, a, c]
+    windows = [None, 8, None, None, 20, 4, None]
+    reqs = [
+        Request(q, pp, window=w, seer=SEER if w is None and pp is a else None)
+        for q, pp, w in zip(prompts, params, windows, strict=True)
+    ]
+    assert_engine_equals_alone(lm, reqs, max_batch=2)
+
+
+def test_no_truncation_runs_static_at_gen_length(lms):
+    lm = lms["dream"]
+    p = SamplingParams(gen_length=16)
+    eng = assert_engine_equals_alone(lm, [Request(q, p) for q in prompts_of([4, 2, 7])])
+    assert [(pl.path, pl.bucket, pl.rho) for pl in eng.stats.plans] == [("static", 16, 0.0)]
+
+
+def test_classifier_free_guidance_is_never_packed(lms):
+    lm = lms["llada"]
+    p = SamplingParams(gen_length=16, steps=8, cfg_scale=1.0)
+    reqs = [Request(q, p, window=w) for q, w in zip(prompts_of([3, 6, 2]), [4, 16, 8], strict=True)]
+    eng = assert_engine_equals_alone(lm, reqs, routing="varlen")
+    assert set(eng.stats.rows) == {"static"}
+
+
+def test_engine_runs_the_triton_kernel_when_asked(lms):
+    triton = pytest.importorskip("triton")
+    if not triton.knobs.runtime.interpret:
+        pytest.skip("needs TRITON_INTERPRET=1 (set by tests/kernels) or a GPU")
+    lm = lms["dream"]
+    p = SamplingParams(gen_length=16, steps=8)
+    reqs = [
+        Request(q, p, window=w)
+        for q, w in zip(prompts_of([3, 6, 2, 5]), [4, 16, 8, 1], strict=True)
+    ]
+    assert_engine_equals_alone(lm, reqs, routing="varlen", kernel="triton")
+
+
+def test_stats_account_for_every_row_and_phase(lms):
+    lm = lms["llada"]
+    p = SamplingParams(gen_length=32, steps=16, block_length=8)
+    eng = engine(lm, routing="hybrid")
+    out = eng.generate([Request(q, p, seer=SEER) for q in prompts_of([3, 7, 1, 5, 2, 9, 4, 4])])
+    s = eng.stats
+    assert sum(s.rows.values()) == len(out)
+    assert min(s.detect, s.route, s.compact, s.model) >= 0
+    assert s.detect + s.route + s.compact + s.model == pytest.approx(s.total)
+    assert all(o.latency <= s.total and o.boundary is not None for o in out)
+
+
+def test_request_errors_are_clear(lms):
+    lm = lms["llada"]
+    with pytest.raises(SeerError, match="either a fixed window or a Seer config"):
+        engine(lm).generate([Request([1, 2], window=4, seer=SEER)])
+    with pytest.raises(SeerError, match="images"):
+        engine(lm).generate([Request([1, 2], image=object())])
+    assert engine(lm).generate([]) == []
+
+
+def test_graphed_loop_runs_eagerly_off_cuda(lms):
+    lm = lms["llada"]
+    loop = GraphedLoop(lm.model, TOKENS, GraphCache(lm.model))
+    eng = engine(lm, routing="static")
+    eng.runner.loop = loop  # what the engine uses on CUDA; on CPU it must fall back
+    p = SamplingParams(gen_length=16, steps=8)
+    reqs = [Request(q, p, window=w) for q, w in zip(prompts_of([3, 6]), [4, 16], strict=True)]
+    assert [o.token_ids for o in eng.generate(reqs)] == [alone(lm, r) for r in reqs]
+    assert not loop.graphs.graphs
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("arch", ["llada", "dream"])
+def test_cuda_graphs_replay_equals_solo_runs(arch):
+    lm = DiffusionLM(tiny(arch).cuda(), None, TOKENS)
+    p = SamplingParams(gen_length=32, steps=16, block_length=8)
+    reqs = [
+        Request(q, p, window=w) for q, w in zip(prompts_of([3, 6, 2, 5]), [8, 8, 6, 7], strict=True)
+    ]
+    eng = assert_engine_equals_alone(lm, reqs, routing="static", kernel=None)
+    assert eng.runner.loop.graphs.graphs  # graphs were captured and replayed

@@ -1,0 +1,94 @@
+"""Routing: buckets, padding-waste ratio, path choice, packing."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from seer.engine import EngineConfig, Scheduler
+from seer.engine.scheduler import default_buckets, pack, rho_of
+from seer.errors import SeerError
+
+
+def plan(windows, prompts=None, **kw):
+    prompts = prompts or [4] * len(windows)
+    return Scheduler(EngineConfig(**kw)).plan(windows, prompts, 64)
+
+
+def test_default_buckets_end_at_gen_length():
+    assert default_buckets(64) == (8, 16, 32, 64)
+    assert default_buckets(48) == (8, 16, 32, 48)
+    assert default_buckets(8) == (8,)
+    assert Scheduler(EngineConfig(buckets=(4, 8))).buckets(32) == (4, 8, 32)
+
+
+def test_rho_is_the_papers_padding_waste():
+    assert rho_of([8, 8], 8) == 0.0
+    assert rho_of([2, 6], 8) == 0.5
+
+
+def test_uniform_group_is_static_padded_to_its_bucket():
+    (p,) = plan([16, 16, 12, 16], prompts=[3, 9, 5, 4])
+    assert (p.path, p.bucket, p.width, p.prompt_width) == ("static", 16, 16, 16)
+    assert p.rho == pytest.approx(1 - 60 / 64)
+
+
+def test_skewed_group_is_packed_and_straggler_runs_eager():
+    plans = plan([8, 8, 8, 24, 64], min_group=4)
+    paths = [(p.path, sorted(p.rows)) for p in plans]
+    assert paths == [("varlen", [0, 1, 2, 3]), ("eager", [4])]
+    v = plans[0]
+    assert v.rho == pytest.approx(1 - 48 / 128)
+    assert v.packs == 1 and v.offsets == [0, 12, 24, 36] and v.packed_len == 256
+
+
+def test_tiny_buckets_run_eager_and_naive_is_one_static_group():
+    assert plan([2, 3, 4, 4], buckets=(4, 8))[0].path == "eager"
+    (p,) = plan([8, 8, 8, 64], routing="naive")
+    assert (p.path, p.bucket, sorted(p.rows)) == ("static", 64, [0, 1, 2, 3])
+
+
+def test_cfg_groups_are_never_packed():
+    s = Scheduler(EngineConfig(routing="varlen"))
+    assert {p.path for p in s.plan([8, 40], [3, 3], 64, cfg=True)} == {"static"}
+
+
+def test_pack_is_next_fit_within_capacity():
+    offsets, packs, cap = pack([5, 5, 5, 30], 12)
+    assert cap == 32 and packs == 2 and offsets == [0, 5, 10, 32]
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(
+    windows=st.lists(st.integers(1, 64), min_size=1, max_size=40),
+    routing=st.sampled_from(["hybrid", "naive", "static", "varlen", "eager"]),
+    tau=st.floats(0, 1),
+)
+def test_every_row_is_planned_exactly_once(windows, routing, tau):
+    plans = plan(windows, routing=routing, tau_pad=tau)
+    rows = sorted(r for p in plans for r in p.rows)
+    assert rows == list(range(len(windows)))
+    for p in plans:
+        assert all(windows[r] <= p.width <= p.bucket for r in p.rows)
+        if p.path == "varlen":
+            ends = [o + 4 + windows[r] for o, r in zip(p.offsets, p.rows, strict=True)]
+            assert all(o // p.packed_len == (e - 1) // p.packed_len for o, e in
+                       zip(p.offsets, ends, strict=True))  # fmt: skip
+            assert max(ends) <= p.packs * p.packed_len
+
+
+def test_config_errors_are_clear():
+    with pytest.raises(SeerError, match="routing"):
+        EngineConfig(routing="fast")
+    with pytest.raises(SeerError, match="tau_pad"):
+        EngineConfig(tau_pad=1.5)
+    with pytest.raises(SeerError, match="buckets"):
+        EngineConfig(buckets=(16, 8))
+
+
+def test_seer_bench_subcommand_parses():
+    from seer.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "--batches", "8", "32", "--tau-pad", "0.3"])
+    assert (args.batches, args.tau_pad, args.func.__name__) == ([8, 32], 0.3, "cmd_bench")
