@@ -147,23 +147,19 @@ def sweep(samples: list[Sample], g: int, bucket: int = 8) -> list[Score]:
         (0.01, 0.02, 0.03, 0.05, 0.1),
         (0.3, 0.6, 1.0),
     )
+    stacked = torch.stack([s.sparsity for s in samples])  # (N, 2, layers, thetas, W)
+    ends = torch.stack([s.end_prob for s in samples])  # (N, W)
     for (ti, tensor), layer, (hi, theta), direction, tau, gamma in grid:
-        rule = SNRRule(tau, gamma, 3, direction)
-        lengths = []
-        for s in samples:
-            found = rule.find(s.sparsity[ti, layer, hi])
-            lengths.append(None if found is None else found[0] + 1)
+        index, _, _ = SNRRule(tau, gamma, 3, direction).find_all(stacked[:, ti, layer, hi])
+        lengths = [None if i < 0 else i + 1 for i in index.tolist()]
         setting = dict(
             signal="sparsity", tensor=tensor, layer=layer, theta=theta,
             direction=direction, tau_jump=tau, gamma=gamma,
         )  # fmt: skip
         results.append(score(setting, lengths, samples, g, bucket))
     for tau, run in itertools.product((0.2, 0.3, 0.5, 0.7, 0.9), (1, 2, 3)):
-        rule = ThresholdRule(tau, run)
-        lengths = []
-        for s in samples:
-            found = rule.find(s.end_prob)
-            lengths.append(None if found is None else found[0] + 1)
+        index = ThresholdRule(tau, run).find_all(ends)
+        lengths = [None if i < 0 else i + 1 for i in index.tolist()]
         setting = dict(signal="eos_prob", eos_tau=tau, eos_run=run)
         results.append(score(setting, lengths, samples, g, bucket))
     return results

@@ -58,20 +58,27 @@ class SNRRule:
 
     def find(self, s: torch.Tensor) -> tuple[int, float, float] | None:
         """s: (N,) -> (i, jump, spread) of the first boundary, or None."""
-        s = s.double() if self.direction == "rising" else -s.double()
-        n, w = s.shape[0], self.lookahead
-        if n < w + 1:
+        index, jump, spread = self.find_all(s[None])
+        if int(index[0]) < 0:
             return None
-        win = s.unfold(0, w, 1)[1:]  # W_i for i = 1 .. n - w: (n - w, w)
-        lo, hi = win.min(dim=1).values, win.max(dim=1).values
-        jump = lo - s[: n - w]
+        return int(index[0]), float(jump[0]), float(spread[0])
+
+    def find_all(self, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """s: (R, N) profiles -> per row (i or -1, jump, spread); vectorised over rows."""
+        s = s.double() if self.direction == "rising" else -s.double()
+        r, n, w = s.shape[0], s.shape[1], self.lookahead
+        if n < w + 1:
+            none = torch.full((r,), -1, dtype=torch.long)
+            return none, torch.zeros(r, dtype=s.dtype), torch.zeros(r, dtype=s.dtype)
+        win = s.unfold(1, w, 1)[:, 1:]  # W_i for i = 1 .. n - w: (R, n - w, w)
+        lo, hi = win.min(dim=2).values, win.max(dim=2).values
+        jump = lo - s[:, : n - w]
         spread = hi - lo
         ok = (jump >= self.tau_jump) & (spread <= self.gamma * jump)
-        hits = torch.nonzero(ok).flatten()
-        if hits.numel() == 0:
-            return None
-        k = int(hits[0])
-        return k + 1, float(jump[k]), float(spread[k])
+        first = ok.int().argmax(dim=1)  # first True (0 if none)
+        rows = torch.arange(r)
+        index = torch.where(ok.any(dim=1), first + 1, -1)
+        return index, jump[rows, first], spread[rows, first]
 
 
 @dataclass(slots=True, frozen=True)
@@ -80,6 +87,13 @@ class ThresholdRule:
 
     tau: float = 0.5
     run: int = 3
+
+    def find_all(self, s: torch.Tensor) -> torch.Tensor:
+        """s: (R, N) -> first index of a run per row, or -1; vectorised over rows."""
+        if s.shape[1] < self.run:
+            return torch.full((s.shape[0],), -1, dtype=torch.long)
+        above = (s >= self.tau).unfold(1, self.run, 1).all(dim=2)
+        return torch.where(above.any(dim=1), above.int().argmax(dim=1), -1)
 
     def find(self, s: torch.Tensor) -> tuple[int, float, float] | None:
         n = s.shape[0]
