@@ -1,4 +1,4 @@
-"""`seer` command line: generate | make-checkpoint | demo | profile | bench.
+"""`seer` command line: generate | make-checkpoint | demo | profile | calibrate | bench.
 
 Thin by design: each subcommand parses its options and calls the library. User mistakes
 (`SeerError`) print one line and exit with status 2; anything else is a bug and shows a trace.
