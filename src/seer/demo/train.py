@@ -46,9 +46,10 @@ class TrainConfig:
     lr: float = 1.5e-3
     min_lr: float = 1e-4
     warmup: int = 300
-    total_steps: int = 16000  # cosine horizon; training may stop earlier on the time budget
+    total_steps: int = 16000  # cycle length (cosine horizon); may stop earlier on the time budget
     weight_decay: float = 0.01
     full_window_prob: float = 0.5  # share of batches padded to the full window
+    cycle_start: int = 0  # step where the current warm-up + cosine cycle began (warm restarts)
     seed: int = 0
 
 
@@ -113,6 +114,7 @@ def loss_fn(model, x, am, p: int, mask_id: int, gen: torch.Generator, eps: float
 
 
 def lr_at(step: int, c: TrainConfig) -> float:
+    step -= c.cycle_start  # warm restarts: each cycle has its own warm-up and cosine
     if step < c.warmup:
         return c.lr * (step + 1) / c.warmup
     frac = min(1.0, (step - c.warmup) / max(1, c.total_steps - c.warmup))
@@ -194,7 +196,7 @@ def train(
     heldout = generate_examples(eval_n, seed=1, split="heldout")
     t_end = time.time() + minutes * 60
     t0, tokens, last_save = time.time(), 0, time.time()
-    while time.time() < t_end and step < c.total_steps:
+    while time.time() < t_end and step < c.cycle_start + c.total_steps:
         examples = generate_examples(c.batch_size, seed=rng.randrange(1 << 30), split="train")
         x, am, p = make_batch(enc, examples, c.window, rng, c.full_window_prob)
         for group in opt.param_groups:
