@@ -122,7 +122,9 @@ def test_folder_without_config(tmp_path, capsys):
     _user_error(capsys, ["generate", "--model", str(tmp_path), "--prompt", PROMPT], "config.json")
 
 
-@pytest.mark.parametrize("extra", [["--gen-length", "abc"], ["--remasking", "greedy"]])
+@pytest.mark.parametrize(
+    "extra", [["--gen-length", "abc"], ["--remasking", "greedy"], ["--cache", "full"]]
+)
 def test_argparse_errors_are_one_line(model_dir, capsys, extra):
     argv = ["generate", "--model", str(model_dir), "--prompt", PROMPT, *extra]
     try:
@@ -137,3 +139,14 @@ def test_argparse_errors_are_one_line(model_dir, capsys, extra):
 def test_bad_device(model_dir, capsys):
     argv = ["generate", "--model", str(model_dir), "--prompt", PROMPT, "--gen-length", "8"]
     _user_error(capsys, [*argv, "--device", "nonsense"], "device")
+
+
+@pytest.mark.parametrize("cache", ["prefix", "dual"])
+def test_generate_with_a_kv_cache(model_dir, capsys, cache):
+    argv = ["generate", "--model", str(model_dir), "--prompt", PROMPT, "--gen-length", "16"]
+    argv += ["--block-length", "4", "--cache", cache, "--json"]
+    assert main(argv) == 0
+    record = json.loads(capsys.readouterr().out)
+    lm = seer.load(model_dir)
+    want = lm.generate(PROMPT, gen_length=16, block_length=4, cache=cache)
+    assert record["token_ids"] == want.token_ids

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from seer.config import RULES
+from seer.config import CACHES, RULES
 from seer.errors import SeerError
 
 
@@ -30,8 +30,8 @@ def _add_sampling(p: argparse.ArgumentParser) -> None:
 
 def _sampling(args) -> dict:
     keys = ("gen_length", "steps", "block_length", "temperature", "remasking", "alg_temp")
-    keys += ("top_p", "top_k", "cfg_scale", "seed")
-    out = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    keys += ("top_p", "top_k", "cfg_scale", "seed", "cache")
+    out = {k: getattr(args, k, None) for k in keys if getattr(args, k, None) is not None}
     out.setdefault("gen_length", 64)
     return out
 
@@ -160,6 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-chat", action="store_true", help="do not apply the chat template")
     g.add_argument("--seer", action="store_true", help="truncate the window at the boundary")
     _add_sampling(g)
+    g.add_argument(
+        "--cache",
+        choices=CACHES,
+        default=None,
+        help="KV cache per semi-AR block (Fast-dLLM): prefix or dual (default none)",
+    )
     g.set_defaults(func=cmd_generate)
 
     m = sub.add_parser("make-checkpoint", help="write a tiny random model in the official layout")

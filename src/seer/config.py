@@ -14,6 +14,7 @@ from seer.errors import SeerError
 LLADA_RULES = ("low_confidence", "random")  # LLaDA's remasking: linear schedule, semi-AR blocks
 DREAM_RULES = ("origin", "maskgit_plus", "topk_margin", "entropy")  # Dream's algorithms
 RULES = LLADA_RULES + DREAM_RULES
+CACHES = ("none", "prefix", "dual")  # KV-cache policies (seer.diffusion.cache)
 
 
 @dataclass(slots=True, frozen=True)
@@ -49,6 +50,7 @@ class SamplingParams:
     confidence_eos_eot_inf: bool = False  # LLaDA: end-of-turn gets zero confidence (official quirk)
     eps: float = 1e-3  # Dream: last time step of linspace(1, eps, steps + 1)
     seed: int | None = None  # seeds the torch.Generator used for every random draw
+    cache: str = "none"  # KV cache: none | prefix | dual (Fast-dLLM, per semi-AR block)
 
     def __post_init__(self) -> None:
         for name in ("temperature", "alg_temp", "top_p", "cfg_scale", "eps"):
@@ -64,6 +66,11 @@ class SamplingParams:
         if self.remasking is not None and self.remasking not in RULES:
             raise SeerError(
                 f"unknown remasking rule {self.remasking!r}; choose one of {', '.join(RULES)}"
+            )
+        if self.cache not in CACHES:
+            raise SeerError(
+                f"unknown cache {self.cache!r}; choose one of {', '.join(CACHES)} "
+                "(prefix/dual reuse keys and values within each semi-AR block)"
             )
         if self.temperature < 0:
             raise SeerError(f"temperature must be >= 0, got {self.temperature}")

@@ -125,6 +125,26 @@ def test_classifier_free_guidance_is_never_packed(lms):
     assert set(eng.stats.rows) == {"static"}
 
 
+@pytest.mark.parametrize("cache", ["prefix", "dual"])
+@pytest.mark.parametrize("arch", ["llada", "dream"])
+@pytest.mark.parametrize("routing", ["hybrid", "static", "varlen"])
+def test_a_kv_cache_moves_with_the_rows_into_their_layouts(lms, arch, cache, routing):
+    """Under a KV cache the rows' cache follows them into the static/eager layouts (with
+    another prompt width and window width); rows are never packed."""
+    lm = lms[arch]
+    p = SamplingParams(gen_length=32, steps=16, block_length=8, cache=cache)
+    prompts = prompts_of([3, 9, 1, 6, 4], seed=11)
+    windows = [4, 32, 12, 8, 32]  # kept windows keep their step-0 cache, cut ones refill
+    seer = SeerConfig(**{**_fields(SEER), "guard": True})
+    for reqs in (
+        [Request(q, p, window=w) for q, w in zip(prompts, windows, strict=True)],
+        [Request(q, p, seer=seer) for q in prompts],
+        [Request(q, p) for q in prompts],
+    ):
+        eng = assert_engine_equals_alone(lm, reqs, routing=routing)
+        assert "varlen" not in eng.stats.rows
+
+
 def test_engine_runs_the_triton_kernel_when_asked(lms):
     triton = pytest.importorskip("triton")
     if not triton.knobs.runtime.interpret:

@@ -51,7 +51,7 @@ def test_tiny_buckets_run_eager_and_naive_is_one_static_group():
 
 def test_cfg_groups_are_never_packed():
     s = Scheduler(EngineConfig(routing="varlen"))
-    assert {p.path for p in s.plan([8, 40], [3, 3], 64, cfg=True)} == {"static"}
+    assert {p.path for p in s.plan([8, 40], [3, 3], 64, no_pack=True)} == {"static"}
 
 
 def test_pack_is_next_fit_within_capacity():

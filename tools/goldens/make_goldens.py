@@ -11,6 +11,12 @@ checkouts that live outside this repository:
   at any other folder holding those files instead (e.g. a Hugging Face hub snapshot).
 * ``--llada``       a checkout of github.com/ML-GSAI/LLaDA.  Used for ``generate.py``
   (the reference sampler ``generate``); ``--llada-generate`` may point at the file.
+* KV-cache goldens (``llada/golden_cache.json``): Fast-dLLM's ``llada/generate.py``
+  (``generate``, ``generate_with_prefix_cache``, ``generate_with_dual_cache``; or
+  ``--fast-dllm-generate``) run on the LLaDA fixture, loaded with Fast-dLLM's own
+  ``LLaDAModelLM.from_pretrained``.  That file imports ``model.modeling_llada``, so Fast-dLLM's
+  ``llada/model`` folder is imported as the package ``model``.  Its ``get_transfer_index`` is
+  wrapped (the module attribute, not the file) to record the decision margins.
 
 It needs an environment with ``torch`` and ``transformers<5`` (4.49.0 was used; the
 official remote code does not run on transformers 5.x).  It never touches the network.
@@ -21,6 +27,8 @@ Typical use (from the repository root)::
         --out tests/fixtures/golden            # build checkpoints + goldens
     python tools/goldens/make_goldens.py --fast-dllm /src/Fast-dLLM --llada /src/LLaDA \
         --out tests/fixtures/golden --verify   # reload them and re-check with the official code
+    python tools/goldens/make_goldens.py --fast-dllm /src/Fast-dLLM --out tests/fixtures/golden \
+        --only llada-cache                     # only the KV-cache goldens (needs llada/ built)
 
 ``torch.compile`` is disabled (``TORCHDYNAMO_DISABLE=1``) before torch is imported:
 Fast-dLLM's ``modeling_llada.py`` wraps ``F.scaled_dot_product_attention`` in
@@ -445,6 +453,145 @@ def run_dream_case(model, prompt, kwargs, seed):
 
 
 # --------------------------------------------------------------------------------------
+# KV-cache goldens: Fast-dLLM's generate / generate_with_prefix_cache / _dual_cache
+# --------------------------------------------------------------------------------------
+
+CACHE_FUNCTIONS = ("generate", "generate_with_prefix_cache", "generate_with_dual_cache")
+
+
+def llada_cache_cases(P):
+    """(name, function, prompt, kwargs): every function on every shape, greedy, no threshold."""
+    base = dict(temperature=0.0, remasking="low_confidence", mask_id=MASK_ID, threshold=None)
+    shapes = [
+        ("gen16_block4_steps8", P["p7"], 16, 4, 8),
+        ("gen24_block8_steps12", P["p3"], 24, 8, 12),
+        # 4 positions over 8 steps per block: counts 1,1,1,1,0,0,0,0, so Fast-dLLM's
+        # `while the block has masks` stops after 4 forwards per block (NFE 16, not 32)
+        ("gen16_block4_steps32", P["p7"], 16, 4, 32),
+        ("gen16_block16_steps16", P["p7"], 16, 16, 16),  # one block: prefix = the prompt
+    ]
+    return [
+        (f"{fn}__{name}", fn, prompt, dict(base, steps=st, gen_length=gen, block_length=blk))
+        for fn in CACHE_FUNCTIONS
+        for name, prompt, gen, blk, st in shapes
+    ]
+
+
+class TransferRecorder:
+    """Wraps a module's `get_transfer_index` to record every decision of a run."""
+
+    def __init__(self, module):
+        self.module, self.inner, self.calls = module, module.get_transfer_index, []
+        module.get_transfer_index = self
+
+    def __call__(self, logits, temperature, remasking, mask_index, x, num, threshold=None):
+        x0, chosen = self.inner(logits, temperature, remasking, mask_index, x, num, threshold)
+        self.calls.append((logits.detach().clone(), mask_index.clone(), chosen.clone()))
+        return x0, chosen
+
+    def remove(self):
+        self.module.get_transfer_index = self.inner
+
+
+def _decision_stats(calls) -> dict:
+    """Counts per call and the smallest margins, as `_stats` (confidence: float64 softmax)."""
+    argmax_gap, rank_gap, counts = math.inf, math.inf, []
+    for logits, cand, chosen in calls:
+        probs = F.softmax(logits.double(), dim=-1)
+        conf, gap = probs.max(-1).values, _top2_gap(probs)
+        counts.append(int(chosen.sum()))
+        if chosen.any():
+            argmax_gap = min(argmax_gap, float(gap[chosen].min()))
+            for r in range(chosen.shape[0]):
+                left = cand[r] & ~chosen[r]
+                if chosen[r].any() and left.any():
+                    low = conf[r][chosen[r]].min() - conf[r][left].max()
+                    rank_gap = min(rank_gap, float(low))
+    return {
+        "forward_calls": len(calls),
+        "transfer_counts_per_call": counts,
+        "min_argmax_prob_gap": argmax_gap,
+        "min_rank_conf_gap": None if rank_gap == math.inf else rank_gap,
+    }
+
+
+def run_llada_cache(args, out: Path, P) -> bool:
+    """Write (or with --verify, re-check) llada/golden_cache.json; True on failure."""
+    import transformers
+
+    llada_dir = args.llada_model_dir or args.fast_dllm / "llada" / "model"
+    gen_file = args.fast_dllm_generate or args.fast_dllm / "llada" / "generate.py"
+    mods = _import_dir_as_package("model", llada_dir, ["configuration_llada", "modeling_llada"])
+    gen_mod = _import_file("fast_dllm_llada_generate", gen_file)
+    model = mods["modeling_llada"].LLaDAModelLM.from_pretrained(str(out), torch_dtype=torch.float32)
+    model.eval()
+    saved, live = _load_tensors(out / "model.safetensors"), model.state_dict()
+    assert sorted(saved) == sorted(live) and all(torch.equal(live[k], v) for k, v in saved.items())
+    if args.verify and args.verify_dtype == "float64":
+        model.double()
+    gens, worst = [], {"min_argmax_prob_gap": math.inf, "min_rank_conf_gap": math.inf}
+    for name, fn, prompt, kwargs in llada_cache_cases(P):
+        rec = TransferRecorder(gen_mod)
+        try:
+            x, nfe = getattr(gen_mod, fn)(model, prompt, **kwargs)
+        finally:
+            rec.remove()
+        st = _decision_stats(rec.calls)
+        out_ids = x.tolist()
+        entry = dict(name=name, function=fn, prompt_ids=prompt.tolist(), kwargs=kwargs)
+        gens.append(dict(entry, output_ids=out_ids, nfe=int(nfe), stats=st))
+        for k in worst:
+            if st[k] is not None:
+                worst[k] = min(worst[k], st[k])
+        print(f"[llada-cache] {name}: nfe={nfe} out={out_ids} gap={st['min_argmax_prob_gap']:.3g}")
+    failed = min(worst.values()) < args.min_gap
+    if failed:
+        print(f"[llada-cache] WARNING: a decision margin is below {args.min_gap}")
+    path = out / "golden_cache.json"
+    if args.verify:
+        ref = json.loads(path.read_text())["generations"]
+        for g_ref, g_new in zip(ref, gens, strict=True):
+            same = all(g_ref[k] == g_new[k] for k in ("name", "prompt_ids", "output_ids", "nfe"))
+            print(f"[llada-cache] {g_ref['name']}: {'OK' if same else 'MISMATCH'}")
+            failed |= not same
+        return failed
+    meta = {
+        "generator": "tools/goldens/make_goldens.py --only llada-cache",
+        "official_sources": {
+            "sampler": dict(
+                _source(
+                    gen_file.parent,
+                    [gen_file.name],
+                    "NVlabs/Fast-dLLM" if args.fast_dllm_generate is None else None,
+                ),
+                functions=list(CACHE_FUNCTIONS),
+                signatures={
+                    f: f + str(inspect.signature(getattr(gen_mod, f))) for f in CACHE_FUNCTIONS
+                },
+            ),
+            "modeling": _source(
+                llada_dir,
+                ["configuration_llada.py", "modeling_llada.py"],
+                "NVlabs/Fast-dLLM" if args.llada_model_dir is None else None,
+            ),
+        },
+        "checkpoint": "the llada/ fixture beside this file (LLaDAModelLM.from_pretrained, f32)",
+        "versions": {
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "python": sys.version.split()[0],
+        },
+        "env": {"TORCHDYNAMO_DISABLE": os.environ.get("TORCHDYNAMO_DISABLE")},
+        "prompt_seed": args.prompt_seed,
+        "worst_margins": worst,
+    }
+    _dump_json(path, {"meta": meta, "generations": gens})
+    os.chmod(path, 0o644)
+    print(f"[llada-cache] wrote {path}")
+    return failed
+
+
+# --------------------------------------------------------------------------------------
 # Main
 # --------------------------------------------------------------------------------------
 
@@ -570,9 +717,16 @@ def main(argv=None):
     )
     ap.add_argument("--llada-generate", type=Path, help="path of LLaDA's generate.py")
     ap.add_argument(
+        "--fast-dllm-generate", type=Path, help="path of Fast-dLLM's llada/generate.py (caches)"
+    )
+    ap.add_argument(
         "--out", type=Path, required=True, help="fixture root (holds llada/ and dream/)"
     )
-    ap.add_argument("--only", choices=["llada", "dream"], help="build only one model")
+    ap.add_argument(
+        "--only",
+        choices=["llada", "dream", "llada-cache"],
+        help="build only one model, or only the KV-cache goldens (on the built llada/)",
+    )
     ap.add_argument("--llada-seed", type=int, default=0, help="weight-init seed for LLaDA")
     ap.add_argument(
         "--dream-seed",
@@ -613,9 +767,18 @@ def main(argv=None):
     torch.use_deterministic_algorithms(True)
     import transformers
 
-    kinds = [args.only] if args.only else ["llada", "dream"]
+    kinds = [args.only] if args.only else ["llada", "dream", "llada-cache"]
     failed = False
     for kind in kinds:
+        if kind == "llada-cache":
+            paths = args.fast_dllm_generate and args.llada_model_dir
+            if args.fast_dllm is None and not paths:
+                ap.error(
+                    "the cache goldens need --fast-dllm "
+                    "(or --fast-dllm-generate and --llada-model-dir)"
+                )
+            failed |= run_llada_cache(args, args.out / "llada", _prompts(args.prompt_seed))
+            continue
         out = args.out / kind
         if kind == "llada":
             if llada_dir is None or gen_file is None:

@@ -4,7 +4,11 @@
   `schedule.py`): which tokens to reveal at each step;
 - the window policy (`WindowPolicy`, e.g. Seer's truncation in `seer.boundary`): how long each
   row's answer window is. It sees step 0's forward (to attach a probe and cut), and the end of the
-  plan (to grow a window whose answer has not ended).
+  plan (to grow a window whose answer has not ended);
+- the cache policy (`CachePolicy`, `SamplingParams.cache`, see `cache.py`): which columns each
+  step runs through the model and which keys/values it reuses. The cache follows every change of
+  the canvas layout (the cut, the guard's growth, a split into another layout); rows whose
+  columns changed (cut or grown) refill theirs at the next step.
 
 Canvas layout: every row is `[left padding | prompt | answer window]`; all prompts end at column
 P, so the answer window of every row starts at P. A row whose window is shorter than the canvas
@@ -20,8 +24,10 @@ from typing import Protocol
 import torch
 
 from seer.config import LLADA_RULES, SamplingParams, TokenIds
+from seer.diffusion.cache import CachePolicy, NoCache, Span, make_cache
 from seer.diffusion.schedule import COUNTS, Plan, lay_blocks
 from seer.diffusion.unmask import propose, select
+from seer.models.common import KVCache
 
 
 @dataclass(slots=True)
@@ -49,6 +55,7 @@ class LoopResult:
     grown: torch.Tensor  # (B,) times the window policy grew each row's window
     policy_seconds: float = 0.0  # time spent inside the window policy (detection, cuts)
     extras: dict = field(default_factory=dict)  # policy reports (e.g. boundary reports)
+    forwarded: int = 0  # rows x columns fed to the model, summed over forwards (CFG pair once)
 
 
 class WindowPolicy(Protocol):
@@ -93,6 +100,8 @@ def make_canvas(
 class DenoisingLoop:
     """Runs masked-diffusion denoising of a `Canvas` with a model and injected policies."""
 
+    supports_cache = True  # False where `forward` is replaced by a layout without a KV cache
+
     def __init__(self, model: torch.nn.Module, tokens: TokenIds) -> None:
         self.model = model
         self.tokens = tokens
@@ -110,20 +119,52 @@ class DenoisingLoop:
     # -- model ------------------------------------------------------------------------------
     def forward(self, c: Canvas, p: SamplingParams, lo: int, hi: int, **kw) -> torch.Tensor:
         """Logits (B, hi - lo, V) for answer positions [lo, hi), after the logit shift and CFG."""
+        return self._call(c, p, lo, hi, None, None, kw)[0]
+
+    def forward_cached(
+        self, c: Canvas, p: SamplingParams, lo: int, hi: int, span: Span, kv: KVCache | None
+    ) -> tuple[torch.Tensor, KVCache | None]:
+        """`forward` over the columns of `span` only, reading `kv` (or filling a new cache when
+        `span.fill`); returns the logits and the cache the model filled or updated."""
+        return self._call(c, p, lo, hi, span, kv, {})
+
+    def _call(self, c: Canvas, p: SamplingParams, lo: int, hi: int, span, kv, kw):
         x, am, pp = c.x, c.attention_mask, c.prompt_len
         pos = (am.cumsum(-1) - 1).clamp(min=0)
         mask = None if bool(am.all()) else am
+        replace = None if span is None else span.replace
         if p.cfg_scale > 0:
             un = x.clone()
             un[:, :pp] = self.tokens.mask
             x, pos = torch.cat([x, un]), torch.cat([pos, pos])
             mask = None if mask is None else torch.cat([mask, mask])
-        cols = slice(pp - self.shift + lo, pp - self.shift + hi)
+            replace = None if replace is None else torch.cat([replace, replace])
+        a = 0 if span is None else span.lo  # first column run through the model
+        cols = slice(pp - self.shift + lo - a, pp - self.shift + hi - a)
+        if span is not None:
+            cache = {"use_cache": True} if span.fill else {"past_key_values": kv}
+            kw = dict(kw, cache_start=a, replace=replace, **cache)
+            x, pos = x[:, a : span.hi], pos[:, a : span.hi]
         out = self.model(x, attention_mask=mask, position_ids=pos, logits_positions=cols, **kw)
         logits = out.logits
         if p.cfg_scale > 0:
             cond, un = logits.chunk(2)
             logits = un + (p.cfg_scale + 1) * (cond - un)
+        return logits, getattr(out, "past_key_values", None)
+
+    def _step_forward(self, s: LoopState, now, lo: int, hi: int, **kw) -> torch.Tensor:
+        """The step's forward: plain, or laid out by the cache policy (never with hooks)."""
+        c, rows = s.canvas, s.canvas.x.shape[0]
+        span = None
+        if self.supports_cache and not kw:
+            span = s.cache.span(c, now, lo, hi, self.shift)
+        if span is None:
+            s.forwarded += rows * c.x.shape[1]
+            return self.forward(c, s.params, lo, hi, **kw)
+        s.forwarded += rows * (span.hi - span.lo)
+        logits, kv = self.forward_cached(c, s.params, lo, hi, span, s.cache.kv)
+        if span.fill:
+            s.cache.store(kv)
         return logits
 
     # -- one step ---------------------------------------------------------------------------
@@ -162,6 +203,15 @@ class DenoisingLoop:
         am[:, pp:] = torch.where(pos < new, 1, 0)
         return Canvas(x, am, pp, window.clone())
 
+    def _resize(self, s: LoopState, window: torch.Tensor, changed: torch.Tensor) -> Canvas:
+        """Resize `s`'s canvas and carry its cache over; `changed` (B,) rows refill it."""
+        old = s.canvas
+        s.canvas = self.resize(old, window)
+        rows = torch.arange(old.x.shape[0], device=old.x.device)
+        s.cache = s.cache.relayout(rows, len(rows), 0, s.canvas.x.shape[1])
+        s.cache.invalidate(changed)
+        return s.canvas
+
     def end_positions(self, c: Canvas) -> torch.Tensor:
         """(B,) position of the first end token inside each row's window, -1 if none."""
         win = c.x[:, c.prompt_len :]
@@ -184,8 +234,9 @@ class DenoisingLoop:
         p: SamplingParams,
         policy: WindowPolicy | None = None,
         generator: torch.Generator | None = None,
+        cache: CachePolicy | None = None,
     ) -> LoopResult:
-        s = self.begin(c, p, policy, generator)
+        s = self.begin(c, p, policy, generator, cache)
         return self.finish(s)
 
     @torch.inference_mode()
@@ -201,14 +252,17 @@ class DenoisingLoop:
         p: SamplingParams,
         policy: WindowPolicy | None = None,
         generator: torch.Generator | None = None,
+        cache: CachePolicy | None = None,
     ) -> LoopState:
-        """A fresh run over `c`: plan laid over the windows, the window policy started."""
+        """A fresh run over `c`: plan laid over the windows, the window policy started. `cache`
+        overrides the cache policy that `p.cache` names."""
         t0 = time.perf_counter()
         if generator is None and p.seed is not None:
             generator = torch.Generator(device=c.x.device).manual_seed(p.seed)
         s = LoopState(
             c, p, self.plan(c.window, p), policy, generator, None, torch.zeros_like(c.window)
         )
+        s.cache = cache if cache is not None else make_cache(p.cache)
         s.t0 = t0
         if policy is not None:
             tp = time.perf_counter()
@@ -222,11 +276,11 @@ class DenoisingLoop:
         c, p, policy = s.canvas, s.params, s.policy
         now = s.plan.current(c.x.device)
         if s.first_kw is not None:  # step 0 under a window policy: full window, then cut
-            logits = self.forward(c, p, 0, c.width, **s.first_kw)
+            logits = self._step_forward(s, now, 0, c.width, **s.first_kw)
             tp = time.perf_counter()
             window = policy.cut(c, logits)
-            if window is not None:
-                c = s.canvas = self.resize(c, window)
+            if window is not None:  # cut rows refill their cache at the next step
+                c = self._resize(s, window, window != c.window)
                 s.plan = self.plan(c.window, p)
                 now = s.plan.current(c.x.device)
                 logits = logits[:, : c.width]
@@ -234,7 +288,7 @@ class DenoisingLoop:
             lo, s.first_kw = 0, None
         else:
             lo, hi = _span(now)
-            logits = self.forward(c, p, lo, hi)
+            logits = self._step_forward(s, now, lo, hi)
         s.nfe += 1
         self.decode(c, logits, lo, now, p, s.generator)
         s.plan.step += 1
@@ -246,7 +300,7 @@ class DenoisingLoop:
                     old, new = int(c.window[r]), int(window[r])
                     s.plan.extend(r, lay_blocks(old, new, p.block, spb))
                 s.grown += (window > c.window).long()
-                s.canvas = self.resize(c, window)
+                self._resize(s, window, window > c.window)
 
     def result(self, s: LoopState) -> LoopResult:
         c = s.canvas
@@ -256,7 +310,9 @@ class DenoisingLoop:
             torch.cuda.synchronize()
         extras = s.policy.report() if s.policy is not None else {}
         seconds = time.perf_counter() - s.t0
-        return LoopResult(answer, c.window, s.nfe, seconds, s.grown, s.policy_seconds, extras)
+        return LoopResult(
+            answer, c.window, s.nfe, seconds, s.grown, s.policy_seconds, extras, s.forwarded
+        )
 
 
 @dataclass(slots=True)
@@ -273,10 +329,15 @@ class LoopState:
     nfe: int = 0  # forward passes so far
     policy_seconds: float = 0.0  # time inside the policy so far
     t0: float = 0.0  # perf_counter() when the run began
+    cache: CachePolicy = field(default_factory=NoCache)  # the KV-cache policy and its cache
+    forwarded: int = 0  # rows x columns fed to the model so far
 
     def select(self, rows: list[int], canvas: Canvas) -> LoopState:
-        """The state of some rows, moved onto `canvas` (the same rows in another layout)."""
+        """The state of some rows, moved onto `canvas` (the same rows in another layout, whose
+        prompts end at `canvas.prompt_len`); the cache's columns move with them."""
         idx = torch.tensor(rows, dtype=torch.long, device=self.grown.device)
+        offset = self.canvas.prompt_len - canvas.prompt_len
+        cache = self.cache.relayout(idx, self.canvas.x.shape[0], offset, canvas.x.shape[1])
         return LoopState(
             canvas,
             self.params,
@@ -288,6 +349,8 @@ class LoopState:
             self.nfe,
             self.policy_seconds,
             self.t0,
+            cache,
+            self.forwarded,
         )
 
 

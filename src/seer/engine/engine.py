@@ -141,7 +141,8 @@ class Engine:
 
         tr = time.perf_counter()
         plens = [len(r.ids) for r in batch]
-        plans = self.scheduler.plan(s.canvas.window.tolist(), plens, p.gen_length, p.cfg_scale > 0)
+        no_pack = p.cfg_scale > 0 or p.cache != "none"  # packed rows run without CFG or cache
+        plans = self.scheduler.plan(s.canvas.window.tolist(), plens, p.gen_length, no_pack)
         plen = torch.tensor(plens, dtype=torch.long, device=lm.device)
         self.stats.route += time.perf_counter() - tr
 

@@ -25,7 +25,10 @@ from seer.kernels.dispatch import compact
 
 
 class PackedLoop(DenoisingLoop):
-    """The denoising loop whose forward runs packed, block-diagonal segments (varlen path)."""
+    """The denoising loop whose forward runs packed, block-diagonal segments (varlen path).
+    It runs without a KV cache: every step packs and runs the whole rows."""
+
+    supports_cache = False
 
     def __init__(self, model, tokens: TokenIds, plen: torch.Tensor, capacity: int) -> None:
         super().__init__(model, tokens)

@@ -83,9 +83,10 @@ class Scheduler:
         return next((b for b in self.buckets(gen_length) if b >= window), window)
 
     def plan(
-        self, windows: list[int], prompt_lens: list[int], gen_length: int, cfg: bool = False
+        self, windows: list[int], prompt_lens: list[int], gen_length: int, no_pack: bool = False
     ) -> list[BatchPlan]:
-        """One plan per group; every row appears in exactly one plan."""
+        """One plan per group; every row appears in exactly one plan. `no_pack`: never route to
+        varlen (classifier-free guidance doubles the batch; a KV cache needs row layouts)."""
         cfg_ = self.config
         order = sorted(range(len(windows)), key=lambda r: (windows[r], r))
         if cfg_.routing == "naive":
@@ -103,11 +104,11 @@ class Scheduler:
                 cur = []
         plans = []
         for rows in groups:
-            path = self._route(rows, windows, gen_length, cfg)
+            path = self._route(rows, windows, gen_length, no_pack)
             plans.append(self._make(path, rows, windows, prompt_lens, gen_length))
         return plans
 
-    def _route(self, rows: list[int], windows: list[int], gen_length: int, cfg: bool) -> str:
+    def _route(self, rows: list[int], windows: list[int], gen_length: int, no_pack: bool) -> str:
         c = self.config
         if c.routing != "hybrid":
             path = c.routing
@@ -121,7 +122,7 @@ class Scheduler:
                     if rho_of([windows[r] for r in rows], bucket) <= c.tau_pad
                     else "varlen"
                 )
-        return "static" if path == "varlen" and cfg else path
+        return "static" if path == "varlen" and no_pack else path
 
     def _make(self, path, rows, windows, prompt_lens, gen_length) -> BatchPlan:
         w = [windows[r] for r in rows]

@@ -1,8 +1,16 @@
-"""Building blocks shared by the architectures: RMS norm, rotary embeddings, attention masks.
+"""Building blocks shared by the architectures: RMS norm, rotary embeddings, attention masks,
+and the key/value cache.
 
 Each architecture file (`llada.py`, `dream.py`) composes these and declares its own checkpoint
 key names; numerics follow the official models (norm statistics and, where the official code does
 so, the rotary product in float32).
+
+KV cache (Fast-dLLM's `past_key_values` / `use_cache` / `replace_position`, see
+`BidirectionalLM.forward`): a `KVCache` holds every layer's keys and values for *all* S columns
+of a sequence, keys with the rotary embedding already applied (rotation is per position, so this
+equals Fast-dLLM's rotate-on-read). A forward over columns [c, c + n) writes its fresh K/V into
+those columns (per row, where `replace` allows) and attends over all S: with the cached prefix
+and the fresh rest this is Fast-dLLM's prefix cache; with a cached suffix too, its dual cache.
 """
 
 from __future__ import annotations
@@ -15,10 +23,23 @@ from torch import nn
 
 
 @dataclass(slots=True)
+class KVCache:
+    """Keys and values of every layer for the S columns of one batch of sequences."""
+
+    keys: list[torch.Tensor]  # per layer (B, H_kv, S, D), rotary embedding applied
+    values: list[torch.Tensor]  # per layer (B, H_kv, S, D)
+
+    @property
+    def length(self) -> int:
+        return self.keys[0].shape[2]
+
+
+@dataclass(slots=True)
 class ModelOutput:
     """What a forward pass returns; mirrors transformers' `CausalLMOutput` for `.logits` access."""
 
     logits: torch.Tensor  # (B, L, V) in the model dtype, or (B, len(positions), V) when sliced
+    past_key_values: KVCache | None = None  # with use_cache: K/V of every column (filled/updated)
 
     def __getitem__(self, i: int) -> torch.Tensor:  # `out[0]` as transformers code expects
         return (self.logits,)[i]
@@ -129,16 +150,52 @@ def self_attention(
     rotary: Rotary,
     cos_sin: tuple[torch.Tensor, torch.Tensor],
     mask: torch.Tensor | None,
+    kv=None,
 ) -> torch.Tensor:
-    """x: (B, L, C) -> (B, L, C). `proj` is (q, k, v, out) in the architecture's own modules."""
+    """x: (B, L, C) -> (B, L, C). `proj` is (q, k, v, out) in the architecture's own modules.
+
+    `kv(k, v)`, when given, receives this forward's rotated keys and values (B, H_kv, L, D) and
+    returns those to attend over (B, H_kv, S, D): the cache's hook (`CacheIO.layer`).
+    """
     q_proj, k_proj, v_proj, out_proj = proj
     b, n, _ = x.shape
     q = q_proj(x).view(b, n, n_heads, -1).transpose(1, 2)  # (B, H, L, D)
     k = k_proj(x).view(b, n, n_kv_heads, -1).transpose(1, 2)  # (B, H_kv, L, D)
     v = v_proj(x).view(b, n, n_kv_heads, -1).transpose(1, 2)
     q, k = rotary.apply(q, k, *cos_sin)
+    if kv is not None:
+        k, v = kv(k, v)
     y = sdpa(q, k, v, mask)
     return out_proj(y.transpose(1, 2).reshape(b, n, -1))
+
+
+class CacheIO:
+    """How one forward uses a `KVCache`: fill a new one, or read `past` and write the forwarded
+    columns [start, start + n) into it (per row where `replace` (B, n) is True; all if None)."""
+
+    def __init__(
+        self, past: KVCache | None, start: int = 0, replace: torch.Tensor | None = None
+    ) -> None:
+        self.past, self.start, self.replace = past, start, replace
+        self.out = past if past is not None else KVCache([], [])
+
+    def layer(self, i: int):
+        def kv(k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            if self.past is None:  # filling: keep this forward's K/V as they are
+                self.out.keys.append(k)
+                self.out.values.append(v)
+                return k, v
+            ck, cv = self.past.keys[i], self.past.values[i]  # (B, H_kv, S, D)
+            cols = slice(self.start, self.start + k.shape[2])
+            if self.replace is None:
+                ck[:, :, cols], cv[:, :, cols] = k, v
+            else:  # rows keep their cached K/V where they do not recompute a column
+                r = self.replace[:, None, :, None]
+                ck[:, :, cols] = torch.where(r, k, ck[:, :, cols])
+                cv[:, :, cols] = torch.where(r, v, cv[:, :, cols])
+            return ck, cv
+
+        return kv
 
 
 class BidirectionalLM(nn.Module):
@@ -151,6 +208,13 @@ class BidirectionalLM(nn.Module):
     answer window), which saves the large head matmul over the prompt. `after_layer(i, h, mask)`
     is called after block i and may return a replacement `(h, mask)`: this is how a step can
     continue on a truncated window from layer k+1 on.
+
+    KV cache: `use_cache=True` returns `out.past_key_values`, a `KVCache` of every column. With
+    `past_key_values=cache`, the inputs are the columns [cache_start, cache_start + n) of the
+    cached sequence (their `position_ids` are the absolute ones, `attention_mask` is (B, S) over
+    all cached columns); their fresh K/V overwrite the cache there (only where `replace` (B, n)
+    is True, if given) and attention reads all S columns. `after_layer` may not change the
+    sequence while a cache is in use.
     """
 
     rotary: Rotary
@@ -177,6 +241,10 @@ class BidirectionalLM(nn.Module):
         position_ids: torch.Tensor | None = None,
         logits_positions: slice | None = None,
         after_layer=None,
+        past_key_values: KVCache | None = None,
+        use_cache: bool = False,
+        cache_start: int = 0,
+        replace: torch.Tensor | None = None,
         **unused,
     ) -> ModelOutput:
         embed, blocks, norm, head = self._parts()
@@ -189,16 +257,23 @@ class BidirectionalLM(nn.Module):
         if position_ids is None:
             position_ids = default_positions(b, n, h.device)
         cos_sin = self.rotary.cos_sin(position_ids)
-        mask = attention_bias(attention_mask, b, n)
+        io = None
+        if use_cache or past_key_values is not None:
+            io = CacheIO(past_key_values, cache_start, replace)
+        keys = n if past_key_values is None else past_key_values.length
+        mask = attention_bias(attention_mask, b, keys)
         for i, block in enumerate(blocks):
-            h = block(h, cos_sin, mask)
+            h = block(h, cos_sin, mask, None if io is None else io.layer(i))
             if after_layer is not None:
                 changed = after_layer(i, h, mask)
                 if changed is not None:
+                    if io is not None:
+                        raise ValueError("after_layer cannot change the sequence under a KV cache")
                     h, mask, position_ids = changed
                     cos_sin = self.rotary.cos_sin(position_ids)
         if logits_positions is not None:
             h = h[:, logits_positions]
         h = norm(h)
         logits = h @ embed.weight.T if head is None else head(h)
-        return ModelOutput(logits=self._scale_logits(logits))
+        kv = None if io is None else io.out
+        return ModelOutput(logits=self._scale_logits(logits), past_key_values=kv)

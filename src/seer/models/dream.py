@@ -113,11 +113,11 @@ class DreamDecoderLayer(nn.Module):
     def gate_proj(self) -> nn.Linear:
         return self.mlp.gate_proj
 
-    def forward(self, x, cos_sin, mask):
+    def forward(self, x, cos_sin, mask, kv=None):
         a = self.self_attn
         proj = (a.q_proj, a.k_proj, a.v_proj, a.o_proj)
         h = x + self_attention(
-            self.input_layernorm(x), proj, a.n_heads, a.n_kv_heads, self._rot, cos_sin, mask
+            self.input_layernorm(x), proj, a.n_heads, a.n_kv_heads, self._rot, cos_sin, mask, kv
         )
         return h + self.mlp(self.post_attention_layernorm(h))
 

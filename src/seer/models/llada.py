@@ -144,10 +144,10 @@ class LLaDABlock(nn.Module):
     def gate_proj(self) -> nn.Linear:
         return self.ff_proj
 
-    def forward(self, x, cos_sin, mask):
+    def forward(self, x, cos_sin, mask, kv=None):
         proj = (self.q_proj, self.k_proj, self.v_proj, self.attn_out)
         h = x + self_attention(
-            self.attn_norm(x), proj, self.n_heads, self.n_kv_heads, self._rot, cos_sin, mask
+            self.attn_norm(x), proj, self.n_heads, self.n_kv_heads, self._rot, cos_sin, mask, kv
         )
         u = self.ff_norm(h)
         return h + self.ff_out(self.act(self.ff_proj(u)) * self.up_proj(u))

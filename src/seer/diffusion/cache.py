@@ -1,0 +1,175 @@
+"""KV-cache policies for the one denoising loop: none, prefix and dual (Fast-dLLM v1).
+
+Semi-autoregressive decoding only changes the current block's tokens, so the keys and values of
+the other columns change little within a block. Fast-dLLM (NVlabs/Fast-dLLM, `llada/generate.py`)
+reuses them:
+
+- `PrefixCache` (`generate_with_prefix_cache`): the first step of every block is a full forward
+  that also fills the cache; the block's later steps run only the columns from the block's start
+  to the end of the canvas (block + suffix) and read the prompt's and finished blocks' K/V.
+- `DualCache` (`generate_with_dual_cache`): the same refresh, but the later steps run only the
+  current block's columns and read the cached K/V of the suffix as well (stale until the next
+  block's refresh).
+- `NoCache`: every step is a full forward (the loop's plain path, unchanged).
+
+A cache only changes which columns the model recomputes, never which tokens are revealed: the
+loop keeps its plan (how many tokens each step reveals) and its unmasking rule; the revealed
+tokens differ from an uncached run only through the approximate cached K/V, as in Fast-dLLM.
+
+Differences from Fast-dLLM's loops, all by design:
+- Fast-dLLM runs each block `while it has masks`; the loop runs the plan's steps. With
+  `threshold=None` the tokens are the same; Fast-dLLM stops a block early when the schedule
+  reveals nothing in its last steps (e.g. 4 positions over 8 steps), so its NFE can be smaller.
+- Fast-dLLM v1 runs one unpadded row (`torch.full((1, ...))`, and its model drops the attention
+  mask). Here a batch is left-padded and masked, and the refresh is per row: a row is refreshed
+  at its own block's first step, and in a step where rows need different columns the forward
+  runs their union while `replace` keeps each row's cached K/V outside its own columns. So every
+  row sees exactly the K/V it sees alone. (Rows advance in lockstep and the plan's blocks all
+  have `steps_per_block` steps but the last, so in practice refreshes coincide.)
+- The cache holds every column (B, H_kv, S, D) and a forward writes its fresh K/V into it in
+  place: for the prefix cache the columns after the block are rewritten every step, which is
+  Fast-dLLM's `cat(prefix, fresh)` without the copy; for the dual cache it is its
+  `replace_position` update.
+- Dream predicts position j from column j - 1: its spans start one column earlier.
+
+Seer composition: the cut at step 0 and the guard's growth change rows' windows. The cache
+follows the canvas (`relayout`: same columns, the new width), and the rows whose window changed
+are marked stale: the next step recomputes all their columns (a full forward for them) and so
+refills their cache over the new canvas. The cached K/V therefore never hold a column that the
+cut removed: after the cut a row runs as a cached run over prompt + L*, except that block 0's
+refresh is at step 1 (over the truncated canvas) instead of step 0. Step 0 fills the cache only
+when it runs without hooks (`SeerConfig.cut_in_step0` changes the sequence inside the forward);
+otherwise the first cache is filled at step 1. Rows whose window the cut kept keep their cache,
+exactly as in a run without a window policy. The batched engine moves the cache with the rows
+into their static/eager layout (`LoopState.select`) and never packs rows (varlen) under a cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from seer.config import CACHES
+from seer.errors import SeerError
+from seer.models.common import KVCache
+
+
+@dataclass(slots=True)
+class Span:
+    """The canvas columns one step runs through the model, and what it does with the cache."""
+
+    lo: int  # first canvas column forwarded
+    hi: int  # one past the last
+    fill: bool  # a full forward that (re)fills the cache
+    replace: torch.Tensor | None  # (B, hi - lo) bool: columns each row recomputes; None = all
+
+
+class CachePolicy:
+    """Decides, step by step, which canvas columns the model runs and which K/V it reuses.
+
+    `span(canvas, now, lo, hi, shift)` is called once per step, right before the forward it
+    describes. `now` is the plan's per-row (start, end, j, steps, active) for the step, [lo, hi)
+    the answer positions whose logits the step needs and `shift` the model's logit shift. It
+    returns None for a plain full forward (no cache involved), or a `Span` covering at least the
+    columns [P + lo - shift, P + hi - shift): a fill (a new cache of every column), or a read of
+    `kv` whose `replace` rows recompute their own columns and keep their cached K/V elsewhere.
+    `store(kv)` receives the cache a filling forward built (reads update `kv` in place).
+    `invalidate(rows)` marks rows (B,) bool whose canvas columns changed (all rows if None);
+    each is refilled by the next step. `relayout(rows, batch, offset, width)` returns the policy
+    for a new canvas made of some `rows` of this one, whose column c is this canvas's column
+    c + offset, `width` columns in all (other columns are zero: hidden, or in stale rows).
+    """
+
+    name = "none"
+
+    def __init__(self) -> None:
+        self.kv: KVCache | None = None  # the cache, None until the first fill
+        self.stale: torch.Tensor | None = None  # (B,) bool rows to refill; None = none
+
+    def span(self, canvas, now, lo: int, hi: int, shift: int) -> Span | None:
+        return None
+
+    def store(self, kv: KVCache | None) -> None:
+        self.kv, self.stale = kv, None
+
+    def invalidate(self, rows: torch.Tensor | None = None) -> None:
+        if rows is None or self.kv is None:
+            self.kv, self.stale = None, None
+        elif bool(rows.any()):
+            self.stale = rows.clone() if self.stale is None else self.stale | rows
+
+    def relayout(self, rows: torch.Tensor, batch: int, offset: int, width: int) -> CachePolicy:
+        out = type(self)()
+        if self.kv is None:
+            return out
+        idx = rows if self.kv.keys[0].shape[0] == batch else torch.cat([rows, rows + batch])
+        out.kv = KVCache(
+            [_columns(k[idx], offset, width) for k in self.kv.keys],
+            [_columns(v[idx], offset, width) for v in self.kv.values],
+        )  # classifier-free guidance doubled the cache's batch: idx keeps both halves
+        out.stale = None if self.stale is None else self.stale[rows]
+        return out
+
+
+def _columns(t: torch.Tensor, offset: int, width: int) -> torch.Tensor:
+    """(B, H, S, D) -> (B, H, width, D): column c is t's column c + offset, zero outside."""
+    if offset == 0 and width == t.shape[2]:
+        return t
+    out = t.new_zeros(*t.shape[:2], width, t.shape[3])
+    lo, hi = max(0, offset), min(t.shape[2], offset + width)
+    if hi > lo:
+        out[:, :, lo - offset : hi - offset] = t[:, :, lo:hi]
+    return out
+
+
+class NoCache(CachePolicy):
+    """Every step is a full forward: the loop's plain path."""
+
+
+class _BlockCache(CachePolicy):
+    """Refresh each row at its block's first step (or when stale); in between, run the block
+    (and, for the prefix cache, every column after it) and read the other columns' K/V."""
+
+    to_end = True  # later steps run up to the canvas end (prefix) or only the block (dual)
+
+    def span(self, canvas, now, lo: int, hi: int, shift: int) -> Span:
+        start, end, j, _, active = now
+        total = canvas.x.shape[1]
+        full = active & (j == 0)  # rows at a block's first step: a full forward
+        if self.stale is not None:
+            full |= self.stale & active
+        if self.kv is None or bool((full | ~active).all()):
+            return Span(0, total, True, None)
+        pp = canvas.prompt_len
+        # each row's own fresh columns [first, last); empty for idle rows
+        first = torch.where(full, 0, pp + start - shift)
+        last = torch.where(full | self.to_end, total, pp + end)
+        first, last = first * active, last * active
+        a, b = int(first[active].min()), int(last[active].max())
+        cols = torch.arange(a, b, device=canvas.x.device)[None]  # (1, b - a)
+        rows = (cols >= first[:, None]) & (cols < last[:, None])
+        if self.stale is not None:
+            self.stale &= ~full  # refreshed by this step's forward
+        return Span(a, b, False, None if bool(rows.all()) else rows)
+
+
+class PrefixCache(_BlockCache):
+    """Fast-dLLM's prefix cache: later steps run the current block and everything after it."""
+
+    name = "prefix"
+
+
+class DualCache(_BlockCache):
+    """Fast-dLLM's dual cache: later steps run only the current block."""
+
+    name = "dual"
+    to_end = False
+
+
+def make_cache(name: str) -> CachePolicy:
+    """The cache policy called `name` ("none" | "prefix" | "dual")."""
+    kinds = {"none": NoCache, "prefix": PrefixCache, "dual": DualCache}
+    if name not in kinds:
+        raise SeerError(f"unknown cache {name!r}; choose one of {', '.join(CACHES)}")
+    return kinds[name]()
