@@ -40,16 +40,21 @@ def test_loss_masks_only_the_answer_window_and_weights_by_one_over_t(tmp_path):
     ex = generate_examples(4, seed=0, split="train")
     import random
 
-    x, am, p = make_batch(enc, ex, 64, random.Random(0), 1.0)
-    assert x.shape[1] == p + 64
+    x, am, p, wins = make_batch(enc, ex, 64, random.Random(0), 1.0)
+    assert x.shape[1] == p + 64 and wins.tolist() == [64] * 4
     for r, e in enumerate(ex):  # answer + eot, then [EOS] padding up to the window
         ans = enc.answer(e.answer)
         assert x[r, p : p + len(ans)].tolist() == ans
         assert (x[r, p + len(ans) :] == enc.eos).all()
     ids = {"mask_token_id": enc.mask, "eos_token_id": enc.eos, "pad_token_id": enc.eos}
     raw = llada_config(len(enc.vocab), d_model=32, n_layers=1, n_heads=2, **ids)
-    loss = loss_fn(random_model(raw), x, am, p, enc.mask, torch.Generator().manual_seed(0))
+    loss = loss_fn(random_model(raw), x, am, p, wins, enc.mask, torch.Generator().manual_seed(0))
     assert torch.isfinite(loss) and loss > 0
+    x, am, p, wins = make_batch(enc, ex, 64, random.Random(1), 0.0)  # short per-row windows
+    for r, e in enumerate(ex):
+        n = len(enc.answer(e.answer))
+        assert n <= wins[r] <= n + 24
+        assert am[r, p:].sum() == wins[r]  # hidden past the row's window
 
 
 @pytest.fixture(scope="module")

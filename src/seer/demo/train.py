@@ -6,9 +6,11 @@ Recipe (LLaDA paper, App. B.1, and GUIDELINES.md):
 - each sequence draws a mask ratio t ~ U(eps, 1), masks every window token with probability t,
   and the loss is the cross-entropy on masked tokens weighted by 1/t, normalised by the window
   length;
-- the window length varies per batch (answer + [EOS] up to a random length between the batch's
-  longest answer and `window`), as LLaDA's SFT pads to each batch's longest answer. A trial
-  here showed that a model trained only on full windows collapses when the window is cut.
+- the window length varies per row (the full window, or the answer plus a few [EOS]), positions
+  past a row's window hidden from attention: the windows Seer leaves after a cut. A trial here
+  showed that a model trained only on full windows collapses when the window is cut, and ours,
+  first trained with one window per batch (almost always long, since a batch's longest answer
+  sets it), lost spelling accuracy under an exact (oracle) cut; per-row windows fix both.
 
 Run: `python -m seer.demo.train --out runs/builtin --minutes 80` (resumes from `--out`).
 A checkpoint in the official LLaDA layout (config.json, model.safetensors, tokenizer files) is
@@ -85,32 +87,43 @@ def _find(seq: list[int], sub: list[int]) -> int:
 def make_batch(
     enc: Encoder, examples: list[Example], window: int, rng: random.Random, full_prob: float
 ):
-    """Left-padded prompts + answer windows of one common length w; returns tensors."""
+    """Left-padded prompts + answer windows; each row gets its own window length.
+
+    A row's window is the full `window` with probability `full_prob`, else its answer (with
+    <|eot_id|>) plus 0..24 [EOS] positions: the windows Seer leaves after a cut. Positions past a
+    row's window are hidden from attention and carry no loss, exactly as after a cut at inference.
+    Returns x (B, P + W), attention mask (B, P + W), P and the per-row windows (B,).
+    """
     prompts = [enc.prompt(e.prompt) for e in examples]
     answers = [enc.answer(e.answer) for e in examples]
-    longest = max(len(a) for a in answers)
-    w = window if rng.random() < full_prob else rng.randint(longest, window)
-    p = max(len(q) for q in prompts)
+    wins = [
+        window if rng.random() < full_prob else min(window, len(a) + rng.randint(0, 24))
+        for a in answers
+    ]
+    p, w = max(len(q) for q in prompts), max(wins)
     x = torch.full((len(examples), p + w), enc.pad, dtype=torch.long)
     am = torch.zeros_like(x)
     for r, (q, a) in enumerate(zip(prompts, answers, strict=True)):
         x[r, p - len(q) : p] = torch.tensor(q)
         x[r, p : p + len(a)] = torch.tensor(a)
-        am[r, p - len(q) :] = 1
-    return x, am, p
+        am[r, p - len(q) : p + wins[r]] = 1
+    return x, am, p, torch.tensor(wins)
 
 
-def loss_fn(model, x, am, p: int, mask_id: int, gen: torch.Generator, eps: float = 1e-3):
+def loss_fn(
+    model, x, am, p: int, wins, mask_id: int, gen: torch.Generator, eps: float = 1e-3
+) -> torch.Tensor:
+    """LLaDA SFT loss over each row's window: CE on masked tokens / t, per window length."""
     b, n = x.shape
-    w = n - p
+    valid = torch.arange(n - p)[None] < wins[:, None]  # (B, W) inside the row's window
     t = (1 - eps) * torch.rand(b, 1, generator=gen) + eps  # mask ratio per sequence
-    masked = torch.rand(b, w, generator=gen) < t
+    masked = (torch.rand(b, n - p, generator=gen) < t) & valid
     noisy = x.clone()
     noisy[:, p:] = torch.where(masked, mask_id, x[:, p:])
     pos = (am.cumsum(-1) - 1).clamp(min=0)
     logits = model(noisy, attention_mask=am, position_ids=pos, logits_positions=slice(p, n)).logits
     ce = F.cross_entropy(logits.float().transpose(1, 2), x[:, p:], reduction="none")  # (B, W)
-    return ((ce * masked / t).sum(1) / w).mean()
+    return ((ce * masked / t).sum(1) / wins).mean()
 
 
 def lr_at(step: int, c: TrainConfig) -> float:
@@ -198,10 +211,10 @@ def train(
     t0, tokens, last_save = time.time(), 0, time.time()
     while time.time() < t_end and step < c.cycle_start + c.total_steps:
         examples = generate_examples(c.batch_size, seed=rng.randrange(1 << 30), split="train")
-        x, am, p = make_batch(enc, examples, c.window, rng, c.full_window_prob)
+        x, am, p, wins = make_batch(enc, examples, c.window, rng, c.full_window_prob)
         for group in opt.param_groups:
             group["lr"] = lr_at(step, c)
-        loss = loss_fn(model, x, am, p, enc.mask, gen)
+        loss = loss_fn(model, x, am, p, wins, enc.mask, gen)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
