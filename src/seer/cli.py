@@ -202,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--n", type=int, default=300, help="held-out prompts")
     c.add_argument("--out", default="calibration", help="folder for the report and plots")
     c.add_argument("--write", action="store_true", help="store the choice in the model's seer.json")
-    c.add_argument("--max-over", type=float, default=0.01, help="over-truncation allowed")
+    c.add_argument("--max-over", type=float, default=0.0, help="over-truncation allowed (share)")
     c.set_defaults(func=cmd_calibrate)
 
     b = sub.add_parser(
