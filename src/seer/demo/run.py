@@ -33,14 +33,13 @@ def builtin_path() -> Path:
 
 def run_demo(model: str | Path | None = None, out: str | Path = "seer-demo.png", repeats: int = 3):
     import seer
-    from seer.boundary.probe import sparsity_profiles
-    from seer.boundary.truncation import resolve
-    from seer.diffusion.loop import make_canvas
+    from seer.boundary.truncation import SeerConfig, resolve
     from seer.eval import plots
 
     console = Console()
     lm = seer.load(model or builtin_path())
     cfg = resolve(lm, True)
+    sp_cfg = SeerConfig.from_dict(lm.meta.get("seer", {}).get("sparsity_config", {}))
     g = lm.meta.get("seer", {}).get("gen_length", 64)
     console.print(f"[bold]{lm.name}[/]: gen_length {g}, Seer {cfg.signal} detector")
     for length in range(cfg.bucket, g + 1, cfg.bucket):  # warm every window shape
@@ -70,27 +69,39 @@ def run_demo(model: str | Path | None = None, out: str | Path = "seer-demo.png",
             f"{base.stats.seconds / fast.stats.seconds:.1f}x",
             "yes" if same else "[red]NO[/]",
         )
-        ids = lm.encode(prompt)
-        canvas = make_canvas([ids], g, lm.tokens, lm.device)
-        sp = sparsity_profiles(
-            lm.model, canvas.x, canvas.prompt_len, g, (cfg.layer,), cfg.theta, cfg.tensor
-        )[0, 0]
-        rows.append(
-            {
-                "label": f"{prompt[:70]}  (true end {base.stats.tokens})",
-                "profile": sp.tolist(),
-                "boundary": None if b is None else b.index,
-                "true_end": base.stats.tokens,
-            }
-        )
+        rows.append(_profile_row(lm, prompt, g, sp_cfg, b, base.stats.tokens))
     console.print(table)
     console.print(
         f"total: baseline {t_base:.2f} s, Seer {t_seer:.2f} s, speedup {t_base / t_seer:.2f}x"
     )
-    label = f"step-0 sparsity, layer {cfg.layer}, θ={cfg.theta:g} ({cfg.tensor})"
-    png = plots.profiles(rows, out, ylabel=label if len(label) < 30 else "sparsity")
+    label = f"sparsity L{sp_cfg.layer} θ={sp_cfg.theta:g}"
+    png = plots.profiles(rows, out, ylabel=label)
     console.print(f"profiles with detected boundaries (red) and true ends (dashed): {png}")
     return png
+
+
+def _profile_row(lm, prompt: str, g: int, sp_cfg, boundary, true_end: int) -> dict:
+    """Step-0 sparsity (the calibrated sparsity setting) and P(end token) for one prompt."""
+    from seer.boundary.detector import end_probability
+    from seer.boundary.probe import SparsityProbe
+    from seer.config import SamplingParams
+    from seer.diffusion.loop import make_canvas
+
+    canvas = make_canvas([lm.encode(prompt)], g, lm.tokens, lm.device)
+    probe = SparsityProbe((sp_cfg.layer,), sp_cfg.theta, sp_cfg.tensor)
+    probe.attach(lm.model, canvas.prompt_len, g, 1)
+    try:
+        logits = lm.loop.forward(canvas, SamplingParams(gen_length=g), 0, g)
+    finally:
+        probe.detach()
+    return {
+        "label": f"{prompt[:70]}  (true end {true_end})",
+        "profile": probe.profiles[sp_cfg.layer][0].tolist(),
+        "second": end_probability(logits, lm.tokens.enders)[0].tolist(),
+        "second_label": "P(end)",
+        "boundary": None if boundary is None else boundary.index,
+        "true_end": true_end,
+    }
 
 
 def _secs(gen) -> float:

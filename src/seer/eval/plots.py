@@ -38,11 +38,17 @@ def heatmap(
 
 
 def profiles(rows: list[dict], out: str | Path, ylabel: str = "step-0 sparsity") -> Path:
-    """rows: dicts with 'label', 'profile' (W,), optional 'boundary' and 'true_end'."""
+    """rows: dicts with 'label', 'profile' (W,), optional 'boundary', 'true_end', and 'second'
+    (W,) with 'second_label': another signal, drawn on a right-hand axis."""
     n = len(rows)
     fig, axes = plt.subplots(n, 1, figsize=(8, 1.6 * n + 0.6), sharex=True, squeeze=False)
     for ax, row in zip(axes[:, 0], rows, strict=True):
-        ax.plot(row["profile"], marker=".", lw=1)
+        ax.plot(row["profile"], marker=".", lw=1, label=ylabel)
+        if row.get("second") is not None:
+            ax2 = ax.twinx()
+            ax2.plot(row["second"], color="tab:green", lw=1, alpha=0.8, label=row["second_label"])
+            ax2.set_ylim(-0.05, 1.05)
+            ax2.set_ylabel(row["second_label"], fontsize=7, color="tab:green")
         _marks(ax, row.get("boundary"), row.get("true_end"))
         ax.set_title(row["label"], fontsize=8, loc="left")
         ax.set_ylabel(ylabel, fontsize=7)
@@ -66,10 +72,11 @@ def aligned(curves: dict[str, torch.Tensor], out: str | Path, title: str, ylabel
 
 
 def _marks(ax, boundary: int | None, true_end: int | None) -> None:
-    if true_end is not None:
-        ax.axvline(true_end, color="white" if ax.images else "k", ls="--", lw=1.2, label="true end")
     if boundary is not None:
-        ax.axvline(boundary, color="red", ls="-", lw=1.2, label="detected L*-1")
+        ax.axvline(boundary, color="red", ls="-", lw=3, alpha=0.5, label="detected (L* - 1)")
+    if true_end is not None:  # drawn on top: the two often coincide
+        color = "white" if ax.images else "k"
+        ax.axvline(true_end, color=color, ls="--", lw=1.2, label="true end token", zorder=5)
 
 
 def _save(fig, out: str | Path) -> Path:
