@@ -74,3 +74,17 @@ def test_threshold_rule_needs_a_run():
     assert ThresholdRule(0.5, 3).find(torch.zeros(8)) is None
     rep = detect(p, ThresholdRule(0.5, 3), "eos_prob")
     assert rep.length == 5 and rep.signal == "eos_prob"
+
+
+def test_changepoint_rule_finds_a_step_followed_by_a_ramp():
+    from seer.boundary.detector import ChangePointRule
+
+    g = torch.Generator().manual_seed(0)
+    s = torch.full((40,), 0.30) + 0.01 * torch.randn(40, generator=g)
+    s[12:] = 0.40 + torch.linspace(0, 0.1, 28)  # step at 12, then a ramp: no flat plateau
+    assert ChangePointRule(z=4.0).find(s)[0] == 12
+    flat = torch.full((40,), 0.3) + 0.01 * torch.randn(40, generator=g)
+    assert ChangePointRule(z=4.0).find(flat) is None
+    assert ChangePointRule(z=4.0, direction="falling").find(s) is None
+    rows = torch.stack([s, flat])
+    assert ChangePointRule(z=4.0).find_all(rows).tolist() == [12, -1]

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from seer.boundary.detector import SNRRule, ThresholdRule, end_probability
+from seer.boundary.detector import ChangePointRule, SNRRule, ThresholdRule, end_probability
 from seer.diffusion.loop import make_canvas
 
 THETAS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
@@ -156,6 +156,14 @@ def sweep(samples: list[Sample], g: int, bucket: int = 8) -> list[Score]:
             signal="sparsity", tensor=tensor, layer=layer, theta=theta,
             direction=direction, tau_jump=tau, gamma=gamma,
         )  # fmt: skip
+        results.append(score(setting, lengths, samples, g, bucket))
+    grid = itertools.product(enumerate(("down", "gate")), range(n_layers), enumerate(THETAS),
+                             ("rising", "falling"), (2.0, 3.0, 4.0, 6.0, 8.0))  # fmt: skip
+    for (ti, tensor), layer, (hi, theta), direction, z in grid:
+        index = ChangePointRule(z, direction).find_all(stacked[:, ti, layer, hi])
+        lengths = [None if i < 0 else i + 1 for i in index.tolist()]
+        setting = dict(signal="sparsity", rule="changepoint", tensor=tensor, layer=layer,
+                       theta=theta, direction=direction, z=z)  # fmt: skip
         results.append(score(setting, lengths, samples, g, bucket))
     for tau, run in itertools.product((0.2, 0.3, 0.5, 0.7, 0.9), (1, 2, 3)):
         index = ThresholdRule(tau, run).find_all(ends)

@@ -18,7 +18,8 @@ from rich.progress import Progress
 from rich.table import Table
 
 from seer.boundary import calibrate as cal
-from seer.boundary.detector import SNRRule, ThresholdRule
+from seer.boundary.detector import ThresholdRule
+from seer.boundary.truncation import SeerConfig
 from seer.eval import plots
 
 PAPER = dict(signal="sparsity", tensor="down", layer=3, theta=1e-3, direction="rising",
@@ -42,16 +43,16 @@ def aligned_mean(samples, signal, k: int = 8) -> torch.Tensor:
 def combined_score(samples, sp_setting: dict, eos_setting: dict, g: int, bucket: int):
     ti = ("down", "gate").index(sp_setting["tensor"])
     hi = cal.THETAS.index(sp_setting["theta"])
-    snr = SNRRule(sp_setting["tau_jump"], sp_setting["gamma"], 3, sp_setting["direction"])
+    rule = SeerConfig.from_dict({k: v for k, v in sp_setting.items() if k != "signal"}).snr
     thr = ThresholdRule(eos_setting["eos_tau"], eos_setting["eos_run"])
     lengths = []
     for s in samples:
-        a = snr.find(s.sparsity[ti, sp_setting["layer"], hi])
+        a = rule.find(s.sparsity[ti, sp_setting["layer"], hi])
         b = thr.find(s.end_prob)
         lengths.append(None if a is None or b is None else max(a[0], b[0]) + 1)
-    setting = {"signal": "combined", **sp_setting, **eos_setting}
-    setting["signal"] = "combined"
-    return cal.score(setting, lengths, samples, g, bucket)
+    return cal.score(
+        {**sp_setting, **eos_setting, "signal": "combined"}, lengths, samples, g, bucket
+    )
 
 
 def run_calibration(model, n: int, out, write: bool, max_over: float) -> dict:
@@ -86,10 +87,10 @@ def run_calibration(model, n: int, out, write: bool, max_over: float) -> dict:
     best_sp = cal.choose(scores, "sparsity", max_over)
     best_eos = cal.choose(scores, "eos_prob", max_over)
     paper = next(s for s in scores if all(s.setting.get(k) == v for k, v in PAPER.items()))
-    sp_keys = ("tensor", "layer", "theta", "direction", "tau_jump", "gamma")
+    sp_setting = {k: v for k, v in best_sp.setting.items() if k != "signal"}
     comb = combined_score(
         samples,
-        {k: best_sp.setting[k] for k in sp_keys},
+        sp_setting,
         {k: best_eos.setting[k] for k in ("eos_tau", "eos_run")},
         g,
         8,
@@ -103,7 +104,9 @@ def run_calibration(model, n: int, out, write: bool, max_over: float) -> dict:
     table = Table(title=f"{lm.name}: boundary detectors on {len(samples)} held-out prompts")
     for col in ("detector", "MAE", "over-trunc", "detected", "mean window"):
         table.add_column(col)
-    for name, s in (("paper defaults", paper), ("best sparsity", best_sp),
+    best_snr = cal.choose([s for s in scores if "rule" not in s.setting], "sparsity", max_over)
+    for name, s in (("paper defaults", paper), ("best sparsity (SNR)", best_snr),
+                    (f"best sparsity ({best_sp.setting.get('rule', 'snr')})", best_sp),
                     ("best eos_prob", best_eos), ("combined", comb)):  # fmt: skip
         table.add_row(
             name, f"{s.mae:.2f}", f"{s.over:.1%}", f"{s.detected:.1%}", f"{s.mean_window:.1f}"
@@ -140,6 +143,7 @@ def run_calibration(model, n: int, out, write: bool, max_over: float) -> dict:
         "auc": {"thetas": list(cal.THETAS), **aucs, "end_prob": eos_auc},
         "paper_defaults": asdict(paper),
         "best_sparsity": asdict(best_sp),
+        "best_sparsity_snr": asdict(best_snr),
         "best_eos_prob": asdict(best_eos),
         "combined": asdict(comb),
         "chosen": asdict(chosen),
@@ -147,7 +151,7 @@ def run_calibration(model, n: int, out, write: bool, max_over: float) -> dict:
     (out / "report.json").write_text(json.dumps(report, indent=2))
     if write:
         config = {k: v for k, v in chosen.setting.items() if k != "margin"}
-        sparsity = {k: best_sp.setting[k] for k in ("signal", *sp_keys)}
+        sparsity = dict(best_sp.setting)
         meta = {"gen_length": g, "config": config, "sparsity_config": sparsity, "calibration": {
             "n": len(samples), "split": "heldout seed 7", "mae": chosen.mae,
             "over_truncation": chosen.over, "mean_window": chosen.mean_window}}  # fmt: skip

@@ -123,3 +123,39 @@ def end_probability(logits: torch.Tensor, enders: tuple[int, ...]) -> torch.Tens
     """Step-0 probability that each window position holds an end token. (B, W, V) -> (B, W)."""
     prob = logits.float().softmax(dim=-1)
     return prob[..., list(enders)].sum(dim=-1)
+
+
+@dataclass(slots=True, frozen=True)
+class ChangePointRule:
+    """The single most significant step in the profile (a two-sample t statistic).
+
+    For every split i, t(i) = (mean(s[i:]) - mean(s[:i])) / (sd * sqrt(1/i + 1/(N - i))) with the
+    pooled within-segment sd; the split with the largest t is the boundary if t >= z. Unlike the
+    SNR rule it needs no flat plateau, so a step followed by a ramp still counts.
+    """
+
+    z: float = 4.0  # minimum t statistic
+    direction: str = "rising"  # rising | falling
+
+    def find_all(self, s: torch.Tensor) -> torch.Tensor:
+        """s: (R, N) -> boundary index per row (first padding position), or -1."""
+        s = s.double() if self.direction == "rising" else -s.double()
+        n = s.shape[1]
+        if n < 3:
+            return torch.full((s.shape[0],), -1, dtype=torch.long)
+        i = torch.arange(1, n, dtype=s.dtype)  # left sizes 1 .. n - 1
+        c1, c2 = s.cumsum(1)[:, :-1], (s * s).cumsum(1)[:, :-1]
+        t1, t2 = s.sum(1, keepdim=True), (s * s).sum(1, keepdim=True)
+        m_left, m_right = c1 / i, (t1 - c1) / (n - i)
+        ss = (c2 - c1 * m_left) + ((t2 - c2) - (t1 - c1) * m_right)  # within-segment squares
+        sd = (ss.clamp(min=1e-12) / max(n - 2, 1)).sqrt()
+        t = (m_right - m_left) / (sd * (1 / i + 1 / (n - i)).sqrt())
+        best = t.argmax(dim=1)
+        ok = t.gather(1, best[:, None]).squeeze(1) >= self.z
+        return torch.where(ok, best + 1, -1)
+
+    def find(self, s: torch.Tensor) -> tuple[int, float, float] | None:
+        i = int(self.find_all(s[None])[0])
+        if i < 0:
+            return None
+        return i, float(s[i:].float().mean() - s[:i].float().mean()), 0.0

@@ -25,7 +25,14 @@ from dataclasses import dataclass, fields, replace
 
 import torch
 
-from seer.boundary.detector import BoundaryReport, SNRRule, ThresholdRule, detect, end_probability
+from seer.boundary.detector import (
+    BoundaryReport,
+    ChangePointRule,
+    SNRRule,
+    ThresholdRule,
+    detect,
+    end_probability,
+)
 from seer.boundary.probe import SparsityProbe
 from seer.config import TokenIds
 from seer.errors import SeerError
@@ -43,6 +50,8 @@ class SeerConfig:
     layer: int = 3  # detection layer (0-based)
     theta: float = 1e-3  # |a| < theta counts as a zero activation
     tensor: str = "down"  # down: input of the down projection; gate: act(gate)
+    rule: str = "snr"  # sparsity rule: snr (the paper's jump-to-plateau) | changepoint
+    z: float = 4.0  # changepoint rule: minimum t statistic of the step
     tau_jump: float = 0.03  # SNR rule: minimum step
     gamma: float = 0.6  # SNR rule: plateau spread allowed, as a fraction of the step
     lookahead: int = 3  # SNR rule: plateau window
@@ -59,6 +68,8 @@ class SeerConfig:
     def __post_init__(self) -> None:
         if self.signal not in SIGNALS:
             raise SeerError(f"unknown Seer signal {self.signal!r}; choose {', '.join(SIGNALS)}")
+        if self.rule not in ("snr", "changepoint"):
+            raise SeerError(f"unknown sparsity rule {self.rule!r}; choose snr or changepoint")
         if self.tensor not in TENSORS:
             raise SeerError(f"unknown probe tensor {self.tensor!r}; choose {', '.join(TENSORS)}")
         if self.cut_in_step0 and self.signal != "sparsity":
@@ -76,7 +87,10 @@ class SeerConfig:
         return cls(**d)
 
     @property
-    def snr(self) -> SNRRule:
+    def snr(self):
+        """The rule applied to the sparsity profile."""
+        if self.rule == "changepoint":
+            return ChangePointRule(self.z, self.direction)
         return SNRRule(self.tau_jump, self.gamma, self.lookahead, self.direction)
 
     @property
