@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import tempfile
 import time
@@ -37,6 +35,7 @@ import torch
 import seer
 from seer.boundary.truncation import FixedWindowPolicy
 from seer.diffusion.loop import make_canvas
+from seer.eval.machine import machine_info
 from seer.models.factory import llada_config, random_model, save_checkpoint
 
 VOCAB = 2048
@@ -110,14 +109,7 @@ def main(argv=None) -> None:
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
     torch.manual_seed(args.seed)
-    machine = {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpus": os.cpu_count(),
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "threads": torch.get_num_threads(),
-    }
+    machine = machine_info()
     print(f"# {machine}", flush=True)
     t_all = time.perf_counter()
     g = torch.Generator().manual_seed(args.seed)

@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -39,6 +37,7 @@ from pathlib import Path
 import torch
 
 import seer
+from seer.eval.machine import machine_info
 from seer.models.factory import llada_config, random_model, save_checkpoint
 
 VOCAB = 2048
@@ -280,14 +279,7 @@ def main(argv=None) -> None:
     schedules = [tuple(map(int, s.split("/"))) for s in args.schedules.split(",") if s]
     skip = {s for s in args.skip.split(",") if s}
 
-    machine = {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpus": os.cpu_count(),
-        "torch": torch.__version__,
-        "python": platform.python_version(),
-        "threads": torch.get_num_threads(),
-    }
+    machine = machine_info()
     print(f"# {machine}", flush=True)
     rows, t_all = [], time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

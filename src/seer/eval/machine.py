@@ -1,0 +1,19 @@
+"""What machine a benchmark ran on: recorded with every figure we publish."""
+
+from __future__ import annotations
+
+import os
+import platform
+
+import torch
+
+
+def machine_info() -> dict:
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "threads": torch.get_num_threads(),
+    }
