@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import platform
 import time
 from collections import defaultdict
@@ -31,7 +30,7 @@ from rich.progress import track
 from rich.table import Table
 
 import seer
-from seer.boundary.truncation import FixedWindowPolicy, SeerConfig, resolve
+from seer.boundary.truncation import FixedWindowPolicy, SeerConfig, resolve, round_window
 from seer.demo.run import builtin_path
 from seer.demo.tasks import generate_examples
 
@@ -63,7 +62,7 @@ def run(args) -> dict:
             **{**_fields(cfg), "guard_slack": 2}))  # fmt: skip
         if step0 is not None:
             res["seer-step0"] = lm.generate(ids, gen_length=g, seer=step0)
-        w = min(g, cfg.bucket * math.ceil((base.stats.tokens + 1) / cfg.bucket))
+        w = round_window(base.stats.tokens + 1, g, cfg.bucket)
         res["oracle"] = lm.generate(ids, gen_length=g, policy=FixedWindowPolicy([w]))
         rows.append((ex, res))
     return summarise(rows, g, lm, cfg, args)

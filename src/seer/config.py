@@ -32,6 +32,10 @@ class TokenIds:
         """Tokens whose presence means the answer has ended."""
         return (self.eos,) if self.eot is None else (self.eos, self.eot)
 
+    def answer_length(self, ids: list[int]) -> int:
+        """Answer tokens before the first end token."""
+        return next((i for i, t in enumerate(ids) if t in self.enders), len(ids))
+
 
 @dataclass(slots=True, frozen=True)
 class SamplingParams:

@@ -78,11 +78,7 @@ class DiffusionLM:
         if self.tokenizer is None:
             raise SeerError("this model was loaded without a tokenizer; pass token ids instead")
         if chat and getattr(self.tokenizer, "chat_template", None):
-            out = self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True
-            )
-            ids = out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out
-            return list(ids[0] if ids and isinstance(ids[0], list) else ids)
+            return loader.chat_ids(self.tokenizer, prompt)
         return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
 
     def _prompt_ids(self, prompts, chat: bool, attention_mask) -> list[list[int]]:
@@ -153,7 +149,7 @@ class DiffusionLM:
         reports = res.extras.get("boundaries") or [None] * len(ids)
         out = []
         for r, row in enumerate(res.answer.tolist()):
-            n = _answer_len(row, self.tokens)
+            n = self.tokens.answer_length(row)
             stats = GenerationStats(
                 nfe=res.nfe,
                 seconds=res.seconds,
@@ -183,14 +179,6 @@ def _params(params: SamplingParams | None, overrides: dict) -> SamplingParams:
     except TypeError as e:
         raise SeerError(f"bad generation option: {e}") from None
     return params
-
-
-def _answer_len(row: list[int], tokens: TokenIds) -> int:
-    """Answer tokens before the first end token."""
-    for i, t in enumerate(row):
-        if t in tokens.enders:
-            return i
-    return len(row)
 
 
 def load(path: str | Path, dtype=None, device: str = "cpu", tokenizer: bool = True) -> DiffusionLM:

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from seer.boundary.detector import ChangePointRule, SNRRule, ThresholdRule, end_probability
+from seer.boundary.truncation import round_window
 from seer.diffusion.loop import make_canvas
 
 THETAS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
@@ -115,9 +116,7 @@ class Score:
 
 
 def _window(length: int | None, g: int, bucket: int, margin: int) -> int:
-    if length is None:
-        return g
-    return min(g, bucket * -(-(length + margin) // bucket))
+    return g if length is None else round_window(length, g, bucket, margin)
 
 
 def score(setting: dict, lengths: list[int | None], samples, g: int, bucket: int) -> Score:

@@ -98,6 +98,12 @@ class SeerConfig:
         return ThresholdRule(self.eos_tau, self.eos_run)
 
 
+def round_window(length: int, gen_length: int, bucket: int, margin: int = 0) -> int:
+    """The window kept for a boundary at L* = `length`: L* + margin rounded up to a multiple of
+    `bucket` (few distinct shapes), never above gen_length."""
+    return min(gen_length, bucket * math.ceil((length + margin) / bucket))
+
+
 def resolve(lm, seer) -> SeerConfig:
     """`seer=True` -> the model's stored defaults (seer.json) or the paper's; a dict overrides."""
     base = SeerConfig.from_dict(lm.meta.get("seer", {}).get("config", {}))
@@ -191,8 +197,7 @@ class SeerPolicy:
         return replace(best, signal=f"combined({best.signal})")
 
     def _round(self, length: int, gen_length: int) -> int:
-        w = length + self.cfg.margin
-        return min(gen_length, self.cfg.bucket * math.ceil(w / self.cfg.bucket))
+        return round_window(length, gen_length, self.cfg.bucket, self.cfg.margin)
 
     # -- cut inside step 0 --------------------------------------------------------------------
     def _cut_hook(self, canvas):

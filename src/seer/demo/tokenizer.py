@@ -23,7 +23,6 @@ decoded joined by single spaces (no clean-up of spaces before punctuation).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,22 +97,10 @@ def build_tokenizer(out_dir: Path) -> None:
 
 
 def encode_chat(tok: Any, prompt: str) -> list[int]:
-    """Ids of a one-turn user chat plus the assistant header, as a flat ``list[int]``.
+    """Ids of a one-turn user chat plus the assistant header (see `seer.models.loader.chat_ids`)."""
+    from seer.models.loader import chat_ids
 
-    Wraps ``tok.apply_chat_template(..., add_generation_prompt=True, tokenize=True)``, whose
-    return type varies across transformers versions (5.x returns a ``BatchEncoding`` by
-    default, 4.x a list); this always returns a plain list.
-    """
-    messages = [{"role": "user", "content": prompt}]
-    out = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-    if isinstance(out, Mapping) or hasattr(out, "input_ids"):
-        out = out["input_ids"]
-    if hasattr(out, "tolist"):
-        out = out.tolist()
-    ids = list(out)
-    if ids and isinstance(ids[0], Sequence):  # batched shape [1, n]
-        (ids,) = ids
-    return [int(i) for i in ids]
+    return chat_ids(tok, prompt)
 
 
 def _special_tokens_map() -> dict[str, str]:

@@ -25,7 +25,7 @@ import torch
 
 from seer.config import LLADA_RULES, SamplingParams, TokenIds
 from seer.diffusion.cache import CachePolicy, NoCache, Span, make_cache
-from seer.diffusion.schedule import COUNTS, Plan, lay_blocks
+from seer.diffusion.schedule import COUNTS, Plan, lay_blocks, reveal_prob
 from seer.diffusion.unmask import propose, select
 from seer.models.common import KVCache
 
@@ -180,7 +180,7 @@ class DenoisingLoop:
         counter = COUNTS["linear" if p.remasking in LLADA_RULES else "timestep"]
         k = counter(j, steps, eligible.sum(1), end - start, p.eps) * active
         x0, conf = propose(logits, p, self.tokens, g)
-        reveal = _reveal_prob(j, steps, p.eps) if p.remasking == "origin" else None
+        reveal = reveal_prob(j, steps, p.eps) if p.remasking == "origin" else None
         chosen = select(conf, eligible, k, p, reveal, g)
         c.x[:, pp + lo : pp + lo + n] = torch.where(chosen, x0, win)
 
@@ -360,14 +360,3 @@ def _span(now) -> tuple[int, int]:
     if not bool(active.any()):
         return 0, 1
     return int(start[active].min()), int(end[active].max())
-
-
-def _reveal_prob(j: torch.Tensor, steps: torch.Tensor, eps: float) -> torch.Tensor:
-    """Dream `origin`: probability 1 - s/t of revealing a masked position at step j."""
-    out = torch.ones(j.shape, dtype=torch.float32)
-    for r in range(j.shape[0]):
-        n, i = int(steps[r]), int(j[r])
-        if i < n - 1:
-            t = torch.linspace(1, eps, n + 1)
-            out[r] = 1 - t[i + 1] / t[i]
-    return out.to(j.device)

@@ -16,6 +16,7 @@ Two counting rules, both per row:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -91,21 +92,34 @@ def linear_count(
     return size // n + (j < size % n).long()
 
 
+@functools.lru_cache(maxsize=1024)
+def reveal_fraction(step: int, steps: int, eps: float) -> torch.Tensor:
+    """Dream's 1 - s/t at `step` of `steps` (t = linspace(1, eps, steps + 1), float32 as the
+    official sampler computes it); 1 at the last step. Cached: the same few values every step."""
+    if step >= steps - 1:
+        return torch.tensor(1.0)
+    t = torch.linspace(1, eps, steps + 1)
+    return 1 - t[step + 1] / t[step]
+
+
 def timestep_count(
     j: torch.Tensor, n: torch.Tensor, remaining: torch.Tensor, size: torch.Tensor, eps: float
 ) -> torch.Tensor:
     """Dream: reveal floor(remaining * (1 - s/t)), all at the last step (float32, as official)."""
     out = torch.empty_like(remaining)
     for r in range(remaining.shape[0]):
-        steps = int(n[r])
-        t = torch.linspace(1, eps, steps + 1)
-        step = int(j[r])
+        step, steps = int(j[r]), int(n[r])
         if step >= steps - 1:
             out[r] = remaining[r]
         else:
-            frac = 1 - t[step + 1] / t[step]
-            out[r] = int(remaining[r].float().cpu() * frac)
+            out[r] = int(remaining[r].float().cpu() * reveal_fraction(step, steps, eps))
     return out
+
+
+def reveal_prob(j: torch.Tensor, steps: torch.Tensor, eps: float) -> torch.Tensor:
+    """Dream `origin`: per row, the probability 1 - s/t of revealing a masked position."""
+    out = torch.stack([reveal_fraction(int(i), int(n), eps) for i, n in zip(j, steps, strict=True)])
+    return out.to(j.device)
 
 
 COUNTS = {"linear": linear_count, "timestep": timestep_count}

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
-from seer.boundary.truncation import SeerConfig, resolve
+from seer.boundary.truncation import SeerConfig, resolve, round_window
 from seer.config import SamplingParams
 from seer.engine import Engine, EngineConfig, Request
 
@@ -60,7 +60,7 @@ def requests(w: Workload, method: str, p: SamplingParams, cfg: SeerConfig) -> li
     if w.fixed is not None:  # synthetic: the drawn L* stands for the detector's
         return [Request(q, p, window=n) for q, n in zip(w.ids, w.fixed, strict=True)]
     if method == "oracle-routed":
-        wins = [min(p.gen_length, cfg.bucket * math.ceil((n + 1) / cfg.bucket)) for n in w.valid]
+        wins = [round_window(n + 1, p.gen_length, cfg.bucket) for n in w.valid]
         return [Request(q, p, window=n) for q, n in zip(w.ids, wins, strict=True)]
     return [Request(q, p, seer=cfg) for q in w.ids]
 

@@ -159,7 +159,7 @@ class Engine:
 
     def _result(self, row: _Row, res, k: int, path: str, latency: float, reports, r: int):
         ids = res.answer[k].tolist()
-        n = next((i for i, t in enumerate(ids) if t in self.lm.tokens.enders), len(ids))
+        n = self.lm.tokens.answer_length(ids)
         return RequestResult(
             index=row.index,
             text=self.lm.decode(ids[:n]),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import torch
@@ -215,6 +216,24 @@ def load_tokenizer(folder: Path):
 
             return Qwen2TokenizerFast.from_pretrained(folder, local_files_only=True)
         raise CheckpointError(f"cannot load the tokenizer in {folder}: {first}") from None
+
+
+def chat_ids(tokenizer, prompt: str) -> list[int]:
+    """Ids of a one-turn user chat plus the assistant header, as a flat list of ints.
+
+    `apply_chat_template(..., tokenize=True)` returns a list in transformers 4.x and a
+    `BatchEncoding` in 5.x (sometimes batched, [1, n]); this always returns `list[int]`.
+    """
+    messages = [{"role": "user", "content": prompt}]
+    out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    if isinstance(out, Mapping) or hasattr(out, "input_ids"):
+        out = out["input_ids"]
+    if hasattr(out, "tolist"):
+        out = out.tolist()
+    ids = list(out)
+    if ids and isinstance(ids[0], Sequence):  # batched shape [1, n]
+        (ids,) = ids
+    return [int(i) for i in ids]
 
 
 def token_ids(raw: dict, tokenizer) -> TokenIds:
