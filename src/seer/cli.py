@@ -12,6 +12,7 @@ import sys
 
 from seer.config import CACHES, RULES
 from seer.errors import SeerError
+from seer.models.factory import ARCHS
 
 
 def _add_sampling(p: argparse.ArgumentParser) -> None:
@@ -169,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(func=cmd_generate)
 
     m = sub.add_parser("make-checkpoint", help="write a tiny random model in the official layout")
-    m.add_argument("--arch", choices=("llada", "dream"), default="llada")
+    m.add_argument("--arch", choices=ARCHS, default="llada")
     m.add_argument("--out", required=True, help="folder to create")
     m.add_argument("--layers", type=int, default=2)
     m.add_argument("--width", type=int, default=64)

@@ -1,9 +1,12 @@
 """The public object `seer.load()` returns: model + tokenizer + `generate()`.
 
 `generate` accepts text (chat-formatted with the tokenizer's template unless `chat=False`), a
-list of token-id lists, or a (B, L) id tensor with an optional attention mask (left padding). It
-returns one `Generation` per prompt with the answer text, the answer ids (always `gen_length` of
-them, [EOS]-padded, as the official samplers return) and what the run cost.
+list of token-id lists, or a (B, L) id tensor with an optional attention mask (left padding), and
+for multimodal models one image per text prompt (`image=` a path, data URI, PIL image or array;
+see `seer.images`). A multimodal model's prompt processor (`seer.models.multimodal`) builds its
+prompts: ids, and input embeddings with the image features spliced in. It returns one
+`Generation` per prompt with the answer text, the answer ids (always `gen_length` of them,
+[EOS]-padded, as the official samplers return) and what the run cost.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ from pathlib import Path
 import torch
 
 from seer.config import LLADA_RULES, SamplingParams, TokenIds
-from seer.diffusion.loop import DenoisingLoop, WindowPolicy, make_canvas
+from seer.diffusion.loop import Canvas, DenoisingLoop, WindowPolicy, make_canvas
 from seer.errors import SeerError
+from seer.images import load_image
 from seer.models import loader
+from seer.models.multimodal import PromptInput
 
 
 @dataclass(slots=True)
@@ -50,13 +55,20 @@ class Generation:
 class DiffusionLM:
     """A loaded diffusion language model. Build it with `seer.load(path)`."""
 
-    def __init__(self, model, tokenizer, tokens: TokenIds, name: str = "", meta=None) -> None:
+    def __init__(
+        self, model, tokenizer, tokens: TokenIds, name: str = "", meta=None, processor=None
+    ) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.tokens = tokens
         self.name = name
         self.meta = meta or {}  # extra files of the checkpoint (e.g. seer.json defaults)
+        self.processor = processor  # PromptProcessor of a multimodal model, else None
         self.loop = DenoisingLoop(model, tokens)
+
+    @property
+    def multimodal(self) -> bool:
+        return self.processor is not None and self.processor.accepts_images
 
     @property
     def device(self) -> torch.device:
@@ -81,6 +93,38 @@ class DiffusionLM:
             return loader.chat_ids(self.tokenizer, prompt)
         return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
 
+    def prompt(self, text: str, image=None, chat: bool = True) -> PromptInput:
+        """One request's prompt: ids (and embeddings, for models that splice images)."""
+        if image is not None and not self.multimodal:
+            raise SeerError(f"{self.name or 'this model'} is a text model; it takes no image")
+        if self.processor is None:
+            return PromptInput(self.encode(text, chat))
+        if not text.strip():
+            raise SeerError("empty prompt: give some text")
+        return self.processor(text, None if image is None else load_image(image), chat)
+
+    def canvas(
+        self, prompts, p: SamplingParams, images=None, chat: bool = True, attention_mask=None
+    ) -> Canvas:
+        """The canvas of a batch: checked prompts (with their images) + gen_length [MASK]s."""
+        if images is not None or self.processor is not None:
+            texts = [prompts] if isinstance(prompts, str) else prompts
+            if isinstance(texts, list) and texts and all(isinstance(t, str) for t in texts):
+                imgs = images if isinstance(images, (list, tuple)) else [images] * len(texts)
+                if len(imgs) != len(texts):
+                    raise SeerError(f"{len(imgs)} images for {len(texts)} prompts; give one each")
+                inputs = [self.prompt(t, im, chat) for t, im in zip(texts, imgs, strict=True)]
+                ids = [q.ids for q in inputs]
+                self._check(ids, p, images=True)
+                embeds = [q.embeds for q in inputs]
+                emb = self.model.get_input_embeddings()
+                return make_canvas(ids, p.gen_length, self.tokens, self.device, embeds, emb)
+            if images is not None:
+                raise SeerError("images go with text prompts; token-id prompts cannot take one")
+        ids = self._prompt_ids(prompts, chat, attention_mask)
+        self._check(ids, p)
+        return make_canvas(ids, p.gen_length, self.tokens, self.device)
+
     def _prompt_ids(self, prompts, chat: bool, attention_mask) -> list[list[int]]:
         if isinstance(prompts, str):
             prompts = [prompts]
@@ -98,15 +142,18 @@ class DiffusionLM:
             return [self.encode(q, chat) for q in prompts]
         return [list(map(int, q)) for q in prompts]
 
-    def _check(self, ids: list[list[int]], p: SamplingParams) -> None:
+    def _check(self, ids: list[list[int]], p: SamplingParams, images: bool = False) -> None:
         vocab = self.model.get_input_embeddings().num_embeddings
+        if images and not ids:
+            raise SeerError("no prompt given")
         for q in ids:
             if not q:
                 raise SeerError("empty prompt: give at least one token")
             if len(q) + p.gen_length > self.max_length:
                 raise SeerError(
-                    f"prompt of {len(q)} tokens + gen_length {p.gen_length} exceeds the model's "
-                    f"context of {self.max_length}; shorten the prompt or lower gen_length"
+                    f"prompt of {len(q)} tokens{' (image included)' if images else ''} + "
+                    f"gen_length {p.gen_length} exceeds the model's context of "
+                    f"{self.max_length}; shorten the prompt or lower gen_length"
                 )
             if min(q) < 0 or max(q) >= vocab:
                 raise SeerError(f"prompt token ids must lie in [0, {vocab})")
@@ -120,6 +167,7 @@ class DiffusionLM:
         params: SamplingParams | None = None,
         *,
         seer=None,
+        image=None,
         chat: bool = True,
         attention_mask: torch.Tensor | None = None,
         policy: WindowPolicy | None = None,
@@ -129,6 +177,7 @@ class DiffusionLM:
 
         `params` or keyword overrides (gen_length=..., steps=..., ...) set the sampling;
         `seer=SeerConfig(...)` (or True for the model's defaults) turns on boundary truncation.
+        `image`: one image for a single prompt, or a list with one image (or None) per prompt.
         """
         single = (
             isinstance(prompts, str)
@@ -138,15 +187,13 @@ class DiffusionLM:
         p = _params(params, overrides).with_defaults(self.default_rule)
         if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
             raise SeerError("cfg_scale is only defined for LLaDA's remasking rules")
-        ids = self._prompt_ids(prompts, chat, attention_mask)
-        self._check(ids, p)
+        canvas = self.canvas(prompts, p, image, chat, attention_mask)
         if policy is None and seer:
             from seer.boundary.truncation import policy_for
 
             policy = policy_for(self, seer)
-        canvas = make_canvas(ids, p.gen_length, self.tokens, self.device)
         res = self.loop.run(canvas, p, policy=policy)
-        reports = res.extras.get("boundaries") or [None] * len(ids)
+        reports = res.extras.get("boundaries") or [None] * canvas.x.shape[0]
         out = []
         for r, row in enumerate(res.answer.tolist()):
             n = self.tokens.answer_length(row)
@@ -193,4 +240,6 @@ def load(path: str | Path, dtype=None, device: str = "cpu", tokenizer: bool = Tr
         import json
 
         meta["seer"] = json.loads(seer_file.read_text())
-    return DiffusionLM(model, tok, loader.token_ids(raw, tok), name=folder.name, meta=meta)
+    processor = loader.load_processor(folder, raw, model, tok) if tok is not None else None
+    tokens = loader.token_ids(raw, tok)
+    return DiffusionLM(model, tok, tokens, name=folder.name, meta=meta, processor=processor)

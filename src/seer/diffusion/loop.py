@@ -38,6 +38,7 @@ class Canvas:
     attention_mask: torch.Tensor  # (B, P + W) 1 = attend; 0 = left padding or cut-off window
     prompt_len: int  # P: the column where every row's answer window starts
     window: torch.Tensor  # (B,) long: answer positions in use per row (<= W)
+    prompt_embeds: torch.Tensor | None = None  # (B, P, D) prompt input embeddings (images spliced)
 
     @property
     def width(self) -> int:
@@ -83,9 +84,17 @@ class WindowPolicy(Protocol):
 
 
 def make_canvas(
-    prompts: list[list[int]], gen_length: int, tokens: TokenIds, device: torch.device | str
+    prompts: list[list[int]],
+    gen_length: int,
+    tokens: TokenIds,
+    device: torch.device | str,
+    embeds: list[torch.Tensor | None] | None = None,
+    embedding: torch.nn.Embedding | None = None,
 ) -> Canvas:
-    """Left-pad the prompts to a common length P and append gen_length [MASK]s to each."""
+    """Left-pad the prompts to a common length P and append gen_length [MASK]s to each.
+
+    `embeds` (one (len(prompt), D) tensor or None per prompt) gives prompts whose input
+    embeddings are not their tokens' (images spliced in); `embedding` embeds the others."""
     b, p = len(prompts), max(len(q) for q in prompts)
     x = torch.full((b, p + gen_length), tokens.pad, dtype=torch.long)
     am = torch.zeros((b, p + gen_length), dtype=torch.long)
@@ -94,7 +103,16 @@ def make_canvas(
         am[r, p - len(q) :] = 1
     x[:, p:] = tokens.mask
     window = torch.full((b,), gen_length, dtype=torch.long)
-    return Canvas(x.to(device), am.to(device), p, window.to(device))
+    x = x.to(device)
+    pe = None
+    if embeds is not None and any(e is not None for e in embeds):
+        if embedding is None:
+            raise ValueError("prompt embeddings need the model's input embedding for the rest")
+        pe = embedding(x[:, :p]).clone()  # (B, P, D)
+        for r, e in enumerate(embeds):
+            if e is not None:
+                pe[r, p - e.shape[0] :] = e.to(pe)
+    return Canvas(x, am.to(device), p, window.to(device), pe)
 
 
 class DenoisingLoop:
@@ -141,16 +159,30 @@ class DenoisingLoop:
             replace = None if replace is None else torch.cat([replace, replace])
         a = 0 if span is None else span.lo  # first column run through the model
         cols = slice(pp - self.shift + lo - a, pp - self.shift + hi - a)
+        hi_col = x.shape[1] if span is None else span.hi
         if span is not None:
             cache = {"use_cache": True} if span.fill else {"past_key_values": kv}
             kw = dict(kw, cache_start=a, replace=replace, **cache)
-            x, pos = x[:, a : span.hi], pos[:, a : span.hi]
+            x, pos = x[:, a:hi_col], pos[:, a:hi_col]
+        if c.prompt_embeds is not None:  # images spliced into the prompt: feed embeddings
+            kw["inputs_embeds"] = self._embeds(c, p, x, a)
+            x = None
         out = self.model(x, attention_mask=mask, position_ids=pos, logits_positions=cols, **kw)
         logits = out.logits
         if p.cfg_scale > 0:
             cond, un = logits.chunk(2)
             logits = un + (p.cfg_scale + 1) * (cond - un)
         return logits, getattr(out, "past_key_values", None)
+
+    def _embeds(self, c: Canvas, p: SamplingParams, x: torch.Tensor, a: int) -> torch.Tensor:
+        """Input embeddings of columns [a, a + x.shape[1]): the canvas's prompt embeddings, then
+        the token embeddings of the answer window (CFG's unconditional rows: all [MASK])."""
+        embed = self.model.get_input_embeddings()
+        pp, b = c.prompt_len, c.x.shape[0]
+        h = embed(x)  # (B or 2B, n, D)
+        if a < pp:
+            h[:b, : pp - a] = c.prompt_embeds[:, a:].to(h)
+        return h
 
     def _step_forward(self, s: LoopState, now, lo: int, hi: int, **kw) -> torch.Tensor:
         """The step's forward: plain, or laid out by the cache policy (never with hooks)."""
@@ -201,7 +233,7 @@ class DenoisingLoop:
         x[:, pp:] = torch.where(opened, self.tokens.mask, x[:, pp:])
         x[:, pp:] = torch.where(closed, self.tokens.eos, x[:, pp:])
         am[:, pp:] = torch.where(pos < new, 1, 0)
-        return Canvas(x, am, pp, window.clone())
+        return Canvas(x, am, pp, window.clone(), c.prompt_embeds)
 
     def _resize(self, s: LoopState, window: torch.Tensor, changed: torch.Tensor) -> Canvas:
         """Resize `s`'s canvas and carry its cache over; `changed` (B,) rows refill it."""

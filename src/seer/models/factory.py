@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import save_file
 
 from seer.errors import CheckpointError
-from seer.models.loader import build_model
+from seer.models.loader import build_model, init_buffers
 
 # The fields of GSAI-ML/LLaDA-8B-Instruct's config.json with the real values; sizes are overridden.
 LLADA_8B = {
@@ -158,13 +158,152 @@ def dream_config(
     return cfg
 
 
+# MMaDA's additions to LLaDA-8B's config.json (configs/mmada_demo.yaml `model.mmada`, merged in by
+# train_mmada.py): vocab_size = embedding_size = new_vocab_size = llm_vocab_size + codebook_size.
+MMADA_8B = {
+    "architectures": ["MMadaModelLM"],
+    "model_type": "mmada",
+    "w_clip_vit": False,
+    "new_vocab_size": 134656,
+    "llm_vocab_size": 126464,
+    "codebook_size": 8192,
+    "num_vq_tokens": 1024,
+    "num_new_special_tokens": 0,
+    "tie_word_embeddings": False,
+}
+
+
+def mmada_config(
+    text_vocab: int,
+    codebook_size: int = 64,
+    num_vq_tokens: int = 64,
+    d_model: int = 64,
+    n_layers: int = 2,
+    n_heads: int = 4,
+    **tokens: int,
+) -> dict:
+    """An MMaDA config.json dict: LLaDA's fields + MMaDA's, text rows then image codes."""
+    new = text_vocab + codebook_size
+    cfg = llada_config(new, d_model=d_model, n_layers=n_layers, n_heads=n_heads)
+    cfg.update(MMADA_8B)
+    cfg.update(
+        new_vocab_size=new,
+        llm_vocab_size=text_vocab,
+        codebook_size=codebook_size,
+        num_vq_tokens=num_vq_tokens,
+    )
+    cfg.update(tokens)
+    return cfg
+
+
+def magvit_config(
+    ch: int = 32,
+    ch_mult: tuple[int, ...] = (1, 1),
+    num_res_blocks: tuple[int, ...] = (1, 1),
+    attn_resolutions: tuple[int, ...] = (8,),
+    resolution: int = 16,
+    codebook_dim: int = 6,
+) -> dict:
+    """A small MAGVIT-v2 config.json (Seer's `encoder` / `quantize` sections, see magvit.py)."""
+    encoder = {
+        "ch": ch,
+        "ch_mult": list(ch_mult),
+        "num_res_blocks": list(num_res_blocks),
+        "attn_resolutions": list(attn_resolutions),
+        "dropout": 0.0,
+        "in_ch": 3,
+        "out_ch": 3,
+        "resolution": resolution,
+        "z_channels": codebook_dim,
+        "double_z": False,
+    }
+    return {"_class_name": "MAGVITv2", "encoder": encoder, "quantize": {"codebook_dim": codebook_dim}}
+
+
+def random_magvit(raw: dict, seed: int = 0):
+    """A `MagvitV2` for `raw`: PyTorch's default conv init, norms 1 + 0.1 N(0, 1)."""
+    from seer.models.magvit import MagvitConfig, MagvitV2
+
+    torch.manual_seed(seed)
+    model = MagvitV2(MagvitConfig.from_dict(raw))
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, t in model.named_parameters():
+            if "norm" in name:
+                base = 1.0 if name.endswith("weight") else 0.0
+                t.copy_(base + 0.1 * torch.randn(t.shape, generator=g))
+    return model.eval()
+
+
+def save_magvit(model, raw: dict, folder: str | Path) -> Path:
+    """Write a MAGVIT-v2 folder: config.json + model.safetensors (official key names)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n")
+    state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+    save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
+    return folder
+
+
+# LaViDa's released mm fields (predict.py's vision_kwargs and the LLaVA-OneVision recipe); the
+# tower is shrunk by `lavida_config` and named by a local folder or given inline.
+LAVIDA_MM = {
+    "mm_vision_tower": "google/siglip-so400m-patch14-384",
+    "mm_projector_type": "mlp2x_gelu",
+    "mm_hidden_size": 1152,
+    "mm_vision_select_layer": -2,
+    "mm_vision_select_feature": "patch",
+    "mm_patch_merge_type": "spatial_unpad",
+    "mm_spatial_pool_mode": "average",
+    "image_aspect_ratio": "anyres_max_4",
+    "image_grid_pinpoints": "(1x1),...,(6x6)",
+    "use_mm_proj": True,
+}
+
+
+def siglip_config(
+    hidden_size: int = 32, layers: int = 3, heads: int = 2, image_size: int = 56, patch: int = 8
+) -> dict:
+    """A small SigLIP vision config (the full tower: LLaVA drops the layers after the select)."""
+    return {
+        "model_type": "siglip_vision_model",
+        "hidden_size": hidden_size,
+        "intermediate_size": 2 * hidden_size,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
+        "image_size": image_size,
+        "patch_size": patch,
+        "layer_norm_eps": 1e-6,
+        "hidden_act": "gelu_pytorch_tanh",
+    }
+
+
+def lavida_config(lm_raw: dict, arch: str, vision: dict | None = None, **mm) -> dict:
+    """A LaViDa config.json: the LM's config (LLaDA or Dream) + the released mm fields, with a
+    small SigLIP tower inline (`vision_config`); `mm` overrides fields (e.g. image_aspect_ratio)."""
+    vision = vision or siglip_config()
+    raw = dict(lm_raw)
+    raw.update(LAVIDA_MM, mm_hidden_size=vision["hidden_size"], vision_config=vision)
+    side = vision["image_size"]
+    if side != 384:  # the "(1x1),...,(6x6)" form is only defined for the released tower sizes
+        raw["image_grid_pinpoints"] = [[side * i, side * j] for i in (1, 2) for j in (1, 2)]
+    raw.update(mm)
+    if arch == "llada":
+        raw.update(model_type="llava_llada", architectures=["LlavaLladaForMaskedDiffusion"])
+    else:
+        raw.update(model_type="llava_dream", architectures=["LlavaDreamForMaskedDiffusion"])
+    return raw
+
+
 def random_model(raw: dict, seed: int = 0, std: float = 0.02):
     """A model for `raw` with N(0, std) weights and unit norms (std ~0.2 spreads the logits)."""
     model = build_model(raw).to_empty(device="cpu")
+    init_buffers(model)
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, t in model.state_dict(keep_vars=True).items():
-            if name.endswith("norm.weight") or name.endswith("ln_f.weight"):
+            if name.endswith(("norm.weight", "ln_f.weight", "layer_norm1.weight",
+                              "layer_norm2.weight", "post_layernorm.weight")):  # fmt: skip
                 t.fill_(1.0)
             elif name.endswith("bias"):
                 t.zero_()
@@ -183,6 +322,9 @@ def save_checkpoint(model, raw: dict, folder: str | Path, dtype=torch.float32) -
     return folder
 
 
+ARCHS = ("llada", "dream", "lavida-llada", "lavida-dream")
+
+
 def make_random_checkpoint(
     arch: str, folder: str | Path, layers: int = 2, width: int = 64, seed: int = 0
 ) -> Path:
@@ -195,13 +337,16 @@ def make_random_checkpoint(
     vocab = wordtok.vocabulary()
     eos = vocab[wordtok.EOS_TOKEN]
     ids = {"mask_token_id": vocab[wordtok.MASK_TOKEN], "eos_token_id": eos, "pad_token_id": eos}
-    if arch == "llada":
+    lm = arch.removeprefix("lavida-")
+    if lm == "llada":
         raw = llada_config(len(vocab), d_model=width, n_layers=layers, **ids)
-    elif arch == "dream":
+    elif lm == "dream":
         raw = dream_config(len(vocab), hidden_size=width, num_hidden_layers=layers, **ids)
         raw["bos_token_id"] = vocab[wordtok.BOS_TOKEN]
-    else:
-        raise CheckpointError(f"unknown architecture {arch!r}; choose llada or dream")
+    if lm not in ("llada", "dream") or arch not in ARCHS:
+        raise CheckpointError(f"unknown architecture {arch!r}; choose one of {', '.join(ARCHS)}")
+    if arch.startswith("lavida-"):
+        raw = lavida_config(raw, lm)
     model = random_model(raw, seed=seed, std=0.2)  # raises CheckpointError on a bad size
     folder = Path(folder)
     wordtok.build_tokenizer(folder)

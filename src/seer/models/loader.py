@@ -23,7 +23,9 @@ from seer.config import TokenIds
 from seer.errors import CheckpointError
 from seer.models.common import BidirectionalLM
 from seer.models.dream import DreamConfig, DreamModel
+from seer.models.lavida import LavidaDream, LavidaLLaDA
 from seer.models.llada import LLaDAConfig, LLaDAModelLM
+from seer.models.mmada import MMaDAConfig, MMaDAModelLM
 
 # model_type / architectures name -> (config class, model class)
 REGISTRY = {
@@ -31,6 +33,12 @@ REGISTRY = {
     "lladamodellm": (LLaDAConfig, LLaDAModelLM),
     "dream": (DreamConfig, DreamModel),
     "dreammodel": (DreamConfig, DreamModel),
+    "mmada": (MMaDAConfig, MMaDAModelLM),
+    "mmadamodellm": (MMaDAConfig, MMaDAModelLM),
+    "llava_llada": (LLaDAConfig, LavidaLLaDA),
+    "llavalladaformaskeddiffusion": (LLaDAConfig, LavidaLLaDA),
+    "llava_dream": (DreamConfig, LavidaDream),
+    "llavadreamformaskeddiffusion": (DreamConfig, LavidaDream),
 }
 DTYPES = {
     "float32": torch.float32,
@@ -77,7 +85,42 @@ def read_config(path: str | Path) -> tuple[Path, dict]:
         raise CheckpointError(f"{cfg_file} is not valid JSON ({e})") from None
     if not isinstance(raw, dict):
         raise CheckpointError(f"{cfg_file} must hold a JSON object, not {type(raw).__name__}")
+    if "mm_vision_tower" in raw:
+        raw = resolve_vision(folder, raw)
     return folder, raw
+
+
+def resolve_vision(folder: Path, raw: dict) -> dict:
+    """Complete a LLaVA-style config with its vision tower's config and image processor.
+
+    `mm_vision_tower` names the SigLIP tower: a folder (relative to the checkpoint, or absolute)
+    with its own config.json / preprocessor_config.json, or a hub name. For a hub name of the
+    so400m towers the released models use, SigLIP so400m's published shape is taken (the
+    weights are in the checkpoint itself); any other hub name is an error (no downloads here).
+    """
+    from seer.models.vision import SO400M
+
+    raw = dict(raw)
+    name = str(raw["mm_vision_tower"])
+    tower = Path(name) if Path(name).is_absolute() else folder / name
+    processor = {}
+    if "vision_config" not in raw:
+        if (tower / "config.json").is_file():
+            cfg = json.loads((tower / "config.json").read_text())
+            raw["vision_config"] = dict(cfg.get("vision_config") or cfg)
+        elif "so400m-patch14-384" in name:
+            raw["vision_config"] = dict(SO400M)
+        else:
+            raise CheckpointError(
+                f"cannot find the vision tower {name!r}: put its folder (config.json) there "
+                "or add its config as vision_config in config.json"
+            )
+    for place in (tower, folder):
+        if (place / "preprocessor_config.json").is_file():
+            processor = json.loads((place / "preprocessor_config.json").read_text())
+            break
+    raw.setdefault("image_processor", processor)
+    return raw
 
 
 def architecture(raw: dict) -> str:
@@ -154,10 +197,18 @@ def _check_keys(model: torch.nn.Module, shards: dict[str, Path]) -> None:
         )
 
 
+def init_buffers(model: torch.nn.Module) -> None:
+    """Refill non-persistent buffers after `to_empty` (modules that have any say how)."""
+    for m in model.modules():
+        if hasattr(m, "init_buffers"):
+            m.init_buffers()
+
+
 def load_weights(model: torch.nn.Module, folder: Path, dtype, device) -> torch.nn.Module:
     shards = weight_files(folder)
     _check_keys(model, shards)
     model = model.to(dtype).to_empty(device=device)  # cast on meta: one allocation, in dtype
+    init_buffers(model)
     params = dict(model.state_dict(keep_vars=True))
     by_shard: dict[Path, list[str]] = {}
     for name, shard in shards.items():
@@ -216,6 +267,15 @@ def load_tokenizer(folder: Path):
 
             return Qwen2TokenizerFast.from_pretrained(folder, local_files_only=True)
         raise CheckpointError(f"cannot load the tokenizer in {folder}: {first}") from None
+
+
+def load_processor(folder: Path, raw: dict, model, tokenizer):
+    """The prompt processor of a multimodal model (None for text models)."""
+    if getattr(model, "vision", None) is not None:
+        from seer.models.lavida import LlavaProcessor
+
+        return LlavaProcessor(model, tokenizer, **getattr(model, "processor_kwargs", {}))
+    return None
 
 
 def chat_ids(tokenizer, prompt: str) -> list[int]:

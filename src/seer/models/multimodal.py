@@ -23,7 +23,7 @@ class PromptInput:
     """One request's prompt, ready for the canvas."""
 
     ids: list[int]  # prompt token ids, one per sequence position (image positions: a filler id)
-    embeds: torch.Tensor | None = None  # (len(ids), D) input embeddings with image features, or None
+    embeds: torch.Tensor | None = None  # (len(ids), D) input embeddings, images in; or None
 
 
 class PromptProcessor(Protocol):

@@ -1,0 +1,147 @@
+"""LaViDa (LLaDA and Dream layouts) on tiny random checkpoints: loading, prompts with spliced
+image features, the loop fed embeddings, Seer and the KV cache unchanged on top."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+import seer
+from seer.errors import CheckpointError, SeerError
+from seer.models.factory import make_random_checkpoint
+from seer.models.vision import IMAGE_TOKEN_INDEX, best_resolution, grid_shape, merge
+
+
+def _image(w: int = 60, h: int = 40, seed: int = 0) -> Image.Image:
+    rng = np.random.default_rng(seed)
+    return Image.fromarray((rng.random((h, w, 3)) * 255).astype("uint8"))
+
+
+@pytest.fixture(scope="module", params=["lavida-llada", "lavida-dream"])
+def lavida(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp(request.param)
+    make_random_checkpoint(request.param, folder, layers=4)
+    return seer.load(folder)
+
+
+def test_prompt_splices_the_image_where_the_placeholder_was(lavida):
+    proc = lavida.processor
+    text = proc.prompt_text("what colour ?", image=True, chat=True)
+    ids = proc.token_ids(text)
+    assert ids.count(IMAGE_TOKEN_INDEX) == 1
+    at = ids.index(IMAGE_TOKEN_INDEX)
+    feats = proc.image_features(_image())
+    p = lavida.prompt("what colour ?", _image())
+    assert len(p.ids) == len(ids) - 1 + feats.shape[0]
+    assert torch.allclose(p.embeds[at : at + feats.shape[0]], feats)
+    embed = lavida.model.get_input_embeddings()
+    assert torch.equal(p.embeds[:at], embed(torch.tensor(ids[:at])))
+
+
+def test_generation_depends_on_the_image_and_batches_like_single_runs(lavida):
+    kw = dict(gen_length=16, steps=8)
+    a = lavida.generate("what colour ?", image=_image(seed=0), **kw)
+    b = lavida.generate("what colour ?", image=_image(seed=1), **kw)
+    both = lavida.generate(["what colour ?", "what colour ?"], image=[_image(seed=0), None], **kw)
+    text_only = lavida.generate("what colour ?", **kw)
+    assert both[0].token_ids == a.token_ids
+    assert both[1].token_ids == text_only.token_ids
+    logits = []
+    for img in (_image(seed=0), _image(seed=1)):
+        c = lavida.canvas("what colour ?", lavida_params(), img)
+        logits.append(lavida.loop.forward(c, lavida_params(), 0, 16))
+    assert not torch.allclose(logits[0], logits[1])  # the image reaches the answer logits
+    assert a.stats.window == b.stats.window == 16
+
+
+def lavida_params():
+    from seer.config import SamplingParams
+
+    return SamplingParams(gen_length=16, steps=8).with_defaults("low_confidence")
+
+
+def test_seer_and_cache_run_on_spliced_prompts(lavida):
+    img = _image()
+    base = lavida.generate("describe", image=img, gen_length=16, steps=8)
+    cut = lavida.generate("describe", image=img, gen_length=16, steps=8, seer=True)
+    assert cut.boundary is not None and cut.stats.gen_length == 16
+    full = seer.SeerConfig(signal="eos_prob", eos_tau=2.0)  # never fires: same as baseline
+    same = lavida.generate("describe", image=img, gen_length=16, steps=8, seer=full)
+    assert same.token_ids == base.token_ids
+    cached = lavida.generate("describe", image=img, gen_length=16, steps=8, cache="prefix")
+    assert len(cached.token_ids) == 16
+
+
+def test_bad_images_and_misuse_get_clear_errors(lavida, tmp_path):
+    with pytest.raises(SeerError, match="does not exist"):
+        lavida.generate("hi", image=tmp_path / "nope.png", gen_length=8)
+    (tmp_path / "text.png").write_text("not an image")
+    with pytest.raises(SeerError, match="not an image"):
+        lavida.generate("hi", image=tmp_path / "text.png", gen_length=8)
+    with pytest.raises(SeerError, match="images for"):
+        lavida.generate(["a", "b"], image=[_image()], gen_length=8)
+    with pytest.raises(SeerError, match="token-id prompts"):
+        lavida.generate([[5, 6, 7]], image=_image(), gen_length=8)
+    with pytest.raises(SeerError, match="<image>"):
+        lavida.generate("<image> what", image=_image(), gen_length=8)
+
+
+def test_text_model_refuses_an_image(tmp_path):
+    make_random_checkpoint("llada", tmp_path)
+    lm = seer.load(tmp_path)
+    with pytest.raises(SeerError, match="text model"):
+        lm.generate("hi", image=_image(), gen_length=8)
+
+
+def test_vision_keys_are_the_published_ones_and_strict(tmp_path):
+    make_random_checkpoint("lavida-llada", tmp_path)
+    from safetensors.torch import load_file, save_file
+
+    state = load_file(tmp_path / "model.safetensors")
+    assert "model.vision_tower.vision_tower.vision_model.embeddings.patch_embedding.weight" in state
+    assert {"model.mm_projector.0.weight", "model.mm_projector.2.weight"} <= set(state)
+    assert "model.image_newline" in state
+    n_layers = json.loads((tmp_path / "config.json").read_text())["vision_config"][
+        "num_hidden_layers"
+    ]
+    last = (
+        f"model.vision_tower.vision_tower.vision_model.encoder.layers.{n_layers - 1}.mlp.fc1.weight"
+    )
+    assert last not in state  # select layer -2: the last tower layer is not in the checkpoint
+    state["model.mm_projector.9.weight"] = state.pop("model.mm_projector.2.weight")
+    save_file(state, tmp_path / "model.safetensors")
+    with pytest.raises(CheckpointError, match="keys do not match"):
+        seer.load(tmp_path)
+
+
+def test_anyres_grid_and_unpad_layout():
+    from seer.models.factory import siglip_config
+    from seer.models.vision import VisionConfig
+
+    raw = {
+        "vision_config": siglip_config(image_size=56, patch=8),
+        "image_aspect_ratio": "anyres_max_4",
+        "image_grid_pinpoints": [[56, 56], [112, 56], [56, 112], [112, 112]],
+        "mm_patch_merge_type": "spatial_unpad",
+        "mm_hidden_size": 32,
+    }
+    cfg = VisionConfig.from_dict(raw)
+    assert best_resolution((60, 40), cfg.grid_pinpoints) == (112, 56)
+    assert grid_shape((60, 40), cfg) == (2, 1)
+    side, d = 7, 5
+    f = torch.randn(3, side * side, d)  # base + 2 tiles
+    newline = torch.randn(d)
+    out = merge(f, (60, 40), cfg, newline)
+    # base tile first, then the 7 x 14 grid unpadded to the image's 3:2 aspect (7 x 10: 60/40
+    # of 7 rows is 10 columns, the 4 padded ones cut), each row ending with the newline
+    assert torch.equal(out[: side * side], f[0])
+    rows = out[side * side :].view(side, 10 + 1, d)
+    assert torch.equal(rows[:, -1], newline.expand(side, d))
+    grid = f[1:].view(1, 2, side, side, d).permute(0, 2, 1, 3, 4).reshape(side, 2 * side, d)
+    assert torch.equal(rows[:, :-1], grid[:, 2:12])
+    with pytest.raises(CheckpointError):
+        VisionConfig.from_dict({**raw, "mm_projector_type": "linear"})
