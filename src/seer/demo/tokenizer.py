@@ -18,11 +18,18 @@ Special tokens are registered as *added* tokens, so they are matched inside raw 
 pre-tokenization. The ``WhitespaceSplit`` pre-tokenizer then splits on any whitespace, which
 makes the template's ``"\\n\\n"`` vanish instead of producing an unknown token. Words are
 decoded joined by single spaces (no clean-up of spaces before punctuation).
+
+The multimodal demo model's tokenizer (:func:`build_multimodal_tokenizer`) keeps those seven
+special tokens and ids, adds LLaVA's image placeholder :data:`IMAGE_TOKEN` as id 7 (an added
+special token, so ``"<image>\\nwhat colour ..."`` keeps it whole), and covers the union of the
+text tasks' and the VQA words (:mod:`seer.demo.vqa`). The defaults of :func:`build_tokenizer`
+still write the text model's files byte for byte.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +57,10 @@ SPECIAL_TOKENS: tuple[str, ...] = (
 )
 """Special tokens; their ids are their positions (0..6)."""
 
+IMAGE_TOKEN = "<image>"
+"""LLaVA's image placeholder (``DEFAULT_IMAGE_TOKEN``); only the multimodal tokenizer has it, as
+one more special token right after :data:`SPECIAL_TOKENS` (id 7)."""
+
 CHAT_ROLES: tuple[str, ...] = ("system", "user", "assistant")
 """Role names that the chat template writes as plain words."""
 
@@ -70,30 +81,59 @@ CHAT_TEMPLATE = (
 MODEL_MAX_LENGTH = 512
 
 
-def vocabulary() -> dict[str, int]:
-    """Token -> id: special tokens first, then every task and chat-role word, sorted."""
-    words = sorted(set(all_words()) | set(CHAT_ROLES))
-    tokens = list(SPECIAL_TOKENS) + [w for w in words if w not in SPECIAL_TOKENS]
+def vocabulary(
+    words: Iterable[str] | None = None, extra_special: Sequence[str] = ()
+) -> dict[str, int]:
+    """Token -> id: special tokens (then ``extra_special``) first, then the words, sorted.
+
+    ``words`` defaults to the text tasks' words (:func:`seer.demo.tasks.all_words`); the chat
+    role names are always added.
+    """
+    specials = (*SPECIAL_TOKENS, *extra_special)
+    words = sorted(set(all_words() if words is None else words) | set(CHAT_ROLES))
+    tokens = list(specials) + [w for w in words if w not in specials]
     return {tok: i for i, tok in enumerate(tokens)}
 
 
-def build_backend() -> Tokenizer:
+def build_backend(
+    words: Iterable[str] | None = None, extra_special: Sequence[str] = ()
+) -> Tokenizer:
     """The ``tokenizers`` object: word-level model, whitespace splitting, space-joining decoder."""
-    tok = Tokenizer(models.WordLevel(vocab=vocabulary(), unk_token=UNK_TOKEN))
+    specials = (*SPECIAL_TOKENS, *extra_special)
+    tok = Tokenizer(models.WordLevel(vocab=vocabulary(words, extra_special), unk_token=UNK_TOKEN))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     # WordPiece's decoder joins tokens with spaces; with no "##" tokens it only does that.
     tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
     return tok
 
 
-def build_tokenizer(out_dir: Path) -> None:
-    """Write ``tokenizer.json``, ``tokenizer_config.json`` and ``special_tokens_map.json``."""
+def build_tokenizer(
+    out_dir: Path, words: Iterable[str] | None = None, extra_special: Sequence[str] = ()
+) -> None:
+    """Write ``tokenizer.json``, ``tokenizer_config.json`` and ``special_tokens_map.json``.
+
+    With the defaults this is the built-in text model's tokenizer (byte for byte); ``words`` and
+    ``extra_special`` build others, e.g. :func:`build_multimodal_tokenizer`.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    build_backend().save(str(out_dir / "tokenizer.json"))
-    _write_json(out_dir / "tokenizer_config.json", _tokenizer_config())
-    _write_json(out_dir / "special_tokens_map.json", _special_tokens_map())
+    build_backend(words, extra_special).save(str(out_dir / "tokenizer.json"))
+    _write_json(out_dir / "tokenizer_config.json", _tokenizer_config(tuple(extra_special)))
+    _write_json(out_dir / "special_tokens_map.json", _special_tokens_map(tuple(extra_special)))
+
+
+def multimodal_words() -> list[str]:
+    """The multimodal demo's words: the text tasks' words and the VQA words (sorted union)."""
+    from seer.demo import vqa  # vqa imports IMAGE_TOKEN from here
+
+    return sorted(set(all_words()) | set(vqa.all_words()))
+
+
+def build_multimodal_tokenizer(out_dir: Path) -> None:
+    """The multimodal demo model's tokenizer: the text tokenizer's special tokens (same ids),
+    :data:`IMAGE_TOKEN` next, then :func:`multimodal_words`."""
+    build_tokenizer(out_dir, words=multimodal_words(), extra_special=(IMAGE_TOKEN,))
 
 
 def encode_chat(tok: Any, prompt: str) -> list[int]:
@@ -103,20 +143,23 @@ def encode_chat(tok: Any, prompt: str) -> list[int]:
     return chat_ids(tok, prompt)
 
 
-def _special_tokens_map() -> dict[str, str]:
-    return {
+def _special_tokens_map(extra_special: tuple[str, ...] = ()) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "bos_token": BOS_TOKEN,
         "eos_token": EOS_TOKEN,
         "pad_token": PAD_TOKEN,
         "unk_token": UNK_TOKEN,
         "mask_token": MASK_TOKEN,
     }
+    if extra_special:  # absent by default, so the text tokenizer's files stay unchanged
+        out["additional_special_tokens"] = list(extra_special)
+    return out
 
 
-def _tokenizer_config() -> dict[str, Any]:
+def _tokenizer_config(extra_special: tuple[str, ...] = ()) -> dict[str, Any]:
     return {
         "tokenizer_class": "PreTrainedTokenizerFast",
-        **_special_tokens_map(),
+        **_special_tokens_map(extra_special),
         "chat_template": CHAT_TEMPLATE,
         "clean_up_tokenization_spaces": False,
         "model_max_length": MODEL_MAX_LENGTH,

@@ -1,0 +1,501 @@
+"""Synthetic image question answering for the built-in multimodal demo model.
+
+Design
+------
+The multimodal demo trains a tiny LaViDa-LLaDA-architecture model (small SigLIP-style vision
+tower, projector, small LLaDA) on two CPU cores, so the images are made for a model that sees a
+96 px picture as 12x12 patches of 8 px, pooled 2x2 into 6x6 image tokens of 16 px each:
+
+* seven saturated colours far apart in RGB (:data:`COLOURS`) on a white, grey or cream
+  background; four shape kinds (circle, square, triangle, bar = a 3:1 flat rectangle);
+* multi-object scenes sit on a 3x3 grid of 32 px cells (one cell = 2x2 image tokens) with a
+  little jitter, so the *reading order* (rows top to bottom, left to right within a row) of the
+  ``describe`` answer is always well defined;
+* printed words are 2-4 letters, Pillow's built-in Aileron font at 22 px (cap height about
+  16 px), at most 3 words on one or two lines of at most :data:`LINE_CHARS` characters;
+* bar charts identify each bar by its colour through a fixed fruit table (:data:`FRUITS`: red
+  bar = apples, ...), because labels written under 4 bars of 12 px would be unreadable at 96 px.
+  Values 1-5 sit on light grid lines; the maximum is unique by construction.
+
+An example is stored as an :class:`ImageSpec` (shapes / text / bars in canvas units, 0..96) and
+rendered on demand by :func:`render` at any size, so a data set of specs is cheap to keep and
+training renders thousands of images per second.
+
+Families, questions and answer lengths (in words; answers are space-separated words from the
+closed vocabulary :func:`all_words`):
+
+============  ===========================  ===============================================  =====
+family        question                     answer                                           words
+============  ===========================  ===============================================  =====
+``colour``    what colour is the shape ?   ``red``                                          1
+``count``     how many shapes ?            ``5`` (1-9 shapes on the grid)                   1
+``read``      read the text                ``stop go``                                      1-3
+``describe``  describe every object        ``a red circle , an orange bar`` (1-6 objects)   3-23
+``chart``     summarise the chart          ``apples 3 , pears 5 , most pears`` (2-4 bars)   8-14
+============  ===========================  ===============================================  =====
+
+Each family has two phrasings of its question. The held-out split is decided, as in
+:mod:`seer.demo.tasks`, by the MD5 hash of a canonical string of the image *spec* plus the
+question (never of the pixels), so it does not depend on the renderer or the font.
+The user turn of a LaViDa prompt is ``"<image>\\n" + question`` (:attr:`VQAExample.prompt`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from seer.demo.tasks import HELDOUT_PERCENT, SPLITS
+from seer.demo.tokenizer import IMAGE_TOKEN
+from seer.errors import SeerError
+
+IMAGE_SIZE = 96
+"""Default rendered side in pixels (patch 8 -> 12x12 patches -> 6x6 pooled image tokens)."""
+
+CANVAS = 96
+"""Side of the spec coordinate system; :func:`render` scales it to the requested size."""
+
+COLOURS: dict[str, tuple[int, int, int]] = {
+    "red": (215, 25, 25),
+    "green": (20, 160, 50),
+    "blue": (25, 75, 225),
+    "yellow": (245, 210, 0),
+    "orange": (255, 120, 0),
+    "purple": (140, 40, 185),
+    "black": (20, 20, 20),
+}
+BACKGROUNDS: dict[str, tuple[int, int, int]] = {
+    "white": (255, 255, 255),
+    "grey": (236, 236, 236),
+    "cream": (250, 244, 222),
+}
+KINDS = ("circle", "square", "triangle", "bar")
+FRUITS: dict[str, str] = {
+    "red": "apples",
+    "green": "pears",
+    "blue": "berries",
+    "yellow": "lemons",
+    "orange": "oranges",
+    "purple": "plums",
+    "black": "olives",
+}
+"""Chart label of a bar of each colour (the chart draws no text)."""
+
+TEXT_COLOURS = ("black", "blue", "red", "purple", "green")
+READ_WORDS = (
+    "go", "up", "no", "on", "yes", "off", "top", "hot", "cat", "dog", "sun", "sky", "red",
+    "big", "car", "bus", "map", "box", "cup", "hat", "pen", "cold", "stop", "fish", "tree",
+    "moon", "star", "bird", "ship", "door",
+)  # fmt: skip
+TEXT_SIZE = 22  # font size in canvas units
+LINE_CHARS = 6  # most characters (with spaces) on one printed line: at most 79 px at 22 px
+TEXT_JITTER = (6, 8)  # largest x / y offset of the text block's centre from the middle
+READ_WORDS_RANGE = (1, 3)
+COUNT_RANGE = (1, 9)
+DESCRIBE_RANGE = (1, 6)
+CHART_BARS_RANGE = (2, 4)
+CHART_VALUES = (1, 5)
+CELL = CANVAS // 3  # grid cell side
+CHART_BASE, CHART_UNIT, CHART_MARGIN = 88, 15, 8  # baseline y, height of value 1, side margin
+MAX_ANSWER_WORDS = 25
+
+QUESTIONS: dict[str, tuple[str, ...]] = {
+    "colour": ("what colour is the shape ?", "what colour is the {kind} ?"),
+    "count": ("how many shapes ?", "how many shapes are there ?"),
+    "read": ("read the text", "what does the text say ?"),
+    "describe": ("describe every object", "list the objects"),
+    "chart": ("summarise the chart", "what does the chart show ?"),
+}
+
+
+@dataclass(slots=True, frozen=True)
+class Shape:
+    """One filled shape; coordinates in canvas units (0..CANVAS)."""
+
+    kind: str  # one of KINDS
+    colour: str  # key of COLOURS
+    x: int  # centre x
+    y: int  # centre y
+    size: int  # width of the shape (a bar is size wide and size // 3 high)
+
+
+@dataclass(slots=True, frozen=True)
+class ImageSpec:
+    """Everything needed to draw one image; the pixels are a pure function of it."""
+
+    background: str  # key of BACKGROUNDS
+    shapes: tuple[Shape, ...] = ()  # drawn in order
+    text: tuple[str, ...] = ()  # printed lines, top to bottom, centred on text_xy
+    text_colour: str = "black"  # key of COLOURS
+    text_xy: tuple[int, int] = (CANVAS // 2, CANVAS // 2)  # centre of the text block
+    bars: tuple[tuple[str, int], ...] = ()  # bar chart, left to right: (colour, value 1..5)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "background": self.background,
+            "shapes": [[s.kind, s.colour, s.x, s.y, s.size] for s in self.shapes],
+            "text": list(self.text),
+            "text_colour": self.text_colour,
+            "text_xy": list(self.text_xy),
+            "bars": [list(b) for b in self.bars],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ImageSpec:
+        return cls(
+            background=d["background"],
+            shapes=tuple(Shape(*s) for s in d["shapes"]),
+            text=tuple(d["text"]),
+            text_colour=d["text_colour"],
+            text_xy=(int(d["text_xy"][0]), int(d["text_xy"][1])),
+            bars=tuple((c, int(v)) for c, v in d["bars"]),
+        )
+
+    def canonical(self) -> str:
+        """A stable string of the spec (sorted-key compact JSON), used for the split hash."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(slots=True, frozen=True)
+class VQAExample:
+    """One image question: the image's spec, the question and its answer (plain words)."""
+
+    family: str  # one of FAMILIES
+    spec: ImageSpec  # render with image() / render()
+    question: str  # without the image placeholder
+    answer: str  # space-separated words from all_words()
+
+    @property
+    def prompt(self) -> str:
+        """The user turn as LaViDa writes it: the image placeholder, a newline, the question."""
+        return f"{IMAGE_TOKEN}\n{self.question}"
+
+    def image(self, size: int = IMAGE_SIZE) -> Image.Image:
+        return render(self.spec, size)
+
+
+# --------------------------------------------------------------------------- generators
+
+
+def _grid_shapes(rng: random.Random, n: int) -> tuple[Shape, ...]:
+    """``n`` shapes in distinct cells of the 3x3 grid, in reading order (row, then column)."""
+    cells = sorted(rng.sample(range(9), n))
+    shapes = []
+    for cell in cells:
+        size = rng.randint(18, 26)
+        jitter = (CELL - size) // 2 - 1
+        x = (cell % 3) * CELL + CELL // 2 + rng.randint(-jitter, jitter)
+        y = (cell // 3) * CELL + CELL // 2 + rng.randint(-jitter, jitter)
+        shapes.append(Shape(rng.choice(KINDS), rng.choice(tuple(COLOURS)), x, y, size))
+    return tuple(shapes)
+
+
+def _background(rng: random.Random) -> str:
+    return rng.choice(tuple(BACKGROUNDS))
+
+
+def _colour(rng: random.Random) -> tuple[ImageSpec, str, str]:
+    size = rng.randint(36, 60)
+    lo, hi = size // 2 + 4, CANVAS - size // 2 - 4
+    shape = Shape(rng.choice(KINDS), rng.choice(tuple(COLOURS)), *_xy(rng, lo, hi), size)
+    question = rng.choice(QUESTIONS["colour"]).format(kind=shape.kind)
+    return ImageSpec(_background(rng), shapes=(shape,)), question, shape.colour
+
+
+def _count(rng: random.Random) -> tuple[ImageSpec, str, str]:
+    shapes = _grid_shapes(rng, rng.randint(*COUNT_RANGE))
+    spec = ImageSpec(_background(rng), shapes=shapes)
+    return spec, rng.choice(QUESTIONS["count"]), str(len(shapes))
+
+
+def _read(rng: random.Random) -> tuple[ImageSpec, str, str]:
+    while True:  # resample texts that would need three lines
+        words = [rng.choice(READ_WORDS) for _ in range(rng.randint(*READ_WORDS_RANGE))]
+        lines = wrap_words(words)
+        if len(lines) <= 2:
+            break
+    spec = ImageSpec(
+        _background(rng),
+        text=lines,
+        text_colour=rng.choice(TEXT_COLOURS),
+        text_xy=(
+            CANVAS // 2 + rng.randint(-TEXT_JITTER[0], TEXT_JITTER[0]),
+            CANVAS // 2 + rng.randint(-TEXT_JITTER[1], TEXT_JITTER[1]),
+        ),
+    )
+    return spec, rng.choice(QUESTIONS["read"]), " ".join(words)
+
+
+def _describe(rng: random.Random) -> tuple[ImageSpec, str, str]:
+    shapes = _grid_shapes(rng, rng.randint(*DESCRIBE_RANGE))
+    answer = " , ".join(f"{_article(s.colour)} {s.colour} {s.kind}" for s in shapes)
+    return ImageSpec(_background(rng), shapes=shapes), rng.choice(QUESTIONS["describe"]), answer
+
+
+def _chart(rng: random.Random) -> tuple[ImageSpec, str, str]:
+    colours = rng.sample(tuple(FRUITS), rng.randint(*CHART_BARS_RANGE))
+    while True:  # the largest value must be unique so that "most" is well defined
+        values = [rng.randint(*CHART_VALUES) for _ in colours]
+        if values.count(max(values)) == 1:
+            break
+    bars = tuple(zip(colours, values, strict=True))
+    top = FRUITS[colours[values.index(max(values))]]
+    answer = " , ".join(f"{FRUITS[c]} {v}" for c, v in bars) + f" , most {top}"
+    return ImageSpec(_background(rng), bars=bars), rng.choice(QUESTIONS["chart"]), answer
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
+def _xy(rng: random.Random, lo: int, hi: int) -> tuple[int, int]:
+    return rng.randint(lo, hi), rng.randint(lo, hi)
+
+
+_GENERATORS: dict[str, Callable[[random.Random], tuple[ImageSpec, str, str]]] = {
+    "colour": _colour,
+    "count": _count,
+    "read": _read,
+    "describe": _describe,
+    "chart": _chart,
+}
+
+FAMILIES: tuple[str, ...] = tuple(_GENERATORS)
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def wrap_words(words: Sequence[str]) -> tuple[str, ...]:
+    """Greedy line breaking: each printed line holds at most :data:`LINE_CHARS` characters."""
+    lines: list[str] = []
+    for word in words:
+        if lines and len(lines[-1]) + 1 + len(word) <= LINE_CHARS:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return tuple(lines)
+
+
+def is_heldout(spec: ImageSpec, question: str) -> bool:
+    """Whether (spec, question) belongs to the held-out split (stable across runs/platforms)."""
+    key = f"{spec.canonical()}\n{question}"
+    digest = hashlib.md5(key.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % 100 < HELDOUT_PERCENT
+
+
+def generate_example(family: str, rng: random.Random, split: str) -> VQAExample:
+    """Draw one example of ``family`` in ``split`` (rejection sampling on :func:`is_heldout`)."""
+    _check_split(split)
+    generator = _GENERATORS[family]
+    while True:
+        spec, question, answer = generator(rng)
+        if is_heldout(spec, question) == (split == "heldout"):
+            words = answer.split(" ")
+            if not 1 <= len(words) <= MAX_ANSWER_WORDS or "" in words:
+                raise AssertionError(f"bad {family} answer: {answer!r}")  # a generator bug
+            return VQAExample(family, spec, question, answer)
+
+
+def generate_examples(
+    n: int,
+    seed: int,
+    split: str,
+    families: tuple[str, ...] | None = None,
+    *,
+    unique: bool = False,
+) -> list[VQAExample]:
+    """``n`` examples, balanced round-robin over ``families``, then shuffled.
+
+    Deterministic in ``(n, seed, split, families, unique)``; each family draws from its own RNG
+    stream, so adding a family does not change the others' examples. With ``unique=True``
+    repeated (spec, question) pairs are skipped; ``SeerError`` if a family cannot supply them.
+    """
+    _check_split(split)
+    families = FAMILIES if families is None else families
+    unknown = set(families) - set(FAMILIES)
+    if unknown or not families:
+        raise SeerError(f"unknown or empty families: {sorted(unknown)}; choose from {FAMILIES}")
+    quota = [n // len(families) + (i < n % len(families)) for i in range(len(families))]
+    examples = [
+        ex
+        for family, q in zip(families, quota, strict=True)
+        for ex in _family_examples(family, q, seed, split, unique)
+    ]
+    random.Random(f"vqa-shuffle/{seed}/{split}").shuffle(examples)
+    return examples
+
+
+def render(spec: ImageSpec, size: int = IMAGE_SIZE) -> Image.Image:
+    """Draw ``spec`` as a ``size`` x ``size`` RGB image (canvas units scaled by size / CANVAS)."""
+    s = size / CANVAS
+    img = Image.new("RGB", (size, size), BACKGROUNDS[spec.background])
+    draw = ImageDraw.Draw(img)
+    for shape in spec.shapes:
+        _draw_shape(draw, shape, s)
+    if spec.bars:
+        _draw_chart(draw, spec.bars, s)
+    if spec.text:
+        x, y = spec.text_xy
+        draw.multiline_text(
+            (x * s, y * s),
+            "\n".join(spec.text),
+            fill=COLOURS[spec.text_colour],
+            font=_font(round(TEXT_SIZE * s)),
+            anchor="mm",
+            align="center",
+        )
+    return img
+
+
+def render_batch(specs: Iterable[ImageSpec], size: int = IMAGE_SIZE) -> np.ndarray:
+    """Render many specs into one uint8 array: [B, size, size, 3]."""
+    return np.stack([np.asarray(render(spec, size)) for spec in specs])
+
+
+def all_words() -> list[str]:
+    """Every word of any question or answer, sorted and deduplicated (no image placeholder)."""
+    template = " ".join(q for qs in QUESTIONS.values() for q in qs).replace("{kind}", "")
+    pools: Iterable[Iterable[str]] = (
+        template.split(),
+        ("a", "an", ",", "most"),
+        COLOURS,
+        KINDS,
+        FRUITS.values(),
+        READ_WORDS,
+        (str(i) for i in range(COUNT_RANGE[0], COUNT_RANGE[1] + 1)),
+        (str(i) for i in range(CHART_VALUES[0], CHART_VALUES[1] + 1)),
+    )
+    return sorted({w for pool in pools for w in pool})
+
+
+def save_samples(
+    folder: Path, n: int = 6, seed: int = 0, split: str = "heldout", size: int = IMAGE_SIZE
+) -> list[Path]:
+    """Write ``n`` sample PNGs (round-robin over families) and ``samples.json`` into ``folder``.
+
+    ``samples.json`` is a list of ``{"file", "family", "question", "prompt", "answer", "spec"}``.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    per_family = [generate_examples(n, seed, split, (f,)) for f in FAMILIES]
+    picked = [per_family[i % len(FAMILIES)][i // len(FAMILIES)] for i in range(n)]
+    paths, records = [], []
+    for i, ex in enumerate(picked):
+        path = folder / f"{i:02d}_{ex.family}.png"
+        ex.image(size).save(path, optimize=True)
+        paths.append(path)
+        records.append(
+            {"file": path.name, "family": ex.family, "question": ex.question,
+             "prompt": ex.prompt, "answer": ex.answer, "spec": ex.spec.to_dict()}
+        )  # fmt: skip
+    text = json.dumps(records, indent=2, ensure_ascii=False) + "\n"
+    (folder / "samples.json").write_text(text, encoding="utf-8")
+    return paths
+
+
+def save_contact_sheet(
+    path: Path, n: int = 12, seed: int = 0, split: str = "heldout", cols: int = 4
+) -> None:
+    """A matplotlib grid of ``n`` examples at :data:`IMAGE_SIZE` with their question and answer."""
+    import textwrap
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    examples = sorted(generate_examples(n, seed, split), key=lambda e: FAMILIES.index(e.family))
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.9 * rows), squeeze=False)
+    for ax, ex in zip(axes.flat, examples, strict=False):
+        ax.imshow(ex.image(), interpolation="nearest")
+        answer = textwrap.fill(ex.answer, 38)
+        ax.set_title(f"[{ex.family}] {ex.question}\n{answer}", fontsize=8, loc="left")
+    for ax in axes.flat:
+        ax.axis("off")
+    fig.suptitle(f"Seer VQA demo data ({IMAGE_SIZE} px, {split} split)", fontsize=11)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise SeerError(f"split must be one of {SPLITS}, got {split!r}")
+
+
+def _family_examples(family: str, n: int, seed: int, split: str, unique: bool) -> list[VQAExample]:
+    rng = random.Random(f"vqa/{family}/{seed}/{split}")
+    out: list[VQAExample] = []
+    seen: set[str] = set()
+    attempts = 0
+    while len(out) < n:
+        ex = generate_example(family, rng, split)
+        attempts += 1
+        if unique:
+            key = f"{ex.spec.canonical()}\n{ex.question}"
+            if key in seen:
+                if attempts > 50 * n + 1000:
+                    raise SeerError(f"cannot draw {n} unique {split} examples for {family!r}")
+                continue
+            seen.add(key)
+        out.append(ex)
+    return out
+
+
+@lru_cache(maxsize=8)
+def _font(size: int) -> ImageFont.FreeTypeFont:
+    """Pillow's built-in scalable font (Aileron), loaded once per size."""
+    try:
+        font = ImageFont.load_default(size=size)
+    except TypeError as e:  # Pillow < 10.1 has no size argument
+        raise SeerError("the VQA demo images need Pillow >= 10.1 (pip install -U pillow)") from e
+    if not isinstance(font, ImageFont.FreeTypeFont):
+        raise SeerError("the VQA demo images need Pillow built with FreeType")
+    return font
+
+
+def _draw_shape(draw: ImageDraw.ImageDraw, shape: Shape, s: float) -> None:
+    fill = COLOURS[shape.colour]
+    x, y, half = shape.x * s, shape.y * s, shape.size * s / 2
+    if shape.kind == "circle":
+        draw.ellipse((x - half, y - half, x + half, y + half), fill=fill)
+    elif shape.kind == "square":
+        draw.rectangle((x - half, y - half, x + half, y + half), fill=fill)
+    elif shape.kind == "triangle":
+        h = 0.9 * half  # half the height of a slightly flattened upward triangle
+        draw.polygon(((x, y - h), (x - half, y + h), (x + half, y + h)), fill=fill)
+    elif shape.kind == "bar":
+        draw.rectangle((x - half, y - half / 3, x + half, y + half / 3), fill=fill)
+    else:
+        raise SeerError(f"unknown shape kind {shape.kind!r}; choose from {KINDS}")
+
+
+def _draw_chart(draw: ImageDraw.ImageDraw, bars: tuple[tuple[str, int], ...], s: float) -> None:
+    left, right = CHART_MARGIN * s, (CANVAS - CHART_MARGIN) * s
+    for v in range(CHART_VALUES[0], CHART_VALUES[1] + 1):  # light grid lines at each value
+        y = (CHART_BASE - v * CHART_UNIT) * s
+        draw.line((left, y, right, y), fill=(190, 190, 190), width=max(1, round(s)))
+    slot = (right - left) / len(bars)
+    for i, (colour, value) in enumerate(bars):
+        cx = left + (i + 0.5) * slot
+        top = (CHART_BASE - value * CHART_UNIT) * s
+        draw.rectangle(
+            (cx - 0.3 * slot, top, cx + 0.3 * slot, CHART_BASE * s), fill=COLOURS[colour]
+        )
+    base = CHART_BASE * s
+    draw.line((left, base, right, base), fill=COLOURS["black"], width=max(2, round(2 * s)))
