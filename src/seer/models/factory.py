@@ -217,7 +217,8 @@ def magvit_config(
         "z_channels": codebook_dim,
         "double_z": False,
     }
-    return {"_class_name": "MAGVITv2", "encoder": encoder, "quantize": {"codebook_dim": codebook_dim}}
+    quantize = {"codebook_dim": codebook_dim}
+    return {"_class_name": "MAGVITv2", "encoder": encoder, "quantize": quantize}
 
 
 def random_magvit(raw: dict, seed: int = 0):
