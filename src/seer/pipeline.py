@@ -240,6 +240,8 @@ def load(path: str | Path, dtype=None, device: str = "cpu", tokenizer: bool = Tr
         import json
 
         meta["seer"] = json.loads(seer_file.read_text())
-    processor = loader.load_processor(folder, raw, model, tok) if tok is not None else None
+    processor = None
+    if tok is not None:
+        processor = loader.load_processor(folder, raw, model, tok, meta.get("seer"))
     tokens = loader.token_ids(raw, tok)
     return DiffusionLM(model, tok, tokens, name=folder.name, meta=meta, processor=processor)

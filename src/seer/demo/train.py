@@ -111,9 +111,21 @@ def make_batch(
 
 
 def loss_fn(
-    model, x, am, p: int, wins, mask_id: int, gen: torch.Generator, eps: float = 1e-3
+    model,
+    x,
+    am,
+    p: int,
+    wins,
+    mask_id: int,
+    gen: torch.Generator,
+    eps: float = 1e-3,
+    image_at: torch.Tensor | None = None,
+    image_features: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """LLaDA SFT loss over each row's window: CE on masked tokens / t, per window length."""
+    """LLaDA SFT loss over each row's window: CE on masked tokens / t, per window length.
+
+    Multimodal rows: `image_features` (K, D) replace the token embeddings where `image_at`
+    (B, P + W) is True (K such positions in all), as the prompt processor splices them."""
     b, n = x.shape
     valid = torch.arange(n - p)[None] < wins[:, None]  # (B, W) inside the row's window
     t = (1 - eps) * torch.rand(b, 1, generator=gen) + eps  # mask ratio per sequence
@@ -121,7 +133,12 @@ def loss_fn(
     noisy = x.clone()
     noisy[:, p:] = torch.where(masked, mask_id, x[:, p:])
     pos = (am.cumsum(-1) - 1).clamp(min=0)
-    logits = model(noisy, attention_mask=am, position_ids=pos, logits_positions=slice(p, n)).logits
+    kw = {"logits_positions": slice(p, n)}
+    if image_features is not None:
+        h = model.get_input_embeddings()(noisy)
+        kw["inputs_embeds"] = h.masked_scatter(image_at[..., None], image_features.to(h))
+        noisy = None
+    logits = model(noisy, attention_mask=am, position_ids=pos, **kw).logits
     ce = F.cross_entropy(logits.float().transpose(1, 2), x[:, p:], reduction="none")  # (B, W)
     return ((ce * masked / t).sum(1) / wins).mean()
 

@@ -269,12 +269,16 @@ def load_tokenizer(folder: Path):
         raise CheckpointError(f"cannot load the tokenizer in {folder}: {first}") from None
 
 
-def load_processor(folder: Path, raw: dict, model, tokenizer):
-    """The prompt processor of a multimodal model (None for text models)."""
+def load_processor(folder: Path, raw: dict, model, tokenizer, seer_json: dict | None = None):
+    """The prompt processor of a multimodal model (None for text models). `seer.json` may set
+    "system_prompt" (a string, or null for none) for models trained without the official one."""
     if getattr(model, "vision", None) is not None:
         from seer.models.lavida import LlavaProcessor
 
-        return LlavaProcessor(model, tokenizer, **getattr(model, "processor_kwargs", {}))
+        kw = {}
+        if seer_json and "system_prompt" in seer_json:
+            kw["system"] = seer_json["system_prompt"]
+        return LlavaProcessor(model, tokenizer, **kw)
     return None
 
 
