@@ -150,3 +150,22 @@ def test_generate_with_a_kv_cache(model_dir, capsys, cache):
     lm = seer.load(model_dir)
     want = lm.generate(PROMPT, gen_length=16, block_length=4, cache=cache)
     assert record["token_ids"] == want.token_ids
+
+
+def test_generate_and_profile_take_an_image(tmp_path, capsys):
+    from PIL import Image
+
+    from seer.cli import main
+    from seer.models.factory import make_random_checkpoint
+
+    folder = make_random_checkpoint("lavida-llada", tmp_path / "m", layers=4)
+    Image.new("RGB", (30, 20), (200, 0, 0)).save(tmp_path / "red.png")
+    args = ["--model", str(folder), "--prompt", "what colour", "--image", str(tmp_path / "red.png")]
+    assert main(["generate", *args, "--gen-length", "8", "--steps", "4", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["gen_length"] == 8 and len(record["token_ids"]) == 8
+    png = tmp_path / "p.png"
+    assert main(["profile", *args, "--gen-length", "8", "--out", str(png), "--no-generate"]) == 0
+    assert png.is_file()
+    assert main(["generate", *args[:4], "--image", str(tmp_path / "missing.png")]) == 2
+    assert "does not exist" in capsys.readouterr().err

@@ -29,6 +29,9 @@ def _add_sampling(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=0)
 
 
+IMAGE_HELP = "image file or data:image/...;base64 URI (multimodal models)"
+
+
 def _sampling(args) -> dict:
     keys = ("gen_length", "steps", "block_length", "temperature", "remasking", "alg_temp")
     keys += ("top_p", "top_k", "cfg_scale", "seed", "cache")
@@ -42,7 +45,9 @@ def cmd_generate(args) -> int:
 
     lm = seer.load(args.model, dtype=args.dtype, device=args.device)
     seer_cfg = _seer_config(args)
-    g = lm.generate(args.prompt, seer=seer_cfg, chat=not args.no_chat, **_sampling(args))
+    g = lm.generate(
+        args.prompt, seer=seer_cfg, image=args.image, chat=not args.no_chat, **_sampling(args)
+    )
     s = g.stats
     if args.json:
         record = {
@@ -100,7 +105,14 @@ def cmd_profile(args) -> int:
 
     lm = seer.load(args.model or builtin_path(), dtype=args.dtype, device=args.device)
     res = profile_prompt(
-        lm, args.prompt, args.out, args.gen_length, args.theta, args.tensor, not args.no_generate
+        lm,
+        args.prompt,
+        args.out,
+        args.gen_length,
+        args.theta,
+        args.tensor,
+        not args.no_generate,
+        image=args.image,
     )
     print(
         f"wrote {res['png']} (detected boundary at {res['detected_index']}, true end at "
@@ -155,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = sub.add_parser("generate", help="answer one prompt")
     g.add_argument("--model", required=True, help="local model folder")
     g.add_argument("--prompt", required=True)
+    g.add_argument("--image", default=None, help=IMAGE_HELP)
     g.add_argument("--dtype", default="float32", help="float32 | bfloat16 | float16")
     g.add_argument("--device", default="cpu")
     g.add_argument("--json", action="store_true", help="print one JSON object")
@@ -185,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profile", help="step-0 sparsity heatmap (layers x positions) as a PNG")
     p.add_argument("--model", default=None, help="model folder (default: the built-in model)")
     p.add_argument("--prompt", required=True)
+    p.add_argument("--image", default=None, help=IMAGE_HELP)
     p.add_argument("--out", default="seer-profile.png")
     p.add_argument("--gen-length", type=int, default=64)
     p.add_argument("--theta", type=float, default=None, help="zero threshold (model default)")

@@ -88,13 +88,21 @@ def sparsity_profiles(
     theta: float = 1e-3,
     tensor: str = "down",
     attention_mask: torch.Tensor | None = None,
+    prompt_embeds: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """One forward; returns (n_layers, B, W) sparsity for every (or the given) layer."""
+    """One forward; returns (n_layers, B, W) sparsity for every (or the given) layer.
+    `prompt_embeds` (B, start, D): the prompt's input embeddings (images spliced in)."""
     layers = tuple(range(len(model.layers))) if layers is None else layers
     probe = SparsityProbe(layers, theta, tensor).attach(model, start, width, input_ids.shape[0])
+    kw = {}
+    if prompt_embeds is not None:
+        with torch.inference_mode():
+            h = model.get_input_embeddings()(input_ids)
+            h[:, :start] = prompt_embeds.to(h)
+        kw, input_ids = {"inputs_embeds": h}, None
     try:
         with torch.inference_mode():
-            model(input_ids, attention_mask=attention_mask, logits_positions=slice(0, 1))
+            model(input_ids, attention_mask=attention_mask, logits_positions=slice(0, 1), **kw)
     finally:
         probe.detach()
     return torch.stack([probe.profiles[k] for k in layers])

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from seer.boundary.probe import sparsity_profiles
 from seer.boundary.truncation import resolve
-from seer.diffusion.loop import make_canvas
 from seer.eval import plots
 
 
@@ -22,23 +21,28 @@ def profile_prompt(
     theta: float | None = None,
     tensor: str | None = None,
     generate: bool = True,
+    image=None,
 ) -> dict:
     cfg = resolve(lm, True)
     theta = cfg.theta if theta is None else theta
     tensor = cfg.tensor if tensor is None else tensor
-    ids = lm.encode(prompt)
-    lm._check([ids], _params(gen_length))
-    canvas = make_canvas([ids], gen_length, lm.tokens, lm.device)
+    canvas = lm.canvas(prompt, _params(gen_length), image)
     sp = sparsity_profiles(
-        lm.model, canvas.x, canvas.prompt_len, gen_length, theta=theta, tensor=tensor
+        lm.model,
+        canvas.x,
+        canvas.prompt_len,
+        gen_length,
+        theta=theta,
+        tensor=tensor,
+        prompt_embeds=canvas.prompt_embeds,
     )[:, 0]  # (n_layers, W)
     detected = None
     true_end = None
     answer = None
     if generate:
-        base = lm.generate(prompt, gen_length=gen_length)
+        base = lm.generate(prompt, gen_length=gen_length, image=image)
         true_end, answer = base.stats.tokens, base.text
-    seer_run = lm.generate(prompt, gen_length=gen_length, seer=True)
+    seer_run = lm.generate(prompt, gen_length=gen_length, seer=True, image=image)
     if seer_run.boundary is not None and seer_run.boundary.index is not None:
         detected = seer_run.boundary.index
     title = f"{lm.name}: step-0 sparsity (θ={theta:g}, {tensor}) — {prompt[:60]}"

@@ -24,7 +24,10 @@ class ImageProcessor:
     """One PIL image -> (T, 3, S, S) float tiles for the tower, and its (width, height)."""
 
     def __init__(self, cfg: VisionConfig) -> None:
-        from transformers import SiglipImageProcessor
+        try:  # transformers 5: the PIL backend by name (the default one wants torchvision)
+            from transformers import SiglipImageProcessorPil as SiglipImageProcessor
+        except ImportError:  # transformers 4.x
+            from transformers import SiglipImageProcessor
 
         s = cfg.image_size
         fields = {"size": {"height": s, "width": s}, "image_mean": [0.5] * 3}

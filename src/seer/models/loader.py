@@ -279,6 +279,10 @@ def load_processor(folder: Path, raw: dict, model, tokenizer, seer_json: dict | 
         if seer_json and "system_prompt" in seer_json:
             kw["system"] = seer_json["system_prompt"]
         return LlavaProcessor(model, tokenizer, **kw)
+    if isinstance(model, MMaDAModelLM):
+        from seer.models.mmada import MMaDAProcessor
+
+        return MMaDAProcessor.from_folder(folder, tokenizer, model.config)
     return None
 
 
