@@ -145,3 +145,47 @@ def test_anyres_grid_and_unpad_layout():
     assert torch.equal(rows[:, :-1], grid[:, 2:12])
     with pytest.raises(CheckpointError):
         VisionConfig.from_dict({**raw, "mm_projector_type": "linear"})
+
+
+def test_builtin_layout_features_equal_an_independent_reference():
+    """The built-in multimodal model's layout ("pad", "flat", one 96 px tile, 2x2 average pool):
+    features equal SigLIP's hidden state before the last layer, projected, average-pooled 2x2,
+    computed here from transformers' full tower and plain tensor ops (pins this path)."""
+    from transformers import SiglipVisionConfig, SiglipVisionModel
+
+    from seer.models.factory import lavida_config, llada_config, random_model, siglip_config
+    from seer.models.image_processor import ImageProcessor
+
+    tower_raw = siglip_config(hidden_size=32, layers=4, heads=4, image_size=96, patch=8)
+    raw = lavida_config(
+        llada_config(64, d_model=32, n_layers=1, n_heads=2, mask_token_id=63, eos_token_id=62),
+        "llada",
+        tower_raw,
+        image_aspect_ratio="pad",
+        mm_patch_merge_type="flat",
+    )
+    model = random_model(raw, seed=3, std=0.2)
+    vision = model.vision
+    image = _image(60, 40, seed=2)
+    tiles, size = ImageProcessor(vision.cfg)(image)
+    assert tiles.shape == (1, 3, 96, 96) and size == (60, 40)
+    # pixels: pad to a square in SigLIP's mean colour (127), resize to 96 (bicubic), to [-1, 1]
+    square = Image.new("RGB", (60, 60), (127, 127, 127))
+    square.paste(image, (0, 10))
+    arr = np.asarray(square.resize((96, 96), Image.Resampling.BICUBIC), dtype=np.float32)
+    ref_pixels = torch.from_numpy((arr / 255 - 0.5) / 0.5).permute(2, 0, 1)[None]
+    torch.testing.assert_close(tiles, ref_pixels, atol=1e-6, rtol=0)
+    # features: the full 4-layer tower's hidden_states[-2], projector, 2x2 average pool
+    fields = {k: v for k, v in tower_raw.items() if k != "model_type"}
+    full = SiglipVisionModel(SiglipVisionConfig(**fields, vision_use_head=False)).eval()
+    ours = model.model.vision_tower.vision_tower.vision_model.state_dict()
+    inner = getattr(full, "vision_model", full)  # transformers 5 has no `vision_model` level
+    missing = inner.load_state_dict(ours, strict=False).missing_keys
+    assert all(".layers.3." in k for k in missing)  # only the dropped last layer
+    with torch.no_grad():
+        h = full(ref_pixels, output_hidden_states=True).hidden_states[-2]  # (1, 144, 32)
+        f = model.model.mm_projector(h).view(1, 12, 12, -1).permute(0, 3, 1, 2)
+        ref = torch.nn.functional.avg_pool2d(f, 2).flatten(2).transpose(1, 2)[0]  # (36, 32)
+        got = vision.features(tiles, size)
+    assert got.shape == (36, 32)
+    torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
