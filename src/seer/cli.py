@@ -94,7 +94,7 @@ def cmd_make_checkpoint(args) -> int:
 def cmd_demo(args) -> int:
     from seer.demo.run import run_demo
 
-    run_demo(args.model, args.out)
+    run_demo(args.model, args.out, text=args.text)
     return 0
 
 
@@ -103,7 +103,8 @@ def cmd_profile(args) -> int:
     from seer.demo.run import builtin_path
     from seer.eval.profile import profile_prompt
 
-    lm = seer.load(args.model or builtin_path(), dtype=args.dtype, device=args.device)
+    default = builtin_path("vqa" if args.image else "text")
+    lm = seer.load(args.model or default, dtype=args.dtype, device=args.device)
     res = profile_prompt(
         lm,
         args.prompt,
@@ -124,7 +125,7 @@ def cmd_profile(args) -> int:
 def cmd_calibrate(args) -> int:
     from seer.boundary.calibrate_cli import run_calibration
 
-    run_calibration(args.model, args.n, args.out, args.write, args.max_over)
+    run_calibration(args.model, args.n, args.out, args.write, args.max_over, args.task)
     return 0
 
 
@@ -190,13 +191,19 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=int, default=0)
     m.set_defaults(func=cmd_make_checkpoint)
 
-    d = sub.add_parser("demo", help="the built-in model with and without Seer: table + PNG")
-    d.add_argument("--model", default=None, help="model folder (default: the built-in model)")
+    d = sub.add_parser("demo", help="a built-in model with and without Seer: table + PNG")
+    d.add_argument(
+        "--model", default=None, help="model folder (default: the built-in multimodal model)"
+    )
+    d.add_argument("--text", action="store_true", help="the built-in text model instead")
     d.add_argument("--out", default="seer-demo.png", help="PNG of the step-0 profiles")
     d.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("profile", help="step-0 sparsity heatmap (layers x positions) as a PNG")
-    p.add_argument("--model", default=None, help="model folder (default: the built-in model)")
+    p.add_argument(
+        "--model", default=None, help="model folder (default: a built-in model; with --image "
+        "the multimodal one)"
+    )  # fmt: skip
     p.add_argument("--prompt", required=True)
     p.add_argument("--image", default=None, help=IMAGE_HELP)
     p.add_argument("--out", default="seer-profile.png")
@@ -213,11 +220,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure the step-0 signals on the demo tasks' held-out "
         "split and choose Seer defaults",
     )
-    c.add_argument("--model", default=None, help="model folder (default: the built-in model)")
-    c.add_argument("--n", type=int, default=300, help="held-out prompts")
+    c.add_argument("--model", default=None, help="model folder (default: the built-in text "
+                   "model; with --task vqa the multimodal one)")  # fmt: skip
+    c.add_argument("--n", type=int, default=300, help="held-out requests")
     c.add_argument("--out", default="calibration", help="folder for the report and plots")
     c.add_argument("--write", action="store_true", help="store the choice in the model's seer.json")
     c.add_argument("--max-over", type=float, default=0.0, help="over-truncation allowed (share)")
+    c.add_argument("--task", choices=("text", "vqa"), default=None,
+                   help="held-out requests: text prompts or image questions (default: vqa for a "
+                   "multimodal model, else text)")  # fmt: skip
     c.set_defaults(func=cmd_calibrate)
 
     b = sub.add_parser(

@@ -38,10 +38,28 @@ def heatmap(
 
 
 def profiles(rows: list[dict], out: str | Path, ylabel: str = "step-0 sparsity") -> Path:
-    """rows: dicts with 'label', 'profile' (W,), optional 'boundary', 'true_end', and 'second'
-    (W,) with 'second_label': another signal, drawn on a right-hand axis."""
+    """rows: dicts with 'label', 'profile' (W,), optional 'boundary', 'true_end', 'second'
+    (W,) with 'second_label': another signal, drawn on a right-hand axis, and 'image' (a path),
+    shown left of its row."""
     n = len(rows)
-    fig, axes = plt.subplots(n, 1, figsize=(8, 1.6 * n + 0.6), sharex=True, squeeze=False)
+    images = any(r.get("image") for r in rows)
+    fig, axes = plt.subplots(
+        n,
+        2 if images else 1,
+        figsize=(9.5 if images else 8, 1.6 * n + 0.6),
+        squeeze=False,
+        gridspec_kw={"width_ratios": [1, 6]} if images else None,
+    )
+    if images:
+        for ax, row in zip(axes[:, 0], rows, strict=True):
+            ax.axis("off")
+            if row.get("image"):
+                from PIL import Image
+
+                ax.imshow(Image.open(row["image"]).convert("RGB"))
+        axes = axes[:, 1:]
+    for ax in axes[1:, 0]:
+        ax.sharex(axes[0, 0])
     for ax, row in zip(axes[:, 0], rows, strict=True):
         ax.plot(row["profile"], marker=".", lw=1, label=ylabel)
         if row.get("second") is not None:

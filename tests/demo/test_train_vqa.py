@@ -1,0 +1,53 @@
+"""The multimodal trainer: batches splice the image where the processor does; a few steps
+export a checkpoint in the LaViDa layout that `seer.load` answers image questions with."""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+import seer
+from seer.demo import train_vqa, vqa
+from seer.models.factory import make_random_checkpoint
+from seer.models.vision import IMAGE_TOKEN_INDEX
+
+TINY = dict(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, vision_hidden=16,
+            vision_layers=2, vision_heads=2, batch_size=4, total_steps=3, init_from="")  # fmt: skip
+
+
+def test_batches_match_the_inference_prompt_and_training_exports_a_loadable_model(tmp_path):
+    c = train_vqa.TrainConfig(**TINY)
+    tok, raw, model, proc, lm = train_vqa.build(tmp_path, c)
+    batcher = train_vqa.Batcher(proc, tok, c.window)
+    examples = vqa.generate_examples(4, seed=0, split="train")
+    x, am, p, wins, image_at, tiles = batcher(examples, random.Random(0), 1.0)
+    assert image_at.sum(1).tolist() == [batcher.n_image] * 4
+    for r, e in enumerate(examples):  # the training row is the inference prompt, image spliced
+        prompt = lm.prompt(e.question, e.image())
+        row = x[r, :p][am[r, :p].bool()]
+        keep = ~image_at[r, :p][am[r, :p].bool()]
+        assert row[keep].tolist() == [
+            t for t, k in zip(prompt.ids, keep.tolist(), strict=True) if k
+        ]
+        assert IMAGE_TOKEN_INDEX not in row.tolist()
+        feats = proc.image_features(e.image())
+        at = int(torch.nonzero(image_at[r])[0]) - (p - len(prompt.ids))
+        assert torch.allclose(prompt.embeds[at : at + feats.shape[0]], feats)
+    train_vqa.train(tmp_path, minutes=5, c=c, eval_every=10**6)
+    loaded = seer.load(tmp_path / "export")
+    assert loaded.multimodal and loaded.processor.system is None
+    g = loaded.generate(examples[0].question, image=examples[0].image(), gen_length=8, steps=4)
+    assert len(g.token_ids) == 8
+
+
+def test_demo_shows_images_questions_and_answers(tmp_path, capsys, monkeypatch):
+    from seer.demo.run import run_demo
+
+    monkeypatch.setenv("COLUMNS", "250")  # rich folds cells to the terminal width
+    folder = make_random_checkpoint("lavida-llada", tmp_path / "m", layers=4, width=32)
+    png = tmp_path / "demo.png"
+    assert run_demo(folder, png, repeats=1) == png
+    out = capsys.readouterr().out
+    assert "00_colour.png" in out and "image encoding" in out and "speedup" in out
+    assert png.stat().st_size > 1000
