@@ -1,7 +1,8 @@
 """The public object `seer.load()` returns: model + tokenizer + `generate()`.
 
 `generate` accepts text (chat-formatted with the tokenizer's template unless `chat=False`), a
-list of token-id lists, or a (B, L) id tensor with an optional attention mask (left padding), and
+list of token-id lists, a (B, L) id tensor with an optional attention mask (left padding),
+`PromptInput`s from `DiffusionLM.prompt` (a prompt encoded once, image included, reused), and
 for multimodal models one image per text prompt (`image=` a path, data URI, PIL image or array;
 see `seer.images`). A multimodal model's prompt processor (`seer.models.multimodal`) builds its
 prompts: ids, and input embeddings with the image features spliced in. It returns one
@@ -106,7 +107,15 @@ class DiffusionLM:
     def canvas(
         self, prompts, p: SamplingParams, images=None, chat: bool = True, attention_mask=None
     ) -> Canvas:
-        """The canvas of a batch: checked prompts (with their images) + gen_length [MASK]s."""
+        """The canvas of a batch: checked prompts (with their images) + gen_length [MASK]s.
+
+        `prompts` may also be `PromptInput`s made by `prompt()` (one, or a list): a prompt
+        encoded once (image features included) can then be answered many times."""
+        if isinstance(prompts, PromptInput) or _all_inputs(prompts):
+            if images is not None:
+                raise SeerError("a PromptInput already holds its image; give no image=")
+            inputs = [prompts] if isinstance(prompts, PromptInput) else list(prompts)
+            return self._inputs_canvas(inputs, p, any(q.embeds is not None for q in inputs))
         if images is not None or self.processor is not None:
             texts = [prompts] if isinstance(prompts, str) else prompts
             if isinstance(texts, list) and texts and all(isinstance(t, str) for t in texts):
@@ -114,16 +123,19 @@ class DiffusionLM:
                 if len(imgs) != len(texts):
                     raise SeerError(f"{len(imgs)} images for {len(texts)} prompts; give one each")
                 inputs = [self.prompt(t, im, chat) for t, im in zip(texts, imgs, strict=True)]
-                ids = [q.ids for q in inputs]
-                self._check(ids, p, images=True)
-                embeds = [q.embeds for q in inputs]
-                emb = self.model.get_input_embeddings()
-                return make_canvas(ids, p.gen_length, self.tokens, self.device, embeds, emb)
+                return self._inputs_canvas(inputs, p, images=True)
             if images is not None:
                 raise SeerError("images go with text prompts; token-id prompts cannot take one")
         ids = self._prompt_ids(prompts, chat, attention_mask)
         self._check(ids, p)
         return make_canvas(ids, p.gen_length, self.tokens, self.device)
+
+    def _inputs_canvas(self, inputs: list[PromptInput], p: SamplingParams, images: bool) -> Canvas:
+        ids = [q.ids for q in inputs]
+        self._check(ids, p, images=images)
+        embeds = [q.embeds for q in inputs]
+        emb = self.model.get_input_embeddings()
+        return make_canvas(ids, p.gen_length, self.tokens, self.device, embeds, emb)
 
     def _prompt_ids(self, prompts, chat: bool, attention_mask) -> list[list[int]]:
         if isinstance(prompts, str):
@@ -183,6 +195,7 @@ class DiffusionLM:
             isinstance(prompts, str)
             or (isinstance(prompts, torch.Tensor) and prompts.dim() == 1)
             or (isinstance(prompts, list) and bool(prompts) and isinstance(prompts[0], int))
+            or isinstance(prompts, PromptInput)
         )
         p = _params(params, overrides).with_defaults(self.default_rule)
         if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
@@ -213,6 +226,14 @@ class DiffusionLM:
         if self.tokenizer is None:
             return " ".join(map(str, ids))
         return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+
+
+def _all_inputs(prompts) -> bool:
+    return (
+        isinstance(prompts, (list, tuple))
+        and bool(prompts)
+        and all(isinstance(q, PromptInput) for q in prompts)
+    )
 
 
 def _params(params: SamplingParams | None, overrides: dict) -> SamplingParams:

@@ -8,6 +8,15 @@ would cut the end token), detection rate and mean kept window. `choose` picks th
 the smallest mean window among those that over-truncate at most `max_over` of the answers,
 falling back to the smallest over-truncation; the result is stored in the model's seer.json.
 `auc` says how well a per-position signal separates answer positions from padding.
+
+The held-out requests come from one of the demo tasks (`TASKS`): "text" (`seer.demo.tasks`, the
+built-in text model's families) or "vqa" (`seer.demo.vqa`, image questions for the built-in
+multimodal model); `task_for` picks "vqa" for a multimodal model unless told otherwise. Each
+request is encoded once with `DiffusionLM.prompt` (for images: vision tower, projector and the
+features spliced into the prompt embeddings) and that `PromptInput` is what both the baseline
+generation and the measured step-0 forward receive, so the step-0 canvas is exactly the one
+`generate` denoises (`DiffusionLM.canvas`; the loop feeds its prompt embeddings). The benchmark
+(`benchmarks/bench_seer.py`) uses the same example source.
 """
 
 from __future__ import annotations
@@ -20,9 +29,45 @@ import torch
 
 from seer.boundary.detector import ChangePointRule, SNRRule, ThresholdRule, end_probability
 from seer.boundary.truncation import round_window
-from seer.diffusion.loop import make_canvas
+from seer.errors import SeerError
 
 THETAS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+TASKS = ("text", "vqa")
+
+
+@dataclass(slots=True)
+class Example:
+    """One held-out request of a demo task, as the calibration and the benchmark use it."""
+
+    family: str  # task family
+    text: str  # the prompt (text task) or the question (vqa: the processor places the image)
+    answer: str  # reference answer
+    image: object | None = None  # PIL image (vqa), else None
+
+
+def task_for(lm, task: str | None) -> str:
+    """`task` checked against the model; None -> "vqa" for a multimodal model, else "text"."""
+    if task is None:
+        return "vqa" if lm.multimodal else "text"
+    if task not in TASKS:
+        raise SeerError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    if task == "vqa" and not lm.multimodal:
+        raise SeerError(f"{lm.name or 'this model'} is a text model; the vqa task needs images")
+    return task
+
+
+def heldout_examples(task: str, n: int, seed: int) -> list[Example]:
+    """`n` examples of the held-out split of a demo task (images rendered)."""
+    if task == "vqa":
+        from seer.demo import vqa
+
+        return [
+            Example(e.family, e.question, e.answer, e.image())
+            for e in vqa.generate_examples(n, seed=seed, split="heldout")
+        ]
+    from seer.demo.tasks import generate_examples
+
+    return [Example(e.family, e.prompt, e.answer) for e in generate_examples(n, seed, "heldout")]
 
 
 @dataclass(slots=True)
@@ -37,16 +82,18 @@ class Sample:
 
 
 @torch.inference_mode()
-def collect(lm, examples, gen_length: int, batch: int = 32, progress=None) -> list[Sample]:
-    """examples: objects with .family, .prompt, .answer (reference text)."""
+def collect(
+    lm, examples: list[Example], gen_length: int, batch: int = 32, progress=None
+) -> list[Sample]:
+    """Baseline answers and step-0 profiles of `examples`, `batch` requests at a time."""
     model, tokens = lm.model, lm.tokens
     n_layers = len(model.layers)
     out: list[Sample] = []
     for i in range(0, len(examples), batch):
         chunk = examples[i : i + batch]
-        ids = [lm.encode(e.prompt) for e in chunk]
-        gens = lm.generate(ids, gen_length=gen_length)
-        canvas = make_canvas(ids, gen_length, tokens, lm.device)
+        inputs = [lm.prompt(e.text, e.image) for e in chunk]  # encoded once, used twice
+        gens = lm.generate(inputs, gen_length=gen_length)
+        canvas = lm.canvas(inputs, _plain(gen_length))
         shift = getattr(model, "logits_shift", 0)
         with capture(model, canvas.prompt_len - shift, gen_length) as acts:
             logits = lm.loop.forward(canvas, _plain(gen_length), 0, gen_length)

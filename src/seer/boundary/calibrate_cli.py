@@ -1,9 +1,12 @@
 """`seer calibrate`: measure the step-0 signals of a model on the demo tasks' held-out split,
 report how well each separates answer from padding, and choose per-model Seer defaults.
 
-Writes to `--out`: report.json (AUCs, the sweep's best settings, the paper's defaults scored),
-sparsity_aligned.png (mean sparsity around the true end, per layer), end_prob_aligned.png, and,
-with `--write`, the chosen settings to the model's seer.json, which `seer.load` picks up.
+`--task text|vqa` picks the held-out requests (`calibrate.TASKS`; default: vqa, image
+questions, for a multimodal model, else the text tasks). Writes to `--out`: report.json (AUCs,
+the sweep's best settings, the paper's defaults scored), sparsity_aligned.png (mean sparsity
+around the true end, per layer), end_prob_aligned.png, and, with `--write`, the chosen settings
+to the model's seer.json, which `seer.load` picks up. Keys of an existing seer.json that the
+calibration does not set (e.g. a multimodal model's `system_prompt`) are kept.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from seer.eval import plots
 
 PAPER = dict(signal="sparsity", tensor="down", layer=3, theta=1e-3, direction="rising",
              tau_jump=0.03, gamma=0.6)  # fmt: skip
+SEED = 7  # held-out examples of the calibration (the benchmark uses another seed)
 
 
 def aligned_mean(samples, signal, k: int = 8) -> torch.Tensor:
@@ -55,22 +59,34 @@ def combined_score(samples, sp_setting: dict, eos_setting: dict, g: int, bucket:
     )
 
 
-def run_calibration(model, n: int, out, write: bool, max_over: float) -> dict:
-    import seer
+def default_model(task: str | None) -> Path:
+    """The built-in model for a task: the multimodal one for vqa, else the text one."""
     from seer.demo.run import builtin_path
-    from seer.demo.tasks import generate_examples
+
+    return builtin_path("vqa") if task == "vqa" else builtin_path()
+
+
+def run_calibration(
+    model, n: int, out, write: bool, max_over: float, task: str | None = None
+) -> dict:
+    import seer
 
     console = Console()
-    folder = Path(model) if model else builtin_path()
+    folder = Path(model) if model else default_model(task)
     lm = seer.load(folder)
+    task = cal.task_for(lm, task)
     g = lm.meta.get("seer", {}).get("gen_length", 64)
-    examples = generate_examples(n, seed=7, split="heldout")
+    examples = cal.heldout_examples(task, n, seed=SEED)
     with Progress(console=console) as bar:
-        task = bar.add_task("step-0 profiles + baseline answers", total=len(examples))
-        samples = cal.collect(lm, examples, g, progress=lambda k: bar.advance(task, k))
+        job = bar.add_task(f"step-0 profiles + baseline answers ({task})", total=len(examples))
+        samples = cal.collect(lm, examples, g, progress=lambda k: bar.advance(job, k))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     acc = sum(s.correct for s in samples) / len(samples)
+    per_family = {
+        f: sum(s.correct for s in samples if s.family == f) / sum(s.family == f for s in samples)
+        for f in sorted({s.family for s in samples})
+    }
 
     n_layers = samples[0].sparsity.shape[1]
     aucs = {
@@ -86,7 +102,8 @@ def run_calibration(model, n: int, out, write: bool, max_over: float) -> dict:
     scores = cal.sweep(samples, g)
     best_sp = cal.choose(scores, "sparsity", max_over)
     best_eos = cal.choose(scores, "eos_prob", max_over)
-    paper = next(s for s in scores if all(s.setting.get(k) == v for k, v in PAPER.items()))
+    # the paper's setting (layer 3: None for models with fewer layers)
+    paper = next((s for s in scores if all(s.setting.get(k) == v for k, v in PAPER.items())), None)
     sp_setting = {k: v for k, v in best_sp.setting.items() if k != "signal"}
     comb = combined_score(
         samples,
@@ -101,18 +118,21 @@ def run_calibration(model, n: int, out, write: bool, max_over: float) -> dict:
         min(safe, key=lambda c: c.mean_window) if safe else min(candidates, key=lambda c: c.over)
     )
 
-    table = Table(title=f"{lm.name}: boundary detectors on {len(samples)} held-out prompts")
+    table = Table(title=f"{lm.name}: boundary detectors on {len(samples)} held-out {task} requests")
     for col in ("detector", "MAE", "over-trunc", "detected", "mean window"):
         table.add_column(col)
     best_snr = cal.choose([s for s in scores if "rule" not in s.setting], "sparsity", max_over)
     for name, s in (("paper defaults", paper), ("best sparsity (SNR)", best_snr),
                     (f"best sparsity ({best_sp.setting.get('rule', 'snr')})", best_sp),
                     ("best eos_prob", best_eos), ("combined", comb)):  # fmt: skip
+        if s is None:
+            continue
         table.add_row(
             name, f"{s.mae:.2f}", f"{s.over:.1%}", f"{s.detected:.1%}", f"{s.mean_window:.1f}"
         )
     console.print(table)
-    console.print(f"baseline exact match: {acc:.1%}; end-prob AUC {eos_auc:.3f}")
+    fams = ", ".join(f"{f} {v:.0%}" for f, v in per_family.items())
+    console.print(f"baseline exact match: {acc:.1%} ({fams}); end-prob AUC {eos_auc:.3f}")
 
     k = 8
     curves = {
@@ -137,11 +157,13 @@ def run_calibration(model, n: int, out, write: bool, max_over: float) -> dict:
 
     report = {
         "model": lm.name,
+        "task": task,
         "n": len(samples),
         "gen_length": g,
         "baseline_exact_match": acc,
+        "baseline_exact_match_per_family": per_family,
         "auc": {"thetas": list(cal.THETAS), **aucs, "end_prob": eos_auc},
-        "paper_defaults": asdict(paper),
+        "paper_defaults": None if paper is None else asdict(paper),
         "best_sparsity": asdict(best_sp),
         "best_sparsity_snr": asdict(best_snr),
         "best_eos_prob": asdict(best_eos),
@@ -151,10 +173,18 @@ def run_calibration(model, n: int, out, write: bool, max_over: float) -> dict:
     (out / "report.json").write_text(json.dumps(report, indent=2))
     if write:
         config = {k: v for k, v in chosen.setting.items() if k != "margin"}
-        sparsity = dict(best_sp.setting)
-        meta = {"gen_length": g, "config": config, "sparsity_config": sparsity, "calibration": {
-            "n": len(samples), "split": "heldout seed 7", "mae": chosen.mae,
-            "over_truncation": chosen.over, "mean_window": chosen.mean_window}}  # fmt: skip
-        (folder / "seer.json").write_text(json.dumps(meta, indent=2) + "\n")
-        console.print(f"wrote {folder / 'seer.json'}: {config}")
+        calibration = {"n": len(samples), "task": task, "split": f"heldout seed {SEED}",
+                       "mae": chosen.mae, "over_truncation": chosen.over,
+                       "mean_window": chosen.mean_window}  # fmt: skip
+        path = write_defaults(folder, g, config, dict(best_sp.setting), calibration)
+        console.print(f"wrote {path}: {config}")
     return report
+
+
+def write_defaults(folder: Path, g: int, config: dict, sparsity: dict, calibration: dict) -> Path:
+    """Store the calibrated defaults in folder/seer.json, keeping the keys it sets nothing for."""
+    path = folder / "seer.json"
+    meta = json.loads(path.read_text()) if path.is_file() else {}
+    meta.update(gen_length=g, config=config, sparsity_config=sparsity, calibration=calibration)
+    path.write_text(json.dumps(meta, indent=2) + "\n")
+    return path
