@@ -174,7 +174,7 @@ def test_request_errors_are_clear(lms):
     lm = lms["llada"]
     with pytest.raises(SeerError, match="either a fixed window or a Seer config"):
         engine(lm).generate([Request([1, 2], window=4, seer=SEER)])
-    with pytest.raises(SeerError, match="images"):
+    with pytest.raises(SeerError, match="token-id prompts cannot take one"):
         engine(lm).generate([Request([1, 2], image=object())])
     assert engine(lm).generate([]) == []
 
@@ -200,3 +200,32 @@ def test_cuda_graphs_replay_equals_solo_runs(arch):
     ]
     eng = assert_engine_equals_alone(lm, reqs, routing="static", kernel=None)
     assert eng.runner.loop.graphs.graphs  # graphs were captured and replayed
+
+
+@pytest.fixture(scope="module")
+def lavida(tmp_path_factory):
+    import seer
+    from seer.models.factory import make_random_checkpoint
+
+    folder = make_random_checkpoint("lavida-llada", tmp_path_factory.mktemp("lv"), layers=2)
+    return seer.load(folder)
+
+
+@pytest.mark.parametrize("routing", ["static", "varlen", "eager", "hybrid"])
+def test_image_requests_through_any_path_equal_solo_runs(lavida, routing):
+    """Spliced image prompts keep their embeddings through compaction and packing."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    images = [(rng.random((20 + 9 * k, 30, 3)) * 255).astype("uint8") for k in range(4)]
+    p = SamplingParams(gen_length=16, steps=8, block_length=8)
+    texts = ["what colour", "count the shapes please", "read", "describe every object"]
+    windows = [3, 16, 8, 5]
+    reqs = [
+        Request(t, p, image=im, window=w) for t, im, w in zip(texts, images, windows, strict=True)
+    ]
+    reqs.append(Request("no image here", p, window=6))
+    out = engine(lavida, routing=routing).generate(reqs)
+    for o, r in zip(out, reqs, strict=True):
+        solo = lavida.generate(r.prompt, p, image=r.image, policy=FixedWindowPolicy([r.window]))
+        assert o.token_ids == solo.token_ids

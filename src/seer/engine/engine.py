@@ -61,6 +61,7 @@ class _Row:
     params: SamplingParams  # sampling, with the model's defaults filled in
     policy: tuple  # ("none",) | ("seer", SeerConfig) | ("fixed",)
     window: int | None  # fixed window (oracle)
+    embeds: torch.Tensor | None = None  # (len(ids), D) prompt embeddings (image spliced in)
 
 
 class Engine:
@@ -97,20 +98,26 @@ class Engine:
 
     # -- schedule -------------------------------------------------------------------------------
     def _admit(self, index: int, req: Request) -> _Row:
-        if req.image is not None:
-            raise SeerError("images are not supported by the engine yet")
         lm = self.lm
         p = req.params.with_defaults(lm.default_rule)
         if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
             raise SeerError("cfg_scale is only defined for LLaDA's remasking rules")
-        ids = lm._prompt_ids(req.prompt, req.chat, None)[0]
-        lm._check([ids], p)
+        embeds = None
+        if isinstance(req.prompt, str) and (req.image is not None or lm.processor is not None):
+            prompt = lm.prompt(req.prompt, req.image, req.chat)
+            ids, embeds = prompt.ids, prompt.embeds
+            lm._check([ids], p, images=True)
+        elif req.image is not None:
+            raise SeerError("an image goes with a text prompt; token-id prompts cannot take one")
+        else:
+            ids = lm._prompt_ids(req.prompt, req.chat, None)[0]
+            lm._check([ids], p)
         if req.window is not None:
             if req.seer:
                 raise SeerError("give a request either a fixed window or a Seer config")
-            return _Row(index, ids, p, ("fixed",), min(req.window, p.gen_length))
+            return _Row(index, ids, p, ("fixed",), min(req.window, p.gen_length), embeds)
         policy = ("seer", resolve(lm, req.seer)) if req.seer else ("none",)
-        return _Row(index, ids, p, policy, None)
+        return _Row(index, ids, p, policy, None, embeds)
 
     def _schedule(self, waiting: list[_Row]) -> tuple[list[_Row], list[_Row]]:
         """The next batch: the oldest request and up to max_batch - 1 compatible ones."""
@@ -133,7 +140,11 @@ class Engine:
     def _tick(self, batch: list[_Row], t0: float) -> list[RequestResult]:
         p, lm = batch[0].params, self.lm
         policy = self._policy(batch)
-        canvas = make_canvas([r.ids for r in batch], p.gen_length, lm.tokens, lm.device)
+        embeds = [r.embeds for r in batch]
+        emb = lm.model.get_input_embeddings()
+        canvas = make_canvas(
+            [r.ids for r in batch], p.gen_length, lm.tokens, lm.device, embeds, emb
+        )
         s = self.loop.begin(canvas, p, policy)
         self.loop.step(s)  # step 0, batched over the full window; the policy cuts
         self.stats.detect += s.policy_seconds

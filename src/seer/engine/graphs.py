@@ -68,7 +68,8 @@ class GraphedLoop(DenoisingLoop):
         self.graphs = graphs
 
     def forward(self, c: Canvas, p: SamplingParams, lo: int, hi: int, **kw) -> torch.Tensor:
-        if kw or p.cfg_scale > 0 or not c.x.is_cuda:  # step-0 hooks, CFG: the eager forward
+        eager = kw or p.cfg_scale > 0 or c.prompt_embeds is not None or not c.x.is_cuda
+        if eager:  # step-0 hooks, CFG, spliced image prompts: the eager forward
             return super().forward(c, p, lo, hi, **kw)
         am = c.attention_mask
         pos = (am.cumsum(-1) - 1).clamp(min=0)

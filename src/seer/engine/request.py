@@ -17,7 +17,7 @@ class Request:
     seer: object = None  # None (full window) | True (model defaults) | dict | SeerConfig
     window: int | None = None  # fixed window after step 0 (oracle truncation); excludes seer
     chat: bool = True  # apply the tokenizer's chat template to a text prompt
-    image: object = None  # reserved for multimodal models; not supported yet
+    image: object = None  # multimodal models: a path, data URI, PIL image or array (text prompt)
 
 
 @dataclass(slots=True)

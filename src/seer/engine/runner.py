@@ -63,6 +63,13 @@ class PackedLoop(DenoisingLoop):
         _, comp, mask, cap = self.layout
         ids = c.x.flatten()[comp.src.clamp(min=0)]
         ids = torch.where(comp.seg >= 0, ids, self.tokens.eos).view(-1, cap)  # (packs, C)
+        embeds = None
+        if c.prompt_embeds is not None:  # the same gather over the canvas's input embeddings
+            h = self.model.get_input_embeddings()(c.x)  # (n, P + W, D)
+            h[:, : c.prompt_len] = c.prompt_embeds.to(h)
+            h = h.flatten(0, 1)[comp.src.clamp(min=0)]
+            pad = self.model.get_input_embeddings().weight[self.tokens.eos].to(h)
+            embeds = torch.where((comp.seg >= 0)[:, None], h, pad).view(*ids.shape, -1)
         pos = comp.pos.view(-1, cap)
         take = comp.cols[:, lo:hi].clamp(min=0)  # (n, hi - lo) slots; past-window ones unused
         last = len(self.model.layers) - 1
@@ -73,7 +80,14 @@ class PackedLoop(DenoisingLoop):
             sel = h.reshape(1, -1, h.shape[-1])[:, take.flatten()]
             return sel, m, torch.zeros(sel.shape[:2], dtype=torch.long, device=h.device)
 
-        out = self.model(ids, attention_mask=mask, position_ids=pos, after_layer=gather)
+        kw = {} if embeds is None else {"inputs_embeds": embeds}
+        out = self.model(
+            None if embeds is not None else ids,
+            attention_mask=mask,
+            position_ids=pos,
+            after_layer=gather,
+            **kw,
+        )
         return out.logits.view(take.shape[0], hi - lo, -1)
 
 
@@ -103,6 +117,12 @@ class Runner:
         comp = self.layout(s, plen, plan)
         rows = torch.tensor(plan.rows, dtype=torch.long, device=plen.device)
         canvas = Canvas(comp.x, comp.attention_mask, plan.prompt_width, s.canvas.window[rows])
+        if s.canvas.prompt_embeds is not None:  # prompts end at P in both layouts
+            pe, start = s.canvas.prompt_embeds[rows], s.canvas.prompt_len - plan.prompt_width
+            if start < 0:  # a static layout may pad prompts further: embed those pad columns
+                pad = self.model.get_input_embeddings()(comp.x[:, :-start]).to(pe)
+                pe = torch.cat([pad, pe], dim=1)
+            canvas.prompt_embeds = pe[:, max(start, 0) :]
         loop = self.loop
         if plan.path == "varlen":
             loop = PackedLoop(self.model, self.tokens, plen[rows], self.capacity)
