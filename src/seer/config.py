@@ -14,7 +14,8 @@ from seer.errors import SeerError
 LLADA_RULES = ("low_confidence", "random")  # LLaDA's remasking: linear schedule, semi-AR blocks
 DREAM_RULES = ("origin", "maskgit_plus", "topk_margin", "entropy")  # Dream's algorithms
 RULES = LLADA_RULES + DREAM_RULES
-CACHES = ("none", "prefix", "dual")  # KV-cache policies (seer.diffusion.cache)
+CACHES = ("none", "prefix", "dual", "prefix_lm")  # KV-cache policies (seer.diffusion.cache)
+SCHEDULES = ("linear", "timestep", "shift")  # reveal counts per step (seer.diffusion.schedule)
 
 
 @dataclass(slots=True, frozen=True)
@@ -54,7 +55,8 @@ class SamplingParams:
     confidence_eos_eot_inf: bool = False  # LLaDA: end-of-turn gets zero confidence (official quirk)
     eps: float = 1e-3  # Dream: last time step of linspace(1, eps, steps + 1)
     seed: int | None = None  # seeds the torch.Generator used for every random draw
-    cache: str = "none"  # KV cache: none | prefix | dual (Fast-dLLM, per semi-AR block)
+    cache: str = "none"  # KV cache: none | prefix | dual (Fast-dLLM) | prefix_lm (LaViDa)
+    schedule: str | None = None  # reveal counts: linear | timestep | shift (default: the rule's)
 
     def __post_init__(self) -> None:
         for name in ("temperature", "alg_temp", "top_p", "cfg_scale", "eps"):
@@ -74,7 +76,13 @@ class SamplingParams:
         if self.cache not in CACHES:
             raise SeerError(
                 f"unknown cache {self.cache!r}; choose one of {', '.join(CACHES)} "
-                "(prefix/dual reuse keys and values within each semi-AR block)"
+                "(prefix/dual reuse keys and values within each semi-AR block; prefix_lm "
+                "encodes the prompt once, on its own)"
+            )
+        if self.schedule is not None and self.schedule not in SCHEDULES:
+            raise SeerError(
+                f"unknown schedule {self.schedule!r}; choose one of {', '.join(SCHEDULES)} "
+                "(or None for the unmasking rule's own)"
             )
         if self.temperature < 0:
             raise SeerError(f"temperature must be >= 0, got {self.temperature}")
@@ -104,6 +112,11 @@ class SamplingParams:
     @property
     def block(self) -> int:
         return self.block_length or self.gen_length
+
+    @property
+    def counting(self) -> str:
+        """The reveal-count schedule in force: `schedule`, else the rule family's own."""
+        return self.schedule or ("linear" if self.remasking in LLADA_RULES else "timestep")
 
     def with_defaults(self, rule: str) -> SamplingParams:
         return self if self.remasking else replace(self, remasking=rule)

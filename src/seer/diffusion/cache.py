@@ -1,4 +1,5 @@
-"""KV-cache policies for the one denoising loop: none, prefix and dual (Fast-dLLM v1).
+"""KV-cache policies for the one denoising loop: none, prefix and dual (Fast-dLLM v1), and
+prefix_lm (LaViDa).
 
 Semi-autoregressive decoding only changes the current block's tokens, so the keys and values of
 the other columns change little within a block. Fast-dLLM (NVlabs/Fast-dLLM, `llada/generate.py`)
@@ -11,6 +12,17 @@ reuses them:
   current block's columns and read the cached K/V of the suffix as well (stale until the next
   block's refresh).
 - `NoCache`: every step is a full forward (the loop's plain path, unchanged).
+- `PrefixLMCache` (LaViDa's `prefix_lm=True`, both backbones): a different model of the
+  sequence, not an approximation of the full forward. The prompt is encoded once, on its own
+  (it never attends to the answer); every step then runs all answer columns against that fixed
+  prompt K/V. The prompt-only pass is a fill span that ends at the prompt: when the step needs
+  answer columns too, the loop runs it as a prefill and asks for the step's span again. On a
+  shifted model (Dream) that pass also yields the logits of answer position 0 (the prompt's last
+  column predicts it), so the policy asks the plan for a `lead` of one position revealed alone at
+  step 0 from those logits, as LaViDa-Dream fixes its first token to the prefill's argmax; the
+  plan's first block then starts after it with its full share of steps. Under a window policy
+  (Seer) step 0 stays one full forward, as the probe and the detector were calibrated on; the
+  prompt's cache is filled at step 1, so only step 0 differs from a run without the policy.
 
 A cache only changes which columns the model recomputes, never which tokens are revealed: the
 loop keeps its plan (how many tokens each step reveals) and its unmasking rule; the revealed
@@ -74,7 +86,12 @@ class CachePolicy:
     returns None for a plain full forward (no cache involved), or a `Span` covering at least the
     columns [P + lo - shift, P + hi - shift): a fill (a new cache of every column), or a read of
     `kv` whose `replace` rows recompute their own columns and keep their cached K/V elsewhere.
+    A fill span always starts at column 0; one that ends before the step's columns is a prefill:
+    the loop runs it, stores its cache, keeps the logits it has (positions before its end) and
+    calls `span` again for the remaining positions.
     `store(kv)` receives the cache a filling forward built (reads update `kv` in place).
+    `lead(shift)` is the number of answer positions the plan reveals alone, one step, before its
+    first block (0 but for `PrefixLMCache` on a shifted model).
     `invalidate(rows)` marks rows (B,) bool whose canvas columns changed (all rows if None);
     each is refilled by the next step. `relayout(rows, batch, offset, width)` returns the policy
     for a new canvas made of some `rows` of this one, whose column c is this canvas's column
@@ -92,6 +109,9 @@ class CachePolicy:
 
     def store(self, kv: KVCache | None) -> None:
         self.kv, self.stale = kv, None
+
+    def lead(self, shift: int) -> int:
+        return 0
 
     def invalidate(self, rows: torch.Tensor | None = None) -> None:
         if rows is None or self.kv is None:
@@ -167,9 +187,36 @@ class DualCache(_BlockCache):
     to_end = False
 
 
+class PrefixLMCache(CachePolicy):
+    """LaViDa's prefix LM: the prompt's K/V from one prompt-only forward, then every step runs
+    the answer columns [P, S) against them. The prompt never sees the answer, so its K/V stay
+    valid when windows are cut or grown: stale rows need no refill (their answer columns are
+    recomputed at every step anyway)."""
+
+    name = "prefix_lm"
+
+    def span(self, canvas, now, lo: int, hi: int, shift: int) -> Span:
+        pp, total = canvas.prompt_len, canvas.x.shape[1]
+        if self.kv is None or lo < shift:  # the prompt alone (a prefill if the step needs
+            return Span(0, pp, True, None)  # more); on Dream it also predicts position 0
+        if self.kv.length < total:  # the prompt's cache, widened to the canvas (answer: zeros)
+            self.kv = KVCache(
+                [_columns(k, 0, total) for k in self.kv.keys],
+                [_columns(v, 0, total) for v in self.kv.values],
+            )
+        return Span(pp, total, False, None)
+
+    def invalidate(self, rows: torch.Tensor | None = None) -> None:
+        if rows is None:
+            self.kv, self.stale = None, None
+
+    def lead(self, shift: int) -> int:
+        return shift
+
+
 def make_cache(name: str) -> CachePolicy:
-    """The cache policy called `name` ("none" | "prefix" | "dual")."""
-    kinds = {"none": NoCache, "prefix": PrefixCache, "dual": DualCache}
+    """The cache policy called `name` ("none" | "prefix" | "dual" | "prefix_lm")."""
+    kinds = {"none": NoCache, "prefix": PrefixCache, "dual": DualCache, "prefix_lm": PrefixLMCache}
     if name not in kinds:
         raise SeerError(f"unknown cache {name!r}; choose one of {', '.join(CACHES)}")
     return kinds[name]()

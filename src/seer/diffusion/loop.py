@@ -23,9 +23,9 @@ from typing import Protocol
 
 import torch
 
-from seer.config import LLADA_RULES, SamplingParams, TokenIds
+from seer.config import SamplingParams, TokenIds
 from seer.diffusion.cache import CachePolicy, NoCache, Span, make_cache
-from seer.diffusion.schedule import COUNTS, Plan, lay_blocks, reveal_prob
+from seer.diffusion.schedule import COUNTS, Plan, Stage, lay_blocks, reveal_prob
 from seer.diffusion.unmask import propose, select
 from seer.models.common import KVCache
 
@@ -130,9 +130,21 @@ class DenoisingLoop:
     def steps_per_block(p: SamplingParams) -> int:
         return p.total_steps // (p.gen_length // p.block)
 
-    def plan(self, window: torch.Tensor, p: SamplingParams) -> Plan:
+    def plan(self, window: torch.Tensor, p: SamplingParams, lead: int = 0) -> Plan:
+        """Blocks over each row's window. `lead` positions (the cache policy's, see
+        `CachePolicy.lead`) come first, revealed alone in one step; the first block then starts
+        after them with its full share of steps."""
         spb = self.steps_per_block(p)
-        return Plan([lay_blocks(0, int(w), p.block, spb) for w in window.tolist()])
+        rows = []
+        for w in window.tolist():
+            stages = lay_blocks(0, int(w), p.block, spb)
+            if lead and stages:
+                first = stages.pop(0)
+                stages[:0] = [Stage(0, min(lead, first.end), 1)]
+                if first.end > lead:
+                    stages.insert(1, Stage(lead, first.end, first.steps))
+            rows.append(stages)
+        return Plan(rows)
 
     # -- model ------------------------------------------------------------------------------
     def forward(self, c: Canvas, p: SamplingParams, lo: int, hi: int, **kw) -> torch.Tensor:
@@ -164,6 +176,8 @@ class DenoisingLoop:
             cache = {"use_cache": True} if span.fill else {"past_key_values": kv}
             kw = dict(kw, cache_start=a, replace=replace, **cache)
             x, pos = x[:, a:hi_col], pos[:, a:hi_col]
+            if span.fill and mask is not None:  # a fill's keys are its own columns only
+                mask = mask[:, a:hi_col]
         if c.prompt_embeds is not None:  # images spliced into the prompt: feed embeddings
             kw["inputs_embeds"] = self._embeds(c, p, x, a)
             x = None
@@ -193,11 +207,23 @@ class DenoisingLoop:
         if span is None:
             s.forwarded += rows * c.x.shape[1]
             return self.forward(c, s.params, lo, hi, **kw)
+        head = None
+        prefill = span.fill and span.hi < c.prompt_len + hi - self.shift
+        if prefill and s.first_kw is not None:  # a window policy's step 0 probes the whole
+            s.forwarded += rows * c.x.shape[1]  # canvas in one forward: no prefill split
+            return self.forward(c, s.params, lo, hi, **kw)
+        if prefill:  # the prompt alone, then the step's remaining positions
+            mid = max(lo, span.hi - c.prompt_len + self.shift)  # positions it has logits for
+            s.forwarded += rows * (span.hi - span.lo)
+            s.nfe += 1
+            head, kv = self.forward_cached(c, s.params, lo, mid, span, None)
+            s.cache.store(kv)
+            lo, span = mid, s.cache.span(c, now, mid, hi, self.shift)
         s.forwarded += rows * (span.hi - span.lo)
         logits, kv = self.forward_cached(c, s.params, lo, hi, span, s.cache.kv)
         if span.fill:
             s.cache.store(kv)
-        return logits
+        return logits if head is None else torch.cat([head, logits], dim=1)
 
     # -- one step ---------------------------------------------------------------------------
     def decode(self, c: Canvas, logits: torch.Tensor, lo: int, now, p: SamplingParams, g):
@@ -209,7 +235,7 @@ class DenoisingLoop:
         pos = torch.arange(lo, lo + n, device=c.x.device)[None]
         eligible = (win == self.tokens.mask) & (pos >= start[:, None]) & (pos < end[:, None])
         eligible &= active[:, None]
-        counter = COUNTS["linear" if p.remasking in LLADA_RULES else "timestep"]
+        counter = COUNTS[p.counting]
         k = counter(j, steps, eligible.sum(1), end - start, p.eps) * active
         x0, conf = propose(logits, p, self.tokens, g)
         reveal = reveal_prob(j, steps, p.eps) if p.remasking == "origin" else None
@@ -291,10 +317,9 @@ class DenoisingLoop:
         t0 = time.perf_counter()
         if generator is None and p.seed is not None:
             generator = torch.Generator(device=c.x.device).manual_seed(p.seed)
-        s = LoopState(
-            c, p, self.plan(c.window, p), policy, generator, None, torch.zeros_like(c.window)
-        )
-        s.cache = cache if cache is not None else make_cache(p.cache)
+        cache = cache if cache is not None else make_cache(p.cache)
+        plan = self.plan(c.window, p, cache.lead(self.shift))
+        s = LoopState(c, p, plan, policy, generator, None, torch.zeros_like(c.window), cache=cache)
         s.t0 = t0
         if policy is not None:
             tp = time.perf_counter()
@@ -313,7 +338,7 @@ class DenoisingLoop:
             window = policy.cut(c, logits)
             if window is not None:  # cut rows refill their cache at the next step
                 c = self._resize(s, window, window != c.window)
-                s.plan = self.plan(c.window, p)
+                s.plan = self.plan(c.window, p, s.cache.lead(self.shift))
                 now = s.plan.current(c.x.device)
                 logits = logits[:, : c.width]
             s.policy_seconds += time.perf_counter() - tp

@@ -5,13 +5,17 @@ share of steps. It keeps the user's tokens-per-step ratio, so when Seer truncate
 the step count follows L* (`steps * L / gen_length`, rounded up per block), and when the guard
 grows a window the new positions get blocks and steps of their own.
 
-Two counting rules, both per row:
+Three counting rules (`SamplingParams.schedule`; by default the rule family's own), all per row:
 - `linear` (LLaDA): a block of m masks over n steps reveals m // n per step, the remainder going
   to the earliest steps.
 - `timestep` (Dream): with t = linspace(1, eps, n + 1), step j reveals
   floor(remaining * (1 - t[j+1] / t[j])) and everything left at the last step. Dream's official
   sampler uses the batch-mean mask count; we count per row so a row's answer does not depend on
   its batch-mates (identical when rows have equal windows, as in the official setting).
+- `shift` (LaViDa's `schedule='shift'`, `get_num_transfer_tokens_sch`, for both backbones): the
+  cumulative share sigma(t) = 3t / (1 + 2t) of the block's m masks on t = linspace(0, 1, n + 1),
+  differences clamped to >= 1, the excess taken back from the front (skipping 1s), then reversed:
+  few tokens first, many at the end. At most min(n, m) steps reveal; later ones reveal none.
 """
 
 from __future__ import annotations
@@ -122,4 +126,40 @@ def reveal_prob(j: torch.Tensor, steps: torch.Tensor, eps: float) -> torch.Tenso
     return out.to(j.device)
 
 
-COUNTS = {"linear": linear_count, "timestep": timestep_count}
+SHIFT = 3  # LaViDa's default `schedule_kwargs['shift']`
+
+
+@functools.lru_cache(maxsize=1024)
+def shift_counts(size: int, steps: int, shift: int = SHIFT) -> tuple[int, ...]:
+    """LaViDa's shifted schedule: tokens revealed at each of min(steps, size) steps (float32
+    sigmas, as the official code computes them)."""
+    steps = min(steps, size)
+    if steps <= 0:
+        return ()
+    t = torch.linspace(0, 1, steps + 1)
+    sigmas = shift * t / (1 + (shift - 1) * t)
+    cum = (sigmas * size).to(torch.int64)
+    counts = (cum[1:] - cum[:-1]).clamp(min=1).tolist()
+    excess, j = sum(counts) - size, 0
+    while excess > 0:  # take the rounding excess back from the front, never below 1
+        j %= len(counts)
+        if counts[j] > 1:
+            counts[j] -= 1
+            excess -= 1
+        j += 1
+    return tuple(reversed(counts))
+
+
+def shift_count(
+    j: torch.Tensor, n: torch.Tensor, remaining: torch.Tensor, size: torch.Tensor, eps: float
+) -> torch.Tensor:
+    """LaViDa `shift`: step j's share of the block's `size` masks (0 past min(n, size) steps)."""
+    out = torch.zeros_like(remaining)
+    for r in range(remaining.shape[0]):
+        counts = shift_counts(int(size[r]), int(n[r]))
+        if int(j[r]) < len(counts):
+            out[r] = counts[int(j[r])]
+    return out
+
+
+COUNTS = {"linear": linear_count, "timestep": timestep_count, "shift": shift_count}
