@@ -189,3 +189,32 @@ def test_builtin_layout_features_equal_an_independent_reference():
         got = vision.features(tiles, size)
     assert got.shape == (36, 32)
     torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_prefix_lm_batches_like_single_runs_and_runs_under_seer(lavida):
+    """LaViDa's prefix_lm cache (the prompt encoded once, alone) on left-padded batches: each
+    row equals its run alone; Seer's cut and the guard work on top of it."""
+    kw = dict(gen_length=16, steps=8, cache="prefix_lm", schedule="shift")
+    prompts = ["what colour ?", "what is the colour of the box on the left ?"]
+    images = [_image(seed=0), _image(seed=1)]
+    both = lavida.generate(prompts, image=images, **kw)
+    for q, img, got in zip(prompts, images, both, strict=True):
+        assert lavida.generate(q, image=img, **kw).token_ids == got.token_ids
+    plain = lavida.generate(prompts[0], image=images[0], gen_length=16, steps=8, schedule="shift")
+    assert plain.token_ids != both[0].token_ids  # a different model of the sequence
+    cut = lavida.generate(prompts[0], image=images[0], seer=True, **kw)
+    assert cut.boundary is not None and len(cut.token_ids) == 16
+    assert len(cut.boundary.profile) == 16  # step 0 probed the whole window in one forward
+    plain_cut = lavida.generate(prompts[0], image=images[0], seer=True, **{**kw, "cache": "none"})
+    assert cut.boundary.profile == plain_cut.boundary.profile
+
+
+def test_shift_schedule_reveals_every_mask_few_first():
+    from seer.diffusion.schedule import shift_counts
+
+    for size in (1, 7, 16, 23, 64):
+        for steps in (1, 4, 12, 32, 80):
+            counts = shift_counts(size, steps)
+            assert len(counts) == min(size, steps) and sum(counts) == size
+            assert min(counts) >= 1
+    assert shift_counts(23, 12) == (1, 1, 1, 1, 1, 1, 2, 2, 2, 3, 4, 4)  # LaViDa's get_num_..._sch

@@ -11,12 +11,20 @@ template (system prompt, then the user turn "<image>\\n" + question, through the
 chat template), LLaVA's `tokenizer_image_token` (the text around "<image>" tokenized chunk by
 chunk), then the image features spliced where "<image>" was. The result is a `PromptInput` whose
 `embeds` the denoising loop feeds instead of the prompt's token embeddings.
+
+`official_sampling` translates the keyword arguments of LaViDa's `model.generate` (its LLaDA
+sampler `llada/generate.py`, or Dream's `diffusion_generate`) into `SamplingParams` that give
+the same tokens through Seer's loop: `prefix_lm=True` is the `prefix_lm` cache policy,
+`schedule='shift'` the `shift` reveal schedule, and the step count follows the official
+arithmetic (`step_per_block`, `step_ratio`). Checked token for token against goldens from the
+official code (tests/models/test_lavida_golden.py).
 """
 
 from __future__ import annotations
 
 import torch
 
+from seer.config import SamplingParams
 from seer.errors import SeerError
 from seer.models.dream import DreamConfig, DreamModel
 from seer.models.image_processor import ImageProcessor
@@ -126,3 +134,80 @@ def splice(model, ids: list[int], features: torch.Tensor) -> PromptInput:
     embeds = torch.cat([before, features.to(before), after])  # (P, D)
     filler = int(getattr(model.config, "pad_token_id", None) or 0)
     return PromptInput(ids[:at] + [filler] * features.shape[0] + ids[at + 1 :], embeds)
+
+
+# keyword arguments the official samplers accept but that change nothing at temperature 0 / here
+_IGNORED = {"do_sample", "num_beams", "use_cache", "tokenizer", "mask_id", "verbose", "modalities"}
+DREAM_CONFIG_TOP_K = 50  # transformers 4.x PretrainedConfig's legacy `top_k`, which Dream's
+# `DreamGenerationConfig.from_model_config(model.config)` inherits: on unless top_k is passed
+
+
+def official_sampling(backbone: str, **kw) -> SamplingParams:
+    """`SamplingParams` equivalent to LaViDa's `model.generate(..., **kw)` for a backbone
+    ("llada" or "dream"). Raises `SeerError` for official options Seer does not reproduce."""
+    kw = {k: v for k, v in kw.items() if k not in _IGNORED}
+    extra = {"cache": "prefix_lm" if kw.pop("prefix_lm", False) else "none"}
+    extra["schedule"] = kw.pop("schedule", None)
+    if extra["schedule"] not in (None, "shift"):
+        raise SeerError(f"LaViDa schedule {extra['schedule']!r} is not supported (only 'shift')")
+    ratio = kw.pop("step_ratio", None)
+    if backbone == "llada":
+        p = _llada_sampling(kw, ratio, extra)
+    elif backbone == "dream":
+        p = _dream_sampling(kw, ratio, extra)
+    else:
+        raise SeerError(f"unknown LaViDa backbone {backbone!r}; use 'llada' or 'dream'")
+    if kw:
+        raise SeerError(f"LaViDa generate option(s) {sorted(kw)} are not supported")
+    return p
+
+
+def _llada_sampling(kw: dict, ratio, extra: dict) -> SamplingParams:
+    """llada/generate.py: steps = max_new_tokens (its `steps` argument is ignored), split over
+    the blocks, then `step_per_block` (capped at the block) or `int(steps * step_ratio)`."""
+    n = int(kw.pop("max_new_tokens", 128))
+    block = int(kw.pop("block_length", 128))
+    kw.pop("steps", None)
+    kw.pop("top_p", None)  # accepted, unused by the LLaDA sampler
+    if n % block:
+        raise SeerError(f"max_new_tokens {n} is not a multiple of block_length {block}")
+    blocks = n // block
+    per_block = kw.pop("step_per_block", None)
+    if per_block and ratio:
+        raise SeerError("give step_per_block or step_ratio, not both (as the official code)")
+    spb = min(int(per_block), block) if per_block else n // blocks
+    if ratio:
+        spb = int(spb * ratio)
+    if kw.pop("cfg_scale", 0.0):
+        raise SeerError("LaViDa's LLaDA sampler does not support cfg_scale")
+    remasking = kw.pop("remasking", "low_confidence")
+    if remasking not in ("low_confidence", "random"):
+        raise SeerError(f"LaViDa remasking {remasking!r} is not supported")
+    temperature = float(kw.pop("temperature", 0.0))
+    return SamplingParams(gen_length=n, steps=max(1, spb) * blocks, block_length=block,
+                          temperature=temperature, remasking=remasking, **extra)  # fmt: skip
+
+
+def _dream_sampling(kw: dict, ratio, extra: dict) -> SamplingParams:
+    """Dream's `diffusion_generate` through `LlavaDreamForMaskedDiffusion.generate` (defaults:
+    512 / 512 steps, temperature 0.2, top_p 0.95, alg entropy; top_k 50 from the config)."""
+    n = int(kw.pop("max_new_tokens", 512))
+    steps = min(int(kw.pop("steps", 512)), n)
+    kw.pop("block_length", None)  # accepted, unused by Dream's sampler
+    kw.pop("step_per_block", None)
+    if ratio is not None:
+        if extra["schedule"] is None:  # the official loop then mixes two step counts
+            raise SeerError("Dream's step_ratio is only supported together with schedule='shift'")
+        steps = int(n * ratio)
+    alg_temp = kw.pop("alg_temp", 0.0)
+    return SamplingParams(
+        gen_length=n,
+        steps=max(1, steps),
+        temperature=float(kw.pop("temperature", 0.2)),
+        top_p=kw.pop("top_p", 0.95),
+        top_k=kw.pop("top_k", DREAM_CONFIG_TOP_K),
+        remasking=kw.pop("alg", "entropy"),
+        alg_temp=alg_temp or None,
+        eps=float(kw.pop("eps", 1e-3)),
+        **extra,
+    )
