@@ -352,3 +352,82 @@ def make_random_checkpoint(
     folder = Path(folder)
     wordtok.build_tokenizer(folder)
     return save_checkpoint(model, raw, folder)
+
+
+# LLaDA-V's config.json: the LM fields of ML-GSAI/LLaDA-V `train/llada_v_prepare/files/config.json`
+# (LLaDA-8B in Llama layout) and the vision fields that LLaVA's train.py writes with the values of
+# `train/scripts/llada_v_finetune.sh` (the released config.json itself was not available).
+LLADA_V_8B = {
+    "architectures": ["LlavaLLaDAModelLM"],
+    "model_type": "llava_llada",
+    "attention_bias": False,
+    "attention_dropout": 0.0,
+    "bos_token_id": 128000,
+    "eos_token_id": 126081,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "initializer_range": 0.02,
+    "intermediate_size": 12288,
+    "max_position_embeddings": 16384,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 32,
+    "pretraining_tp": 1,
+    "rms_norm_eps": 1e-05,
+    "rope_scaling": None,
+    "rope_theta": 500000.0,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "use_cache": False,
+    "vocab_size": 126464,
+    "mm_vision_tower": "model/siglip2-so400m-patch14-384",
+    "mm_projector_type": "mlp2x_gelu",
+    "mm_hidden_size": 1152,
+    "mm_vision_select_layer": -2,
+    "mm_vision_select_feature": "patch",
+    "mm_patch_merge_type": "spatial_unpad",
+    "mm_use_im_start_end": False,
+    "mm_use_im_patch_token": False,
+    "mm_newline_position": "grid",
+    "mm_spatial_pool_mode": "bilinear",
+    "mm_spatial_pool_stride": None,
+    "use_mm_proj": True,
+    "image_aspect_ratio": "anyres_max_4",
+    "image_grid_pinpoints": [[384 * i, 384 * j] for i in range(1, 7) for j in range(1, 7)],
+    "tokenizer_model_max_length": 8192,
+    "tokenizer_padding_side": "right",
+}
+
+
+def llada_v_config(
+    vocab_size: int,
+    hidden_size: int = 64,
+    num_hidden_layers: int = 2,
+    num_attention_heads: int = 4,
+    num_key_value_heads: int | None = None,
+    intermediate_size: int | None = None,
+    max_position_embeddings: int = 512,
+    vision: bool = True,
+    **tokens: int,
+) -> dict:
+    """A LLaDA-V config.json dict with every released field and tiny LM sizes.
+
+    `vision=False` drops the mm_* / image fields (a text-only, Llama-layout LLaDA); otherwise
+    they keep the released values (tower name, mm_hidden_size 1152, pinpoints): override them
+    with `raw.update(...)` for a tiny tower. tokens: mask/eos/pad/bos_token_id.
+    """
+    cfg = dict(LLADA_V_8B)
+    if not vision:
+        cfg = {k: v for k, v in cfg.items() if not k.startswith(("mm_", "image_", "use_mm"))}
+    cfg.update(
+        hidden_size=hidden_size,
+        num_hidden_layers=num_hidden_layers,
+        num_attention_heads=num_attention_heads,
+        num_key_value_heads=num_key_value_heads or num_attention_heads,
+        intermediate_size=intermediate_size or 3 * hidden_size,
+        vocab_size=vocab_size,
+        max_position_embeddings=max_position_embeddings,
+        torch_dtype="float32",
+    )
+    cfg.update(tokens)
+    return cfg

@@ -25,6 +25,7 @@ from seer.models.common import BidirectionalLM
 from seer.models.dream import DreamConfig, DreamModel
 from seer.models.lavida import LavidaDream, LavidaLLaDA
 from seer.models.llada import LLaDAConfig, LLaDAModelLM
+from seer.models.llada_v import LLaDAVConfig, LLaDAVModelLM
 from seer.models.mmada import MMaDAConfig, MMaDAModelLM
 
 # model_type / architectures name -> (config class, model class)
@@ -39,6 +40,8 @@ REGISTRY = {
     "llavalladaformaskeddiffusion": (LLaDAConfig, LavidaLLaDA),
     "llava_dream": (DreamConfig, LavidaDream),
     "llavadreamformaskeddiffusion": (DreamConfig, LavidaDream),
+    # LLaDA-V: model_type is also "llava_llada" (LaViDa's); only `architectures` tells them apart
+    "llavalladamodellm": (LLaDAVConfig, LLaDAVModelLM),
 }
 DTYPES = {
     "float32": torch.float32,
