@@ -127,7 +127,9 @@ def resolve_vision(folder: Path, raw: dict) -> dict:
 
 
 def architecture(raw: dict) -> str:
-    names = [raw.get("model_type", "")] + list(raw.get("architectures") or [])
+    """The registry key of a config: its architectures name first (LaViDa-LLaDA and LLaDA-V
+    share the model_type "llava_llada" but not the class), then its model_type."""
+    names = list(raw.get("architectures") or []) + [raw.get("model_type", "")]
     for name in names:
         if str(name).lower() in REGISTRY:
             return str(name).lower()
