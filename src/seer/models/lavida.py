@@ -3,8 +3,11 @@
 `LavidaLLaDA` / `LavidaDream` are Seer's LLaDA / Dream models with the vision modules added under
 the LM's inner `model` (keys `model.vision_tower.vision_tower.vision_model.*`,
 `model.mm_projector.*`, `model.image_newline`), so a released checkpoint loads with strict key
-matching. LaViDa average-pools every tile's feature grid 2x2 after the projector (its
-`get_2dPool`, on by default in the released code).
+matching. LaViDa pools every tile's feature grid with stride 2 after the projector (its
+`get_2dPool`, on by default in the released code; `mm_spatial_pool_mode` "bilinear" in the
+released config, whatever `mm_spatial_pool_stride` says). Sizes come from the tower folder named
+by `mm_vision_tower` (its config.json and preprocessor_config.json, see `loader.resolve_vision`),
+where the official tower hard-codes SigLIP's 384 px.
 
 `LlavaProcessor` builds a request's prompt as LaViDa's `predict.py` does: the conversation
 template (system prompt, then the user turn "<image>\\n" + question, through the tokenizer's
@@ -38,7 +41,7 @@ LAVIDA_SYSTEM = (
     "content that the user provides, and assist the user with a variety of tasks using natural "
     "language."
 )  # LaViDa's conversation templates ("llada", "dream")
-LAVIDA_POOL = 2  # LaViDa pools each tile's grid 2x2 (get_2dPool, stride 2)
+LAVIDA_POOL = 2  # LaViDa pools each tile's grid with stride 2 (get_2dPool's default)
 
 
 class LavidaLLaDA(LLaDAModelLM):

@@ -12,7 +12,8 @@ LLaVA code (the one LaViDa and LLaDA-V build on) does it:
    after `mm_vision_select_layer` removed (LLaVA deletes them from the tower, so the released
    checkpoints do not hold them); the features are the last kept layer's hidden states.
 3. The `mlp2x_gelu` projector (Linear, GELU, Linear) maps them to the LM width; LaViDa then
-   average-pools each tile's grid 2x2 (`pool_stride`).
+   pools each tile's grid with stride 2 (`pool_stride`; `mm_spatial_pool_mode`: "average" /
+   "max" pool 2x2, "bilinear" resizes the s x s grid to ceil(s / 2)^2, 27 -> 14 in the release).
 4. `merge`: the tiles' grids are laid out as one picture (`mm_patch_merge_type`): "flat"
    concatenates them; "spatial_unpad" removes the padding anyres added, shrinks the picture to at
    most N tiles' worth (`anyres_max_N`), appends the learned `image_newline` after every row, and
@@ -61,7 +62,7 @@ class VisionConfig:
     aspect_ratio: str = "square"  # image_aspect_ratio: anyres | anyres_max_N | pad | square
     grid_pinpoints: object = None  # image_grid_pinpoints: list of [w, h] or its string forms
     merge_type: str = "flat"  # mm_patch_merge_type: flat | spatial | spatial_unpad | ...
-    pool_stride: int = 1  # 2x2 average pool of each tile's grid (LaViDa: 2; LLaVA-NeXT: 1)
+    pool_stride: int = 1  # stride of the per-tile pool (LaViDa: 2; LLaVA-NeXT: 1 = none)
     pool_mode: str = "average"  # mm_spatial_pool_mode: average | max | bilinear
     processor: dict = field(default_factory=dict)  # preprocessor_config.json, if any
 
