@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from seer.config import CACHES, RULES
+from seer.config import CACHES, RULES, SCHEDULES
 from seer.errors import SeerError
 from seer.models.factory import ARCHS
 
@@ -26,6 +26,9 @@ def _add_sampling(p: argparse.ArgumentParser) -> None:
     g.add_argument("--top-p", type=float, default=None)
     g.add_argument("--top-k", type=int, default=None)
     g.add_argument("--cfg-scale", type=float, default=0.0)
+    g.add_argument(
+        "--schedule", choices=SCHEDULES, default=None, help="reveal counts (default: the rule's)"
+    )
     g.add_argument("--seed", type=int, default=0)
 
 
@@ -34,7 +37,7 @@ IMAGE_HELP = "image file or data:image/...;base64 URI (multimodal models)"
 
 def _sampling(args) -> dict:
     keys = ("gen_length", "steps", "block_length", "temperature", "remasking", "alg_temp")
-    keys += ("top_p", "top_k", "cfg_scale", "seed", "cache")
+    keys += ("top_p", "top_k", "cfg_scale", "seed", "cache", "schedule")
     out = {k: getattr(args, k, None) for k in keys if getattr(args, k, None) is not None}
     out.setdefault("gen_length", 64)
     return out
@@ -179,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--cache",
         choices=CACHES,
         default=None,
-        help="KV cache per semi-AR block (Fast-dLLM): prefix or dual (default none)",
+        help="KV cache: prefix or dual (Fast-dLLM, per semi-AR block), prefix_lm (LaViDa: the "
+        "prompt encoded once, alone) (default none)",
     )
     g.set_defaults(func=cmd_generate)
 
