@@ -27,6 +27,7 @@ class TokenIds:
     pad: int  # left padding of batched prompts
     eot: int | None = None  # end of turn (<|eot_id|>, <|im_end|>), if the model has one
     bos: int | None = None
+    banned: tuple[int, ...] = ()  # never proposed at masked positions by the official sampler
 
     @property
     def enders(self) -> tuple[int, ...]:
@@ -57,6 +58,12 @@ class SamplingParams:
     seed: int | None = None  # seeds the torch.Generator used for every random draw
     cache: str = "none"  # KV cache: none | prefix | dual (Fast-dLLM) | prefix_lm (LaViDa)
     schedule: str | None = None  # reveal counts: linear | timestep | shift (default: the rule's)
+    banned_ids: tuple[int, ...] | None = None  # logits -inf at masked positions (None: the
+    # model's TokenIds.banned, e.g. LLaDA-V's EOS/BOS/header tokens; () bans nothing)
+    stop: tuple[tuple[int, ...], ...] = ()  # stop sequences (LLaDA-V's stopping_criteria, as
+    # ids): once one appears in the answer, only masks before it are revealed, then the row ends
+    suffix: tuple[int, ...] = ()  # ids fixed after the answer window (LLaDA-V's
+    # generation_suffix): attended to, never revealed, not part of the returned answer
 
     def __post_init__(self) -> None:
         for name in ("temperature", "alg_temp", "top_p", "cfg_scale", "eps"):
@@ -92,6 +99,15 @@ class SamplingParams:
             raise SeerError(f"top_k must be >= 1, got {self.top_k}")
         if self.cfg_scale < 0:
             raise SeerError(f"cfg_scale must be >= 0, got {self.cfg_scale}")
+        for name in ("banned_ids", "suffix"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))  # frozen: normalise lists once
+        if isinstance(self.stop, str) or any(isinstance(s, str) for s in self.stop):
+            raise SeerError("stop takes token-id sequences; encode stop words with the tokenizer")
+        object.__setattr__(self, "stop", tuple(tuple(map(int, s)) for s in self.stop))
+        if any(not s for s in self.stop):
+            raise SeerError("stop sequences must hold at least one token id each")
         block = self.block_length or self.gen_length
         if self.gen_length % block:
             raise SeerError(

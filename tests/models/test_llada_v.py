@@ -17,13 +17,8 @@ from safetensors.torch import load_file, save_file
 
 from seer.errors import CheckpointError
 from seer.models.factory import llada_v_config, save_checkpoint
-from seer.models.llada_v import (
-    LLaDAVConfig,
-    LLaDAVModelLM,
-    is_language_model_key,
-    load_language_model,
-)
-from seer.models.loader import load_tokenizer, read_config, token_ids
+from seer.models.llada_v import LLaDAVConfig, LLaDAVModelLM, is_language_model_key
+from seer.models.loader import load_model, load_tokenizer, read_config, token_ids
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "golden" / "llada_v"
 
@@ -37,7 +32,7 @@ def golden():
 
 @pytest.fixture(scope="module")
 def loaded():
-    return load_language_model(FIXTURE)
+    return load_model(FIXTURE)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +43,7 @@ def tokens():
 
 def test_logits_match_official(golden, loaded, tokens):
     meta, g = golden
-    model, _ = loaded
+    model = loaded
     embeds = g["inputs_embeds"]  # (1, Lp, D) official spliced prompt
     n = meta["meta"]["n_logit_masks"]
     mask = model.get_input_embeddings()(torch.tensor([tokens.mask]))  # (1, D)
@@ -61,7 +56,7 @@ def test_logits_match_official(golden, loaded, tokens):
 
 def test_logits_positions_and_prefix_cache_agree(golden, loaded, tokens):
     _, g = golden
-    model, _ = loaded
+    model = loaded
     embeds = g["inputs_embeds"][:, :64]  # a short prompt keeps this fast
     mask = model.get_input_embeddings()(torch.tensor([tokens.mask]))
     x = torch.cat([embeds, mask[None].expand(1, 8, -1)], dim=1)
@@ -77,24 +72,28 @@ def test_logits_positions_and_prefix_cache_agree(golden, loaded, tokens):
     torch.testing.assert_close(cached, full[:, 64:], rtol=1e-5, atol=1e-5)
 
 
-def test_vision_keys_reported_and_config_kept(loaded):
-    model, others = loaded
+def test_whole_checkpoint_loads_and_config_kept(loaded):
+    model = loaded
     names = set(load_file(FIXTURE / "model.safetensors"))
-    assert others == sorted(k for k in names if not is_language_model_key(k))
+    assert set(model.state_dict()) == names  # strict: vision keys are the model's too
+    others = {k for k in names if not is_language_model_key(k)}
     assert "model.image_newline" in others
     assert any(k.startswith("model.mm_projector.") for k in others)
-    assert any(k.startswith("model.vision_tower.") for k in others)
+    assert any(k.startswith("model.vision_tower.vision_tower.vision_model.") for k in others)
     _, raw = read_config(FIXTURE)
     vision = model.config.vision
-    assert vision.mm_vision_tower == raw["mm_vision_tower"]
-    assert vision.image_aspect_ratio == raw["image_aspect_ratio"] == "anyres_max_4"
-    assert vision.image_grid_pinpoints == raw["image_grid_pinpoints"]
-    assert vision.mm_patch_merge_type == "spatial_unpad"
+    assert vision.aspect_ratio == raw["image_aspect_ratio"] == "anyres_max_4"
+    assert vision.max_tiles == 4
+    assert vision.grid_pinpoints == raw["image_grid_pinpoints"]
+    assert vision.merge_type == "spatial_unpad"
     assert vision.mm_hidden_size == raw["mm_hidden_size"]
+    assert vision.pool_stride == 1  # LLaDA-V does not pool image features (LaViDa does)
+    assert vision.processor == {}  # the official processor ignores preprocessor_config.json
+    assert model.config.extra["mm_vision_tower"] == raw["mm_vision_tower"]
 
 
 def test_probe_attributes(loaded):
-    model, _ = loaded
+    model = loaded
     for layer in model.layers:
         assert layer.down_proj is layer.mlp.down_proj
         assert layer.gate_proj is layer.mlp.gate_proj
@@ -115,6 +114,12 @@ def _copy_fixture(tmp_path: Path) -> Path:
     [
         ("model.layers.0.mlp.down_proj.weight", "model.layers.0.mlp.ff_out.weight"),
         ("lm_head.weight", "model.transformer.ff_out.weight"),  # original-layout name
+        ("model.image_newline", "model.image_newline_"),
+        ("model.mm_projector.2.weight", "model.mm_projector.1.weight"),
+        (
+            "model.vision_tower.vision_tower.vision_model.encoder.layers.1.mlp.fc1.weight",
+            "model.vision_tower.vision_model.encoder.layers.1.mlp.fc1.weight",
+        ),
     ],
 )
 def test_renamed_key_fails_strict_loading(tmp_path, old, new):
@@ -123,7 +128,20 @@ def test_renamed_key_fails_strict_loading(tmp_path, old, new):
     state[new] = state.pop(old)
     save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
     with pytest.raises(CheckpointError, match="missing"):
-        load_language_model(folder)
+        load_model(folder)
+
+
+def test_extra_tower_layer_fails_strict_loading(tmp_path):
+    """The checkpoint holds the tower without its last layer (select_layer -2): a full tower's
+    extra layer is an unexpected key."""
+    folder = _copy_fixture(tmp_path)
+    state = load_file(folder / "model.safetensors")
+    pre = "model.vision_tower.vision_tower.vision_model.encoder.layers."
+    for k in [k for k in state if k.startswith(pre + "1.")]:
+        state[k.replace(pre + "1.", pre + "2.")] = state[k].clone()
+    save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(CheckpointError, match="unexpected"):
+        load_model(folder)
 
 
 def test_text_only_checkpoint_roundtrip(tmp_path):
@@ -132,8 +150,8 @@ def test_text_only_checkpoint_roundtrip(tmp_path):
     torch.manual_seed(0)
     model = LLaDAVModelLM(LLaDAVConfig.from_dict(raw)).eval()  # torch's default init
     save_checkpoint(model, raw, tmp_path)
-    loaded, others = load_language_model(tmp_path)
-    assert others == []
+    loaded = load_model(tmp_path)
+    assert loaded.vision is None
     ids = torch.arange(10)[None]
     with torch.no_grad():
         torch.testing.assert_close(loaded(ids).logits, model(ids).logits)

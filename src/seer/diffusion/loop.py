@@ -8,11 +8,16 @@
 - the cache policy (`CachePolicy`, `SamplingParams.cache`, see `cache.py`): which columns each
   step runs through the model and which keys/values it reuses. The cache follows every change of
   the canvas layout (the cut, the guard's growth, a split into another layout); rows whose
-  columns changed (cut or grown) refill theirs at the next step.
+  columns changed (cut or grown) refill theirs at the next step;
+- stop sequences (`SamplingParams.stop`, see `stop.py`): after every step, rows whose answer
+  holds one reveal only the masks before it and end once those are filled.
+Banned ids (`SamplingParams.banned_ids`) are a logits transform of the unmasking rule.
 
 Canvas layout: every row is `[left padding | prompt | answer window]`; all prompts end at column
 P, so the answer window of every row starts at P. A row whose window is shorter than the canvas
-has [EOS] there, hidden from attention, so its tokens equal those it gets alone.
+has [EOS] there, hidden from attention, so its tokens equal those it gets alone. A generation
+suffix (`SamplingParams.suffix`, LLaDA-V) adds fixed columns after the window:
+`[prompt | answer window | suffix]`; they are attended to and never revealed.
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ import torch
 from seer.config import SamplingParams, TokenIds
 from seer.diffusion.cache import CachePolicy, NoCache, Span, make_cache
 from seer.diffusion.schedule import COUNTS, Plan, Stage, lay_blocks, reveal_prob
+from seer.diffusion.stop import StopWords
 from seer.diffusion.unmask import propose, select
+from seer.errors import SeerError
 from seer.models.common import KVCache
 
 
@@ -124,6 +131,8 @@ class DenoisingLoop:
         self.model = model
         self.tokens = tokens
         self.shift = getattr(model, "logits_shift", 0)
+        # dtype of the official sampler's confidences (LLaDA-V: float64), else the logits'
+        self.confidence_dtype = getattr(model, "confidence_dtype", None)
 
     # -- planning ---------------------------------------------------------------------------
     @staticmethod
@@ -226,17 +235,25 @@ class DenoisingLoop:
         return logits if head is None else torch.cat([head, logits], dim=1)
 
     # -- one step ---------------------------------------------------------------------------
-    def decode(self, c: Canvas, logits: torch.Tensor, lo: int, now, p: SamplingParams, g):
+    def decode(
+        self, c: Canvas, logits: torch.Tensor, lo: int, now, p: SamplingParams, g, stop=None
+    ):
         """Reveal this step's tokens. logits: (B, n, V) for answer positions [lo, lo + n);
-        `now` is the plan's (start, end, j, steps, active) for this step."""
+        `now` is the plan's (start, end, j, steps, active) for this step; `stop` the run's
+        `StopWords` (rows past a stop sequence reveal only masks before it)."""
         pp, n = c.prompt_len, logits.shape[1]
         win = c.x[:, pp + lo : pp + lo + n]
         start, end, j, steps, active = now
         pos = torch.arange(lo, lo + n, device=c.x.device)[None]
-        eligible = (win == self.tokens.mask) & (pos >= start[:, None]) & (pos < end[:, None])
+        masked = win == self.tokens.mask
+        eligible = masked & (pos >= start[:, None]) & (pos < end[:, None])
+        if stop is not None:
+            eligible = stop.eligible(eligible, masked, pos)
         eligible &= active[:, None]
         counter = COUNTS[p.counting]
         k = counter(j, steps, eligible.sum(1), end - start, p.eps) * active
+        if self.confidence_dtype is not None:
+            logits = logits.to(self.confidence_dtype)
         x0, conf = propose(logits, p, self.tokens, g)
         reveal = reveal_prob(j, steps, p.eps) if p.remasking == "origin" else None
         chosen = select(conf, eligible, k, p, reveal, g)
@@ -318,9 +335,13 @@ class DenoisingLoop:
         if generator is None and p.seed is not None:
             generator = torch.Generator(device=c.x.device).manual_seed(p.seed)
         cache = cache if cache is not None else make_cache(p.cache)
+        if p.suffix:
+            c = self.add_suffix(c, p, policy)
         plan = self.plan(c.window, p, cache.lead(self.shift))
         s = LoopState(c, p, plan, policy, generator, None, torch.zeros_like(c.window), cache=cache)
         s.t0 = t0
+        if p.stop:
+            s.stop = StopWords.new(p.stop, c.x.shape[0], c.x.device)
         if policy is not None:
             tp = time.perf_counter()
             s.first_kw = policy.start(self.model, c)
@@ -347,8 +368,14 @@ class DenoisingLoop:
             lo, hi = _span(now)
             logits = self._step_forward(s, now, lo, hi)
         s.nfe += 1
-        self.decode(c, logits, lo, now, p, s.generator)
+        stop = {} if s.stop is None else {"stop": s.stop}
+        self.decode(c, logits, lo, now, p, s.generator, **stop)
         s.plan.step += 1
+        if s.stop is not None:  # rows whose answer ended at a stop sequence have no more steps
+            w = c.width - len(p.suffix)
+            done = s.stop.update(c.x[:, c.prompt_len : c.prompt_len + w], self.tokens.mask)
+            for r in torch.nonzero(done).flatten().tolist():
+                s.plan.finish(r)
         if s.plan.done() and policy is not None:
             window = policy.grow(c.window, self.end_positions(c), p.gen_length)
             if window is not None and bool((window > c.window).any()):
@@ -359,10 +386,25 @@ class DenoisingLoop:
                 s.grown += (window > c.window).long()
                 self._resize(s, window, window > c.window)
 
+    def add_suffix(self, c: Canvas, p: SamplingParams, policy) -> Canvas:
+        """`c` with the suffix columns after the answer window (attended, never revealed)."""
+        if policy is not None or p.cache != "none":
+            raise SeerError("a generation suffix needs cache='none' and no window policy (Seer)")
+        b, n = c.x.shape[0], len(p.suffix)
+        tail = torch.tensor(p.suffix, dtype=c.x.dtype, device=c.x.device).expand(b, n)
+        x = torch.cat([c.x, tail], dim=1)
+        am = torch.cat([c.attention_mask, c.attention_mask.new_ones((b, n))], dim=1)
+        return Canvas(x, am, c.prompt_len, c.window, c.prompt_embeds)
+
     def result(self, s: LoopState) -> LoopResult:
         c = s.canvas
+        w = c.width - len(s.params.suffix)  # the suffix is not part of the answer
         answer = c.x.new_full((c.x.shape[0], s.params.gen_length), self.tokens.eos)
-        answer[:, : c.width] = c.x[:, c.prompt_len :]
+        answer[:, :w] = c.x[:, c.prompt_len : c.prompt_len + w]
+        if s.stop is not None:  # the stop sequence and what follows it are not the answer
+            at = s.stop.at[:, None]
+            pos = torch.arange(answer.shape[1], device=answer.device)[None]
+            answer[(at >= 0) & (pos >= at)] = self.tokens.eos
         if c.x.is_cuda:
             torch.cuda.synchronize()
         extras = s.policy.report() if s.policy is not None else {}
@@ -388,6 +430,7 @@ class LoopState:
     t0: float = 0.0  # perf_counter() when the run began
     cache: CachePolicy = field(default_factory=NoCache)  # the KV-cache policy and its cache
     forwarded: int = 0  # rows x columns fed to the model so far
+    stop: StopWords | None = None  # stop sequences and each row's stop position, if any
 
     def select(self, rows: list[int], canvas: Canvas) -> LoopState:
         """The state of some rows, moved onto `canvas` (the same rows in another layout, whose
@@ -408,6 +451,7 @@ class LoopState:
             self.t0,
             cache,
             self.forwarded,
+            None if self.stop is None else self.stop.select(idx),
         )
 
 

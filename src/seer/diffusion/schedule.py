@@ -62,6 +62,10 @@ class Plan:
     def done(self) -> bool:
         return self.step >= self.total
 
+    def finish(self, row: int) -> None:
+        """End a row now (its answer is complete): it has no steps after the current one."""
+        del self._flat[row][self.step :]
+
     def extend(self, row: int, more: list[Stage]) -> None:
         """Append stages to a row (guard growth); they start after the current global step."""
         idle = max(0, self.step - len(self._flat[row]))

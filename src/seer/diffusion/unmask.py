@@ -89,7 +89,14 @@ def dream_propose(logits, p: SamplingParams, tokens: TokenIds, generator):
 
 
 def propose(logits, p: SamplingParams, tokens: TokenIds, generator):
-    """logits: (B, W, V) -> x0 (B, W) token ids, confidence (B, W)."""
+    """logits: (B, W, V) -> x0 (B, W) token ids, confidence (B, W).
+
+    Banned ids (`p.banned_ids`, else the model's `tokens.banned`) get logit -inf first: LLaDA-V's
+    sampler does so at masked positions, the only ones a proposal is ever taken from."""
+    banned = tokens.banned if p.banned_ids is None else p.banned_ids
+    if banned:
+        logits = logits.clone()
+        logits[..., list(banned)] = -torch.inf
     if p.remasking in LLADA_RULES:
         return llada_propose(logits, p, tokens, generator)
     return dream_propose(logits, p, tokens, generator)

@@ -18,12 +18,24 @@ The official module is `train/llava/model/language_model/modeling_llada.py` (a L
 
 The rest of a LLaDA-V checkpoint is the vision side, under `model.`: `model.vision_tower.
 vision_tower.vision_model.*` (LLaVA's SigLIP, last encoder layer already removed, no pooling
-head), `model.mm_projector.{0,2}.{weight,bias}` and `model.image_newline`. This file builds only
-the language model; the vision modules are attached to `self.model` by the vision path, which
-finds its settings in `config.vision` (every `mm_*` / image field of config.json, parsed here).
-Until then a full LLaDA-V folder does not load strictly through `seer.models.loader.load_model`
-(its vision keys are unexpected); `load_language_model` loads the language-model keys strictly and
-returns the names of the other keys.
+head), `model.mm_projector.{0,2}.{weight,bias}` and `model.image_newline`. When config.json names
+a tower (`mm_vision_tower`), Seer's shared LLaVA-NeXT vision path (`seer.models.vision`) adds
+these modules under `self.model` with their published names, so the whole folder loads with
+strict key matching through `seer.models.loader`. LLaDA-V uses that path as published: anyres
+tiling (`anyres_max_4`), SigLIP without its last layer, the `mlp2x_gelu` projector, the
+whole-image tile first, the grid unpadded with one `image_newline` per row, and **no** pooling
+of image features (LaViDa pools 2x2; LLaDA-V's `mm_spatial_pool_*` fields are for video only).
+The official tower ignores the tower folder's `preprocessor_config.json` (its
+`SigLipImageProcessor()` hard-codes 384 px, bicubic, mean = std = 0.5), so Seer does too.
+
+Prompts: `LlavaProcessor` (`seer.models.lavida`) with `LLADA_V_SYSTEM`, the system prompt of the
+official `llava_llada` conversation template, through the tokenizer's (LLaDA's) chat template.
+
+Sampling: the official `generate_with_embeds` sets the logits of four special tokens to -inf at
+masked positions; `BANNED_TOKEN_NAMES` names them and the loader turns the names into
+`TokenIds.banned` (the default of `SamplingParams.banned_ids`). Its stop words and generation
+suffix are `SamplingParams.stop` / `.suffix`; `official_sampling` translates the official keyword
+arguments. Checked token for token against the official code (tests/models/test_llada_v_golden.py).
 
 Numerics follow the official Llama code: RMS norm in float32, rotary cos/sin cast to the
 activation dtype before the product (unlike original-layout LLaDA's `rope_full_precision`).
@@ -35,59 +47,35 @@ the loader takes the mask/EOS/EoT ids from the tokenizer by name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 
 import torch
 from torch import nn
 
-from seer.errors import CheckpointError
+from seer.config import SamplingParams
+from seer.errors import SeerError
 from seer.models.common import BidirectionalLM, RMSNorm, Rotary, self_attention
+from seer.models.vision import VisionConfig, attach_vision
 
 ARCHITECTURE = "llava_llada"
+LLADA_V_SYSTEM = (
+    "You are a helpful language and vision assistant. You are able to understand the visual "
+    "content that the user provides, and assist the user with a variety of tasks using natural "
+    "language."
+)  # conv_templates["llava_llada"].system (train/llava/conversation.py)
+# Tokens whose logits `generate_with_embeds` sets to -inf at masked positions (literal ids there:
+# 126081, 126080, 126346, 126347 = these names in LLaDA's tokenizer).
+BANNED_TOKEN_NAMES = (
+    "<|endoftext|>",
+    "<|startoftext|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+)
 # Checkpoint keys that belong to the language model; everything else is the vision side.
 LM_KEY_PREFIXES = ("model.embed_tokens.", "model.layers.", "model.norm.", "lm_head.")
 
 
 def is_language_model_key(name: str) -> bool:
     return name.startswith(LM_KEY_PREFIXES)
-
-
-@dataclass(slots=True)
-class LLaDAVVisionConfig:
-    """The vision fields of a LLaDA-V config.json (LLaVA-NeXT names), kept for the vision path."""
-
-    mm_vision_tower: str  # tower folder, relative to the checkpoint or absolute
-    mm_projector_type: str = "mlp2x_gelu"  # Linear(mm_hidden, D) GELU Linear(D, D)
-    mm_hidden_size: int = 1152  # tower width (SigLIP so400m)
-    mm_vision_select_layer: int = -2  # the official tower drops its last layer instead
-    mm_vision_select_feature: str = "patch"  # all 729 patch tokens (SigLIP has no CLS)
-    mm_patch_merge_type: str = "spatial_unpad"  # crops -> grid, unpad, image_newline per row
-    image_aspect_ratio: str = "anyres_max_4"  # anyres tiling; >4 crops' worth is downsampled
-    image_grid_pinpoints: list | str | None = None  # [[w, h], ...] candidate resolutions
-    mm_newline_position: str = "grid"  # used for video only
-    mm_spatial_pool_mode: str = "bilinear"  # used for video only
-    mm_spatial_pool_stride: int | None = None  # used for video only
-    mm_use_im_start_end: bool = False  # no <im_start>/<im_end> tokens around images
-    mm_use_im_patch_token: bool = False  # no <im_patch> tokens
-    tokenizer_model_max_length: int | None = None  # spliced prompts are cut to this length
-    tokenizer_padding_side: str = "right"  # side of the batch padding after splicing
-
-    @classmethod
-    def from_dict(cls, raw: dict) -> LLaDAVVisionConfig | None:
-        tower = raw.get("mm_vision_tower", raw.get("vision_tower"))
-        if tower is None:
-            return None
-        names = {f.name for f in fields(cls)} - {"mm_vision_tower"}
-        cfg = cls(mm_vision_tower=str(tower), **{k: raw[k] for k in names if k in raw})
-        if cfg.mm_projector_type != "mlp2x_gelu":
-            raise ValueError(
-                f"LLaDA-V mm_projector_type={cfg.mm_projector_type!r} is not supported"
-            )
-        if cfg.mm_hidden_size < 1:
-            raise ValueError(f"mm_hidden_size must be >= 1, got {cfg.mm_hidden_size}")
-        if cfg.mm_use_im_start_end:
-            raise ValueError("LLaDA-V mm_use_im_start_end=true is not supported")
-        return cfg
 
 
 @dataclass(slots=True)
@@ -112,7 +100,7 @@ class LLaDAVConfig:
     eos_token_id: int | None = None
     pad_token_id: int | None = None
     bos_token_id: int | None = None
-    vision: LLaDAVVisionConfig | None = None  # the mm_* fields; None for a text-only folder
+    vision: VisionConfig | None = None  # the mm_* fields; None for a text-only folder
     extra: dict = field(default_factory=dict)  # every other field of config.json, verbatim
 
     @classmethod
@@ -122,10 +110,8 @@ class LLaDAVConfig:
         if missing:
             raise ValueError(f"LLaDA-V config.json lacks required field(s) {missing}")
         names = {f.name for f in fields(cls)} - {"extra", "vision"}
-        vision = LLaDAVVisionConfig.from_dict(raw)
-        vision_names = {f.name for f in fields(LLaDAVVisionConfig)} | {"vision_tower"}
-        extra = {k: v for k, v in raw.items() if k not in names and k not in vision_names}
-        cfg = cls(**{k: v for k, v in raw.items() if k in names}, vision=vision, extra=extra)
+        extra = {k: v for k, v in raw.items() if k not in names}  # mm_* fields kept verbatim
+        cfg = cls(**{k: v for k, v in raw.items() if k in names}, vision=_vision(raw), extra=extra)
         cfg.validate()
         return cfg
 
@@ -151,6 +137,17 @@ class LLaDAVConfig:
     @property
     def kv_heads(self) -> int:
         return self.num_key_value_heads or self.num_attention_heads
+
+
+def _vision(raw: dict) -> VisionConfig | None:
+    """The shared vision config of a LLaDA-V config.json (None without `mm_vision_tower`)."""
+    if not raw.get("mm_vision_tower"):
+        return None
+    if raw.get("mm_use_im_start_end"):
+        raise ValueError("LLaDA-V mm_use_im_start_end=true is not supported")
+    vision = VisionConfig.from_dict(raw, pool_stride=1)  # no pooling of image features
+    vision.processor = {}  # the official SigLipImageProcessor() ignores preprocessor_config.json
+    return vision
 
 
 class LLaDAVAttention(nn.Module):
@@ -213,7 +210,11 @@ class _LLaDAVBase(nn.Module):
 
 
 class LLaDAVModelLM(BidirectionalLM):
-    """LLaDA-V's language model; `model(inputs_embeds=...).logits` is (B, L, V)."""
+    """LLaDA-V (`LlavaLLaDAModelLM`): the language model, plus the vision modules when the config
+    names a tower; `model(inputs_embeds=...).logits` is (B, L, V)."""
+
+    banned_token_names = BANNED_TOKEN_NAMES  # the loader resolves them to TokenIds.banned
+    confidence_dtype = torch.float64  # the official confidence: softmax(logits.double())
 
     def __init__(self, cfg: LLaDAVConfig) -> None:
         super().__init__()
@@ -225,6 +226,9 @@ class LLaDAVModelLM(BidirectionalLM):
         self.rotary = Rotary(head_dim, cfg.rope_theta, full_precision=False)
         for layer in self.model.layers:
             object.__setattr__(layer, "_rot", self.rotary)  # shared, not registered twice
+        self.vision = None
+        if cfg.vision is not None:  # model.vision_tower / mm_projector / image_newline
+            self.vision = attach_vision(self.model, cfg.vision, cfg.hidden_size)
 
     @property
     def layers(self) -> nn.ModuleList:
@@ -235,46 +239,41 @@ class LLaDAVModelLM(BidirectionalLM):
         return self.model.embed_tokens, self.model.layers, self.model.norm, head
 
 
-def load_language_model(
-    path: str | Path, dtype=None, device="cpu"
-) -> tuple[LLaDAVModelLM, list[str]]:
-    """Load the language model of a LLaDA-V folder strictly; return it and the other keys.
+# generate_with_embeds keyword arguments that change nothing here (handled by the caller)
+_IGNORED = {"tokenizer", "mask_id", "modalities", "images", "image_sizes", "use_cache"}
 
-    Every language-model key (`LM_KEY_PREFIXES`) must be present with the right shape and no
-    other language-model key may appear; the vision keys (tower, projector, image_newline) are
-    not loaded and are returned, sorted, so the caller can check or load them.
-    """
-    from seer.models.loader import (
-        _check_keys,
-        _open,
-        read_config,
-        resolve_device,
-        resolve_dtype,
-        weight_files,
+
+def official_sampling(tokenizer, **kw) -> SamplingParams:
+    """`SamplingParams` that reproduce LLaDA-V's `model.generate(..., **kw)` (its
+    `generate_with_embeds`, whose defaults are 128 / 128 / 128, greedy, low_confidence).
+
+    `stopping_criteria` (strings) and `generation_suffix` (a string) are encoded with
+    `tokenizer` without special tokens, as the official code does. Raises `SeerError` for
+    options it does not reproduce."""
+    kw = {k: v for k, v in kw.items() if k not in _IGNORED}
+    gen_length = int(kw.pop("gen_length", 128))
+    stops = kw.pop("stopping_criteria", None) or ()
+    suffix = kw.pop("generation_suffix", None) or ""
+    remasking = kw.pop("remasking", "low_confidence")
+    if remasking not in ("low_confidence", "random"):
+        raise SeerError(f"LLaDA-V remasking {remasking!r} is not supported")
+    p = SamplingParams(
+        gen_length=gen_length,
+        steps=int(kw.pop("steps", 128)),
+        block_length=int(kw.pop("block_length", 128)),
+        temperature=float(kw.pop("temperature", 0.0)),
+        cfg_scale=float(kw.pop("cfg_scale", 0.0)),
+        remasking=remasking,
+        stop=tuple(tuple(_encode(tokenizer, s)) for s in stops),
+        suffix=tuple(_encode(tokenizer, suffix)) if suffix else (),
     )
+    if kw:
+        raise SeerError(f"LLaDA-V generate option(s) {sorted(kw)} are not supported")
+    return p
 
-    folder, raw = read_config(path)
-    try:
-        cfg = LLaDAVConfig.from_dict(raw)
-    except (ValueError, TypeError, ZeroDivisionError) as e:
-        raise CheckpointError(f"config.json: {e}") from None
-    with torch.device("meta"):
-        model = LLaDAVModelLM(cfg)
-    shards = weight_files(folder)
-    lm = {k: v for k, v in shards.items() if is_language_model_key(k)}
-    _check_keys(model, lm)
-    model = model.to(resolve_dtype(dtype)).to_empty(device=resolve_device(device))
-    params = dict(model.state_dict(keep_vars=True))
-    bad = []
-    for shard in sorted(set(lm.values())):
-        with _open(shard) as f:
-            for name in (k for k, s in lm.items() if s == shard):
-                t = f.get_tensor(name)
-                if tuple(t.shape) != tuple(params[name].shape):
-                    bad.append(f"{name}: {tuple(t.shape)} vs {tuple(params[name].shape)}")
-                    continue
-                with torch.no_grad():
-                    params[name].copy_(t)
-    if bad:
-        raise CheckpointError(f"{len(bad)} tensor(s) have the wrong shape, e.g. {bad[:3]}")
-    return model.eval(), sorted(set(shards) - set(lm))
+
+def _encode(tokenizer, text: str) -> list[int]:
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    if not ids:
+        raise SeerError(f"{text!r} encodes to no tokens")
+    return [int(i) for i in ids]

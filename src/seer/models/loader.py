@@ -281,6 +281,10 @@ def load_processor(folder: Path, raw: dict, model, tokenizer, seer_json: dict | 
         from seer.models.lavida import LlavaProcessor
 
         kw = {}
+        if isinstance(model, LLaDAVModelLM):  # the llava_llada template's system prompt
+            from seer.models.llada_v import LLADA_V_SYSTEM
+
+            kw["system"] = LLADA_V_SYSTEM
         if seer_json and "system_prompt" in seer_json:
             kw["system"] = seer_json["system_prompt"]
         return LlavaProcessor(model, tokenizer, **kw)
@@ -327,4 +331,16 @@ def token_ids(raw: dict, tokenizer) -> TokenIds:
         pad = eos
     eot = next((vocab[n] for n in END_OF_TURN if n in vocab), None)
     bos = raw.get("bos_token_id", getattr(tokenizer, "bos_token_id", None))
-    return TokenIds(mask=mask, eos=eos, pad=pad, eot=eot, bos=bos)
+    return TokenIds(mask=mask, eos=eos, pad=pad, eot=eot, bos=bos, banned=_banned(raw, vocab))
+
+
+def _banned(raw: dict, vocab: dict) -> tuple[int, ...]:
+    """Ids the model's official sampler never proposes, from the names its class declares."""
+    try:
+        names = getattr(REGISTRY[architecture(raw)][1], "banned_token_names", ())
+    except CheckpointError:
+        return ()
+    missing = [n for n in names if n not in vocab]
+    if missing:
+        raise CheckpointError(f"the tokenizer lacks the special token(s) {missing}")
+    return tuple(vocab[n] for n in names)

@@ -94,8 +94,8 @@ class VisionConfig:
         n = int(self.tower["num_hidden_layers"])
         if not -n <= self.select_layer < n:
             raise CheckpointError(f"mm_vision_select_layer {self.select_layer} out of range")
-        if self.image_size % self.patch_size:
-            raise CheckpointError("vision image_size must be a multiple of patch_size")
+        if self.image_size < self.patch_size:  # 384 / 14 is fine: SigLIP keeps 27 x 27 patches
+            raise CheckpointError("vision image_size is smaller than its patch_size")
 
     @property
     def kept_layers(self) -> int:  # tower layers up to the selected hidden state
