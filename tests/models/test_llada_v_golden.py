@@ -145,3 +145,7 @@ def test_generate_from_image_path_and_text(lm, golden, question):
     out = lm.generate(question, p, image=str(IMAGE))
     assert out.token_ids[: len(gen["output_ids"])] == gen["output_ids"]
     assert out.text == lm.tokenizer.decode(gen["output_ids"], skip_special_tokens=True).strip()
+
+
+def test_official_sampler_precision(lm):
+    assert lm.loop.confidence_dtype is torch.float64  # softmax(logits.to(float64)) officially
