@@ -1,4 +1,4 @@
-"""LLaDA-V (GSAI-ML/LLaDA-V): the language model, LLaDA converted to the Llama layout.
+"""LLaDA-V (GSAI-ML/LLaDA-V): LLaDA in the Llama layout, with the LLaVA-NeXT vision modules.
 
 LLaDA-V is a LLaVA-NeXT model (SigLIP2 tower, `mlp2x_gelu` projector, anyres tiling) whose
 language model is LLaDA-8B-Instruct with its weights renamed by the official
@@ -40,8 +40,9 @@ arguments. Checked token for token against the official code (tests/models/test_
 Numerics follow the official Llama code: RMS norm in float32, rotary cos/sin cast to the
 activation dtype before the product (unlike original-layout LLaDA's `rope_full_precision`).
 `pretraining_tp` only splits the official matmuls into slices; the sum is the same, so any value
-is accepted. The special ids are not in config.json (`bos_token_id` there is a Llama-3 leftover);
-the loader takes the mask/EOS/EoT ids from the tokenizer by name.
+is accepted. The mask and end-of-turn ids are not in config.json (its `bos_token_id` is a
+Llama-3 leftover); the loader takes them, and the banned ids, from the tokenizer by name. The
+official sampler runs under CUDA autocast (bf16 matmuls on GPU); Seer runs in the model's dtype.
 """
 
 from __future__ import annotations
