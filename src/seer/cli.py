@@ -48,8 +48,19 @@ def cmd_generate(args) -> int:
 
     lm = seer.load(args.model, dtype=args.dtype, device=args.device)
     seer_cfg = _seer_config(args)
+    extra = {}
+    if args.stop:  # stop strings -> ids, encoded as the official samplers do (no specials)
+        if lm.tokenizer is None:
+            raise SeerError("--stop needs the model's tokenizer")
+        enc = [lm.tokenizer(w, add_special_tokens=False)["input_ids"] for w in args.stop]
+        extra["stop"] = tuple(tuple(e) for e in enc if e)
     g = lm.generate(
-        args.prompt, seer=seer_cfg, image=args.image, chat=not args.no_chat, **_sampling(args)
+        args.prompt,
+        seer=seer_cfg,
+        image=args.image,
+        chat=not args.no_chat,
+        **_sampling(args),
+        **extra,
     )
     s = g.stats
     if args.json:
@@ -177,6 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--json", action="store_true", help="print one JSON object")
     g.add_argument("--no-chat", action="store_true", help="do not apply the chat template")
     g.add_argument("--seer", action="store_true", help="truncate the window at the boundary")
+    g.add_argument(
+        "--stop", action="append", default=None, help="stop string (repeatable; LLaDA-V style)"
+    )
     _add_sampling(g)
     g.add_argument(
         "--cache",

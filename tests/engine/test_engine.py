@@ -176,6 +176,8 @@ def test_request_errors_are_clear(lms):
         engine(lm).generate([Request([1, 2], window=4, seer=SEER)])
     with pytest.raises(SeerError, match="token-id prompts cannot take one"):
         engine(lm).generate([Request([1, 2], image=object())])
+    with pytest.raises(SeerError, match="no stop words or suffix"):
+        engine(lm).generate([Request([1, 2], SamplingParams(gen_length=8, suffix=(5,)))])
     assert engine(lm).generate([]) == []
 
 

@@ -102,6 +102,8 @@ class Engine:
         p = req.params.with_defaults(lm.default_rule)
         if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
             raise SeerError("cfg_scale is only defined for LLaDA's remasking rules")
+        if p.suffix or p.stop:  # per-row early finish / fixed tail columns: not in the layouts
+            raise SeerError("the engine takes no stop words or suffix; use DiffusionLM.generate")
         embeds = None
         if isinstance(req.prompt, str) and (req.image is not None or lm.processor is not None):
             prompt = lm.prompt(req.prompt, req.image, req.chat)
