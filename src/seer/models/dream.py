@@ -2,18 +2,17 @@
 
 Key names are Qwen2's: `model.embed_tokens`, `model.layers.{i}.self_attn.{q,k,v,o}_proj`
 (q/k/v with bias), `model.layers.{i}.mlp.{gate,up,down}_proj`, `model.layers.{i}.
-{input,post_attention}_layernorm`, `model.norm`, `lm_head`. The forward returns the raw logits
-as the official model does; the one-position shift (token j is predicted at position j-1) is
-declared by `logits_shift = 1` and applied by the denoising loop.
+{input,post_attention}_layernorm`, `model.norm`, `lm_head`; the modules are the Llama/Qwen2 ones
+shared with LLaDA-V (`seer.models.llama_layout`). The forward returns the raw logits as the
+official model does; the one-position shift (token j is predicted at position j-1) is declared
+by `logits_shift = 1` and applied by the denoising loop.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from torch import nn
-
-from seer.models.common import BidirectionalLM, RMSNorm, Rotary, self_attention
+from seer.models.llama_layout import LlamaLayoutLM, ProjBias
 
 ARCHITECTURE = "dream"
 
@@ -74,82 +73,14 @@ class DreamConfig:
         return self.num_key_value_heads or self.num_attention_heads
 
 
-class DreamMLP(nn.Module):
-    def __init__(self, cfg: DreamConfig) -> None:
-        super().__init__()
-        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
-        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
-        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
-        self.act_fn = nn.SiLU()
-
-    def forward(self, x):
-        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+# Qwen2's attention: q/k/v with bias, o without.
+DREAM_BIAS = ProjBias(qkv=True, o=False)
 
 
-class DreamAttention(nn.Module):
-    def __init__(self, cfg: DreamConfig) -> None:
-        super().__init__()
-        d, hd = cfg.hidden_size, cfg.hidden_size // cfg.num_attention_heads
-        self.n_heads, self.n_kv_heads = cfg.num_attention_heads, cfg.kv_heads
-        self.q_proj = nn.Linear(d, d, bias=True)
-        self.k_proj = nn.Linear(d, cfg.kv_heads * hd, bias=True)
-        self.v_proj = nn.Linear(d, cfg.kv_heads * hd, bias=True)
-        self.o_proj = nn.Linear(d, d, bias=False)
-
-
-class DreamDecoderLayer(nn.Module):
-    def __init__(self, cfg: DreamConfig) -> None:
-        super().__init__()
-        self.self_attn = DreamAttention(cfg)
-        self.mlp = DreamMLP(cfg)
-        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-
-    @property
-    def down_proj(self) -> nn.Linear:
-        return self.mlp.down_proj
-
-    @property
-    def gate_proj(self) -> nn.Linear:
-        return self.mlp.gate_proj
-
-    def forward(self, x, cos_sin, mask, kv=None):
-        a = self.self_attn
-        proj = (a.q_proj, a.k_proj, a.v_proj, a.o_proj)
-        h = x + self_attention(
-            self.input_layernorm(x), proj, a.n_heads, a.n_kv_heads, self._rot, cos_sin, mask, kv
-        )
-        return h + self.mlp(self.post_attention_layernorm(h))
-
-
-class _DreamBase(nn.Module):
-    def __init__(self, cfg: DreamConfig) -> None:
-        super().__init__()
-        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
-        self.layers = nn.ModuleList(DreamDecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
-        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-
-
-class DreamModel(BidirectionalLM):
+class DreamModel(LlamaLayoutLM):
     """Dream as a plain `nn.Module`; `model(input_ids, attention_mask).logits` is (B, L, V)."""
 
     logits_shift = 1
 
     def __init__(self, cfg: DreamConfig) -> None:
-        super().__init__()
-        self.config = cfg
-        self.model = _DreamBase(cfg)
-        if not cfg.tie_word_embeddings:
-            self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
-        head_dim = cfg.hidden_size // cfg.num_attention_heads
-        self.rotary = Rotary(head_dim, cfg.rope_theta, full_precision=False)
-        for layer in self.model.layers:
-            object.__setattr__(layer, "_rot", self.rotary)
-
-    @property
-    def layers(self) -> nn.ModuleList:
-        return self.model.layers
-
-    def _parts(self):
-        head = None if self.config.tie_word_embeddings else self.lm_head
-        return self.model.embed_tokens, self.model.layers, self.model.norm, head
+        super().__init__(cfg, DREAM_BIAS)

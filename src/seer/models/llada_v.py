@@ -6,7 +6,8 @@ language model is LLaDA-8B-Instruct with its weights renamed by the official
 ff_proj/up_proj/ff_out -> mlp.gate_proj/up_proj/down_proj, attn_norm/ff_norm ->
 input_layernorm/post_attention_layernorm, ln_f -> model.norm, transformer.ff_out -> lm_head).
 The official module is `train/llava/model/language_model/modeling_llada.py` (a Llama copy with
-`is_causal=False`). Checkpoint keys of the language model:
+`is_causal=False`); Seer's modules are the Llama/Qwen2 ones shared with Dream
+(`seer.models.llama_layout`). Checkpoint keys of the language model:
 
     model.embed_tokens.weight                       (V, D)
     model.layers.{i}.input_layernorm.weight         (D,)
@@ -50,11 +51,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 import torch
-from torch import nn
 
 from seer.config import SamplingParams
 from seer.errors import SeerError
-from seer.models.common import BidirectionalLM, RMSNorm, Rotary, self_attention
+from seer.models.llama_layout import LlamaLayoutLM, ProjBias
 from seer.models.vision import VisionConfig, attach_vision
 
 ARCHITECTURE = "llava_llada"
@@ -151,66 +151,7 @@ def _vision(raw: dict) -> VisionConfig | None:
     return vision
 
 
-class LLaDAVAttention(nn.Module):
-    def __init__(self, cfg: LLaDAVConfig) -> None:
-        super().__init__()
-        d, hd = cfg.hidden_size, cfg.hidden_size // cfg.num_attention_heads
-        self.n_heads, self.n_kv_heads = cfg.num_attention_heads, cfg.kv_heads
-        self.q_proj = nn.Linear(d, d, bias=cfg.attention_bias)
-        self.k_proj = nn.Linear(d, cfg.kv_heads * hd, bias=cfg.attention_bias)
-        self.v_proj = nn.Linear(d, cfg.kv_heads * hd, bias=cfg.attention_bias)
-        self.o_proj = nn.Linear(d, d, bias=cfg.attention_bias)
-
-
-class LLaDAVMLP(nn.Module):
-    def __init__(self, cfg: LLaDAVConfig) -> None:
-        super().__init__()
-        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
-        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
-        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
-        self.act_fn = nn.SiLU()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
-
-
-class LLaDAVDecoderLayer(nn.Module):
-    def __init__(self, cfg: LLaDAVConfig) -> None:
-        super().__init__()
-        self.self_attn = LLaDAVAttention(cfg)
-        self.mlp = LLaDAVMLP(cfg)
-        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-
-    @property
-    def down_proj(self) -> nn.Linear:  # the probe's hook point (input = act(gate) * up)
-        return self.mlp.down_proj
-
-    @property
-    def gate_proj(self) -> nn.Linear:
-        return self.mlp.gate_proj
-
-    def forward(self, x, cos_sin, mask, kv=None):
-        a = self.self_attn
-        proj = (a.q_proj, a.k_proj, a.v_proj, a.o_proj)
-        h = x + self_attention(
-            self.input_layernorm(x), proj, a.n_heads, a.n_kv_heads, self._rot, cos_sin, mask, kv
-        )
-        return h + self.mlp(self.post_attention_layernorm(h))
-
-
-class _LLaDAVBase(nn.Module):
-    """`model.*`: the language model's trunk; the vision path adds `vision_tower`,
-    `mm_projector` and `image_newline` here, under their official names."""
-
-    def __init__(self, cfg: LLaDAVConfig) -> None:
-        super().__init__()
-        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
-        self.layers = nn.ModuleList(LLaDAVDecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
-        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-
-
-class LLaDAVModelLM(BidirectionalLM):
+class LLaDAVModelLM(LlamaLayoutLM):
     """LLaDA-V (`LlavaLLaDAModelLM`): the language model, plus the vision modules when the config
     names a tower; `model(inputs_embeds=...).logits` is (B, L, V)."""
 
@@ -218,26 +159,11 @@ class LLaDAVModelLM(BidirectionalLM):
     confidence_dtype = torch.float64  # the official confidence: softmax(logits.double())
 
     def __init__(self, cfg: LLaDAVConfig) -> None:
-        super().__init__()
-        self.config = cfg
-        self.model = _LLaDAVBase(cfg)
-        if not cfg.tie_word_embeddings:
-            self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
-        head_dim = cfg.hidden_size // cfg.num_attention_heads
-        self.rotary = Rotary(head_dim, cfg.rope_theta, full_precision=False)
-        for layer in self.model.layers:
-            object.__setattr__(layer, "_rot", self.rotary)  # shared, not registered twice
+        # Llama's attention: all four projections with a bias, or none (`attention_bias`)
+        super().__init__(cfg, ProjBias(qkv=cfg.attention_bias, o=cfg.attention_bias))
         self.vision = None
         if cfg.vision is not None:  # model.vision_tower / mm_projector / image_newline
             self.vision = attach_vision(self.model, cfg.vision, cfg.hidden_size)
-
-    @property
-    def layers(self) -> nn.ModuleList:
-        return self.model.layers
-
-    def _parts(self):
-        head = None if self.config.tie_word_embeddings else self.lm_head
-        return self.model.embed_tokens, self.model.layers, self.model.norm, head
 
 
 # generate_with_embeds keyword arguments that change nothing here (handled by the caller)
