@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from seer.models.llama_layout import LlamaLayoutLM, ProjBias
+from seer.models.llama_layout import (
+    LlamaLayoutLM,
+    ProjBias,
+    check_heads_and_act,
+    require_fields,
+)
 
 ARCHITECTURE = "dream"
 
@@ -43,25 +48,14 @@ class DreamConfig:
     @classmethod
     def from_dict(cls, raw: dict) -> DreamConfig:
         names = {f.name for f in fields(cls)} - {"extra"}
-        required = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers")
-        missing = [k for k in (*required, "num_attention_heads") if k not in raw]
-        if missing:
-            raise ValueError(f"Dream config.json lacks required field(s) {missing}")
+        require_fields(raw, "Dream")
         known = {k: v for k, v in raw.items() if k in names}
         cfg = cls(**known, extra={k: v for k, v in raw.items() if k not in names})
         for name in ("hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size",
                      "intermediate_size"):  # fmt: skip
             if getattr(cfg, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(cfg, name)}")
-        if cfg.hidden_size % cfg.num_attention_heads:
-            raise ValueError(
-                f"hidden_size {cfg.hidden_size} is not divisible by num_attention_heads "
-                f"{cfg.num_attention_heads}"
-            )
-        if cfg.num_attention_heads % cfg.kv_heads:
-            raise ValueError("num_attention_heads is not a multiple of num_key_value_heads")
-        if cfg.hidden_act != "silu":
-            raise ValueError(f"Dream config hidden_act={cfg.hidden_act!r} is not supported")
+        check_heads_and_act(cfg, "Dream config")
         if cfg.rope_scaling not in (None, {}) and cfg.rope_scaling.get("type") != "default":
             raise ValueError(f"Dream config rope_scaling={cfg.rope_scaling!r} is not supported")
         if cfg.use_sliding_window:

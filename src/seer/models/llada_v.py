@@ -54,7 +54,12 @@ import torch
 
 from seer.config import SamplingParams
 from seer.errors import SeerError
-from seer.models.llama_layout import LlamaLayoutLM, ProjBias
+from seer.models.llama_layout import (
+    LlamaLayoutLM,
+    ProjBias,
+    check_heads_and_act,
+    require_fields,
+)
 from seer.models.vision import VisionConfig, attach_vision
 
 ARCHITECTURE = "llava_llada"
@@ -106,10 +111,7 @@ class LLaDAVConfig:
 
     @classmethod
     def from_dict(cls, raw: dict) -> LLaDAVConfig:
-        required = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers")
-        missing = [k for k in (*required, "num_attention_heads") if k not in raw]
-        if missing:
-            raise ValueError(f"LLaDA-V config.json lacks required field(s) {missing}")
+        require_fields(raw, "LLaDA-V")
         names = {f.name for f in fields(cls)} - {"extra", "vision"}
         extra = {k: v for k, v in raw.items() if k not in names}  # mm_* fields kept verbatim
         cfg = cls(**{k: v for k, v in raw.items() if k in names}, vision=_vision(raw), extra=extra)
@@ -121,15 +123,7 @@ class LLaDAVConfig:
                      "num_attention_heads"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.hidden_size % self.num_attention_heads:
-            raise ValueError(
-                f"hidden_size {self.hidden_size} is not divisible by num_attention_heads "
-                f"{self.num_attention_heads}"
-            )
-        if self.num_attention_heads % self.kv_heads:
-            raise ValueError("num_attention_heads is not a multiple of num_key_value_heads")
-        if self.hidden_act != "silu":
-            raise ValueError(f"LLaDA-V hidden_act={self.hidden_act!r} is not supported")
+        check_heads_and_act(self, "LLaDA-V")
         if self.rope_scaling not in (None, {}):
             raise ValueError(f"LLaDA-V rope_scaling={self.rope_scaling!r} is not supported")
         if self.pretraining_tp < 1:

@@ -36,12 +36,44 @@ class LlamaLayoutConfig(Protocol):
     intermediate_size: int
     num_hidden_layers: int
     num_attention_heads: int
+    hidden_act: str
     rms_norm_eps: float
     rope_theta: float
     tie_word_embeddings: bool
 
     @property
     def kv_heads(self) -> int: ...
+
+
+# config.json fields without a default in either model
+REQUIRED_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+)
+
+
+def require_fields(raw: dict, model: str) -> None:
+    """Raise `ValueError` naming the `REQUIRED_FIELDS` that config.json `raw` lacks."""
+    missing = [k for k in REQUIRED_FIELDS if k not in raw]
+    if missing:
+        raise ValueError(f"{model} config.json lacks required field(s) {missing}")
+
+
+def check_heads_and_act(cfg: LlamaLayoutConfig, label: str) -> None:
+    """Raise `ValueError` unless the heads split the width, the KV heads divide the heads and
+    the MLP activation is SiLU (`label` starts the activation's message)."""
+    if cfg.hidden_size % cfg.num_attention_heads:
+        raise ValueError(
+            f"hidden_size {cfg.hidden_size} is not divisible by num_attention_heads "
+            f"{cfg.num_attention_heads}"
+        )
+    if cfg.num_attention_heads % cfg.kv_heads:
+        raise ValueError("num_attention_heads is not a multiple of num_key_value_heads")
+    if cfg.hidden_act != "silu":
+        raise ValueError(f"{label} hidden_act={cfg.hidden_act!r} is not supported")
 
 
 @dataclass(frozen=True, slots=True)
