@@ -24,6 +24,7 @@ import json
 import math
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -174,15 +175,75 @@ def exact_match(model, enc: Encoder, examples: list[Example], window: int, batch
     return per
 
 
-def save(out: Path, model, opt, step: int, c: TrainConfig, raw: dict, log: list) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    state = {"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "log": log}
-    torch.save(state, out / "state.pt.tmp")
-    (out / "state.pt.tmp").replace(out / "state.pt")
-    export = out / "export"
-    save_checkpoint(model, raw, export)
-    build_tokenizer(export)
-    (out / "train_config.json").write_text(json.dumps(asdict(c), indent=2))
+class Run:
+    """A training run's optimiser, step count and evaluation log, saved to and resumed from `out`.
+
+    The folder format is stable (a stopped run resumes with the same command line):
+    `out/state.pt` = {"model", "opt", "step", "log"} (replaced atomically), `out/export/` (the
+    checkpoint in the official layout plus the files `write_tokenizer(export)` writes) and
+    `out/train_config.json` (the `TrainConfig`). The optimiser is AdamW at `lr_at(step, c)`.
+    """
+
+    def __init__(self, out: Path, model, c, raw: dict, write_tokenizer: Callable[[Path], object]):
+        self.out, self.model, self.c, self.raw = out, model, c, raw
+        self.write_tokenizer = write_tokenizer
+        self.opt = torch.optim.AdamW(model.parameters(), lr=c.lr, weight_decay=c.weight_decay)
+        self.step, self.log = 0, []  # optimiser steps done; one entry per evaluation
+        if (out / "state.pt").is_file():
+            state = torch.load(out / "state.pt", weights_only=False)
+            model.load_state_dict(state["model"])
+            self.opt.load_state_dict(state["opt"])
+            self.step, self.log = state["step"], state["log"]
+            print(f"resumed at step {self.step}")
+        self.t_end = self.last_save = time.time()
+
+    def start(self, minutes: float) -> None:
+        """Start the time budget (periodic saves count from now too)."""
+        self.last_save = time.time()
+        self.t_end = self.last_save + minutes * 60
+
+    def running(self) -> bool:
+        """Within the time budget and the current cycle's steps."""
+        return time.time() < self.t_end and self.step < self.c.cycle_start + self.c.total_steps
+
+    def update(self, loss: torch.Tensor) -> None:
+        """One AdamW step on `loss` (gradient norm clipped to 1) at the scheduled learning rate."""
+        for group in self.opt.param_groups:
+            group["lr"] = lr_at(self.step, self.c)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        self.step += 1
+
+    def evaluate(self, loss: torch.Tensor, exact_match: Callable[[], dict]) -> None:
+        """Log `exact_match()` (run in eval mode) with the step and the last loss."""
+        self.model.eval()
+        acc = exact_match()
+        self.model.train()
+        self.log.append({"step": self.step, "loss": loss.item(), "heldout_exact_match": acc})
+        print(f"eval step {self.step}: {json.dumps(acc)}", flush=True)
+
+    def save_every(self, seconds: float = 300) -> None:
+        if time.time() - self.last_save > seconds:
+            self.save()
+            self.last_save = time.time()
+
+    def save(self) -> None:
+        out = self.out
+        out.mkdir(parents=True, exist_ok=True)
+        state = {
+            "model": self.model.state_dict(),
+            "opt": self.opt.state_dict(),
+            "step": self.step,
+            "log": self.log,
+        }
+        torch.save(state, out / "state.pt.tmp")
+        (out / "state.pt.tmp").replace(out / "state.pt")
+        export = out / "export"
+        save_checkpoint(self.model, self.raw, export)
+        self.write_tokenizer(export)
+        (out / "train_config.json").write_text(json.dumps(asdict(self.c), indent=2))
 
 
 def train(
@@ -213,58 +274,48 @@ def train(
         pad_token_id=enc.pad,
     )
     model = random_model(raw, seed=c.seed, std=0.02).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=c.lr, weight_decay=c.weight_decay)
-    step, log = 0, []
-    if (out / "state.pt").is_file():
-        state = torch.load(out / "state.pt", weights_only=False)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
-        step, log = state["step"], state["log"]
-        print(f"resumed at step {step}")
-    rng = random.Random(f"train/{c.seed}/{step}")
-    gen = torch.Generator().manual_seed(c.seed * 1000 + step)
+    run = Run(out, model, c, raw, build_tokenizer)
+    rng = random.Random(f"train/{c.seed}/{run.step}")
+    gen = torch.Generator().manual_seed(c.seed * 1000 + run.step)
     heldout = generate_examples(eval_n, seed=1, split="heldout")
-    t_end = time.time() + minutes * 60
-    t0, tokens, last_save = time.time(), 0, time.time()
-    while time.time() < t_end and step < c.cycle_start + c.total_steps:
+    run.start(minutes)
+    t0, tokens = time.time(), 0
+    while run.running():
         examples = generate_examples(c.batch_size, seed=rng.randrange(1 << 30), split="train")
         x, am, p, wins = make_batch(enc, examples, c.window, rng, c.full_window_prob)
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, c)
         loss = loss_fn(model, x, am, p, wins, enc.mask, gen)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        step += 1
+        run.update(loss)
         tokens += x.numel()
-        if step % 50 == 0:
+        if run.step % 50 == 0:
             rate = tokens / (time.time() - t0)
-            print(f"step {step} loss {loss.item():.4f} lr {lr_at(step, c):.2e} {rate:.0f} tok/s")
-        if step % eval_every == 0:
-            model.eval()
-            acc = exact_match(model, enc, heldout, c.window)
-            model.train()
-            log.append({"step": step, "loss": loss.item(), "heldout_exact_match": acc})
-            print(f"eval step {step}: {json.dumps(acc)}", flush=True)
-        if time.time() - last_save > 300:
-            save(out, model, opt, step, c, raw, log)
-            last_save = time.time()
-    save(out, model, opt, step, c, raw, log)
-    print(f"saved step {step} to {out}")
-    return model, log
+            lr = lr_at(run.step, c)
+            print(f"step {run.step} loss {loss.item():.4f} lr {lr:.2e} {rate:.0f} tok/s")
+        if run.step % eval_every == 0:
+            run.evaluate(loss, lambda: exact_match(model, enc, heldout, c.window))
+        run.save_every(300)
+    run.save()
+    print(f"saved step {run.step} to {out}")
+    return model, run.log
+
+
+def parse_args(
+    argv: list[str] | None, config: type, doc: str, out: Path, minutes: float
+) -> tuple[argparse.Namespace, object]:
+    """The trainers' command line: --out, --minutes, --threads, --eval-every and one flag per
+    field of the `config` dataclass (`total_steps` -> `--total-steps`). Returns (args, config)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=out)
+    ap.add_argument("--minutes", type=float, default=minutes)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--eval-every", type=int, default=500)
+    for f, v in asdict(config()).items():
+        ap.add_argument(f"--{f.replace('_', '-')}", type=type(v), default=v)
+    args = ap.parse_args(argv)
+    return args, config(**{f: getattr(args, f) for f in asdict(config())})
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path("runs/builtin"))
-    ap.add_argument("--minutes", type=float, default=80.0)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--eval-every", type=int, default=500)
-    for f, v in asdict(TrainConfig()).items():
-        ap.add_argument(f"--{f.replace('_', '-')}", type=type(v), default=v)
-    args = ap.parse_args(argv)
-    cfg = TrainConfig(**{f: getattr(args, f) for f in asdict(TrainConfig())})
+    args, cfg = parse_args(argv, TrainConfig, __doc__, Path("runs/builtin"), 80.0)
     train(args.out, args.minutes, cfg, args.eval_every, args.threads)
 
 

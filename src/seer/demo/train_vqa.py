@@ -19,11 +19,10 @@ The checkpoint at `--out/export` is in the LaViDa layout and loads with `seer.lo
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -31,12 +30,11 @@ from safetensors.torch import load_file
 
 from seer.demo import vqa
 from seer.demo.tokenizer import build_multimodal_tokenizer
-from seer.demo.train import loss_fn, lr_at
+from seer.demo.train import Run, loss_fn, lr_at, parse_args
 from seer.models.factory import (
     lavida_config,
     llada_config,
     random_model,
-    save_checkpoint,
     siglip_config,
 )
 from seer.models.vision import IMAGE_TOKEN_INDEX
@@ -162,16 +160,10 @@ def exact_match(lm, examples, window: int, batch: int = 50, **kw) -> dict:
     return per
 
 
-def save(out: Path, model, opt, step: int, c: TrainConfig, raw: dict, log: list) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    state = {"model": model.state_dict(), "opt": opt.state_dict(), "step": step, "log": log}
-    torch.save(state, out / "state.pt.tmp")
-    (out / "state.pt.tmp").replace(out / "state.pt")
-    export = out / "export"
-    save_checkpoint(model, raw, export)
+def write_tokenizer(export: Path) -> None:
+    """The export's tokenizer files, and `seer.json` (no system prompt)."""
     build_multimodal_tokenizer(export)
     (export / "seer.json").write_text(json.dumps({"system_prompt": None}, indent=2) + "\n")
-    (out / "train_config.json").write_text(json.dumps(asdict(c), indent=2))
 
 
 def build(out: Path, c: TrainConfig):
@@ -202,64 +194,38 @@ def train(out: Path, minutes: float, c: TrainConfig, eval_every: int = 500, eval
     torch.manual_seed(c.seed)
     tok, raw, model, proc, lm = build(out, c)
     model.train()
-    opt = torch.optim.AdamW(model.parameters(), lr=c.lr, weight_decay=c.weight_decay)
-    step, log = 0, []
-    if (out / "state.pt").is_file():
-        state = torch.load(out / "state.pt", weights_only=False)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["opt"])
-        step, log = state["step"], state["log"]
-        print(f"resumed at step {step}")
+    run = Run(out, model, c, raw, write_tokenizer)
     batcher = Batcher(proc, tok, c.window)
-    rng = random.Random(f"train-vqa/{c.seed}/{step}")
-    gen = torch.Generator().manual_seed(c.seed * 1000 + step)
+    rng = random.Random(f"train-vqa/{c.seed}/{run.step}")
+    gen = torch.Generator().manual_seed(c.seed * 1000 + run.step)
     heldout = vqa.generate_examples(eval_n, seed=1, split="heldout", unique=True)
-    t_end = time.time() + minutes * 60
-    t0, last_save = time.time(), time.time()
+    run.start(minutes)
+    t0 = time.time()
     mask = lm.tokens.mask
-    while time.time() < t_end and step < c.cycle_start + c.total_steps:
+    while run.running():
         examples = vqa.generate_examples(c.batch_size, rng.randrange(1 << 30), "train")
         x, am, p, wins, image_at, tiles = batcher(examples, rng, c.full_window_prob)
         sizes = [(vqa.IMAGE_SIZE, vqa.IMAGE_SIZE)] * len(tiles)
         feats = torch.cat(proc.vision.batch_features(tiles, sizes))  # (B * n_image, D)
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, c)
         loss = loss_fn(model, x, am, p, wins, mask, gen, image_at=image_at, image_features=feats)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        step += 1
+        run.update(loss)
+        step, log = run.step, run.log
         if step % 50 == 0:
             rate = (step - log[-1]["step"] if log else step) / max(time.time() - t0, 1e-9)
             print(f"step {step} loss {loss.item():.4f} lr {lr_at(step, c):.2e} {rate:.2f} it/s",
                   flush=True)  # fmt: skip
         if step % eval_every == 0:
-            model.eval()
-            acc = exact_match(lm, heldout, c.window)
-            model.train()
-            log.append({"step": step, "loss": loss.item(), "heldout_exact_match": acc})
-            print(f"eval step {step}: {json.dumps(acc)}", flush=True)
+            run.evaluate(loss, lambda: exact_match(lm, heldout, c.window))
             t0 = time.time()
-        if time.time() - last_save > 300:
-            save(out, model, opt, step, c, raw, log)
-            last_save = time.time()
-    save(out, model, opt, step, c, raw, log)
-    print(f"saved step {step} to {out}")
-    return model, log
+        run.save_every(300)
+    run.save()
+    print(f"saved step {run.step} to {out}")
+    return model, run.log
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=Path("runs/builtin-vqa"))
-    ap.add_argument("--minutes", type=float, default=90.0)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--eval-every", type=int, default=500)
-    for f, v in asdict(TrainConfig()).items():
-        ap.add_argument(f"--{f.replace('_', '-')}", type=type(v), default=v)
-    args = ap.parse_args(argv)
+    args, cfg = parse_args(argv, TrainConfig, __doc__, Path("runs/builtin-vqa"), 90.0)
     torch.set_num_threads(args.threads)
-    cfg = TrainConfig(**{f: getattr(args, f) for f in asdict(TrainConfig())})
     train(args.out, args.minutes, cfg, args.eval_every)
 
 
