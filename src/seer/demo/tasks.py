@@ -46,6 +46,7 @@ import hashlib
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 MAX_ANSWER_WORDS = 55
 """Upper bound on answer length in words (answer window 64 minus ``<|eot_id|>`` and slack)."""
@@ -263,7 +264,7 @@ def check_answer(answer: str) -> None:
 
 def generate_example(family: str, rng: random.Random, split: str) -> Example:
     """Draw one example of ``family`` whose prompt lies in ``split`` (rejection sampling)."""
-    _check_split(split)
+    check_split(split)
     want_heldout = split == "heldout"
     generator = _GENERATORS[family]
     while True:
@@ -288,18 +289,7 @@ def generate_examples(
     ``unique=True`` repeated prompts are skipped (useful for evaluation sets); a ``ValueError``
     is raised when a family's prompt space in this split is too small to supply its share.
     """
-    _check_split(split)
-    families = FAMILIES if families is None else families
-    unknown = set(families) - set(FAMILIES)
-    if unknown or not families:
-        raise ValueError(f"unknown or empty families: {sorted(unknown)}; choose from {FAMILIES}")
-    quota = [n // len(families) + (i < n % len(families)) for i in range(len(families))]
-    per_family = [
-        _family_examples(f, q, seed, split, unique) for f, q in zip(families, quota, strict=True)
-    ]
-    examples = [ex for group in per_family for ex in group]
-    random.Random(f"shuffle/{seed}/{split}").shuffle(examples)
-    return examples
+    return draw_examples(TEXT_TASKS, n, seed, split, families, unique=unique)
 
 
 def all_words() -> list[str]:
@@ -321,23 +311,76 @@ def all_words() -> list[str]:
 # --------------------------------------------------------------------------- helpers
 
 
-def _check_split(split: str) -> None:
+def check_split(split: str, error: type[Exception] = ValueError) -> None:
     if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        raise error(f"split must be one of {SPLITS}, got {split!r}")
 
 
-def _family_examples(family: str, n: int, seed: int, split: str, unique: bool) -> list[Example]:
-    rng = random.Random(f"{family}/{seed}/{split}")
-    out: list[Example] = []
-    seen: set[str] = set()
-    attempts = 0
+@dataclass(frozen=True, slots=True)
+class TaskSet:
+    """How one task module draws examples; `draw_examples` balances and shuffles them."""
+
+    families: tuple[str, ...]  # every family, in round-robin order
+    draw: Callable[[str, random.Random, str], Any]  # one example of (family, rng, split)
+    key: Callable[[Any], str]  # what `unique=True` deduplicates on
+    stream: str  # RNG stream prefix of a family's draws: Random(f"{stream}{family}/{seed}/{split}")
+    shuffle: str  # RNG stream of the final shuffle: Random(f"{shuffle}/{seed}/{split}")
+    noun: str  # what the "cannot draw n unique ..." error counts
+    error: type[Exception]  # raised for an unknown split or family, or an exhausted family
+
+
+def draw_examples(
+    tasks: TaskSet,
+    n: int,
+    seed: int,
+    split: str,
+    families: tuple[str, ...] | None = None,
+    *,
+    unique: bool = False,
+) -> list:
+    """``n`` examples balanced round-robin over ``families`` (default: all), then shuffled;
+    with ``unique`` repeated ``tasks.key(ex)`` are skipped (see `generate_examples`)."""
+    check_split(split, tasks.error)
+    families = tasks.families if families is None else families
+    unknown = set(families) - set(tasks.families)
+    if unknown or not families:
+        raise tasks.error(
+            f"unknown or empty families: {sorted(unknown)}; choose from {tasks.families}"
+        )
+    quota = [n // len(families) + (i < n % len(families)) for i in range(len(families))]
+    examples = [
+        ex
+        for family, q in zip(families, quota, strict=True)
+        for ex in _family_examples(tasks, family, q, seed, split, unique)
+    ]
+    random.Random(f"{tasks.shuffle}/{seed}/{split}").shuffle(examples)
+    return examples
+
+
+# the text tasks: their RNG streams and errors are the ones this module always used
+TEXT_TASKS = TaskSet(
+    families=FAMILIES,
+    draw=generate_example,
+    key=lambda ex: ex.prompt,
+    stream="",
+    shuffle="shuffle",
+    noun="prompts",
+    error=ValueError,
+)
+
+
+def _family_examples(tasks: TaskSet, family: str, n: int, seed: int, split: str, unique: bool):
+    rng = random.Random(f"{tasks.stream}{family}/{seed}/{split}")
+    out, seen, attempts = [], set(), 0
     while len(out) < n:
-        ex = generate_example(family, rng, split)
+        ex = tasks.draw(family, rng, split)
         attempts += 1
-        if unique and ex.prompt in seen:
-            if attempts > 50 * n + 1000:
-                raise ValueError(f"cannot draw {n} unique {split} prompts for {family!r}")
-            continue
-        seen.add(ex.prompt)
+        if unique:
+            key = tasks.key(ex)
+            if key in seen:
+                if attempts > 50 * n + 1000:
+                    raise tasks.error(f"cannot draw {n} unique {split} {tasks.noun} for {family!r}")
+                continue
+            seen.add(key)
         out.append(ex)
     return out

@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from seer.demo.tasks import HELDOUT_PERCENT, SPLITS
+from seer.demo.tasks import HELDOUT_PERCENT, TaskSet, check_split, draw_examples
 from seer.demo.tokenizer import IMAGE_TOKEN
 from seer.errors import SeerError
 
@@ -295,7 +295,7 @@ def is_heldout(spec: ImageSpec, question: str) -> bool:
 
 def generate_example(family: str, rng: random.Random, split: str) -> VQAExample:
     """Draw one example of ``family`` in ``split`` (rejection sampling on :func:`is_heldout`)."""
-    _check_split(split)
+    check_split(split, SeerError)
     generator = _GENERATORS[family]
     while True:
         spec, question, answer = generator(rng)
@@ -320,19 +320,7 @@ def generate_examples(
     stream, so adding a family does not change the others' examples. With ``unique=True``
     repeated (spec, question) pairs are skipped; ``SeerError`` if a family cannot supply them.
     """
-    _check_split(split)
-    families = FAMILIES if families is None else families
-    unknown = set(families) - set(FAMILIES)
-    if unknown or not families:
-        raise SeerError(f"unknown or empty families: {sorted(unknown)}; choose from {FAMILIES}")
-    quota = [n // len(families) + (i < n % len(families)) for i in range(len(families))]
-    examples = [
-        ex
-        for family, q in zip(families, quota, strict=True)
-        for ex in _family_examples(family, q, seed, split, unique)
-    ]
-    random.Random(f"vqa-shuffle/{seed}/{split}").shuffle(examples)
-    return examples
+    return draw_examples(VQA_TASKS, n, seed, split, families, unique=unique)
 
 
 def render(spec: ImageSpec, size: int = IMAGE_SIZE) -> Image.Image:
@@ -433,28 +421,16 @@ def save_contact_sheet(
 # --------------------------------------------------------------------------- helpers
 
 
-def _check_split(split: str) -> None:
-    if split not in SPLITS:
-        raise SeerError(f"split must be one of {SPLITS}, got {split!r}")
-
-
-def _family_examples(family: str, n: int, seed: int, split: str, unique: bool) -> list[VQAExample]:
-    rng = random.Random(f"vqa/{family}/{seed}/{split}")
-    out: list[VQAExample] = []
-    seen: set[str] = set()
-    attempts = 0
-    while len(out) < n:
-        ex = generate_example(family, rng, split)
-        attempts += 1
-        if unique:
-            key = f"{ex.spec.canonical()}\n{ex.question}"
-            if key in seen:
-                if attempts > 50 * n + 1000:
-                    raise SeerError(f"cannot draw {n} unique {split} examples for {family!r}")
-                continue
-            seen.add(key)
-        out.append(ex)
-    return out
+# the image questions: RNG streams apart from the text tasks', dedup on (image, question)
+VQA_TASKS = TaskSet(
+    families=FAMILIES,
+    draw=generate_example,
+    key=lambda ex: f"{ex.spec.canonical()}\n{ex.question}",
+    stream="vqa/",
+    shuffle="vqa-shuffle",
+    noun="examples",
+    error=SeerError,
+)
 
 
 @lru_cache(maxsize=8)
