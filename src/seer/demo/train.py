@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from seer.demo.tasks import Example, generate_examples
 from seer.demo.tokenizer import build_tokenizer, encode_chat
 from seer.models.factory import llada_config, random_model, save_checkpoint
+from seer.models.loader import load_tokenizer
 
 
 @dataclass(slots=True)
@@ -254,14 +255,12 @@ def train(
     threads: int = 1,
     eval_n: int = 140,
 ):
-    from transformers import AutoTokenizer
-
     torch.set_num_threads(threads)
     torch.manual_seed(c.seed)
     tok_dir = out / "export"
     tok_dir.mkdir(parents=True, exist_ok=True)
     build_tokenizer(tok_dir)
-    tok = AutoTokenizer.from_pretrained(tok_dir, local_files_only=True)
+    tok = load_tokenizer(tok_dir)  # local files, never remote code (config.json has auto_map)
     enc = Encoder(tok)
     raw = llada_config(
         len(enc.vocab),

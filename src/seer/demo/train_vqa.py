@@ -37,6 +37,7 @@ from seer.models.factory import (
     random_model,
     siglip_config,
 )
+from seer.models.loader import load_tokenizer
 from seer.models.vision import IMAGE_TOKEN_INDEX
 
 
@@ -80,7 +81,6 @@ def model_config(c: TrainConfig, tok) -> dict:
 def init_lm_from(model, tok, folder: Path) -> int:
     """Copy a text model's LM weights in; embedding/head rows by token string. Returns the
     number of rows copied."""
-    from seer.models.loader import load_tokenizer
 
     old_vocab = load_tokenizer(folder).get_vocab()
     old = load_file(folder / "model.safetensors")
@@ -168,8 +168,6 @@ def write_tokenizer(export: Path) -> None:
 
 def build(out: Path, c: TrainConfig):
     """Tokenizer, config, model (fresh or from the text model), processor and LM wrapper."""
-    from transformers import AutoTokenizer
-
     from seer.models.lavida import LlavaProcessor
     from seer.models.loader import token_ids
     from seer.pipeline import DiffusionLM
@@ -177,7 +175,7 @@ def build(out: Path, c: TrainConfig):
     tok_dir = out / "export"
     tok_dir.mkdir(parents=True, exist_ok=True)
     build_multimodal_tokenizer(tok_dir)
-    tok = AutoTokenizer.from_pretrained(tok_dir, local_files_only=True)
+    tok = load_tokenizer(tok_dir)  # local files, never remote code (config.json has auto_map)
     raw = model_config(c, tok)
     model = random_model(raw, seed=c.seed, std=0.02)
     if c.init_from:

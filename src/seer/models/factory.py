@@ -284,6 +284,7 @@ def lavida_config(lm_raw: dict, arch: str, vision: dict | None = None, **mm) -> 
     small SigLIP tower inline (`vision_config`); `mm` overrides fields (e.g. image_aspect_ratio)."""
     vision = vision or siglip_config()
     raw = dict(lm_raw)
+    raw.pop("auto_map", None)  # LaViDa loads through its own builder, not remote-code classes
     raw.update(LAVIDA_MM, mm_hidden_size=vision["hidden_size"], vision_config=vision)
     side = vision["image_size"]
     if side != 384:  # the "(1x1),...,(6x6)" form is only defined for the released tower sizes
