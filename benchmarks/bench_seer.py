@@ -14,7 +14,10 @@ Methods, each run one request at a time (batch 1, greedy, steps = gen_length):
   oracle        cut at the true end (the baseline answer's end token), same bucket rounding
 
 Reports accuracy (exact match with the reference) overall and per family, boundary MAE and
-over-truncation (kept window < true end + 1), silent cuts (answer shorter than the baseline's),
+over-truncation (kept window < true end + 1), window cuts (an answer with no end token inside
+its final window, shorter than gen_length: cut by the window; the guard exists to keep this at
+0), shorter answers (fewer tokens than the baseline's answer, for any reason: a model that sees
+a shorter window may also answer differently; the oracle's count is the reference),
 NFE, denoising time, speedup vs baseline and as a fraction of the oracle's, and the share of
 time in detection. Seer only shortens the denoising loop; the prompt processing (the same for
 every method) is reported apart, with an end-to-end speedup (prompt + denoising) beside the
@@ -106,7 +109,7 @@ def summarise(rows: list[Row], g: int, lm, cfg, args) -> dict:
         if m not in rows[0].results:
             continue
         acc = defaultdict(list)
-        secs = nfe = det = mae = over = silent = same = fired = 0.0
+        secs = nfe = det = mae = over = silent = same = fired = cut = 0.0
         for row in rows:
             ex, res = row.example, row.results
             r, base = res[m], res["baseline"]
@@ -116,6 +119,7 @@ def summarise(rows: list[Row], g: int, lm, cfg, args) -> dict:
             nfe += r.stats.nfe
             same += r.token_ids == base.token_ids
             silent += r.stats.tokens < base.stats.tokens
+            cut += r.stats.window < g and r.stats.tokens >= r.stats.window
             fired += r.stats.grown > 0
             target = base.stats.tokens + 1
             b = r.boundary
@@ -131,7 +135,8 @@ def summarise(rows: list[Row], g: int, lm, cfg, args) -> dict:
             "per_family": {f: sum(v) / len(v) for f, v in sorted(acc.items())},
             "boundary_mae": mae / n,
             "over_truncation": over / n,
-            "silent_cuts": int(silent),
+            "shorter_than_baseline": int(silent),
+            "window_cuts": int(cut),
             "same_as_baseline": same / n,
             "guard_fired": fired / n,
             "nfe": nfe / n,
@@ -169,7 +174,7 @@ def show(record: dict) -> None:
     task = record.get("task", "text")
     t = Table(title=f"Seer on {record['model']}: {record['n']} held-out {task} requests, "
               f"gen_length {record['gen_length']}")  # fmt: skip
-    cols = ("method", "accuracy", "MAE", "over-trunc", "silent cuts", "same", "guard",
+    cols = ("method", "accuracy", "MAE", "over-trunc", "window cuts", "shorter", "same", "guard",
             "NFE", "loop s", "loop speedup", "of oracle", "detect %", "e2e s",
             "e2e speedup")  # fmt: skip
     for col in cols:
@@ -177,7 +182,8 @@ def show(record: dict) -> None:
     for m, r in record["results"].items():
         t.add_row(
             m, f"{r['accuracy']:.1%}", f"{r['boundary_mae']:.2f}", f"{r['over_truncation']:.1%}",
-            str(r["silent_cuts"]), f"{r['same_as_baseline']:.1%}", f"{r['guard_fired']:.1%}",
+            str(r["window_cuts"]), str(r["shorter_than_baseline"]),
+            f"{r['same_as_baseline']:.1%}", f"{r['guard_fired']:.1%}",
             f"{r['nfe']:.1f}", f"{r['seconds']:.1f}", f"{r['speedup']:.2f}x",
             f"{r['of_oracle']:.0%}", f"{r['detect_share']:.2%}", f"{r['e2e_seconds']:.1f}",
             f"{r['e2e_speedup']:.2f}x",
