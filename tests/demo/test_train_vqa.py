@@ -51,3 +51,15 @@ def test_demo_shows_images_questions_and_answers(tmp_path, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "00_colour.png" in out and "image encoding" in out and "speedup" in out
     assert png.stat().st_size > 1000
+
+
+def test_the_shipped_multimodal_model_loads_and_answers_its_sample_colours():
+    from seer.demo.run import builtin_path, sample_images
+
+    lm = seer.load(builtin_path("vqa"))
+    assert lm.multimodal and lm.meta["seer"]["config"]["signal"] == "eos_prob"
+    colours = [s for s in sample_images() if s["family"] == "colour"]
+    outs = lm.generate([s["question"] for s in colours], image=[s["file"] for s in colours],
+                       seer=True)  # fmt: skip
+    assert [g.text for g in outs] == [s["answer"] for s in colours]
+    assert all(g.stats.window < 64 for g in outs)  # Seer cut the 64-position window
