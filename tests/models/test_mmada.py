@@ -212,3 +212,19 @@ def test_factory_round_trip(tmp_path):
     assert again.encode(x).shape == (2, 64) and int(again.encode(x).max()) < 64
     cfg = MMaDAConfig.from_dict(mmada_config(256, mask_token_id=2, eos_token_id=1))
     assert cfg.vocab_size == 320 and cfg.num_vq_tokens == 64
+
+
+def test_the_vq_folder_may_hold_a_pytorch_bin_instead_of_safetensors(tmp_path):
+    import shutil
+
+    from safetensors.torch import load_file
+
+    from seer.models.magvit import load_magvit
+
+    src = Path(__file__).parents[1] / "fixtures" / "golden" / "mmada" / "vq_model"
+    shutil.copy(src / "config.json", tmp_path / "config.json")
+    (weights,) = [p for p in src.iterdir() if p.suffix == ".safetensors"]
+    torch.save(load_file(weights), tmp_path / "pytorch_model.bin")
+    a, b = load_magvit(src), load_magvit(tmp_path)
+    pixels = torch.rand(1, 3, 16, 16) * 2 - 1
+    assert torch.equal(a.encode(pixels), b.encode(pixels))

@@ -287,13 +287,17 @@ def load_magvit(folder: str | Path, dtype=torch.float32, device="cpu") -> Magvit
     except (ValueError, TypeError) as e:
         raise CheckpointError(f"{cfg_file}: {e}") from None
     found = [folder / n for n in WEIGHT_FILES if (folder / n).is_file()]
+    found += sorted(folder.glob("*.bin"))  # showlab/magvitv2 may ship pytorch_model.bin
     if not found:
-        hint = " (only .bin: convert it to safetensors)" if list(folder.glob("*.bin")) else ""
-        raise CheckpointError(f"{folder} has none of {', '.join(WEIGHT_FILES)}{hint}")
+        raise CheckpointError(f"{folder} has none of {', '.join(WEIGHT_FILES)} or a .bin file")
     try:
-        state = load_file(found[0])
+        if found[0].suffix == ".bin":  # tensors only: weights_only refuses pickled code
+            state = torch.load(found[0], map_location="cpu", weights_only=True)
+            state = state.get("state_dict", state) if isinstance(state, dict) else state
+        else:
+            state = load_file(found[0])
     except Exception as e:  # a truncated or foreign file
-        raise CheckpointError(f"{found[0]} is not a readable safetensors file ({e})") from None
+        raise CheckpointError(f"{found[0]} is not a readable weights file ({e})") from None
     state = {k: v for k, v in state.items() if not k.startswith(IGNORED_PREFIX)}
     model = MagvitV2(cfg)
     expected = model.state_dict()
