@@ -10,7 +10,7 @@ src=${1:-runs/builtin-vqa/export}
 dst=src/seer/assets/builtin-vqa
 mkdir -p "$dst"
 cp "$src"/{config.json,model.safetensors,tokenizer.json,tokenizer_config.json} "$dst"/
-cp "$src"/{special_tokens_map.json,seer.json} "$dst"/
+cp "$src"/{special_tokens_map.json,seer.json,preprocessor_config.json} "$dst"/
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 seer calibrate --model "$dst" --n 300 --out docs/calibration-vqa --write
 # 3. measure (held-out seed 11, disjoint from calibration) and show:

@@ -161,9 +161,14 @@ def exact_match(lm, examples, window: int, batch: int = 50, **kw) -> dict:
 
 
 def write_tokenizer(export: Path) -> None:
-    """The export's tokenizer files, and `seer.json` (no system prompt)."""
+    """The export's tokenizer files, SigLIP processor config and `seer.json` (no system prompt)."""
     build_multimodal_tokenizer(export)
     (export / "seer.json").write_text(json.dumps({"system_prompt": None}, indent=2) + "\n")
+    processor = {"image_processor_type": "SiglipImageProcessor", "do_resize": True, "resample": 3,
+                 "size": {"height": vqa.IMAGE_SIZE, "width": vqa.IMAGE_SIZE}, "do_rescale": True,
+                 "rescale_factor": 1 / 255, "do_normalize": True, "image_mean": [0.5] * 3,
+                 "image_std": [0.5] * 3, "do_convert_rgb": True}  # fmt: skip
+    (export / "preprocessor_config.json").write_text(json.dumps(processor, indent=2) + "\n")
 
 
 def build(out: Path, c: TrainConfig):
