@@ -52,8 +52,9 @@ def cmd_generate(args) -> int:
     if args.stop:  # stop strings -> ids, encoded as the official samplers do (no specials)
         if lm.tokenizer is None:
             raise SeerError("--stop needs the model's tokenizer")
-        enc = [lm.tokenizer(w, add_special_tokens=False)["input_ids"] for w in args.stop]
-        extra["stop"] = tuple(tuple(e) for e in enc if e)
+        from seer.models.llada_v import encode_words
+
+        extra["stop"] = tuple(tuple(encode_words(lm.tokenizer, w)) for w in args.stop)
     g = lm.generate(
         args.prompt,
         seer=seer_cfg,

@@ -33,7 +33,7 @@ from seer.models.dream import DreamConfig, DreamModel
 from seer.models.image_processor import ImageProcessor
 from seer.models.llada import LLaDAConfig, LLaDAModelLM
 from seer.models.multimodal import PromptInput
-from seer.models.vision import VisionConfig, VisionEncoder, attach_vision
+from seer.models.vision import IMAGE_TOKEN_INDEX, VisionConfig, VisionEncoder, attach_vision
 
 IMAGE_TOKEN = "<image>"  # LLaVA's DEFAULT_IMAGE_TOKEN
 LAVIDA_SYSTEM = (
@@ -87,8 +87,6 @@ class LlavaProcessor:
 
     def token_ids(self, prompt: str) -> list[int]:
         """LLaVA's `tokenizer_image_token`: ids with `IMAGE_TOKEN_INDEX` at "<image>"."""
-        from seer.models.vision import IMAGE_TOKEN_INDEX
-
         chunks = [self.tokenizer(c)["input_ids"] for c in prompt.split(IMAGE_TOKEN)]
         bos = getattr(self.tokenizer, "bos_token_id", None)
         offset = int(bool(chunks and chunks[0] and chunks[0][0] == bos and bos is not None))
@@ -110,8 +108,6 @@ class LlavaProcessor:
         return next(self.model.parameters()).device
 
     def __call__(self, text: str, image, chat: bool = True) -> PromptInput:
-        from seer.models.vision import IMAGE_TOKEN_INDEX
-
         ids = self.token_ids(self.prompt_text(text, image is not None, chat))
         n_img = sum(t == IMAGE_TOKEN_INDEX for t in ids)
         if image is None:
@@ -127,8 +123,6 @@ class LlavaProcessor:
 def splice(model, ids: list[int], features: torch.Tensor) -> PromptInput:
     """Token embeddings of `ids` with `features` (N, D) where the image placeholder is; the
     returned ids hold the tokenizer's pad id at the N image positions (never read)."""
-    from seer.models.vision import IMAGE_TOKEN_INDEX
-
     at = ids.index(IMAGE_TOKEN_INDEX)
     embed = model.get_input_embeddings()
     dev = embed.weight.device

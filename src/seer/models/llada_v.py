@@ -185,16 +185,19 @@ def official_sampling(tokenizer, **kw) -> SamplingParams:
         temperature=float(kw.pop("temperature", 0.0)),
         cfg_scale=float(kw.pop("cfg_scale", 0.0)),
         remasking=remasking,
-        stop=tuple(tuple(_encode(tokenizer, s)) for s in stops),
-        suffix=tuple(_encode(tokenizer, suffix)) if suffix else (),
+        stop=tuple(tuple(encode_words(tokenizer, s)) for s in stops),
+        suffix=tuple(encode_words(tokenizer, suffix)) if suffix else (),
     )
     if kw:
         raise SeerError(f"LLaDA-V generate option(s) {sorted(kw)} are not supported")
     return p
 
 
-def _encode(tokenizer, text: str) -> list[int]:
-    ids = tokenizer.encode(text, add_special_tokens=False)
+def encode_words(tokenizer, text: str) -> list[int]:
+    """Stop words / a suffix as the official sampler encodes them: no special tokens."""
+    from seer.models.loader import plain_ids
+
+    ids = plain_ids(tokenizer, text)
     if not ids:
         raise SeerError(f"{text!r} encodes to no tokens")
-    return [int(i) for i in ids]
+    return ids

@@ -295,6 +295,11 @@ def load_processor(folder: Path, raw: dict, model, tokenizer, seer_json: dict | 
     return None
 
 
+def plain_ids(tokenizer, text: str) -> list[int]:
+    """Ids of `text` without special tokens (prompts without a chat template, stop words)."""
+    return [int(i) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
+
+
 def chat_ids(tokenizer, prompt: str) -> list[int]:
     """Ids of a one-turn user chat plus the assistant header, as a flat list of ints.
 

@@ -193,11 +193,11 @@ class MMaDAProcessor:
         return cls(tokenizer, vq, config, resolution=res, missing_vq=why)
 
     def text_ids(self, text: str, chat: bool) -> list[int]:
-        from seer.models.loader import chat_ids
+        from seer.models.loader import chat_ids, plain_ids
 
         if chat:
             return chat_ids(self.tokenizer, text)
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return plain_ids(self.tokenizer, text)
 
     def image_ids(self, image) -> list[int]:
         if self.vq is None:

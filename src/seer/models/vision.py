@@ -174,18 +174,14 @@ class VisionEncoder:
 
     def features(self, tiles: torch.Tensor, image_size: tuple[int, int]) -> torch.Tensor:
         """(T, 3, S, S) tiles of one image of (width, height) -> (N, D) LM-width features."""
-        o = self.owner
-        f = o.mm_projector(o.vision_tower(tiles))  # (T, n, D)
-        if self.cfg.pool_stride > 1:
-            f = self._pool(f)
-        return merge(f, image_size, self.cfg, getattr(o, "image_newline", None))
+        return self.batch_features([tiles], [image_size])[0]
 
     def batch_features(
         self, tiles: list[torch.Tensor], sizes: list[tuple[int, int]]
     ) -> list[torch.Tensor]:
         """`features` of several images with one tower call (training, batched prompts)."""
         o, counts = self.owner, [t.shape[0] for t in tiles]
-        f = o.mm_projector(o.vision_tower(torch.cat(tiles)))
+        f = o.mm_projector(o.vision_tower(torch.cat(tiles)))  # (sum T, n, D)
         if self.cfg.pool_stride > 1:
             f = self._pool(f)
         newline = getattr(o, "image_newline", None)
