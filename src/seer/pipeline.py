@@ -111,11 +111,22 @@ class DiffusionLM:
 
         `prompts` may also be `PromptInput`s made by `prompt()` (one, or a list): a prompt
         encoded once (image features included) can then be answered many times."""
+        inputs = self.prompt_inputs(prompts, p, images, chat, attention_mask)
+        embeds = [q.embeds for q in inputs]
+        emb = self.model.get_input_embeddings()
+        ids = [q.ids for q in inputs]
+        return make_canvas(ids, p.gen_length, self.tokens, self.device, embeds, emb)
+
+    def prompt_inputs(
+        self, prompts, p: SamplingParams, images=None, chat: bool = True, attention_mask=None
+    ) -> list[PromptInput]:
+        """The batch's prompts, encoded (images spliced in) and checked against the model."""
         if isinstance(prompts, PromptInput) or _all_inputs(prompts):
             if images is not None:
                 raise SeerError("a PromptInput already holds its image; give no image=")
             inputs = [prompts] if isinstance(prompts, PromptInput) else list(prompts)
-            return self._inputs_canvas(inputs, p, any(q.embeds is not None for q in inputs))
+            self._check([q.ids for q in inputs], p, any(q.embeds is not None for q in inputs))
+            return inputs
         if images is not None or self.processor is not None:
             texts = [prompts] if isinstance(prompts, str) else prompts
             if isinstance(texts, list) and texts and all(isinstance(t, str) for t in texts):
@@ -123,19 +134,13 @@ class DiffusionLM:
                 if len(imgs) != len(texts):
                     raise SeerError(f"{len(imgs)} images for {len(texts)} prompts; give one each")
                 inputs = [self.prompt(t, im, chat) for t, im in zip(texts, imgs, strict=True)]
-                return self._inputs_canvas(inputs, p, images=True)
+                self._check([q.ids for q in inputs], p, images=True)
+                return inputs
             if images is not None:
                 raise SeerError("images go with text prompts; token-id prompts cannot take one")
         ids = self._prompt_ids(prompts, chat, attention_mask)
         self._check(ids, p)
-        return make_canvas(ids, p.gen_length, self.tokens, self.device)
-
-    def _inputs_canvas(self, inputs: list[PromptInput], p: SamplingParams, images: bool) -> Canvas:
-        ids = [q.ids for q in inputs]
-        self._check(ids, p, images=images)
-        embeds = [q.embeds for q in inputs]
-        emb = self.model.get_input_embeddings()
-        return make_canvas(ids, p.gen_length, self.tokens, self.device, embeds, emb)
+        return [PromptInput(q) for q in ids]
 
     def _prompt_ids(self, prompts, chat: bool, attention_mask) -> list[list[int]]:
         if isinstance(prompts, str):

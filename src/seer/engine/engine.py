@@ -104,16 +104,10 @@ class Engine:
             raise SeerError("cfg_scale is only defined for LLaDA's remasking rules")
         if p.suffix or p.stop:  # per-row early finish / fixed tail columns: not in the layouts
             raise SeerError("the engine takes no stop words or suffix; use DiffusionLM.generate")
-        embeds = None
-        if isinstance(req.prompt, str) and (req.image is not None or lm.processor is not None):
-            prompt = lm.prompt(req.prompt, req.image, req.chat)
-            ids, embeds = prompt.ids, prompt.embeds
-            lm._check([ids], p, images=True)
-        elif req.image is not None:
-            raise SeerError("an image goes with a text prompt; token-id prompts cannot take one")
-        else:
-            ids = lm._prompt_ids(req.prompt, req.chat, None)[0]
-            lm._check([ids], p)
+        inputs = lm.prompt_inputs(req.prompt, p, req.image, req.chat)
+        if len(inputs) != 1:
+            raise SeerError("a Request holds one prompt (text or one id list), not a batch")
+        ids, embeds = inputs[0].ids, inputs[0].embeds
         if req.window is not None:
             if req.seer:
                 raise SeerError("give a request either a fixed window or a Seer config")
