@@ -12,6 +12,7 @@ import seer
 from seer.boundary import calibrate as cal
 from seer.boundary.calibrate_cli import run_calibration, write_defaults
 from seer.boundary.detector import end_probability
+from seer.data import builtin_examples
 from seer.demo import vqa
 from seer.errors import SeerError
 from seer.models.factory import make_random_checkpoint
@@ -41,7 +42,7 @@ def test_task_follows_the_model_and_is_checked(lavida, tmp_path):
 
 def test_heldout_vqa_examples_carry_images_and_the_bare_question():
     ex = cal.heldout_examples("vqa", 5, seed=3)
-    ref = vqa.generate_examples(5, seed=3, split="heldout")
+    ref = builtin_examples("builtin-vqa", 5, seed=3, part="eval")
     assert [e.answer for e in ex] == [r.answer for r in ref]
     assert all(e.image.size == (vqa.IMAGE_SIZE,) * 2 for e in ex)
     assert all("<image>" not in e.text for e in ex)  # the processor places the image

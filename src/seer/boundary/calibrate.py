@@ -56,18 +56,17 @@ def task_for(lm, task: str | None) -> str:
     return task
 
 
-def heldout_examples(task: str, n: int, seed: int) -> list[Example]:
-    """`n` examples of the held-out split of a demo task (images rendered)."""
-    if task == "vqa":
-        from seer.demo import vqa
+def heldout_examples(task: str, n: int, seed: int, part: str = "eval") -> list[Example]:
+    """`n` unique held-out requests of a demo task (images rendered) from one side of
+    `seer.data.split`: "calib" for calibrations, "eval" (never seen by a calibration, nor by
+    the shipped models' tuning) for benchmarks. See `seer.data.builtin`."""
+    from seer.data import builtin_examples
 
-        return [
-            Example(e.family, e.question, e.answer, e.image())
-            for e in vqa.generate_examples(n, seed=seed, split="heldout")
-        ]
-    from seer.demo.tasks import generate_examples
-
-    return [Example(e.family, e.prompt, e.answer) for e in generate_examples(n, seed, "heldout")]
+    source = "builtin-vqa" if task == "vqa" else "builtin"
+    return [
+        Example(e.family, e.prompt, e.answer, e.image)
+        for e in builtin_examples(source, n, seed, part)
+    ]
 
 
 @dataclass(slots=True)

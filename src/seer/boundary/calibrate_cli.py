@@ -76,7 +76,7 @@ def run_calibration(
     lm = seer.load(folder)
     task = cal.task_for(lm, task)
     g = lm.meta.get("seer", {}).get("gen_length", 64)
-    examples = cal.heldout_examples(task, n, seed=SEED)
+    examples = cal.heldout_examples(task, n, seed=SEED, part="calib")
     with Progress(console=console) as bar:
         job = bar.add_task(f"step-0 profiles + baseline answers ({task})", total=len(examples))
         samples = cal.collect(lm, examples, g, progress=lambda k: bar.advance(job, k))
@@ -173,7 +173,7 @@ def run_calibration(
     (out / "report.json").write_text(json.dumps(report, indent=2))
     if write:
         config = {k: v for k, v in chosen.setting.items() if k != "margin"}
-        calibration = {"n": len(samples), "task": task, "split": f"heldout seed {SEED}",
+        calibration = {"n": len(samples), "task": task, "split": f"calib part, seed {SEED}",
                        "mae": chosen.mae, "over_truncation": chosen.over,
                        "mean_window": chosen.mean_window}  # fmt: skip
         path = write_defaults(folder, g, config, dict(best_sp.setting), calibration)
