@@ -30,6 +30,16 @@ def _add_sampling(p: argparse.ArgumentParser) -> None:
         "--schedule", choices=SCHEDULES, default=None, help="reveal counts (default: the rule's)"
     )
     g.add_argument("--seed", type=int, default=0)
+    g.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        help="Fast-dLLM parallel decoding: reveal every masked position of the block whose "
+        "confidence is >= this (at least one per step)",
+    )
+    g.add_argument(
+        "--factor", type=float, default=None, help="Fast-dLLM factor-based parallel decoding"
+    )
 
 
 IMAGE_HELP = "image file or data:image/...;base64 URI (multimodal models)"
@@ -37,7 +47,7 @@ IMAGE_HELP = "image file or data:image/...;base64 URI (multimodal models)"
 
 def _sampling(args) -> dict:
     keys = ("gen_length", "steps", "block_length", "temperature", "remasking", "alg_temp")
-    keys += ("top_p", "top_k", "cfg_scale", "seed", "cache", "schedule")
+    keys += ("top_p", "top_k", "cfg_scale", "seed", "cache", "schedule", "threshold", "factor")
     out = {k: getattr(args, k, None) for k in keys if getattr(args, k, None) is not None}
     out.setdefault("gen_length", 64)
     return out

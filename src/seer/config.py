@@ -64,6 +64,11 @@ class SamplingParams:
     # ids): once one appears in the answer, only masks before it are revealed, then the row ends
     suffix: tuple[int, ...] = ()  # ids fixed after the answer window (LLaDA-V's
     # generation_suffix): attended to, never revealed, not part of the returned answer
+    threshold: float | None = None  # Fast-dLLM parallel decoding: reveal every masked position
+    # of the block whose confidence is >= threshold (at least one per step); the block ends
+    # when it has no masks, so `steps` no longer sets the step count (seer.diffusion.unmask)
+    factor: float | None = None  # Fast-dLLM's factor-based parallel decoding (the n-th most
+    # confident position is revealed while its confidence is >= 1 - factor / (n + 1))
 
     def __post_init__(self) -> None:
         for name in ("temperature", "alg_temp", "top_p", "cfg_scale", "eps"):
@@ -99,6 +104,7 @@ class SamplingParams:
             raise SeerError(f"top_k must be >= 1, got {self.top_k}")
         if self.cfg_scale < 0:
             raise SeerError(f"cfg_scale must be >= 0, got {self.cfg_scale}")
+        self._check_parallel()
         for name in ("banned_ids", "suffix"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, tuple):
@@ -120,6 +126,30 @@ class SamplingParams:
                 f"steps {self.total_steps} cannot be spread over {blocks} blocks; "
                 f"use a multiple of {blocks}"
             )
+
+    def _check_parallel(self) -> None:
+        """threshold / factor (Fast-dLLM): one of them, a finite value in range, a top-k rule."""
+        for name in ("threshold", "factor"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                raise SeerError(f"{name} must be a finite number, got {value}")
+        if self.threshold is not None and self.factor is not None:
+            raise SeerError("give threshold or factor, not both (two parallel-decoding rules)")
+        if self.threshold is not None and not 0 <= self.threshold <= 1:
+            raise SeerError(f"threshold is a confidence in [0, 1], got {self.threshold}")
+        if self.factor is not None and self.factor <= 0:
+            raise SeerError(f"factor must be > 0, got {self.factor}")
+        if self.parallel and (self.remasking == "origin" or self.alg_temp):
+            raise SeerError(
+                "threshold/factor rank positions by confidence: use a top-k rule "
+                "(not remasking='origin', no alg_temp)"
+            )
+
+    @property
+    def parallel(self) -> bool:
+        """Confidence-driven parallel decoding (threshold or factor): a block runs until it
+        has no masks, revealing as many positions per step as the rule accepts."""
+        return self.threshold is not None or self.factor is not None
 
     @property
     def total_steps(self) -> int:

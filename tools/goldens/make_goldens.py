@@ -17,6 +17,15 @@ checkouts that live outside this repository:
   ``LLaDAModelLM.from_pretrained``.  That file imports ``model.modeling_llada``, so Fast-dLLM's
   ``llada/model`` folder is imported as the package ``model``.  Its ``get_transfer_index`` is
   wrapped (the module attribute, not the file) to record the decision margins.
+* Parallel-decoding goldens (``llada/golden_parallel.json``, ``--only llada-parallel``): the same
+  three functions of a Fast-dLLM ``llada/generate.py`` that has ``factor`` (``--fast-dllm-parallel``
+  names that file; NVlabs/Fast-dLLM @ f6b35ec3f1b16e1b3d3357938046559ae2d350fa was used) called
+  with ``threshold`` and with ``factor``, on the same LLaDA fixture and the same
+  ``llada/model`` files as the cache goldens (``--fast-dllm``).  That file imports
+  ``.model.modeling_llada`` relatively, so it is loaded as ``fast_dllm_llada.generate`` with the
+  ``llada/model`` folder as ``fast_dllm_llada.model``.  ``get_transfer_index`` and
+  ``get_transfer_index_dynamic`` are wrapped (module attributes) to record the decisions and the
+  smallest distance between a confidence and the threshold it was compared with.
 
 It needs an environment with ``torch`` and ``transformers<5`` (4.49.0 was used; the
 official remote code does not run on transformers 5.x).  It never touches the network.
@@ -29,6 +38,13 @@ Typical use (from the repository root)::
         --out tests/fixtures/golden --verify   # reload them and re-check with the official code
     python tools/goldens/make_goldens.py --fast-dllm /src/Fast-dLLM --out tests/fixtures/golden \
         --only llada-cache                     # only the KV-cache goldens (needs llada/ built)
+    python tools/goldens/make_goldens.py --fast-dllm /src/Fast-dLLM --out tests/fixtures/golden \
+        --only llada-parallel --fast-dllm-parallel /src/Fast-dLLM-f6b35ec/llada/generate.py
+
+The parallel goldens were recorded in /work/venvs/fastdllm: ``python -m venv`` from Python 3.11.7
+with a ``.pth`` line to a site-packages holding torch 2.13.0+cpu (and safetensors, numpy), then
+``pip install transformers==4.49.0 einops accelerate==0.34.2`` (the venv's own packages come
+first on ``sys.path``, so transformers 4.49.0 shadows any newer one).
 
 ``torch.compile`` is disabled (``TORCHDYNAMO_DISABLE=1``) before torch is imported:
 Fast-dLLM's ``modeling_llada.py`` wraps ``F.scaled_dot_product_attention`` in
@@ -592,6 +608,161 @@ def run_llada_cache(args, out: Path, P) -> bool:
 
 
 # --------------------------------------------------------------------------------------
+# Parallel-decoding goldens: Fast-dLLM's threshold and factor rules
+# --------------------------------------------------------------------------------------
+
+PARALLEL_RULES = (("threshold", 0.1), ("threshold", 0.08), ("factor", 2.0), ("factor", 2.7))
+
+
+def llada_parallel_cases(P):
+    """(name, function, prompt, kwargs): every function x rule x shape, greedy. The values suit
+    the tiny random model's low confidences (0.03-0.3), so that steps reveal several positions."""
+    base = dict(temperature=0.0, remasking="low_confidence", mask_id=MASK_ID)
+    shapes = [
+        ("gen16_block4_steps8", P["p7"], 16, 4, 8),
+        ("gen24_block8_steps12", P["p3"], 24, 8, 12),
+        ("gen16_block16_steps16", P["p7"], 16, 16, 16),
+    ]
+    cases = []
+    for fn in CACHE_FUNCTIONS:
+        for rule, value in PARALLEL_RULES:
+            other = "factor" if rule == "threshold" else "threshold"
+            for name, prompt, gen, blk, st in shapes:
+                kw = dict(base, steps=st, gen_length=gen, block_length=blk)
+                kw.update({rule: value, other: None})
+                cases.append((f"{fn}__{rule}{value}__{name}", fn, prompt, kw))
+    return cases
+
+
+class ParallelRecorder:
+    """Wraps `get_transfer_index` and `get_transfer_index_dynamic` of the loaded module."""
+
+    def __init__(self, module):
+        self.module, self.calls = module, []
+        self.plain, self.dynamic = module.get_transfer_index, module.get_transfer_index_dynamic
+        module.get_transfer_index = self._plain
+        module.get_transfer_index_dynamic = self._dynamic
+
+    def _plain(self, logits, temperature, remasking, mask_index, x, num, threshold=None):
+        x0, chosen = self.plain(logits, temperature, remasking, mask_index, x, num, threshold)
+        self.calls.append(("threshold", threshold, logits.detach().clone(), mask_index.clone(),
+                           chosen.clone()))  # fmt: skip
+        return x0, chosen
+
+    def _dynamic(self, logits, temperature, remasking, mask_index, x, num, factor=1):
+        x0, chosen = self.dynamic(logits, temperature, remasking, mask_index, x, num, factor)
+        self.calls.append(("factor", factor, logits.detach().clone(), mask_index.clone(),
+                           chosen.clone()))  # fmt: skip
+        return x0, chosen
+
+    def remove(self):
+        self.module.get_transfer_index = self.plain
+        self.module.get_transfer_index_dynamic = self.dynamic
+
+
+def _parallel_stats(calls) -> dict:
+    """Reveals per call, the argmax gap, and the smallest |confidence - its threshold| among the
+    compared positions (threshold: ranks >= 1; factor: ranks 1.. up to the first failure)."""
+    counts, argmax_gap, rule_gap = [], math.inf, math.inf
+    for rule, value, logits, cand, chosen in calls:
+        probs = F.softmax(logits.double(), dim=-1)
+        conf, gap = probs.max(-1).values, _top2_gap(probs)
+        counts.append(int(chosen.sum()))
+        if chosen.any():
+            argmax_gap = min(argmax_gap, float(gap[chosen].min()))
+        for r in range(cand.shape[0]):
+            ranked = conf[r][cand[r]].sort(descending=True).values
+            for n in range(1, len(ranked)):
+                bar = value if rule == "threshold" else 1 - value / (n + 2)
+                rule_gap = min(rule_gap, abs(float(ranked[n]) - bar))
+                if rule == "factor" and ranked[n] < bar:
+                    break
+    return {
+        "forward_calls": len(calls),
+        "transfer_counts_per_call": counts,
+        "min_argmax_prob_gap": argmax_gap,
+        "min_rule_gap": None if rule_gap == math.inf else rule_gap,
+    }
+
+
+def run_llada_parallel(args, out: Path, P) -> bool:
+    """Write (or with --verify, re-check) llada/golden_parallel.json; True on failure."""
+    import transformers
+
+    llada_dir = args.llada_model_dir or args.fast_dllm / "llada" / "model"
+    gen_file = args.fast_dllm_parallel
+    _import_dir_as_package("fast_dllm_llada.model", llada_dir, ["configuration_llada",
+                                                                  "modeling_llada"])  # fmt: skip
+    root = types.ModuleType("fast_dllm_llada")
+    root.__path__ = [str(Path(gen_file).resolve().parent)]
+    sys.modules["fast_dllm_llada"] = root
+    gen_mod = _import_file("fast_dllm_llada.generate", gen_file)
+    modeling = sys.modules["fast_dllm_llada.model.modeling_llada"]
+    model = modeling.LLaDAModelLM.from_pretrained(str(out), torch_dtype=torch.float32).eval()
+    saved, live = _load_tensors(out / "model.safetensors"), model.state_dict()
+    assert sorted(saved) == sorted(live) and all(torch.equal(live[k], v) for k, v in saved.items())
+    if args.verify and args.verify_dtype == "float64":
+        model.double()
+    gens, worst = [], {"min_argmax_prob_gap": math.inf, "min_rule_gap": math.inf}
+    for name, fn, prompt, kwargs in llada_parallel_cases(P):
+        rec = ParallelRecorder(gen_mod)
+        try:
+            x, nfe = getattr(gen_mod, fn)(model, prompt, **kwargs)
+        finally:
+            rec.remove()
+        st = _parallel_stats(rec.calls)
+        entry = dict(name=name, function=fn, prompt_ids=prompt.tolist(), kwargs=kwargs)
+        gens.append(dict(entry, output_ids=x.tolist(), nfe=int(nfe), stats=st))
+        for k in worst:
+            if st[k] is not None:
+                worst[k] = min(worst[k], st[k])
+        print(f"[llada-parallel] {name}: nfe={nfe} counts={st['transfer_counts_per_call']} "
+              f"rule gap={st['min_rule_gap']}")  # fmt: skip
+    failed = min(worst.values()) < args.min_gap
+    if failed:
+        print(f"[llada-parallel] WARNING: a decision margin is below {args.min_gap}")
+    path = out / "golden_parallel.json"
+    if args.verify:
+        ref = json.loads(path.read_text())["generations"]
+        for g_ref, g_new in zip(ref, gens, strict=True):
+            same = all(g_ref[k] == g_new[k] for k in ("name", "prompt_ids", "output_ids", "nfe"))
+            print(f"[llada-parallel] {g_ref['name']}: {'OK' if same else 'MISMATCH'}")
+            failed |= not same
+        return failed
+    sampler = _source(Path(gen_file).parent, [Path(gen_file).name], None)
+    sampler.update(
+        repo="NVlabs/Fast-dLLM",
+        git_commit=sampler["git_commit"] or args.fast_dllm_parallel_commit,
+        functions=list(CACHE_FUNCTIONS),
+        signatures={f: f + str(inspect.signature(getattr(gen_mod, f))) for f in CACHE_FUNCTIONS},
+    )
+    meta = {
+        "generator": "tools/goldens/make_goldens.py --only llada-parallel",
+        "official_sources": {
+            "sampler": sampler,
+            "modeling": _source(
+                llada_dir,
+                ["configuration_llada.py", "modeling_llada.py"],
+                "NVlabs/Fast-dLLM" if args.llada_model_dir is None else None,
+            ),
+        },
+        "checkpoint": "the llada/ fixture beside this file (LLaDAModelLM.from_pretrained, f32)",
+        "versions": {
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "python": sys.version.split()[0],
+        },
+        "env": {"TORCHDYNAMO_DISABLE": os.environ.get("TORCHDYNAMO_DISABLE")},
+        "prompt_seed": args.prompt_seed,
+        "worst_margins": worst,
+    }
+    _dump_json(path, {"meta": meta, "generations": gens})
+    os.chmod(path, 0o644)
+    print(f"[llada-parallel] wrote {path}")
+    return failed
+
+
+# --------------------------------------------------------------------------------------
 # Main
 # --------------------------------------------------------------------------------------
 
@@ -720,12 +891,22 @@ def main(argv=None):
         "--fast-dllm-generate", type=Path, help="path of Fast-dLLM's llada/generate.py (caches)"
     )
     ap.add_argument(
+        "--fast-dllm-parallel",
+        type=Path,
+        help="path of a Fast-dLLM llada/generate.py with `factor` (parallel-decoding goldens)",
+    )
+    ap.add_argument(
+        "--fast-dllm-parallel-commit",
+        default=None,
+        help="the commit that file comes from, when it is not inside a git checkout",
+    )
+    ap.add_argument(
         "--out", type=Path, required=True, help="fixture root (holds llada/ and dream/)"
     )
     ap.add_argument(
         "--only",
-        choices=["llada", "dream", "llada-cache"],
-        help="build only one model, or only the KV-cache goldens (on the built llada/)",
+        choices=["llada", "dream", "llada-cache", "llada-parallel"],
+        help="build only one model, or only the KV-cache / parallel goldens (on the built llada/)",
     )
     ap.add_argument("--llada-seed", type=int, default=0, help="weight-init seed for LLaDA")
     ap.add_argument(
@@ -770,6 +951,13 @@ def main(argv=None):
     kinds = [args.only] if args.only else ["llada", "dream", "llada-cache"]
     failed = False
     for kind in kinds:
+        if kind == "llada-parallel":
+            if args.fast_dllm_parallel is None or (args.fast_dllm is None and
+                                                   args.llada_model_dir is None):  # fmt: skip
+                ap.error("the parallel goldens need --fast-dllm-parallel and --fast-dllm "
+                         "(or --llada-model-dir)")  # fmt: skip
+            failed |= run_llada_parallel(args, args.out / "llada", _prompts(args.prompt_seed))
+            continue
         if kind == "llada-cache":
             paths = args.fast_dllm_generate and args.llada_model_dir
             if args.fast_dllm is None and not paths:

@@ -31,6 +31,7 @@ import torch
 from seer.config import SamplingParams, TokenIds
 from seer.diffusion.cache import CachePolicy, NoCache, Span, make_cache
 from seer.diffusion.schedule import COUNTS, Plan, Stage, lay_blocks, reveal_prob
+from seer.diffusion.schedule import steps_per_block as _steps_per_block
 from seer.diffusion.stop import StopWords
 from seer.diffusion.unmask import propose, select
 from seer.errors import SeerError
@@ -137,7 +138,7 @@ class DenoisingLoop:
     # -- planning ---------------------------------------------------------------------------
     @staticmethod
     def steps_per_block(p: SamplingParams) -> int:
-        return p.total_steps // (p.gen_length // p.block)
+        return _steps_per_block(p)
 
     def plan(self, window: torch.Tensor, p: SamplingParams, lead: int = 0) -> Plan:
         """Blocks over each row's window. `lead` positions (the cache policy's, see
@@ -371,6 +372,8 @@ class DenoisingLoop:
         stop = {} if s.stop is None else {"stop": s.stop}
         self.decode(c, logits, lo, now, p, s.generator, **stop)
         s.plan.step += 1
+        if p.parallel:  # threshold/factor: a filled block has no more steps (Fast-dLLM)
+            s.plan.drop_filled(c.x[:, c.prompt_len :], self.tokens.mask)
         if s.stop is not None:  # rows whose answer ended at a stop sequence have no more steps
             w = c.width - len(p.suffix)
             done = s.stop.update(c.x[:, c.prompt_len : c.prompt_len + w], self.tokens.mask)

@@ -16,6 +16,12 @@ Three counting rules (`SamplingParams.schedule`; by default the rule family's ow
   cumulative share sigma(t) = 3t / (1 + 2t) of the block's m masks on t = linspace(0, 1, n + 1),
   differences clamped to >= 1, the excess taken back from the front (skipping 1s), then reversed:
   few tokens first, many at the end. At most min(n, m) steps reveal; later ones reveal none.
+
+Parallel decoding (`SamplingParams.threshold` / `factor`, Fast-dLLM): the unmasking rule sets how
+many positions each step reveals (at least one), and a block runs until it has no masks, as
+Fast-dLLM's `while True` loop does. The plan gives every block as many steps as it has positions
+(the most it can need) and `Plan.drop_filled` skips a row's remaining steps of a block once the
+block is filled, so NFE is the number of steps actually needed.
 """
 
 from __future__ import annotations
@@ -45,6 +51,14 @@ def lay_blocks(start: int, end: int, block: int, steps_per_block: int) -> list[S
     return stages
 
 
+def steps_per_block(p) -> int:
+    """Steps given to each full block: the user's share, or under parallel decoding the block's
+    size (at least one reveal per step; `Plan.drop_filled` ends the block when it is filled)."""
+    if p.parallel:
+        return p.block
+    return p.total_steps // (p.gen_length // p.block)
+
+
 class Plan:
     """Per-row stages, advanced in lockstep: at global step g each row is in one of its stages."""
 
@@ -65,6 +79,21 @@ class Plan:
     def finish(self, row: int) -> None:
         """End a row now (its answer is complete): it has no steps after the current one."""
         del self._flat[row][self.step :]
+
+    def drop_filled(self, answer: torch.Tensor, mask_id: int) -> None:
+        """Called after a step (once `step` has advanced): rows whose last stage has no masks
+        left in `answer` (B, W) skip the rest of that stage's steps (parallel decoding)."""
+        done = self.step - 1
+        for r, flat in enumerate(self._flat):
+            if done >= len(flat) or flat[done][0] is None:
+                continue
+            st = flat[done][0]
+            if bool((answer[r, st.start : st.end] == mask_id).any()):
+                continue
+            end = self.step
+            while end < len(flat) and flat[end][0] is st:
+                end += 1
+            del flat[self.step : end]
 
     def extend(self, row: int, more: list[Stage]) -> None:
         """Append stages to a row (guard growth); they start after the current global step."""

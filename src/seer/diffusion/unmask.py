@@ -10,6 +10,18 @@ Every rule follows its official definition:
 - `origin` (Dream): each masked position is revealed independently with probability 1 - s/t.
 Selection is top-k per row, or, with Dream's `alg_temp`, k positions sampled from
 softmax(confidence / alg_temp) without replacement. All randomness goes through `generator`.
+
+Parallel decoding (Fast-dLLM, Wu et al. 2025, arXiv 2505.22618; NVlabs/Fast-dLLM
+`llada/generate.py`, `get_transfer_index` and `get_transfer_index_dynamic`) replaces the
+schedule's count k by a confidence rule over the eligible (masked, in-block) positions:
+- `threshold`: the most confident position, and every other one whose confidence is
+  >= threshold (Fast-dLLM drops the k-th best, k >= 1, when it is < threshold);
+- `factor`: with the m eligible confidences sorted best first, c_0 >= c_1 >= ..., n is the first
+  index >= 1 with c_n < 1 - factor / (n + 2); the n best are revealed. Fast-dLLM's quirks are
+  kept: when no index fails, or the first failure is the last index (n = m - 1), all m are
+  revealed; one eligible position is always revealed.
+The block then runs until it has no masks (`Plan.drop_filled`), as Fast-dLLM's `while True`.
+Under `low_confidence` the confidences are float64 softmax values, as Fast-dLLM computes them.
 """
 
 from __future__ import annotations
@@ -62,7 +74,7 @@ def llada_propose(logits, p: SamplingParams, tokens: TokenIds, generator):
             logits[..., tokens.eot] = -torch.inf
         if p.temperature == 0:
             logits[..., tokens.eos] = -torch.inf
-    prob = logits.softmax(dim=-1)
+    prob = (logits.double() if p.parallel else logits).softmax(dim=-1)  # Fast-dLLM: float64
     return x0, prob.gather(-1, x0[..., None]).squeeze(-1)
 
 
@@ -119,6 +131,8 @@ def select(
         u = torch.rand(conf.shape, generator=generator, device=conf.device)
         return eligible & (u < reveal_prob[:, None])
     conf = conf.masked_fill(~eligible, -torch.inf)
+    if p.parallel:
+        k = parallel_count(conf, eligible, p)
     kmax = int(k.max()) if k.numel() else 0
     chosen = torch.zeros_like(eligible)
     if kmax == 0:
@@ -136,3 +150,23 @@ def select(
     keep = torch.arange(kmax, device=k.device)[None, :] < k[:, None]
     chosen.scatter_(1, idx, keep)
     return chosen & eligible
+
+
+def parallel_count(conf: torch.Tensor, eligible: torch.Tensor, p: SamplingParams) -> torch.Tensor:
+    """Fast-dLLM's reveal count per row (B,) for `threshold` or `factor` (module docstring).
+    conf: (B, W) with -inf at non-eligible positions."""
+    m = eligible.sum(dim=1)
+    ranked = conf.sort(dim=1, descending=True).values  # eligible first, best first
+    n_idx = torch.arange(conf.shape[1], device=conf.device)[None]
+    if p.threshold is not None:
+        ok = ranked >= p.threshold
+    else:
+        ok = ranked >= 1 - p.factor / (n_idx + 2)
+    ok |= n_idx == 0  # the best position is always revealed
+    ok &= n_idx < m[:, None]
+    fail = ~ok & (n_idx < m[:, None])
+    if p.threshold is not None:
+        return ok.sum(dim=1)  # every position over the threshold (ranked: a prefix)
+    first = torch.where(fail, n_idx, conf.shape[1]).min(dim=1).values  # first failing index
+    n = torch.where(first >= m - 1, m, first)  # none failed, or only the last: all m (quirk)
+    return torch.where(m > 0, n.clamp(min=1), m)

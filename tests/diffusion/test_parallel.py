@@ -1,0 +1,132 @@
+"""Fast-dLLM parallel decoding (`threshold`, `factor`) in the one loop: token-for-token goldens
+from Fast-dLLM's `generate`, `generate_with_prefix_cache` and `generate_with_dual_cache`, the
+reveal rules themselves, validation, and Seer's truncation composed with them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import TOKENS, tiny
+
+from seer.boundary.truncation import FixedWindowPolicy
+from seer.config import SamplingParams, TokenIds
+from seer.diffusion.loop import DenoisingLoop, make_canvas
+from seer.diffusion.unmask import parallel_count
+from seer.errors import SeerError
+from seer.models.loader import load_model
+
+GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden" / "llada"
+GOLDEN_TOKENS = TokenIds(mask=310, eos=300, pad=300)
+CACHE_OF = {
+    "generate": "none",
+    "generate_with_prefix_cache": "prefix",
+    "generate_with_dual_cache": "dual",
+}
+CASES = json.loads((GOLDEN / "golden_parallel.json").read_text())["generations"]
+
+
+@pytest.fixture(scope="module")
+def golden_llada():
+    return load_model(GOLDEN)
+
+
+def _params(case: dict) -> SamplingParams:
+    kw = case["kwargs"]
+    return SamplingParams(
+        gen_length=kw["gen_length"],
+        steps=kw["steps"],
+        block_length=kw["block_length"],
+        temperature=kw["temperature"],
+        remasking=kw["remasking"],
+        threshold=kw["threshold"],
+        factor=kw["factor"],
+        cache=CACHE_OF[case["function"]],
+    )
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["name"])
+def test_tokens_and_nfe_match_fast_dllm(golden_llada, case):
+    p = _params(case)
+    canvas = make_canvas(case["prompt_ids"], p.gen_length, GOLDEN_TOKENS, "cpu")
+    out = DenoisingLoop(golden_llada, GOLDEN_TOKENS).run(canvas, p)
+    got = torch.cat([torch.tensor(case["prompt_ids"]), out.answer], dim=1)
+    assert got.tolist() == case["output_ids"]
+    assert out.nfe == case["nfe"]  # a filled block ends, as Fast-dLLM's `while True`
+
+
+def test_the_goldens_reveal_in_parallel():
+    """Not vacuous: the rules reveal several positions in some steps, fewer forwards than
+    positions, and the rules and caches give different answers."""
+    for case in CASES:
+        assert max(case["stats"]["transfer_counts_per_call"]) >= 2, case["name"]
+        assert case["nfe"] < case["kwargs"]["gen_length"] or "factor2.0" in case["name"]
+    outs = {c["name"]: c["output_ids"] for c in CASES}
+    assert len({json.dumps(v) for v in outs.values()}) > len(CASES) // 2
+
+
+def _count(confs: list[float], m: int | None = None, **rule) -> int:
+    conf = torch.tensor([confs], dtype=torch.float64)
+    eligible = torch.ones_like(conf, dtype=torch.bool)
+    if m is not None:
+        eligible[:, m:] = False
+    conf = conf.masked_fill(~eligible, -torch.inf)
+    p = SamplingParams(gen_length=8, remasking="low_confidence", **rule)
+    return int(parallel_count(conf, eligible, p)[0])
+
+
+def test_threshold_reveals_every_confident_position_and_at_least_one():
+    assert _count([0.95, 0.2, 0.91, 0.5], threshold=0.9) == 2
+    assert _count([0.3, 0.2, 0.1, 0.5], threshold=0.9) == 1  # the best one alone
+    assert _count([0.95, 0.99, 0.91, 0.97], threshold=0.9) == 4
+    assert _count([0.95, 0.99, 0.91, 0.97], m=0, threshold=0.9) == 0  # nothing eligible
+
+
+def test_factor_rule_and_its_quirks():
+    # thresholds 1 - f/(n+2) for ranks n = 1, 2, 3: with f = 1: 0.667, 0.75, 0.8
+    assert _count([0.9, 0.7, 0.5, 0.1, 0.1], factor=1.0) == 2  # rank 2 fails
+    assert _count([0.9, 0.5, 0.5, 0.1, 0.1], factor=1.0) == 1  # rank 1 fails
+    # first failure at the last rank: Fast-dLLM reveals all of them
+    assert _count([0.9, 0.7, 0.1], factor=1.0) == 3
+    assert _count([0.9, 0.8, 0.9, 0.9], factor=1.0) == 4  # none fails
+    assert _count([0.1], factor=1.0) == 1
+
+
+def test_options_are_validated():
+    with pytest.raises(SeerError, match="not both"):
+        SamplingParams(threshold=0.9, factor=1.0)
+    with pytest.raises(SeerError, match=r"\[0, 1\]"):
+        SamplingParams(threshold=1.5)
+    with pytest.raises(SeerError, match="factor must be > 0"):
+        SamplingParams(factor=0)
+    with pytest.raises(SeerError, match="top-k rule"):
+        SamplingParams(threshold=0.9, remasking="origin")
+
+
+def test_threshold_one_reveals_one_per_step_like_the_schedule():
+    """threshold=1 accepts only the best position each step: the same tokens as one token per
+    step, and NFE equal to the window."""
+    model = tiny("llada")
+    prompts = [[5, 6, 7, 8], [9, 10]]
+    base = SamplingParams(gen_length=16, steps=16, block_length=8, remasking="low_confidence")
+    par = SamplingParams(gen_length=16, steps=4, block_length=8, remasking="low_confidence",
+                         threshold=1.0)  # fmt: skip
+    loop = DenoisingLoop(model, TOKENS)
+    a = loop.run(make_canvas(prompts, 16, TOKENS, "cpu"), base)
+    b = loop.run(make_canvas(prompts, 16, TOKENS, "cpu"), par)
+    assert torch.equal(a.answer, b.answer) and b.nfe == 16
+
+
+@pytest.mark.parametrize("cache", ["none", "prefix", "dual"])
+def test_a_cut_window_runs_under_threshold_like_a_short_request(cache):
+    """Seer composes with parallel decoding: cut to 8 after step 0, then the same tokens as a
+    request whose window is 8, apart from step 0 (which saw the full window)."""
+    model = tiny("llada")
+    p = SamplingParams(gen_length=16, block_length=8, remasking="low_confidence",
+                       threshold=0.05, cache=cache)  # fmt: skip
+    loop = DenoisingLoop(model, TOKENS)
+    out = loop.run(make_canvas([[5, 6, 7, 8]], 16, TOKENS, "cpu"), p, FixedWindowPolicy([8]))
+    assert int(out.window[0]) == 8 and out.nfe <= 8
+    assert (out.answer[0, 8:] == TOKENS.eos).all()
