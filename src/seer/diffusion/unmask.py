@@ -158,10 +158,8 @@ def parallel_count(conf: torch.Tensor, eligible: torch.Tensor, p: SamplingParams
     m = eligible.sum(dim=1)
     ranked = conf.sort(dim=1, descending=True).values  # eligible first, best first
     n_idx = torch.arange(conf.shape[1], device=conf.device)[None]
-    if p.threshold is not None:
-        ok = ranked >= p.threshold
-    else:
-        ok = ranked >= 1 - p.factor / (n_idx + 2)
+    bar = p.threshold if p.threshold is not None else 1 - p.factor / (n_idx + 2)
+    ok = ranked >= bar
     ok |= n_idx == 0  # the best position is always revealed
     ok &= n_idx < m[:, None]
     fail = ~ok & (n_idx < m[:, None])
