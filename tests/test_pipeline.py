@@ -116,7 +116,7 @@ def test_steps_and_blocks_set_the_cost(lm):
 
 def test_text_goes_through_the_chat_template_and_the_loop(lm):
     """generate(text) == the loop run on encode(text) with the model's default rule."""
-    p = SamplingParams(gen_length=16, steps=16).with_defaults(lm.default_rule)
+    p = lm.sampling(gen_length=16, steps=16)  # the model's defaults (Dream: top_k 50, ...)
     canvas = make_canvas([lm.encode(PROMPT)], 16, lm.tokens, "cpu")
     want = DenoisingLoop(lm.model, lm.tokens).run(canvas, p).answer[0].tolist()
     assert lm.generate(PROMPT, gen_length=16).token_ids == want

@@ -17,15 +17,17 @@ from seer.models.factory import ARCHS
 
 def _add_sampling(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("sampling")
-    g.add_argument("--gen-length", type=int, default=None, help="answer window (default 64)")
+    g.add_argument(
+        "--gen-length", type=int, default=None, help="answer window (default: the model's)"
+    )
     g.add_argument("--steps", type=int, default=None, help="denoising steps (default gen-length)")
     g.add_argument("--block-length", type=int, default=None, help="semi-AR block length")
-    g.add_argument("--temperature", type=float, default=0.0)
+    g.add_argument("--temperature", type=float, default=None, help="default: the model's")
     g.add_argument("--remasking", "--alg", dest="remasking", choices=RULES, default=None)
     g.add_argument("--alg-temp", type=float, default=None, help="Dream: position sampling temp")
     g.add_argument("--top-p", type=float, default=None)
     g.add_argument("--top-k", type=int, default=None)
-    g.add_argument("--cfg-scale", type=float, default=0.0)
+    g.add_argument("--cfg-scale", type=float, default=None)
     g.add_argument(
         "--schedule", choices=SCHEDULES, default=None, help="reveal counts (default: the rule's)"
     )
@@ -48,9 +50,7 @@ IMAGE_HELP = "image file or data:image/...;base64 URI (multimodal models)"
 def _sampling(args) -> dict:
     keys = ("gen_length", "steps", "block_length", "temperature", "remasking", "alg_temp")
     keys += ("top_p", "top_k", "cfg_scale", "seed", "cache", "schedule", "threshold", "factor")
-    out = {k: getattr(args, k, None) for k in keys if getattr(args, k, None) is not None}
-    out.setdefault("gen_length", 64)
-    return out
+    return {k: getattr(args, k, None) for k in keys if getattr(args, k, None) is not None}
 
 
 def cmd_generate(args) -> int:

@@ -22,6 +22,7 @@ from seer.diffusion.loop import Canvas, DenoisingLoop, WindowPolicy, make_canvas
 from seer.errors import SeerError
 from seer.images import load_image
 from seer.models import loader
+from seer.models.defaults import ModelDefaults, SeerSettings
 from seer.models.multimodal import PromptInput
 
 
@@ -57,15 +58,33 @@ class DiffusionLM:
     """A loaded diffusion language model. Build it with `seer.load(path)`."""
 
     def __init__(
-        self, model, tokenizer, tokens: TokenIds, name: str = "", meta=None, processor=None
+        self,
+        model,
+        tokenizer,
+        tokens: TokenIds,
+        name: str = "",
+        meta=None,
+        processor=None,
+        defaults: ModelDefaults | None = None,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.tokens = tokens
         self.name = name
-        self.meta = meta or {}  # extra files of the checkpoint (e.g. seer.json defaults)
+        self.meta = meta or {}  # seer.json as read (prefer `defaults.seer`, its typed form)
         self.processor = processor  # PromptProcessor of a multimodal model, else None
+        if defaults is None:  # a model built in memory: its family's official call
+            raw_config = {}
+            defaults = ModelDefaults.build(type(model).sampling_defaults(raw_config, tokenizer))
+        self.defaults = defaults  # the model's defaults, read once by the loader
         self.loop = DenoisingLoop(model, tokens)
+
+    def sampling(self, **options) -> SamplingParams:
+        """The model's default `SamplingParams` with `options` over them (None: the default).
+
+        The one way every front end (generate, the CLI, the engine, the server) builds its
+        params, so the same options give the same answer everywhere."""
+        return self.defaults.params(**options).with_defaults(self.default_rule)
 
     @property
     def multimodal(self) -> bool:
@@ -202,7 +221,8 @@ class DiffusionLM:
             or (isinstance(prompts, list) and bool(prompts) and isinstance(prompts[0], int))
             or isinstance(prompts, PromptInput)
         )
-        p = _params(params, overrides).with_defaults(self.default_rule)
+        p = self.sampling(**overrides) if params is None else _params(params, overrides)
+        p = p.with_defaults(self.default_rule)
         if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
             raise SeerError("cfg_scale is only defined for LLaDA's remasking rules")
         canvas = self.canvas(prompts, p, image, chat, attention_mask)
@@ -255,19 +275,22 @@ def _params(params: SamplingParams | None, overrides: dict) -> SamplingParams:
 
 
 def load(path: str | Path, dtype=None, device: str = "cpu", tokenizer: bool = True) -> DiffusionLM:
-    """Load a model folder (config.json + safetensors + tokenizer files) as published."""
+    """Load a model folder (config.json + safetensors + tokenizer files) as published, or a
+    shipped model by name: "builtin" (text) or "builtin-vqa" (text and images).
+
+    Everything the folder says about defaults is read here, once: `lm.defaults` (sampling, from
+    the family's official call and generation_config.json; Seer's settings, from seer.json)."""
     folder, raw = loader.read_config(path)
+    seer_settings = SeerSettings.read(folder)  # checked before the slow part
     device = loader.resolve_device(device)
     model = loader.load_model(folder, dtype=dtype, device=device)
     tok = loader.load_tokenizer(folder) if tokenizer else None
-    meta = {}
-    seer_file = folder / "seer.json"
-    if seer_file.is_file():
-        import json
-
-        meta["seer"] = json.loads(seer_file.read_text())
+    defaults = loader.load_defaults(folder, raw, model, tok, seer_settings)
     processor = None
     if tok is not None:
-        processor = loader.load_processor(folder, raw, model, tok, meta.get("seer"))
+        processor = loader.load_processor(folder, raw, model, tok, seer_settings)
     tokens = loader.token_ids(raw, tok)
-    return DiffusionLM(model, tok, tokens, name=folder.name, meta=meta, processor=processor)
+    meta = {"seer": dict(seer_settings.raw)} if seer_settings.raw else {}
+    return DiffusionLM(
+        model, tok, tokens, name=folder.name, meta=meta, processor=processor, defaults=defaults
+    )

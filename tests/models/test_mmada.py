@@ -168,12 +168,26 @@ def test_vq_decoder_keys_are_ignored(golden):
 def test_vq_folder_from_seer_json(tmp_path, lm):
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
-    shutil.copytree(GOLDEN / "vq_model", tmp_path / "tokenizers" / "magvitv2")
-    (ckpt / "seer.json").write_text(json.dumps({"vq_model": "../tokenizers/magvitv2"}))
+    shutil.copytree(GOLDEN / "vq_model", ckpt / "tokenizers" / "magvitv2")
+    (ckpt / "seer.json").write_text(json.dumps({"vq_model": "tokenizers/magvitv2"}))
     assert load_vq_model(ckpt).config.codebook_size == lm.model.config.codebook_size
     (ckpt / "seer.json").write_text(json.dumps({"vq_model": "nowhere"}))
     with pytest.raises(CheckpointError, match="not a folder"):
         load_vq_model(ckpt)
+
+
+@pytest.mark.parametrize("path", ["../tokenizers/magvitv2", "../../../../etc", "/etc", "a/../../b"])
+def test_vq_folder_outside_the_checkpoint_is_refused(tmp_path, path):
+    """seer.json paths are confined to the checkpoint folder (issue 9): one line, no read."""
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    shutil.copytree(GOLDEN / "vq_model", tmp_path / "tokenizers" / "magvitv2")
+    (ckpt / "seer.json").write_text(json.dumps({"vq_model": path}))
+    with pytest.raises(CheckpointError, match="vq_model") as e:
+        load_vq_model(ckpt)
+    assert "\n" not in str(e.value) and (
+        "leaves the model folder" in str(e.value) or "relative" in str(e.value)
+    )
 
 
 def test_image_without_vq_model_is_a_clear_error(tmp_path, lm):

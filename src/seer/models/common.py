@@ -16,6 +16,7 @@ and the fresh rest this is Fast-dLLM's prefix cache; with a cached suffix too, i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -220,6 +221,14 @@ class BidirectionalLM(nn.Module):
     rotary: Rotary
     logits_shift: int = 0  # Dream predicts token j from position j-1: the loop applies the shift
     config: object
+    # SamplingParams fields of the official sampler called as the official README shows
+    # (`seer.models.defaults`); subclasses record the call they come from beside them
+    official_defaults: ClassVar[dict] = {"gen_length": 128, "remasking": "low_confidence"}
+
+    @classmethod
+    def sampling_defaults(cls, raw: dict, tokenizer) -> dict:
+        """The official call's options for a checkpoint (`raw`: its config.json)."""
+        return dict(cls.official_defaults)
 
     def _parts(self) -> tuple[nn.Embedding, nn.ModuleList, nn.Module, nn.Linear | None]:
         raise NotImplementedError

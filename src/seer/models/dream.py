@@ -71,10 +71,36 @@ class DreamConfig:
 DREAM_BIAS = ProjBias(qkv=True, o=False)
 
 
+# transformers 4.x `PretrainedConfig` keeps legacy generation attributes (top_k=50 among them);
+# Dream's `diffusion_generate` builds its config with `DreamGenerationConfig.from_model_config(
+# model.config)`, so it filters to the 50 most likely tokens unless the caller passes top_k
+LEGACY_TOP_K = 50
+
+
+def inherited_top_k(raw: dict) -> int | None:
+    """The top_k Dream's sampler inherits from config.json (its legacy attribute, else 50)."""
+    return raw.get("top_k", LEGACY_TOP_K)
+
+
 class DreamModel(LlamaLayoutLM):
     """Dream as a plain `nn.Module`; `model(input_ids, attention_mask).logits` is (B, L, V)."""
 
     logits_shift = 1
+    # HKUNLP/Dream README: diffusion_generate(input_ids, attention_mask=..., max_new_tokens=512,
+    # steps=512, temperature=0.2, top_p=0.95, alg="entropy", alg_temp=0.), eps 1e-3 by default,
+    # plus the top_k it inherits from the model config (`sampling_defaults`)
+    official_defaults = {
+        "gen_length": 512,
+        "temperature": 0.2,
+        "top_p": 0.95,
+        "remasking": "entropy",
+        "alg_temp": None,
+        "eps": 1e-3,
+    }
+
+    @classmethod
+    def sampling_defaults(cls, raw: dict, tokenizer) -> dict:
+        return {**cls.official_defaults, "top_k": inherited_top_k(raw)}
 
     def __init__(self, cfg: DreamConfig) -> None:
         super().__init__(cfg, DREAM_BIAS)

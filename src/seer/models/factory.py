@@ -325,6 +325,7 @@ def save_checkpoint(model, raw: dict, folder: str | Path, dtype=torch.float32) -
 
 
 ARCHS = ("llada", "dream", "lavida-llada", "lavida-dream")
+RANDOM_WINDOW = 64  # default answer window of `make_random_checkpoint` models
 
 
 def make_random_checkpoint(
@@ -352,7 +353,12 @@ def make_random_checkpoint(
     model = random_model(raw, seed=seed, std=0.2)  # raises CheckpointError on a bad size
     folder = Path(folder)
     wordtok.build_tokenizer(folder)
-    return save_checkpoint(model, raw, folder)
+    save_checkpoint(model, raw, folder)
+    # a random model follows no training recipe: a small window (its context is 512), greedy
+    # (reproducible answers), no cache, the rule's own schedule; the rest stays the family's
+    gen = {"max_new_tokens": RANDOM_WINDOW, "temperature": 0.0, "cache": "none", "schedule": None}
+    (folder / "generation_config.json").write_text(json.dumps(gen, indent=2) + "\n")
+    return folder
 
 
 # LLaDA-V's config.json: the LM fields of ML-GSAI/LLaDA-V `train/llada_v_prepare/files/config.json`

@@ -29,7 +29,8 @@ import torch
 
 from seer.config import SamplingParams
 from seer.errors import SeerError
-from seer.models.dream import DreamConfig, DreamModel
+from seer.models.defaults import as_options
+from seer.models.dream import LEGACY_TOP_K, DreamConfig, DreamModel, inherited_top_k
 from seer.models.image_processor import ImageProcessor
 from seer.models.llada import LLaDAConfig, LLaDAModelLM
 from seer.models.multimodal import PromptInput
@@ -44,8 +45,25 @@ LAVIDA_SYSTEM = (
 LAVIDA_POOL = 2  # LaViDa pools each tile's grid with stride 2 (get_2dPool's default)
 
 
+# LaViDa's README runs predict.py; its timed call (after a greedy warm-up) is
+# model.generate(..., do_sample=False, temperature=0.1, max_new_tokens=64, block_length=64,
+# step_ratio=0.5, prefix_lm=True, schedule='shift')  (32 steps)
+PREDICT_PY = {
+    "temperature": 0.1,
+    "max_new_tokens": 64,
+    "block_length": 64,
+    "step_ratio": 0.5,
+    "prefix_lm": True,
+    "schedule": "shift",
+}
+
+
 class LavidaLLaDA(LLaDAModelLM):
     """LaViDa-LLaDA (`LlavaLladaForMaskedDiffusion`)."""
+
+    @classmethod
+    def sampling_defaults(cls, raw: dict, tokenizer) -> dict:
+        return as_options(official_sampling("llada", **PREDICT_PY))
 
     def __init__(self, cfg: LLaDAConfig) -> None:
         super().__init__(cfg)
@@ -54,7 +72,13 @@ class LavidaLLaDA(LLaDAModelLM):
 
 
 class LavidaDream(DreamModel):
-    """LaViDa-Dream (`LlavaDreamForMaskedDiffusion`)."""
+    """LaViDa-Dream (`LlavaDreamForMaskedDiffusion`). LaViDa's README shows no Dream call: the
+    defaults are its `generate`'s own (512 / 512 steps, temperature 0.2, top_p 0.95, entropy,
+    alg_temp 0) with the top_k Dream's `diffusion_generate` inherits from the config."""
+
+    @classmethod
+    def sampling_defaults(cls, raw: dict, tokenizer) -> dict:
+        return as_options(official_sampling("dream", top_k=inherited_top_k(raw)))
 
     def __init__(self, cfg: DreamConfig) -> None:
         super().__init__(cfg)
@@ -135,8 +159,8 @@ def splice(model, ids: list[int], features: torch.Tensor) -> PromptInput:
 
 # keyword arguments the official samplers accept but that change nothing at temperature 0 / here
 _IGNORED = {"do_sample", "num_beams", "use_cache", "tokenizer", "mask_id", "verbose", "modalities"}
-DREAM_CONFIG_TOP_K = 50  # transformers 4.x PretrainedConfig's legacy `top_k`, which Dream's
-# `DreamGenerationConfig.from_model_config(model.config)` inherits: on unless top_k is passed
+DREAM_CONFIG_TOP_K = LEGACY_TOP_K  # transformers 4.x PretrainedConfig's legacy `top_k`, which
+# Dream's `DreamGenerationConfig.from_model_config(model.config)` inherits unless top_k is passed
 
 
 def official_sampling(backbone: str, **kw) -> SamplingParams:

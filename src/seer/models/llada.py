@@ -172,6 +172,11 @@ class _Transformer(nn.Module):
 class LLaDAModelLM(BidirectionalLM):
     """LLaDA as a plain `nn.Module`; `model(input_ids, attention_mask).logits` is (B, L, V)."""
 
+    # ML-GSAI/LLaDA's README points at `generate()` in generate.py; called with its own
+    # defaults: steps = gen_length = block_length = 128, temperature 0, cfg 0, low_confidence
+    # (its __main__ and chat.py pass block_length=32 instead: give block_length=32 for that).
+    official_defaults = {"gen_length": 128, "temperature": 0.0, "remasking": "low_confidence"}
+
     def __init__(self, cfg: LLaDAConfig) -> None:
         super().__init__()
         self.config = cfg

@@ -54,6 +54,7 @@ import torch
 
 from seer.config import SamplingParams
 from seer.errors import SeerError
+from seer.models.defaults import as_options
 from seer.models.llama_layout import (
     LlamaLayoutLM,
     ProjBias,
@@ -151,6 +152,21 @@ class LLaDAVModelLM(LlamaLayoutLM):
 
     banned_token_names = BANNED_TOKEN_NAMES  # the loader resolves them to TokenIds.banned
     confidence_dtype = torch.float64  # the official confidence: softmax(logits.double())
+    # LLaDA-V's README runs train/generate_demo.py: model.generate(..., steps=128,
+    # gen_length=128, block_length=128, tokenizer=tokenizer, stopping_criteria=['<|eot_id|>'])
+    README_CALL = {
+        "steps": 128,
+        "gen_length": 128,
+        "block_length": 128,
+        "stopping_criteria": ["<|eot_id|>"],
+    }
+
+    @classmethod
+    def sampling_defaults(cls, raw: dict, tokenizer) -> dict:
+        call = dict(cls.README_CALL)
+        if tokenizer is None:  # no tokenizer, no stop words to encode
+            call.pop("stopping_criteria")
+        return as_options(official_sampling(tokenizer, **call))
 
     def __init__(self, cfg: LLaDAVConfig) -> None:
         # Llama's attention: all four projections with a bias, or none (`attention_bias`)

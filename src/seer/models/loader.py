@@ -14,14 +14,21 @@ import contextlib
 import json
 import warnings
 from collections.abc import Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 
 import torch
 from safetensors import safe_open
 
 from seer.config import TokenIds
-from seer.errors import CheckpointError
+from seer.errors import CheckpointError, SeerError
 from seer.models.common import BidirectionalLM
+from seer.models.defaults import (
+    ModelDefaults,
+    SeerSettings,
+    read_generation_config,
+    read_json_object,
+)
 from seer.models.dream import DreamConfig, DreamModel
 from seer.models.lavida import LavidaDream, LavidaLLaDA
 from seer.models.llada import LLaDAConfig, LLaDAModelLM
@@ -75,19 +82,36 @@ def resolve_device(device) -> torch.device:
     return dev
 
 
+BUILTIN = ("builtin", "builtin-vqa")  # the models shipped in the package (seer/assets/<name>)
+
+
+def builtin_path(name: str = "builtin") -> Path:
+    """Folder of a shipped model: "builtin" (text) or "builtin-vqa" (text and images)."""
+    if name not in BUILTIN:
+        raise CheckpointError(f"unknown built-in model {name!r}; choose {' or '.join(BUILTIN)}")
+    return Path(str(resources.files("seer") / "assets" / name))
+
+
+def model_folder(path: str | Path) -> Path:
+    """The folder a model argument names: "builtin" / "builtin-vqa", else a local path."""
+    if isinstance(path, str) and path in BUILTIN:
+        return builtin_path(path)
+    if not isinstance(path, (str, Path)):
+        raise CheckpointError(f"a model is a folder path or {' / '.join(BUILTIN)}, not {path!r}")
+    return Path(path).expanduser()
+
+
 def read_config(path: str | Path) -> tuple[Path, dict]:
-    folder = Path(path).expanduser()
+    folder = model_folder(path)
     if not folder.is_dir():
-        raise CheckpointError(f"model folder {str(folder)!r} does not exist; pass a local folder")
+        raise CheckpointError(
+            f"model folder {str(folder)!r} does not exist; pass a local folder or "
+            f"{' / '.join(BUILTIN)}"
+        )
     cfg_file = folder / "config.json"
     if not cfg_file.is_file():
         raise CheckpointError(f"{folder} has no config.json; is this a model folder?")
-    try:
-        raw = json.loads(cfg_file.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CheckpointError(f"{cfg_file} is not valid JSON ({e})") from None
-    if not isinstance(raw, dict):
-        raise CheckpointError(f"{cfg_file} must hold a JSON object, not {type(raw).__name__}")
+    raw = read_json_object(cfg_file)
     if "mm_vision_tower" in raw:
         raw = resolve_vision(folder, raw)
     return folder, raw
@@ -274,7 +298,18 @@ def load_tokenizer(folder: Path):
         raise CheckpointError(f"cannot load the tokenizer in {folder}: {first}") from None
 
 
-def load_processor(folder: Path, raw: dict, model, tokenizer, seer_json: dict | None = None):
+def load_defaults(folder: Path, raw: dict, model, tokenizer, seer: SeerSettings) -> ModelDefaults:
+    """The model's defaults: its family's official call, then generation_config.json."""
+    official = type(model).sampling_defaults(raw, tokenizer)
+    try:
+        return ModelDefaults.build(official, read_generation_config(folder), seer)
+    except CheckpointError:
+        raise
+    except SeerError as e:  # the file's values do not make valid SamplingParams together
+        raise CheckpointError(f"{folder / 'generation_config.json'}: {e}") from None
+
+
+def load_processor(folder: Path, raw: dict, model, tokenizer, seer: SeerSettings | None = None):
     """The prompt processor of a multimodal model (None for text models). `seer.json` may set
     "system_prompt" (a string, or null for none) for models trained without the official one."""
     if getattr(model, "vision", None) is not None:
@@ -285,8 +320,8 @@ def load_processor(folder: Path, raw: dict, model, tokenizer, seer_json: dict | 
             from seer.models.llada_v import LLADA_V_SYSTEM
 
             kw["system"] = LLADA_V_SYSTEM
-        if seer_json and "system_prompt" in seer_json:
-            kw["system"] = seer_json["system_prompt"]
+        if seer is not None and seer.has_system_prompt:
+            kw["system"] = seer.system_prompt
         return LlavaProcessor(model, tokenizer, **kw)
     if isinstance(model, MMaDAModelLM):
         from seer.models.mmada import MMaDAProcessor

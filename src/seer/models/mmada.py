@@ -31,23 +31,24 @@ VQ folder (`load_vq_model`): the checkpoint's `seer.json` key `"vq_model"` (a pa
 the checkpoint folder), else its subfolder `vq_model/`. Both hold showlab/magvitv2's files.
 
 Generation: `mmu_generate` is LLaDA's `generate` (same blocks, schedule, low-confidence top-k).
-Two differences: the confidence softmax is taken in float64 (LLaDA's `generate.py` and Seer's
-loop use the logits' dtype), and its unused `eot_token` argument. `mmu_generate_fast` also stops
-after a block when every row's last token of that block is `eot_token`; that only saves forwards
-once the answer has ended (later blocks would be decoded otherwise), so Seer does not copy it:
-its boundary truncation covers that case.
+Two differences: the confidence softmax is taken in float64 (LLaDA's `generate.py` uses the
+logits' dtype; `MMaDAModelLM.confidence_dtype` tells the loop), and its unused `eot_token`.
+`mmu_generate_fast` also stops after a block when every row's last token of that block is
+`eot_token`; that only saves forwards once the answer has ended (later blocks would be decoded
+otherwise), so Seer does not copy it: its boundary truncation covers that case.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from torch import nn
 
 from seer.errors import CheckpointError, SeerError
+from seer.models.defaults import SeerSettings
 from seer.models.llada import LLaDAConfig, LLaDAModelLM
 from seer.models.magvit import MagvitV2, load_magvit, preprocess
 from seer.models.multimodal import PromptInput
@@ -86,22 +87,26 @@ class MMaDAModelLM(LLaDAModelLM):
     """MMaDA's LM: LLaDA's modules and keys over the joint text + image-code vocabulary."""
 
     config: MMaDAConfig
+    confidence_dtype = torch.float64  # mmu_generate: softmax(logits.to(torch.float64))
+    # MMaDA's README runs inference_mmu.py with configs/mmada_demo.yaml: mmu_generate(input_ids,
+    # max_new_tokens=max_seq_length (512), steps=512 // 2, block_length=512 // 4), greedy
+    official_defaults = {
+        "gen_length": 512,
+        "steps": 256,
+        "block_length": 128,
+        "temperature": 0.0,
+        "remasking": "low_confidence",
+    }
 
 
 def find_vq_folder(checkpoint: str | Path) -> Path | None:
     """The VQ folder of a checkpoint (see the module docstring), or None when it has none."""
     folder = Path(checkpoint)
-    seer_file = folder / "seer.json"
-    if seer_file.is_file():
-        try:
-            rel = json.loads(seer_file.read_text()).get("vq_model")
-        except (json.JSONDecodeError, AttributeError) as e:
-            raise CheckpointError(f"{seer_file} is not a JSON object ({e})") from None
-        if rel is not None:
-            path = folder / rel
-            if not path.is_dir():
-                raise CheckpointError(f"{seer_file}: vq_model {rel!r} is not a folder ({path})")
-            return path
+    vq = SeerSettings.read(folder).vq_model  # confined to the checkpoint folder
+    if vq is not None:
+        if not vq.is_dir():
+            raise CheckpointError(f"{folder / 'seer.json'}: vq_model {str(vq)!r} is not a folder")
+        return vq
     sub = folder / VQ_SUBFOLDER
     return sub if sub.is_dir() else None
 
@@ -135,10 +140,12 @@ def special_token_ids(tokenizer) -> dict[str, int]:
     return ids
 
 
-def image_resolution(config: MMaDAConfig, vq: MagvitV2 | None, seer: dict | None = None) -> int:
+def image_resolution(
+    config: MMaDAConfig, vq: MagvitV2 | None, seer: SeerSettings | None = None
+) -> int:
     """Preprocessing size: seer.json, else from num_vq_tokens and the VQ, else 512."""
-    if seer and seer.get("image_resolution"):
-        return int(seer["image_resolution"])
+    if seer is not None and seer.image_resolution:
+        return seer.image_resolution
     n = config.num_vq_tokens
     if n and vq is not None:
         side = math.isqrt(n)
@@ -181,8 +188,7 @@ class MMaDAProcessor:
     @classmethod
     def from_folder(cls, folder: str | Path, tokenizer, config: MMaDAConfig) -> MMaDAProcessor:
         """Finds the VQ model of a checkpoint; without one, text prompts still work."""
-        seer_file = Path(folder) / "seer.json"
-        seer = json.loads(seer_file.read_text()) if seer_file.is_file() else {}
+        seer = SeerSettings.read(Path(folder))
         try:
             vq, why = load_vq_model(folder), ""
         except CheckpointError as e:
