@@ -54,9 +54,11 @@ GENERATION_KEYS = {
     "cache": "cache",
     "logits_eos_inf": "logits_eos_inf",
     "confidence_eos_eot_inf": "confidence_eos_eot_inf",
+    "threshold": "threshold",
+    "factor": "factor",
 }
 _INT = ("gen_length", "steps", "block_length", "top_k", "seed")
-_FLOAT = ("temperature", "top_p", "alg_temp", "eps", "cfg_scale")
+_FLOAT = ("temperature", "top_p", "alg_temp", "eps", "cfg_scale", "threshold", "factor")
 _BOOL = ("logits_eos_inf", "confidence_eos_eot_inf")
 _STR = ("remasking", "schedule", "cache")
 
