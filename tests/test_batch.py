@@ -1,0 +1,111 @@
+"""`seer.batch`: rows in input order, appended as they finish, one line each; a killed run
+resumes without losing or repeating a row."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import time
+
+import pytest
+
+import seer
+from seer.batch import OrderedWriter, done_ids, run_batch
+from seer.config import SamplingParams
+from seer.data import Example, load_examples
+from seer.demo.run import builtin_path
+from seer.errors import SeerError
+
+P = SamplingParams(gen_length=16)
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return seer.load(builtin_path())
+
+
+def _rows(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_rows_in_input_order_with_costs_and_the_answers_of_generate(lm, tmp_path):
+    ex = load_examples("builtin", n=10)
+    out = tmp_path / "out.jsonl"
+    summary = run_batch(lm, ex, out, params=P, seer=True, max_batch=4)
+    rows = _rows(out)
+    assert [r["id"] for r in rows] == [e.id for e in ex] and summary.rows == 10
+    assert summary.tokens == sum(r["tokens"] for r in rows) > 0
+    for e, r in zip(ex[:3], rows, strict=False):
+        g = lm.generate(e.prompt, P, seer=True)
+        assert (r["answer"], r["tokens"], r["window"]) == (g.text, g.stats.tokens, g.stats.window)
+        assert r["detected"] == g.boundary.length and r["seconds"] > 0 and r["nfe"] >= 1
+        assert r["reference"] == e.answer and r["exact_match"] == (g.text == e.answer)
+    with pytest.raises(SeerError, match="exists; pass --resume"):
+        run_batch(lm, ex, out, params=P)
+
+
+def test_writer_holds_rows_until_their_predecessors_are_written(tmp_path):
+    w = OrderedWriter(tmp_path / "o.jsonl", ["a", "b", "c"])
+    assert w.put({"id": "c"}) == 0 and w.put({"id": "b"}) == 0
+    assert (tmp_path / "o.jsonl").read_text() == ""
+    assert w.put({"id": "a"}) == 3
+    w.close()
+    assert [r["id"] for r in _rows(tmp_path / "o.jsonl")] == ["a", "b", "c"]
+
+
+def test_resume_drops_a_torn_line_and_refuses_foreign_output(lm, tmp_path):
+    ex = load_examples("builtin", n=6)
+    out = tmp_path / "out.jsonl"
+    run_batch(lm, ex[:3], out, params=P, max_batch=2)
+    with out.open("a") as f:
+        f.write('{"id": "3", "answ')  # a crash in the middle of a line
+    summary = run_batch(lm, ex, out, params=P, resume=True, max_batch=2)
+    assert (summary.skipped, summary.rows) == (3, 3)
+    assert [r["id"] for r in _rows(out)] == [e.id for e in ex]
+    with pytest.raises(SeerError, match="not in the data"):
+        run_batch(lm, ex[:2], out, params=P, resume=True)
+    (tmp_path / "junk.jsonl").write_text("hello\n")
+    with pytest.raises(SeerError, match="junk.jsonl:1: not a seer batch output"):
+        done_ids(tmp_path / "junk.jsonl")
+
+
+def test_a_bad_row_names_its_id(lm, tmp_path):
+    chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"},
+            {"role": "user", "content": "add 1 and 2"}]  # fmt: skip
+    rows = [Example("ok", "add 2 and 3"), Example("chat", "add 1 and 2", messages=chat),
+            Example("long", "copy : " + "cat " * 600)]  # fmt: skip
+    with pytest.raises(SeerError, match="row long: prompt of"):
+        run_batch(lm, rows, tmp_path / "o.jsonl", params=P, max_batch=1, inflight=1)
+    # the rows before it were written (and a chat went through the chat template)
+    assert [r["id"] for r in _rows(tmp_path / "o.jsonl")] == ["ok", "chat"]
+
+
+def _slow_batch(lm, out, n):
+    """Runs in a forked child: a batch slowed down so the parent can kill it mid-way."""
+    slow = lambda rows, tokens: time.sleep(0.1)  # noqa: E731
+    run_batch(lm, load_examples("builtin", n=n), out, params=P, max_batch=2, progress=slow)
+
+
+def test_killed_mid_way_then_resumed_every_id_exactly_once(lm, tmp_path):
+    out, n = tmp_path / "out.jsonl", 16
+    child = multiprocessing.get_context("fork").Process(target=_slow_batch, args=(lm, out, n))
+    child.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and child.is_alive():
+        if out.is_file() and out.read_text().count("\n") >= 4:
+            break
+        time.sleep(0.02)
+    os.kill(child.pid, signal.SIGKILL)
+    child.join(timeout=30)
+    assert child.exitcode == -signal.SIGKILL
+    assert 4 <= out.read_text().count("\n") < n  # killed mid-way, not after the end
+    summary = run_batch(lm, load_examples("builtin", n=n), out, params=P, resume=True)
+    assert summary.skipped >= 4 and summary.skipped + summary.rows == n
+    ids = [r["id"] for r in _rows(out)]
+    assert ids == [e.id for e in load_examples("builtin", n=n)]  # each once, in input order
+    fresh = tmp_path / "fresh.jsonl"
+    run_batch(lm, load_examples("builtin", n=n), fresh, params=P, max_batch=5)
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]  # noqa: E731
+    assert strip(_rows(out)) == strip(_rows(fresh))  # resuming changes no answer
