@@ -1,6 +1,6 @@
 """Batched serving benchmark: no truncation vs Seer with naive padding vs Seer with routing vs
 oracle truncation with routing, at several batch sizes, on the built-in model's held-out split and
-a synthetic long-tailed length mix (see `seer.engine.bench` for the definitions).
+a synthetic long-tailed length mix (see `seer.eval.bench` for the definitions).
 
     nice python benchmarks/bench_engine.py --n 64 --batches 8 32 64
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 import seer
-from seer.engine import bench
+from seer.eval import bench
 
 
 def default_model() -> Path:

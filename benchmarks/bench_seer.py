@@ -44,8 +44,8 @@ from rich.table import Table
 
 import seer
 from seer.boundary.calibrate import Example, heldout_examples, task_for
-from seer.boundary.calibrate_cli import default_model
 from seer.boundary.truncation import FixedWindowPolicy, SeerConfig, resolve, round_window
+from seer.commands.calibrate import default_model
 
 METHODS = ("baseline", "seer", "seer-noguard", "seer-slack2", "seer-step0", "oracle")
 

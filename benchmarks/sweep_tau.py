@@ -22,7 +22,7 @@ from rich.table import Table
 import seer
 from seer.config import SamplingParams
 from seer.demo.run import builtin_path
-from seer.engine.bench import Workload, heldout, run_case, seer_config, synthetic
+from seer.eval.bench import Workload, heldout, run_case, seer_config, synthetic
 
 TAUS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -106,11 +110,11 @@ def test_bad_block_length(model_dir, capsys):
     ("extra", "word"),
     [
         (["--gen-length", "16", "--block-length", "4", "--steps", "6"], "steps"),
-        (["--gen-length", "0"], "gen_length"),
+        (["--gen-length", "0"], "--gen-length"),
         (["--gen-length", "600"], "context"),
         (["--dtype", "float8"], "dtype"),
         (["--remasking", "entropy", "--cfg-scale", "1"], "cfg_scale"),
-        (["--top-p", "1.5"], "top_p"),
+        (["--top-p", "1.5"], "--top-p"),
     ],
 )
 def test_other_user_errors(model_dir, capsys, extra, word):
@@ -169,3 +173,102 @@ def test_generate_and_profile_take_an_image(tmp_path, capsys):
     assert png.is_file()
     assert main(["generate", *args[:4], "--image", str(tmp_path / "missing.png")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+# -- start-up, option errors, the shared option groups ------------------------------------------
+def _fresh_python(code: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(Path(seer.__file__).parents[1])}
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["generate", "--help"],
+        ["generate", "--model", "m", "--prompt", "hi", "--gen-length", "0"],
+        ["calibrate", "--n", "0"],
+        ["demo", "--bogus"],
+    ],
+)
+def test_help_and_option_errors_import_neither_torch_nor_transformers(argv):
+    code = (
+        f"import sys\nfrom seer.cli import main\nrc = main({argv!r})\n"
+        "heavy = [m for m in ('torch', 'transformers', 'matplotlib') if m in sys.modules]\n"
+        "print(rc, heavy)"
+    )
+    run = _fresh_python(code)
+    rc, heavy = run.stdout.splitlines()[-1].split(" ", 1)
+    assert heavy == "[]", run.stdout
+    assert rc == ("0" if "--help" in argv else "2")
+    if rc == "2":
+        assert run.stderr.count("\n") == 1 and run.stderr.startswith("seer: error: ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["calibrate", "--n", "0"], ("--n", ">= 1")),
+        (["bench", "--batches", "8", "0"], ("--batches",)),
+        (["bench", "--tau-pad", "2"], ("--tau-pad", "<= 1")),
+        (["generate", "--model", "m", "--prompt", "hi", "--steps", "-3"], ("--steps",)),
+        (["generate", "--model", "m", "--prompt", "hi", "--temperature", "nan"], ("finite",)),
+        (["generate", "--model", "m", "--prompt", "hi", "--seer-layer", "-1"], ("--seer-layer",)),
+        (["generate", "--model", "m", "--prompt", "hi", "--seer-growth", "1"], ("--seer-growth",)),
+        (["make-checkpoint", "--out", "x", "--layers", "0"], ("--layers",)),
+        (["generate", "--model", "m", "--prompt", "a\udcffb"], ("UTF-8",)),
+        (["generate", "--model", "m", "--prompt", "hi", "--stop", "\udcff"], ("UTF-8",)),
+    ],
+)
+def test_out_of_range_options_and_non_utf8_prompts_are_one_line(capsys, argv, words):
+    _user_error(capsys, argv, *words)
+
+
+def test_seer_flags_become_the_seer_argument():
+    from seer.cli import build_parser
+    from seer.commands import options
+
+    def parse(*extra):
+        return build_parser().parse_args(["generate", "--model", "m", "--prompt", "p", *extra])
+
+    assert options.seer(parse()) is None
+    assert options.seer(parse("--seer")) is True
+    args = parse("--seer-layer", "1", "--seer-signal", "eos_prob", "--no-seer-guard")
+    assert options.seer(args) == {"layer": 1, "signal": "eos_prob", "guard": False}
+    # every SeerConfig field has a flag, and every flag names a field
+    from dataclasses import fields
+
+    from seer.boundary.truncation import SIGNALS, TENSORS, SeerConfig
+
+    flagged = {f for _, f, _, _ in options.SEER_FLAGS} | {"guard", "cut_in_step0"}
+    assert flagged == {f.name for f in fields(SeerConfig)}
+    helps = {f: h for _, f, _, h in options.SEER_FLAGS}
+    assert all(s in helps["signal"] for s in SIGNALS) and all(t in helps["tensor"] for t in TENSORS)
+
+
+def test_the_cli_invents_no_sampling_defaults():
+    from seer.cli import build_parser
+    from seer.commands import options
+
+    args = build_parser().parse_args(["generate", "--model", "m", "--prompt", "p"])
+    assert options.sampling(args) == {}
+    args = build_parser().parse_args(["generate", "--model", "m", "--prompt", "p", "--steps", "4"])
+    assert options.sampling(args) == {"steps": 4}
+
+
+def test_make_checkpoint_help_lists_the_factorys_architectures():
+    from seer.commands.make_checkpoint import ARCHS_HELP
+    from seer.models.factory import ARCHS
+
+    assert all(a in ARCHS_HELP for a in ARCHS)
+
+
+def test_generate_with_seer_settings_on_a_two_layer_model(model_dir, capsys):
+    argv = ["generate", "--model", str(model_dir), "--prompt", PROMPT, "--gen-length", "16"]
+    assert main([*argv, "--seer-layer", "1", "--seer-signal", "sparsity", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    lm = seer.load(model_dir)
+    want = lm.generate(PROMPT, gen_length=16, seer={"layer": 1, "signal": "sparsity"})
+    assert record["token_ids"] == want.token_ids and record["window"] == want.stats.window

@@ -10,8 +10,8 @@ import torch
 
 import seer
 from seer.boundary import calibrate as cal
-from seer.boundary.calibrate_cli import run_calibration, write_defaults
 from seer.boundary.detector import end_probability
+from seer.commands.calibrate import run_calibration, write_defaults
 from seer.data import builtin_examples
 from seer.demo import vqa
 from seer.errors import SeerError

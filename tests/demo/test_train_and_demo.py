@@ -79,8 +79,8 @@ def test_profile_writes_a_heatmap(four_layer, tmp_path, capsys):
 
 
 def test_calibrate_writes_seer_json_that_load_uses(four_layer, tmp_path):
-    from seer.boundary.calibrate_cli import run_calibration
     from seer.boundary.truncation import resolve
+    from seer.commands.calibrate import run_calibration
 
     report = run_calibration(four_layer, 8, tmp_path / "cal", write=True, max_over=0.5)
     assert (tmp_path / "cal" / "sparsity_aligned.png").is_file()

@@ -49,7 +49,8 @@ def test_demo_shows_images_questions_and_answers(tmp_path, capsys, monkeypatch):
     png = tmp_path / "demo.png"
     assert run_demo(folder, png, repeats=1) == png
     out = capsys.readouterr().out
-    assert "00_colour.png" in out and "image encoding" in out and "speedup" in out
+    assert "00_colour" in out and "image encoding" in out and "speedup" in out
+    assert "=base" in out and "=ref" in out
     assert png.stat().st_size > 1000
 
 

@@ -91,4 +91,4 @@ def test_seer_bench_subcommand_parses():
     from seer.cli import build_parser
 
     args = build_parser().parse_args(["bench", "--batches", "8", "32", "--tau-pad", "0.3"])
-    assert (args.batches, args.tau_pad, args.func.__name__) == ([8, 32], 0.3, "cmd_bench")
+    assert (args.batches, args.tau_pad, args.command) == ([8, 32], 0.3, "bench")

@@ -3,9 +3,11 @@
 By default the built-in *multimodal* model (LaViDa-LLaDA layout) answers questions about the
 sample images shipped in the package (`assets/images`, held-out examples it never saw in
 training); `--text` (or `--model` with a text model) runs the text model on fixed prompts.
-Prints a table (image, question, answer, true length, L*, kept window, seconds, speedup, same
-answer as without Seer?) and writes a PNG with each image, its step-0 profiles (P(end) and the
-calibrated sparsity) and the detected boundary and true end marked. Every window length is
+Shows progress from its first second (loading, warm-up, each phase; on a terminal), then prints
+a table that fits 80 columns (request, answer, true length, L*, kept window, seconds, speedup,
+the same answer as without Seer?, the reference answer?) and writes a PNG with each image, its
+step-0 profiles (P(end) and the calibrated sparsity) and the detected boundary and true end
+marked; the legend names the signal that set the boundary. Every window length is
 warmed up first, so the timings compare steady states rather than first-call costs. The times
 are the denoising loop's; the image encoding (the same with and without Seer) is reported once.
 """
@@ -17,6 +19,7 @@ import time
 from importlib import resources
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -45,6 +48,25 @@ def sample_images() -> list[dict]:
     return [{**s, "file": folder / s["file"]} for s in samples]
 
 
+# the reference answers of PROMPTS (the demo tasks' rules: seer.demo.tasks)
+REFERENCES = (
+    "red",
+    "4",
+    "4 plus 5 is 9",
+    "e l e p h a n t",
+    "red ball green hat blue cup",
+    " ".join(["star"] * 12),
+    "there is a red ball . there is a blue cube . there is a green shoe . there is a pink hat .",
+    "there is a red ball . there is a blue cube . there is a green shoe . there is a pink hat . "
+    "there is a gray box . there is a white key . there is a black bag .",
+)
+LEGEND = (
+    "end: the baseline's answer length (tokens); L*: Seer's boundary; win: the window kept; "
+    "speed: baseline s / Seer s; =base: Seer's answer equals the baseline's; =ref: Seer's "
+    "answer equals the reference answer"
+)
+
+
 def run_demo(
     model: str | Path | None = None,
     out: str | Path = "seer-demo.png",
@@ -52,30 +74,36 @@ def run_demo(
     text: bool = False,
 ):
     import seer
-    from seer.boundary.truncation import SeerConfig, resolve
-    from seer.eval import plots
+    from seer import progress
 
     console = Console()
-    lm = seer.load(model or builtin_path("text" if text else "vqa"))
+    name = model or builtin_path("text" if text else "vqa")
+    with progress.status(f"loading {Path(name).name}"):
+        lm = seer.load(name)
+        from seer.boundary.truncation import SeerConfig, resolve
+        from seer.eval import plots
+
     cfg = resolve(lm, True)
     sp_cfg = SeerConfig.from_dict(lm.meta.get("seer", {}).get("sparsity_config", {}))
     g = lm.meta.get("seer", {}).get("gen_length", 64)
     if lm.multimodal:
-        requests = [(s["question"], s["file"]) for s in sample_images()]
+        requests = [(s["question"], s["file"], s["answer"]) for s in sample_images()]
     else:
-        requests = [(p, None) for p in PROMPTS]
+        requests = list(zip(PROMPTS, (None,) * len(PROMPTS), REFERENCES, strict=True))
     console.print(f"[bold]{lm.name}[/]: gen_length {g}, Seer {cfg.signal} detector")
-    for length in range(cfg.bucket, g + 1, cfg.bucket):  # warm every window shape
+    lengths = range(cfg.bucket, g + 1, cfg.bucket)
+    for length in progress.track(lengths, "warming up every window length"):
         lm.generate(requests[0][0], image=requests[0][1], gen_length=length)
-    table = Table(title=f"Seer on {lm.name} (greedy, steps = gen_length)")
-    cols = ("image",) if lm.multimodal else ()
-    cols += ("prompt", "answer (Seer)", "true len", "L*", "window", "base s", "Seer s")
-    for col in cols:
-        table.add_column(col, overflow="fold")
-    table.add_column("speedup", justify="right")
-    table.add_column("same?")
+    wide = console.width >= 100
+    table = Table(title=f"Seer on {lm.name} (greedy, steps = gen_length)", box=box.SIMPLE_HEAD,
+                  caption=LEGEND, caption_justify="left")  # fmt: skip
+    table.add_column("request", ratio=1, overflow="fold")
+    table.add_column("answer (Seer)", ratio=1, overflow="fold")
+    numbers = ("end", "L*", "win") + (("base s",) if wide else ()) + ("Seer s", "speed")
+    for col in (*numbers, "=base", "=ref"):
+        table.add_column(col, justify="right", no_wrap=True)
     rows, t_base, t_seer, t_image = [], 0.0, 0.0, 0.0
-    for prompt, image in requests:
+    for prompt, image, reference in progress.track(requests, "baseline and Seer, each request"):
         if image is not None:
             t0 = time.perf_counter()
             lm.prompt(prompt, image)
@@ -85,21 +113,26 @@ def run_demo(
         runs = [lm.generate(prompt, image=image, gen_length=g, seer=True) for _ in range(repeats)]
         fast = min(runs, key=_secs)
         t_base, t_seer = t_base + base.stats.seconds, t_seer + fast.stats.seconds
-        same = fast.token_ids == base.token_ids
         b = fast.boundary
+        window = f"{fast.stats.window}" + (f"↑{fast.stats.grown}" if fast.stats.grown else "")
+        times = (f"{base.stats.seconds:.3f}",) if wide else ()
         table.add_row(
-            *((Path(image).name,) if lm.multimodal else ()),
-            prompt,
+            f"{Path(image).stem}\n{prompt}" if image is not None else prompt,
             fast.text,
             str(base.stats.tokens),
             "-" if b is None or b.length is None else str(b.length),
-            f"{fast.stats.window}" + (f" (guard x{fast.stats.grown})" if fast.stats.grown else ""),
-            f"{base.stats.seconds:.3f}",
+            window,
+            *times,
             f"{fast.stats.seconds:.3f}",
             f"{base.stats.seconds / fast.stats.seconds:.1f}x",
-            "yes" if same else "[red]NO[/]",
+            _yes(fast.token_ids == base.token_ids),
+            _yes(" ".join(fast.text.split()) == reference),
         )
-        rows.append(_profile_row(lm, prompt, image, g, sp_cfg, b, base.stats.tokens))
+        rows.append((prompt, image, b, base.stats.tokens))
+    profiles = [
+        _profile_row(lm, prompt, image, g, sp_cfg, b, end)
+        for prompt, image, b, end in progress.track(rows, "step-0 profiles for the figure")
+    ]
     console.print(table)
     console.print(
         f"total denoising: baseline {t_base:.2f} s, Seer {t_seer:.2f} s, "
@@ -110,9 +143,24 @@ def run_demo(
             f"image encoding (tower + projector + splice, same for both): {t_image:.2f} s"
         )
     label = f"sparsity L{sp_cfg.layer} θ={sp_cfg.theta:g}"
-    png = plots.profiles(rows, out, ylabel=label)
+    with progress.status("drawing the figure"):
+        png = plots.profiles(profiles, out, ylabel=label, detector=_detector(cfg))
     console.print(f"profiles with detected boundaries (red) and true ends (dashed): {png}")
     return png
+
+
+def _detector(cfg) -> dict:
+    """What sets the red line, for the figure's legend: the signal and its threshold."""
+    if cfg.signal == "eos_prob":
+        return {"signal": "second", "threshold": cfg.eos_tau,
+                "label": f"P(end) ≥ {cfg.eos_tau:g} for {cfg.eos_run} positions"}  # fmt: skip
+    if cfg.signal == "sparsity":
+        return {"signal": "profile", "threshold": None, "label": f"sparsity {cfg.rule} rule"}
+    return {"signal": "both", "threshold": cfg.eos_tau, "label": "sparsity and P(end)"}
+
+
+def _yes(ok: bool) -> str:
+    return "yes" if ok else "[red]NO[/]"
 
 
 def _profile_row(lm, prompt: str, image, g: int, sp_cfg, boundary, true_end: int) -> dict:

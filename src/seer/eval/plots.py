@@ -14,6 +14,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
+from seer.errors import SeerError  # noqa: E402
+
 
 def heatmap(
     sparsity: torch.Tensor,
@@ -37,16 +39,21 @@ def heatmap(
     return _save(fig, out)
 
 
-def profiles(rows: list[dict], out: str | Path, ylabel: str = "step-0 sparsity") -> Path:
+def profiles(
+    rows: list[dict], out: str | Path, ylabel: str = "step-0 sparsity", detector: dict | None = None
+) -> Path:
     """rows: dicts with 'label', 'profile' (W,), optional 'boundary', 'true_end', 'second'
     (W,) with 'second_label': another signal, drawn on a right-hand axis, and 'image' (a path),
-    shown left of its row."""
+    shown left of its row. detector: which curve set the boundary ('signal': profile | second |
+    both), its 'label' for the legend and an optional 'threshold' on the second axis.
+
+    One legend for the whole figure, above the first row (never over the data)."""
     n = len(rows)
     images = any(r.get("image") for r in rows)
     fig, axes = plt.subplots(
         n,
         2 if images else 1,
-        figsize=(9.5 if images else 8, 1.6 * n + 0.6),
+        figsize=(10 if images else 8.5, 1.7 * n + 1.1),
         squeeze=False,
         gridspec_kw={"width_ratios": [1, 6]} if images else None,
     )
@@ -60,19 +67,35 @@ def profiles(rows: list[dict], out: str | Path, ylabel: str = "step-0 sparsity")
         axes = axes[:, 1:]
     for ax in axes[1:, 0]:
         ax.sharex(axes[0, 0])
+    det = detector or {}
+    sets = det.get("signal")
+    handles: dict = {}
     for ax, row in zip(axes[:, 0], rows, strict=True):
-        ax.plot(row["profile"], marker=".", lw=1, label=ylabel)
+        label = ylabel + (f" (sets the red line: {det['label']})" if sets == "profile" else "")
+        (h,) = ax.plot(row["profile"], marker=".", ms=3, lw=1, color="tab:blue", label=label)
+        handles.setdefault(label, h)
         if row.get("second") is not None:
             ax2 = ax.twinx()
-            ax2.plot(row["second"], color="tab:green", lw=1, alpha=0.8, label=row["second_label"])
+            second = row["second_label"]
+            if sets in ("second", "both"):
+                second += f" (sets the red line: {det['label']})"
+            (h,) = ax2.plot(row["second"], color="tab:green", lw=1.6, label=second)
+            handles.setdefault(second, h)
+            if det.get("threshold") is not None:
+                h = ax2.axhline(det["threshold"], color="tab:green", ls=":", lw=1,
+                                label=f"{row['second_label']} threshold")  # fmt: skip
+                handles.setdefault(h.get_label(), h)
             ax2.set_ylim(-0.05, 1.05)
-            ax2.set_ylabel(row["second_label"], fontsize=7, color="tab:green")
-        _marks(ax, row.get("boundary"), row.get("true_end"))
-        ax.set_title(row["label"], fontsize=8, loc="left")
-        ax.set_ylabel(ylabel, fontsize=7)
+            ax2.set_ylabel(row["second_label"], fontsize=8, color="tab:green")
+        for h in _marks(ax, row.get("boundary"), row.get("true_end")):
+            handles.setdefault(h.get_label(), h)
+        ax.set_title(row["label"], fontsize=9, loc="left")
+        ax.set_ylabel(ylabel, fontsize=8, color="tab:blue")
     axes[-1, 0].set_xlabel("answer position")
-    axes[0, 0].legend(loc="upper left", fontsize=7)
-    return _save(fig, out)
+    fig.legend(handles.values(), handles.keys(), loc="upper center", ncol=2, fontsize=8,
+               frameon=False, bbox_to_anchor=(0.5, 1.0))  # fmt: skip
+    top = 1 - (0.1 + 0.2 * ((len(handles) + 1) // 2)) / fig.get_size_inches()[1]
+    return _save(fig, out, rect=(0, 0, 1, top))
 
 
 def aligned(curves: dict[str, torch.Tensor], out: str | Path, title: str, ylabel: str) -> Path:
@@ -89,18 +112,27 @@ def aligned(curves: dict[str, torch.Tensor], out: str | Path, title: str, ylabel
     return _save(fig, out)
 
 
-def _marks(ax, boundary: int | None, true_end: int | None) -> None:
+def _marks(ax, boundary: int | None, true_end: int | None) -> list:
+    """The detected boundary (red) and the true end (dashed); returns the lines drawn."""
+    lines = []
     if boundary is not None:
-        ax.axvline(boundary, color="red", ls="-", lw=3, alpha=0.5, label="detected (L* - 1)")
+        lines.append(ax.axvline(boundary, color="red", ls="-", lw=3, alpha=0.5,
+                                label="Seer's boundary (L* - 1)"))  # fmt: skip
     if true_end is not None:  # drawn on top: the two often coincide
         color = "white" if ax.images else "k"
-        ax.axvline(true_end, color=color, ls="--", lw=1.2, label="true end token", zorder=5)
+        lines.append(ax.axvline(true_end, color=color, ls="--", lw=1.2,
+                                label="true end token", zorder=5))  # fmt: skip
+    return lines
 
 
-def _save(fig, out: str | Path) -> Path:
+def _save(fig, out: str | Path, rect=None) -> Path:
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.tight_layout(rect=rect)
+        fig.savefig(out, dpi=110)
+    except OSError as e:
+        raise SeerError(f"cannot write the figure {out}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
     return out

@@ -1,7 +1,7 @@
 """`seer profile`: the step-0 sparsity heatmap (layers x answer positions) of one prompt.
 
-It marks the boundary Seer detects with the model's defaults and, unless `--no-generate`, the
-true end of the answer (from a full-window baseline generation).
+It marks the boundary Seer detects with the model's defaults (or the given Seer settings) and,
+unless `generate=False`, the true end of the answer (from a full-window baseline generation).
 """
 
 from __future__ import annotations
@@ -17,35 +17,34 @@ def profile_prompt(
     lm,
     prompt: str,
     out: str | Path,
-    gen_length: int = 64,
-    theta: float | None = None,
-    tensor: str | None = None,
+    gen_length: int | None = None,
+    seer: dict | None = None,
     generate: bool = True,
     image=None,
 ) -> dict:
-    cfg = resolve(lm, True)
-    theta = cfg.theta if theta is None else theta
-    tensor = cfg.tensor if tensor is None else tensor
-    canvas = lm.canvas(prompt, _params(gen_length), image)
+    """seer: Seer settings over the model's defaults (probe layer, theta, tensor, detector)."""
+    cfg = resolve(lm, seer or True)
+    p = sampling(lm, gen_length)
+    canvas = lm.canvas(prompt, p, image)
     sp = sparsity_profiles(
         lm.model,
         canvas.x,
         canvas.prompt_len,
-        gen_length,
-        theta=theta,
-        tensor=tensor,
+        p.gen_length,
+        theta=cfg.theta,
+        tensor=cfg.tensor,
         prompt_embeds=canvas.prompt_embeds,
     )[:, 0]  # (n_layers, W)
     detected = None
     true_end = None
     answer = None
     if generate:
-        base = lm.generate(prompt, gen_length=gen_length, image=image)
+        base = lm.generate(prompt, p, image=image)
         true_end, answer = base.stats.tokens, base.text
-    seer_run = lm.generate(prompt, gen_length=gen_length, seer=True, image=image)
+    seer_run = lm.generate(prompt, p, seer=cfg, image=image)
     if seer_run.boundary is not None and seer_run.boundary.index is not None:
         detected = seer_run.boundary.index
-    title = f"{lm.name}: step-0 sparsity (θ={theta:g}, {tensor}) — {prompt[:60]}"
+    title = f"{lm.name}: step-0 sparsity (θ={cfg.theta:g}, {cfg.tensor}) — {prompt[:60]}"
     path = plots.heatmap(sp.float(), out, title, boundary=detected, true_end=true_end)
     return {
         "png": str(path),
@@ -56,7 +55,11 @@ def profile_prompt(
     }
 
 
-def _params(gen_length: int):
+def sampling(lm, gen_length: int | None = None):
+    """The model's default sampling, with `gen_length` when given."""
+    given = {} if gen_length is None else {"gen_length": gen_length}
+    if hasattr(lm, "sampling"):
+        return lm.sampling(**given)
     from seer.config import SamplingParams
 
-    return SamplingParams(gen_length=gen_length)
+    return SamplingParams(**given).with_defaults(lm.default_rule)

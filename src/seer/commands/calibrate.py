@@ -7,6 +7,8 @@ the sweep's best settings, the paper's defaults scored), sparsity_aligned.png (m
 around the true end, per layer), end_prob_aligned.png, and, with `--write`, the chosen settings
 to the model's seer.json, which `seer.load` picks up. Keys of an existing seer.json that the
 calibration does not set (e.g. a multimodal model's `system_prompt`) are kept.
+
+torch, rich and the library are imported inside the functions: `seer --help` stays fast.
 """
 
 from __future__ import annotations
@@ -15,23 +17,41 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-import torch
-from rich.console import Console
-from rich.progress import Progress
-from rich.table import Table
-
-from seer.boundary import calibrate as cal
-from seer.boundary.detector import ThresholdRule
-from seer.boundary.truncation import SeerConfig
-from seer.eval import plots
+from seer.commands import options
 
 PAPER = dict(signal="sparsity", tensor="down", layer=3, theta=1e-3, direction="rising",
              tau_jump=0.03, gamma=0.6)  # fmt: skip
 SEED = 7  # held-out examples of the calibration (the benchmark uses another seed)
 
 
-def aligned_mean(samples, signal, k: int = 8) -> torch.Tensor:
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="measure the step-0 signals on the demo tasks' held-out split and choose Seer "
+        "defaults",
+    )
+    p.add_argument("--model", default=None, help="model folder (default: builtin; with --task "
+                   "vqa builtin-vqa)")  # fmt: skip
+    p.add_argument("--n", type=options.POSITIVE, default=300, help="held-out requests")
+    p.add_argument("--out", default="calibration", help="folder for the report and plots")
+    p.add_argument("--write", action="store_true", help="store the choice in the model's seer.json")
+    p.add_argument("--max-over", type=options.number(float, 0, 1), default=0.0,
+                   help="over-truncation allowed (share, 0..1)")  # fmt: skip
+    p.add_argument("--task", choices=("text", "vqa"), default=None,
+                   help="held-out requests: text prompts or image questions (default: vqa for a "
+                   "multimodal model, else text)")  # fmt: skip
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    run_calibration(args.model, args.n, args.out, args.write, args.max_over, args.task)
+    return 0
+
+
+def aligned_mean(samples, signal, k: int = 8):
     """Mean of signal(sample) at offsets -k..k from the true end token (NaN-aware)."""
+    import torch
+
     acc = torch.zeros(2 * k + 1, dtype=torch.float64)
     cnt = torch.zeros(2 * k + 1, dtype=torch.float64)
     for s in samples:
@@ -45,6 +65,10 @@ def aligned_mean(samples, signal, k: int = 8) -> torch.Tensor:
 
 
 def combined_score(samples, sp_setting: dict, eos_setting: dict, g: int, bucket: int):
+    from seer.boundary import calibrate as cal
+    from seer.boundary.detector import ThresholdRule
+    from seer.boundary.truncation import SeerConfig
+
     ti = ("down", "gate").index(sp_setting["tensor"])
     hi = cal.THETAS.index(sp_setting["theta"])
     rule = SeerConfig.from_dict({k: v for k, v in sp_setting.items() if k != "signal"}).snr
@@ -61,25 +85,29 @@ def combined_score(samples, sp_setting: dict, eos_setting: dict, g: int, bucket:
 
 def default_model(task: str | None) -> Path:
     """The built-in model for a task: the multimodal one for vqa, else the text one."""
-    from seer.demo.run import builtin_path
-
-    return builtin_path("vqa") if task == "vqa" else builtin_path()
+    return Path(options.model_path("builtin-vqa" if task == "vqa" else "builtin"))
 
 
 def run_calibration(
     model, n: int, out, write: bool, max_over: float, task: str | None = None
 ) -> dict:
+    from rich.console import Console
+    from rich.table import Table
+
     import seer
+    from seer import progress
+    from seer.boundary import calibrate as cal
+    from seer.eval import plots
 
     console = Console()
-    folder = Path(model) if model else default_model(task)
-    lm = seer.load(folder)
+    folder = Path(options.model_path(model)) if model else default_model(task)
+    with progress.status(f"loading {folder.name}"):
+        lm = seer.load(folder)
     task = cal.task_for(lm, task)
     g = lm.meta.get("seer", {}).get("gen_length", 64)
     examples = cal.heldout_examples(task, n, seed=SEED, part="calib")
-    with Progress(console=console) as bar:
-        job = bar.add_task(f"step-0 profiles + baseline answers ({task})", total=len(examples))
-        samples = cal.collect(lm, examples, g, progress=lambda k: bar.advance(job, k))
+    with progress.bar(f"step-0 profiles + baseline answers ({task})", len(examples)) as advance:
+        samples = cal.collect(lm, examples, g, progress=advance)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     acc = sum(s.correct for s in samples) / len(samples)

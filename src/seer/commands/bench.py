@@ -1,0 +1,50 @@
+"""`seer bench`: batched serving throughput and latency with and without Seer and routing
+(the body is `seer.eval.bench`, shared with `benchmarks/bench_engine.py`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from seer.commands import options
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "bench", help="batched serving: throughput and latency with and without Seer and routing"
+    )
+    options.add_model(p, default="builtin", help="model folder (default: builtin)")
+    p.add_argument("--n", type=options.POSITIVE, default=64,
+                   help="held-out prompts (>= the largest batch)")  # fmt: skip
+    p.add_argument("--batches", type=options.POSITIVE, nargs="+", default=[8, 32, 64],
+                   help="batch sizes")  # fmt: skip
+    p.add_argument("--gen-length", type=options.POSITIVE, default=64)
+    p.add_argument("--tau-pad", type=options.number(float, 0, 1), default=0.4,
+                   help="padding waste that packs a group (0..1)")  # fmt: skip
+    p.add_argument("--threads", type=options.POSITIVE, default=1, help="torch CPU threads")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="also print the JSON record")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    import torch
+
+    from seer.eval import bench
+
+    torch.set_num_threads(args.threads)
+    lm = options.load(args)
+    n = max(args.n, *args.batches, 16)
+    record = bench.run(
+        lm,
+        n=n,
+        batches=tuple(args.batches),
+        gen_length=args.gen_length,
+        tau_pad=args.tau_pad,
+        seed=args.seed,
+        progress=lambda line: print(line, file=sys.stderr),
+    )
+    bench.show(record)
+    if args.json:
+        print(json.dumps(record))
+    return 0

@@ -1,0 +1,64 @@
+"""`seer generate`: answer one prompt (optionally with an image, optionally with Seer)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from seer.commands import options
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("generate", help="answer one prompt")
+    options.add_model(p, default=None)
+    p.add_argument("--prompt", required=True, type=options.text)
+    p.add_argument("--image", default=None, help=options.IMAGE_HELP)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-chat", action="store_true", help="do not apply the chat template")
+    p.add_argument("--stop", action="append", default=None, type=options.text,
+                   help="stop string (repeatable; LLaDA-V style)")  # fmt: skip
+    options.add_sampling(p)
+    options.add_seer(p)
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from seer.errors import SeerError
+
+    lm = options.load(args)
+    seer_arg = options.seer(args)
+    p = options.params(lm, args)
+    if args.stop:  # stop strings -> ids, encoded as the official samplers do (no specials)
+        if lm.tokenizer is None:
+            raise SeerError("--stop needs the model's tokenizer")
+        from dataclasses import replace
+
+        from seer.models.llada_v import encode_words
+
+        p = replace(p, stop=tuple(tuple(encode_words(lm.tokenizer, w)) for w in args.stop))
+    g = lm.generate(args.prompt, p, seer=seer_arg, image=args.image, chat=not args.no_chat)
+    s = g.stats
+    if args.json:
+        record = {
+            "answer": g.text,
+            "token_ids": g.token_ids,
+            "nfe": s.nfe,
+            "seconds": round(s.seconds, 4),
+            "tokens": s.tokens,
+            "tokens_per_second": round(s.tokens_per_second, 2),
+            "window": s.window,
+            "gen_length": s.gen_length,
+            "guard_grew": s.grown,
+        }
+        if g.boundary is not None:
+            record["boundary"] = g.boundary.as_dict()
+        print(json.dumps(record))
+    else:
+        print(g.text)
+        extra = f", window {s.window}/{s.gen_length}" if seer_arg else ""
+        print(
+            f"[{s.nfe} NFE, {s.seconds:.2f} s, {s.tokens} tokens, "
+            f"{s.tokens_per_second:.1f} tok/s{extra}]",
+            file=sys.stderr,
+        )
+    return 0

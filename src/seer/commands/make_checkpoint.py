@@ -1,0 +1,28 @@
+"""`seer make-checkpoint`: write a tiny random model in an official checkpoint layout."""
+
+from __future__ import annotations
+
+from seer.commands import options
+
+ARCHS_HELP = "llada | dream | lavida-llada | lavida-dream (default llada)"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("make-checkpoint", help="write a tiny random model in the official layout")
+    p.add_argument("--arch", default="llada", help=ARCHS_HELP)
+    p.add_argument("--out", required=True, help="folder to create")
+    p.add_argument("--layers", type=options.POSITIVE, default=2)
+    p.add_argument("--width", type=options.POSITIVE, default=64)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from seer.models.factory import make_random_checkpoint
+
+    folder = make_random_checkpoint(
+        args.arch, args.out, layers=args.layers, width=args.width, seed=args.seed
+    )
+    print(f"wrote a random {args.arch} checkpoint to {folder}")
+    print(f"try: seer generate --model {folder} --prompt 'repeat star 3 times'")
+    return 0

@@ -1,0 +1,204 @@
+"""Option groups shared by the subcommands, and the helpers that turn them into library calls.
+
+The CLI invents no defaults: an option the user did not give is None and is left out of the
+call, so the library (the model's defaults: `seer.json`, `generation_config.json`, the official
+sampler's) decides. Range checks that need no model happen here, as argparse errors (one line);
+everything else is validated by the library (a `SeerError`, one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from seer.config import CACHES, RULES, SCHEDULES
+
+IMAGE_HELP = "image file or data:image/...;base64 URI (multimodal models)"
+BUILTIN = ("builtin", "builtin-vqa")  # the models shipped in the package, loadable by name
+
+
+# -- argparse types: a bad value is one `seer: error: argument --x: ...` line -----------------
+def number(kind: type, lo: float | None = None, hi: float | None = None, *, open_lo=False):
+    """An argparse type: int or float within [lo, hi] (lo excluded with open_lo)."""
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {text!r}") from None
+        if kind is float and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        if lo is not None and (value <= lo if open_lo else value < lo):
+            raise argparse.ArgumentTypeError(f"must be {'>' if open_lo else '>='} {lo}, got {text}")
+        if hi is not None and value > hi:
+            raise argparse.ArgumentTypeError(f"must be <= {hi}, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def text(value: str) -> str:
+    """An argparse type for prompts: refuse bytes that are not UTF-8 (surrogate escapes)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError(
+            "is not valid UTF-8 text; check the terminal's encoding (e.g. LANG=C.UTF-8)"
+        ) from None
+    return value
+
+
+POSITIVE = number(int, 1)
+NONNEG = number(int, 0)
+
+
+# -- the model --------------------------------------------------------------------------------
+def add_model(p: argparse.ArgumentParser, default: str | None, help: str | None = None) -> None:
+    """--model, --dtype, --device. `default`: None makes --model required."""
+    p.add_argument(
+        "--model",
+        required=default is None,
+        default=default,
+        help=help or f"model folder, or {' / '.join(BUILTIN)} (the shipped models)",
+    )
+    p.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 (default float32)")
+    p.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default cpu)")
+
+
+def model_path(name):
+    """A folder, or the folder of a shipped model given by name."""
+    if name in BUILTIN and not Path(name).exists():
+        from seer.demo.run import builtin_path
+
+        return builtin_path("vqa" if name == "builtin-vqa" else "text")
+    return name
+
+
+def load(args, name=None):
+    """The model of `--model` (or `name`), loaded under a progress spinner."""
+    import seer
+    from seer import progress
+
+    name = name or args.model
+    kw = {k: getattr(args, k) for k in ("dtype", "device") if getattr(args, k, None) is not None}
+    with progress.status(f"loading {name}"):
+        return seer.load(model_path(name), **kw)
+
+
+# -- sampling ---------------------------------------------------------------------------------
+SAMPLING = ("gen_length", "steps", "block_length", "temperature", "remasking", "alg_temp",
+            "top_p", "top_k", "cfg_scale", "seed", "schedule", "threshold", "factor",
+            "cache")  # fmt: skip
+
+
+def add_sampling(p: argparse.ArgumentParser, cache: bool = True) -> None:
+    g = p.add_argument_group("sampling (default: the model's own)")
+    g.add_argument("--gen-length", type=POSITIVE, default=None, help="answer window (tokens)")
+    g.add_argument("--steps", type=POSITIVE, default=None, help="denoising steps")
+    g.add_argument("--block-length", type=POSITIVE, default=None, help="semi-AR block length")
+    g.add_argument("--temperature", type=number(float, 0), default=None, help="0 = greedy")
+    g.add_argument("--remasking", "--alg", dest="remasking", choices=RULES, default=None)
+    g.add_argument("--alg-temp", type=number(float, 0), default=None,
+                   help="Dream: position sampling temperature")  # fmt: skip
+    g.add_argument("--top-p", type=number(float, 0, 1, open_lo=True), default=None)
+    g.add_argument("--top-k", type=POSITIVE, default=None)
+    g.add_argument("--cfg-scale", type=number(float, 0), default=None, help="LLaDA: CFG scale")
+    g.add_argument("--schedule", choices=SCHEDULES, default=None,
+                   help="reveal counts (default: the rule's)")  # fmt: skip
+    g.add_argument("--seed", type=int, default=None, help="seed of every random draw")
+    g.add_argument(
+        "--threshold",
+        type=number(float, 0, 1),
+        default=None,
+        help="Fast-dLLM parallel decoding: reveal every masked position of the block whose "
+        "confidence is >= this (at least one per step)",
+    )
+    g.add_argument(
+        "--factor",
+        type=number(float),
+        default=None,
+        help="Fast-dLLM factor-based parallel decoding",
+    )
+    if cache:
+        g.add_argument(
+            "--cache",
+            choices=CACHES,
+            default=None,
+            help="KV cache: prefix or dual (Fast-dLLM, per semi-AR block), prefix_lm (LaViDa: "
+            "the prompt encoded once, alone) (default none)",
+        )
+
+
+def sampling(args) -> dict:
+    """The sampling options the user gave (others are left to the model's defaults)."""
+    return {k: getattr(args, k) for k in SAMPLING if getattr(args, k, None) is not None}
+
+
+def params(lm, args):
+    """`SamplingParams` for `lm`: the model's defaults with the user's options over them."""
+    options = sampling(args)
+    if hasattr(lm, "sampling"):
+        return lm.sampling(**options)
+    from seer.config import SamplingParams
+
+    return SamplingParams(**options).with_defaults(lm.default_rule)
+
+
+# -- Seer -------------------------------------------------------------------------------------
+# (flag, SeerConfig field, argparse type, help); the library validates the values against the
+# model (layer count, signal) and says in one line when it picks another setting.
+SEER_FLAGS = (
+    ("--seer-signal", "signal", str, "boundary signal: sparsity | eos_prob | combined"),
+    ("--seer-layer", "layer", NONNEG, "probe layer (0-based)"),
+    ("--seer-theta", "theta", number(float, 0, open_lo=True), "zero threshold of |activation|"),
+    ("--seer-tensor", "tensor", str, "probed tensor: down (down-projection input) | gate"),
+    ("--seer-rule", "rule", str, "sparsity rule: snr (the paper's) | changepoint"),
+    ("--seer-direction", "direction", str, "sparsity jump: rising (paper) | falling"),
+    ("--seer-tau-jump", "tau_jump", number(float, 0), "SNR rule: minimum step"),
+    ("--seer-gamma", "gamma", number(float, 0), "SNR rule: plateau spread (share of the step)"),
+    ("--seer-lookahead", "lookahead", POSITIVE, "SNR rule: plateau window"),
+    ("--seer-z", "z", number(float, 0), "changepoint rule: minimum t statistic"),
+    ("--seer-eos-tau", "eos_tau", number(float, 0, 1), "eos_prob: probability of padding"),
+    ("--seer-eos-run", "eos_run", POSITIVE, "eos_prob: positions above eos-tau in a row"),
+    ("--seer-margin", "margin", NONNEG, "positions kept after the boundary"),
+    ("--seer-bucket", "bucket", POSITIVE, "round the window up to a multiple of this"),
+    ("--seer-growth", "growth", number(float, 1, open_lo=True), "guard: window growth factor"),
+    ("--seer-guard-slack", "guard_slack", NONNEG, "guard: end positions that count as cut"),
+)
+
+
+def add_seer(p: argparse.ArgumentParser, switch: bool = True) -> None:
+    """The Seer group. `switch`: add --seer (commands where Seer is optional)."""
+    g = p.add_argument_group(
+        "Seer", "boundary detection and truncation; each option overrides the model's seer.json "
+        "(or the paper's defaults) and turns Seer on"
+    )  # fmt: skip
+    if switch:
+        g.add_argument("--seer", action="store_true", help="truncate the window at the boundary")
+    for flag, field, kind, help in SEER_FLAGS:
+        metavar = {str: "NAME", int: "N", "int": "N"}.get(kind, getattr(kind, "__name__", "X"))
+        metavar = {"int": "N", "float": "X"}.get(metavar, metavar)
+        g.add_argument(flag, dest=f"seer_{field}", type=kind, default=None, help=help,
+                       metavar=metavar)  # fmt: skip
+    g.add_argument("--seer-guard", dest="seer_guard", action=argparse.BooleanOptionalAction,
+                   default=None, help="grow the window when an answer reaches the cut")  # fmt: skip
+    g.add_argument("--seer-cut-in-step0", dest="seer_cut_in_step0", default=None,
+                   action=argparse.BooleanOptionalAction,
+                   help="cut inside step 0, after the probe layer (sparsity only)")  # fmt: skip
+
+
+def seer_options(args) -> dict:
+    """The Seer settings the user gave, as SeerConfig field -> value."""
+    names = [f for _, f, _, _ in SEER_FLAGS] + ["guard", "cut_in_step0"]
+    return {f: getattr(args, f"seer_{f}") for f in names if getattr(args, f"seer_{f}") is not None}
+
+
+def seer(args):
+    """The `seer=` argument of the library: None (off), True (the model's defaults) or a dict
+    of settings over them."""
+    options = seer_options(args)
+    if options:
+        return options
+    return True if getattr(args, "seer", False) else None
