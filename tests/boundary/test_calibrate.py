@@ -10,8 +10,9 @@ import torch
 
 import seer
 from seer.boundary import calibrate as cal
-from seer.boundary.detector import end_probability
+from seer.boundary.probe import end_probability
 from seer.commands.calibrate import run_calibration, write_defaults
+from seer.config import SamplingParams
 from seer.data import builtin_examples
 from seer.demo import vqa
 from seer.errors import SeerError
@@ -63,7 +64,7 @@ def test_collect_measures_the_spliced_image_canvas(lavida):
     (one,) = cal.collect(lavida, ex[:1], g, batch=1)
     gen = lavida.generate(ex[0].text, image=ex[0].image, gen_length=g)
     assert one.true_len == gen.stats.tokens
-    p = cal._plain(g)
+    p = SamplingParams(gen_length=g, remasking="low_confidence")
     logits = lavida.loop.forward(lavida.canvas(ex[0].text, p, ex[0].image), p, 0, g)
     assert torch.allclose(one.end_prob, end_probability(logits, lavida.tokens.enders)[0])
     # and the image matters: another picture gives another profile

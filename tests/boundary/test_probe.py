@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from conftest import TOKENS, tiny
 
-from seer.boundary.probe import SparsityProbe, sparsity_profiles
+from seer.boundary.probe import StepZeroProbe, sparsity_profiles, step0
 from seer.boundary.truncation import SeerConfig, SeerPolicy
 from seer.config import SamplingParams
 from seer.diffusion.loop import DenoisingLoop, make_canvas
@@ -33,11 +33,11 @@ def test_probe_reads_only_the_answer_window_of_each_row():
     prompts = [[5, 6, 7, 8, 9, 10], [11, 12]]
     canvas = make_canvas(prompts, 12, TOKENS, "cpu")
     theta = 0.05  # large enough that the fraction is not trivially 0 for random weights
-    probe = SparsityProbe((1,), theta).attach(model, canvas.prompt_len, canvas.width, 2)
+    probe = StepZeroProbe((1,), (theta,)).attach(model, canvas.prompt_len, canvas.width, 2)
     with torch.no_grad():
         model(canvas.x, attention_mask=canvas.attention_mask)
     probe.detach()
-    got = probe.profiles[1]
+    got = probe.profile(1)
     assert got.shape == (2, 12)
     # row 0 has no padding: identical to the prompt run alone
     torch.testing.assert_close(got[0], _window_sparsity(model, prompts[0], 12, 1, theta))
@@ -53,7 +53,7 @@ def test_probe_ignores_the_unconditional_half_of_cfg_and_is_removed_after_step0(
     model.layers[1].down_proj.register_forward_pre_hook(lambda m, a: calls.append(a[0].shape[0]))
     out = loop.run(canvas, SamplingParams(gen_length=16, steps=8, cfg_scale=1.0), policy)
     assert calls[0] == 2  # the CFG forward carries cond + uncond rows
-    assert policy.probe.profiles[1].shape == (1, 16)  # but the probe kept the real row only
+    assert policy.probe.profile(1).shape == (1, 16)  # but the probe kept the real row only
     assert out.nfe >= 1
     model.layers[1].down_proj._forward_pre_hooks.clear()
     assert _hooks(model) == 0
@@ -98,3 +98,67 @@ def test_gate_tensor_option_reads_act_of_gate():
     gate = sparsity_profiles(model, x, 3, 6, (0,), theta=0.05, tensor="gate")
     assert down.shape == gate.shape == (1, 1, 6)
     assert not torch.equal(down, gate)
+
+
+def _act_of_gate(model, layer: int, x: torch.Tensor) -> torch.Tensor:
+    """Reference: the gate projection's output through the model's own activation module."""
+    seen = {}
+    block = model.layers[layer]
+    h = block.gate_proj.register_forward_hook(lambda m, a, out: seen.setdefault("g", out))
+    with torch.no_grad():
+        model(x)
+    h.remove()
+    act = block.act if hasattr(block, "act") else block.mlp.act_fn
+    return act(seen["g"])
+
+
+def test_gate_tensor_uses_the_models_own_activation():
+    model = tiny("llada")
+    x = torch.tensor([[5, 6, 7] + [TOKENS.mask] * 6])
+    gelu = torch.nn.GELU()
+    model.layers[0].act = gelu  # a checkpoint whose config names another activation
+    got = sparsity_profiles(model, x, 3, 6, (0,), theta=0.05, tensor="gate")[0, 0]
+    ref = (_act_of_gate(model, 0, x)[0, 3:].abs() < 0.05).float().mean(-1)
+    torch.testing.assert_close(got, ref)
+    silu = sparsity_profiles(tiny("llada"), x, 3, 6, (0,), theta=0.05, tensor="gate")[0, 0]
+    assert not torch.equal(got, silu)  # the activation was read from the model, not assumed
+
+
+def test_one_probe_many_thetas_and_tensors_equals_single_probes():
+    model = tiny("dream", layers=3)
+    x = torch.tensor([[5, 6, 7, 8] + [TOKENS.mask] * 10, [9, 10, 11, 12] + [TOKENS.mask] * 10])
+    thetas = (1e-3, 0.05, 0.2)
+    probe = StepZeroProbe((0, 2), thetas, ("down", "gate")).attach(model, 4, 10, 2)
+    with torch.no_grad():
+        model(x)
+    probe.detach()
+    stacked = probe.stacked()
+    assert stacked.shape == (2, 2, 3, 2, 10)  # tensors, layers, thetas, rows, window
+    assert probe.seconds > 0
+    for ti, tensor in enumerate(("down", "gate")):
+        for li, layer in enumerate((0, 2)):
+            for hi, theta in enumerate(thetas):
+                one = sparsity_profiles(model, x, 4, 10, (layer,), theta, tensor)[0]
+                torch.testing.assert_close(stacked[ti, li, hi], one)
+    assert _hooks(model) == 0
+
+
+def test_step0_equals_what_seer_reads_inside_generate():
+    from seer.boundary.probe import end_probability
+    from seer.boundary.truncation import SeerConfig, policy_for
+    from seer.pipeline import DiffusionLM
+
+    lm = DiffusionLM(tiny("llada", layers=3), None, TOKENS, name="tiny")
+    prompts = [[5, 6, 7, 8, 9], [11, 12]]
+    prof = step0(lm, prompts, 16, thetas=(0.05, 0.1), tensors=("down", "gate"))
+    assert prof.sparsity.shape == (2, 3, 2, 2, 16)
+    canvas = lm.canvas(prompts, SamplingParams(gen_length=16))
+    with torch.no_grad():
+        logits = lm.model(canvas.x, attention_mask=canvas.attention_mask).logits
+    torch.testing.assert_close(prof.end_prob, end_probability(logits[:, -16:], TOKENS.enders))
+    cfg = SeerConfig(layer=2, theta=0.1, tensor="gate", guard=False)
+    policy = policy_for(lm, cfg)
+    lm.generate(prompts, gen_length=16, steps=4, policy=policy)
+    for r in range(2):
+        want = prof.at(2, 0.1, "gate")[r]
+        torch.testing.assert_close(torch.tensor(policy.reports[r].profile), want)

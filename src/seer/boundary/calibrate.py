@@ -21,13 +21,13 @@ generation and the measured step-0 forward receive, so the step-0 canvas is exac
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 from dataclasses import asdict, dataclass
 
 import torch
 
-from seer.boundary.detector import ChangePointRule, SNRRule, ThresholdRule, end_probability
+from seer.boundary.detector import ChangePointRule, SNRRule, ThresholdRule
+from seer.boundary.probe import TENSORS, step0
 from seer.boundary.truncation import round_window
 from seer.errors import SeerError
 
@@ -85,69 +85,18 @@ def collect(
     lm, examples: list[Example], gen_length: int, batch: int = 32, progress=None
 ) -> list[Sample]:
     """Baseline answers and step-0 profiles of `examples`, `batch` requests at a time."""
-    model, tokens = lm.model, lm.tokens
-    n_layers = len(model.layers)
     out: list[Sample] = []
     for i in range(0, len(examples), batch):
         chunk = examples[i : i + batch]
         inputs = [lm.prompt(e.text, e.image) for e in chunk]  # encoded once, used twice
         gens = lm.generate(inputs, gen_length=gen_length)
-        canvas = lm.canvas(inputs, _plain(gen_length))
-        shift = getattr(model, "logits_shift", 0)
-        with capture(model, canvas.prompt_len - shift, gen_length) as acts:
-            logits = lm.loop.forward(canvas, _plain(gen_length), 0, gen_length)
-        ends = end_probability(logits, tokens.enders)
-        th = torch.tensor(THETAS)
+        prof = step0(lm, inputs, gen_length, thetas=THETAS, tensors=TENSORS)
         for r, (e, g) in enumerate(zip(chunk, gens, strict=True)):
-            sp = torch.stack(
-                [
-                    torch.stack([_fractions(acts[t, k][r], th) for k in range(n_layers)])
-                    for t in ("down", "gate")
-                ]
-            )  # (2, n_layers, n_thetas, W)
-            out.append(Sample(e.family, g.stats.tokens, g.text == e.answer, sp, ends[r]))
+            sp = prof.sparsity[:, :, :, r]  # (2 tensors [down, gate], n_layers, n_thetas, W)
+            out.append(Sample(e.family, g.stats.tokens, g.text == e.answer, sp, prof.end_prob[r]))
         if progress is not None:
             progress(len(chunk))
     return out
-
-
-def _fractions(a: torch.Tensor, thetas: torch.Tensor) -> torch.Tensor:
-    """a: (W, I) absolute activations -> (n_thetas, W) fraction below each theta."""
-    return (a[..., None] < thetas).float().mean(dim=-2).T
-
-
-@contextlib.contextmanager
-def capture(model, lo: int, width: int):
-    """Record |down-projection input| and |act(gate)| of the window at every layer."""
-    acts: dict[tuple[str, int], torch.Tensor] = {}
-
-    def down(k):
-        def hook(mod, args):
-            acts["down", k] = args[0][:, lo : lo + width].abs()
-
-        return hook
-
-    def gate(k):
-        def hook(mod, args, output):
-            acts["gate", k] = torch.nn.functional.silu(output[:, lo : lo + width]).abs()
-
-        return hook
-
-    handles = []
-    for k, block in enumerate(model.layers):
-        handles.append(block.down_proj.register_forward_pre_hook(down(k)))
-        handles.append(block.gate_proj.register_forward_hook(gate(k)))
-    try:
-        yield acts
-    finally:
-        for h in handles:
-            h.remove()
-
-
-def _plain(gen_length: int):
-    from seer.config import SamplingParams
-
-    return SamplingParams(gen_length=gen_length, remasking="low_confidence")
 
 
 @dataclass(slots=True)
@@ -192,10 +141,11 @@ def sweep(samples: list[Sample], g: int, bucket: int = 8) -> list[Score]:
         (0.01, 0.02, 0.03, 0.05, 0.1),
         (0.3, 0.6, 1.0),
     )
-    stacked = torch.stack([s.sparsity for s in samples])  # (N, 2, layers, thetas, W)
-    ends = torch.stack([s.end_prob for s in samples])  # (N, W)
+    # on the host once, as float64: every rule below reads slices of these
+    stacked = torch.stack([s.sparsity for s in samples]).double().numpy()  # (N, 2, L, thetas, W)
+    ends = torch.stack([s.end_prob for s in samples]).double().numpy()  # (N, W)
     for (ti, tensor), layer, (hi, theta), direction, tau, gamma in grid:
-        index, _, _ = SNRRule(tau, gamma, 3, direction).find_all(stacked[:, ti, layer, hi])
+        index = SNRRule(tau, gamma, 3, direction).find_all(stacked[:, ti, layer, hi])
         lengths = [None if i < 0 else i + 1 for i in index.tolist()]
         setting = dict(
             signal="sparsity", tensor=tensor, layer=layer, theta=theta,

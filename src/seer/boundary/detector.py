@@ -13,14 +13,22 @@ boundary means no truncation. `direction="falling"` looks for a drop instead (th
 on -s), since in small models the step can go either way.
 
 `ThresholdRule` is for probability-like signals: the first i whose value and the next
-`run - 1` values are all >= tau; L* = i + 1.
+`run - 1` values are all >= tau; L* = i + 1. `ChangePointRule` takes the most significant single
+step (a t statistic) and needs no flat plateau.
+
+Every rule is vectorised over rows and runs on the host in numpy (`Rule.locate`): a profile is
+W numbers, so one device-to-host copy and a few numpy calls cost microseconds, where a chain of
+small torch kernels costs a fraction of a millisecond (profiled: issue 12, item 4).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
 import torch
+
+from seer.errors import SeerError
 
 
 @dataclass(slots=True)
@@ -40,9 +48,64 @@ class BoundaryReport:
         d["profile"] = [round(v, 4) for v in self.profile]
         return d
 
+    def __repr__(self) -> str:  # the profile is summarised: printing a report shows no 64 floats
+        found = "no boundary" if self.length is None else f"L*={self.length}"
+        parts = [found, f"window={self.window}", f"signal={self.signal!r}"]
+        if self.jump is not None:
+            parts.append(f"jump={self.jump:.3g}")
+        if self.spread is not None:
+            parts.append(f"spread={self.spread:.3g}")
+        parts.append(f"profile=<{len(self.profile)} values>")
+        return f"BoundaryReport({', '.join(parts)})"
+
+
+def _rows(s) -> np.ndarray:
+    """A profile (N,) or profiles (R, N), torch or numpy, as float64 (R, N) on the host."""
+    if isinstance(s, torch.Tensor):
+        s = s.detach().to("cpu", torch.float64).numpy()
+    s = np.asarray(s, dtype=np.float64)
+    return s[None] if s.ndim == 1 else s
+
+
+def _window_min_max(s: np.ndarray, start: int, w: int) -> tuple[np.ndarray, np.ndarray]:
+    """Min and max of s[:, i : i + w] for every i >= start with a full window: (R, N - w + 1 -
+    start) each (w shifted views; no strided copy)."""
+    m = s.shape[1] - w + 1 - start
+    views = [s[:, start + k : start + k + m] for k in range(w)]
+    return np.minimum.reduce(views), np.maximum.reduce(views)
+
+
+def _first(ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """ok: (R, M) bool -> (first True per row or 0, whether there is one)."""
+    return ok.argmax(axis=1), ok.any(axis=1)
+
+
+class Rule:
+    """A boundary rule over profiles; subclasses implement `locate`.
+
+    `locate(s)`: s (R, N) -> per row (i or -1, jump, spread) as numpy arrays, where i is the
+    first position of the padding (L* = i + 1 keeps it). Rules run on the host in numpy: a
+    profile is a handful of numbers, and one transfer beats a chain of small device kernels."""
+
+    __slots__ = ()
+
+    def locate(self, s) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def find_all(self, s) -> np.ndarray:
+        """s: (R, N) -> boundary index per row, or -1."""
+        return self.locate(s)[0]
+
+    def find(self, s) -> tuple[int, float, float] | None:
+        """s: (N,) -> (i, jump, spread) of the boundary, or None."""
+        index, jump, spread = self.locate(_rows(s))
+        if index[0] < 0:
+            return None
+        return int(index[0]), float(jump[0]), float(spread[0])
+
 
 @dataclass(slots=True, frozen=True)
-class SNRRule:
+class SNRRule(Rule):
     """The paper's jump-to-plateau test."""
 
     tau_jump: float = 0.03  # minimum step
@@ -52,110 +115,90 @@ class SNRRule:
 
     def __post_init__(self) -> None:
         if self.direction not in ("rising", "falling"):
-            from seer.errors import SeerError
-
             raise SeerError(f"direction must be 'rising' or 'falling', got {self.direction!r}")
 
-    def find(self, s: torch.Tensor) -> tuple[int, float, float] | None:
-        """s: (N,) -> (i, jump, spread) of the first boundary, or None."""
-        index, jump, spread = self.find_all(s[None])
-        if int(index[0]) < 0:
-            return None
-        return int(index[0]), float(jump[0]), float(spread[0])
-
-    def find_all(self, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """s: (R, N) profiles -> per row (i or -1, jump, spread); vectorised over rows."""
-        s = s.double() if self.direction == "rising" else -s.double()
+    def locate(self, s) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        s = _rows(s) if self.direction == "rising" else -_rows(s)
         r, n, w = s.shape[0], s.shape[1], self.lookahead
         if n < w + 1:
-            none = torch.full((r,), -1, dtype=torch.long)
-            return none, torch.zeros(r, dtype=s.dtype), torch.zeros(r, dtype=s.dtype)
-        win = s.unfold(1, w, 1)[:, 1:]  # W_i for i = 1 .. n - w: (R, n - w, w)
-        lo, hi = win.min(dim=2).values, win.max(dim=2).values
+            return np.full(r, -1), np.zeros(r), np.zeros(r)
+        lo, hi = _window_min_max(s, 1, w)  # over W_i for i = 1 .. n - w: (R, n - w)
         jump = lo - s[:, : n - w]
         spread = hi - lo
-        ok = (jump >= self.tau_jump) & (spread <= self.gamma * jump)
-        first = ok.int().argmax(dim=1)  # first True (0 if none)
-        rows = torch.arange(r)
-        index = torch.where(ok.any(dim=1), first + 1, -1)
-        return index, jump[rows, first], spread[rows, first]
+        first, found = _first((jump >= self.tau_jump) & (spread <= self.gamma * jump))
+        rows = np.arange(r)
+        return np.where(found, first + 1, -1), jump[rows, first], spread[rows, first]
 
 
 @dataclass(slots=True, frozen=True)
-class ThresholdRule:
-    """First run of `run` values >= tau."""
+class ThresholdRule(Rule):
+    """First run of `run` values >= tau (for probability-like signals); jump = the run's minimum
+    minus the value before it, spread = the run's max - min."""
 
     tau: float = 0.5
     run: int = 3
 
-    def find_all(self, s: torch.Tensor) -> torch.Tensor:
-        """s: (R, N) -> first index of a run per row, or -1; vectorised over rows."""
+    def locate(self, s) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        s = _rows(s)
+        r = s.shape[0]
         if s.shape[1] < self.run:
-            return torch.full((s.shape[0],), -1, dtype=torch.long)
-        above = (s >= self.tau).unfold(1, self.run, 1).all(dim=2)
-        return torch.where(above.any(dim=1), above.int().argmax(dim=1), -1)
-
-    def find(self, s: torch.Tensor) -> tuple[int, float, float] | None:
-        n = s.shape[0]
-        if n < self.run:
-            return None
-        above = (s >= self.tau).unfold(0, self.run, 1).all(dim=1)
-        hits = torch.nonzero(above).flatten()
-        if hits.numel() == 0:
-            return None
-        i = int(hits[0])
-        win = s[i : i + self.run].double()
-        prev = float(s[i - 1]) if i > 0 else 0.0
-        return i, float(win.min()) - prev, float(win.max() - win.min())
-
-
-def detect(profile: torch.Tensor, rule, signal: str) -> BoundaryReport:
-    """Apply `rule` to one row's profile (W,)."""
-    found = rule.find(profile)
-    values = profile.float().tolist()
-    if found is None:
-        return BoundaryReport(None, None, None, None, signal, profile=values)
-    i, jump, spread = found
-    return BoundaryReport(i + 1, i, jump, spread, signal, profile=values)
-
-
-def end_probability(logits: torch.Tensor, enders: tuple[int, ...]) -> torch.Tensor:
-    """Step-0 probability that each window position holds an end token. (B, W, V) -> (B, W)."""
-    prob = logits.float().softmax(dim=-1)
-    return prob[..., list(enders)].sum(dim=-1)
+            return np.full(r, -1), np.zeros(r), np.zeros(r)
+        lo, hi = _window_min_max(s, 0, self.run)  # over each run of `run` values
+        first, found = _first(lo >= self.tau)
+        rows = np.arange(r)
+        prev = np.where(first > 0, s[rows, np.maximum(first - 1, 0)], 0.0)
+        lo, hi = lo[rows, first], hi[rows, first]
+        return np.where(found, first, -1), lo - prev, hi - lo
 
 
 @dataclass(slots=True, frozen=True)
-class ChangePointRule:
+class ChangePointRule(Rule):
     """The single most significant step in the profile (a two-sample t statistic).
 
     For every split i, t(i) = (mean(s[i:]) - mean(s[:i])) / (sd * sqrt(1/i + 1/(N - i))) with the
     pooled within-segment sd; the split with the largest t is the boundary if t >= z. Unlike the
-    SNR rule it needs no flat plateau, so a step followed by a ramp still counts.
+    SNR rule it needs no flat plateau, so a step followed by a ramp still counts. jump = the
+    difference of the two means (negative for a falling step), spread = 0.
     """
 
     z: float = 4.0  # minimum t statistic
     direction: str = "rising"  # rising | falling
 
-    def find_all(self, s: torch.Tensor) -> torch.Tensor:
-        """s: (R, N) -> boundary index per row (first padding position), or -1."""
-        s = s.double() if self.direction == "rising" else -s.double()
-        n = s.shape[1]
+    def locate(self, s) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        raw = _rows(s)
+        s = raw if self.direction == "rising" else -raw
+        r, n = s.shape
         if n < 3:
-            return torch.full((s.shape[0],), -1, dtype=torch.long)
-        i = torch.arange(1, n, dtype=s.dtype)  # left sizes 1 .. n - 1
+            return np.full(r, -1), np.zeros(r), np.zeros(r)
+        i = np.arange(1, n, dtype=np.float64)  # left sizes 1 .. n - 1
         c1, c2 = s.cumsum(1)[:, :-1], (s * s).cumsum(1)[:, :-1]
-        t1, t2 = s.sum(1, keepdim=True), (s * s).sum(1, keepdim=True)
+        t1, t2 = s.sum(1, keepdims=True), (s * s).sum(1, keepdims=True)
         m_left, m_right = c1 / i, (t1 - c1) / (n - i)
         ss = (c2 - c1 * m_left) + ((t2 - c2) - (t1 - c1) * m_right)  # within-segment squares
-        sd = (ss.clamp(min=1e-12) / max(n - 2, 1)).sqrt()
-        t = (m_right - m_left) / (sd * (1 / i + 1 / (n - i)).sqrt())
-        best = t.argmax(dim=1)
-        ok = t.gather(1, best[:, None]).squeeze(1) >= self.z
-        return torch.where(ok, best + 1, -1)
+        sd = np.sqrt(np.maximum(ss, 1e-12) / max(n - 2, 1))
+        t = (m_right - m_left) / (sd * np.sqrt(1 / i + 1 / (n - i)))
+        best = t.argmax(axis=1)
+        rows = np.arange(r)
+        ok = t[rows, best] >= self.z
+        sign = 1.0 if self.direction == "rising" else -1.0
+        jump = sign * (m_right[rows, best] - m_left[rows, best])  # in the raw signal's units
+        return np.where(ok, best + 1, -1), np.where(ok, jump, 0.0), np.zeros(r)
 
-    def find(self, s: torch.Tensor) -> tuple[int, float, float] | None:
-        i = int(self.find_all(s[None])[0])
+
+def detect(profile, rule: Rule, signal: str) -> BoundaryReport:
+    """Apply `rule` to one row's profile (W,)."""
+    return detect_rows(_rows(profile), rule, signal)[0]
+
+
+def detect_rows(profiles, rule: Rule, signal: str) -> list[BoundaryReport]:
+    """Apply `rule` to every row of `profiles` (R, W) at once; one report per row."""
+    s = _rows(profiles)
+    index, jump, spread = rule.locate(s)
+    out = []
+    for i, j, sp, v in zip(index.tolist(), jump.tolist(), spread.tolist(), s, strict=True):
+        values = v.astype(np.float32).tolist()
         if i < 0:
-            return None
-        return i, float(s[i:].float().mean() - s[:i].float().mean()), 0.0
+            out.append(BoundaryReport(None, None, None, None, signal, profile=values))
+        else:
+            out.append(BoundaryReport(i + 1, i, j, sp, signal, profile=values))
+    return out

@@ -1,57 +1,108 @@
-"""Step-0 activation probe: per answer position, the fraction of near-zero MLP activations.
+"""THE step-0 probe: what Seer reads of the first denoising forward, per answer position.
 
-A forward pre-hook on the down projection of layer k reads its input a = act(gate(x)) * up(x),
-shape (B, L, intermediate), keeps only the answer window's columns of the real (conditional)
-rows, and reduces immediately to sparsity(b, j) = mean_i [|a[b, j, i]| < theta]: nothing of
-size B x L x intermediate is kept. `tensor="gate"` reads act(gate(x)) instead, through a forward
-hook on the gate projection. Hooks exist only while a probe is attached (`attach`/`detach`), so a
-run without Seer pays nothing.
+Every reader of step-0 signals goes through this module: the window policy inside `generate`
+(`truncation.SeerPolicy`), calibration (`calibrate.collect`), the demo's profile plots and
+`seer profile`. Two kinds of signal:
+
+- MLP sparsity at a probe point of layer k, sparsity(b, j) = mean_i [|a[b, j, i]| < theta], where
+  `a` is either the input of the down projection, act(gate(x)) * up(x) (`tensor="down"`, the
+  paper's), or the activation's output act(gate(x)) (`tensor="gate"`). The activation is the
+  model's own module (SiLU, GELU, ... whatever the checkpoint's config names), hooked where the
+  model applies it, never re-implemented here. A hook reads only the answer window's columns of
+  the real (conditional) rows and reduces them at once, for every requested theta: nothing of
+  size B x L x intermediate outlives the hook. Hooks exist only while a probe is attached
+  (`attach`/`detach`), so a run without Seer pays nothing.
+- the step-0 probability that a position holds an end token, from the window's logits
+  (`end_probability`; the loop computes those logits anyway).
 
 Column bookkeeping: every row's window starts at column `start` (the prompt length after left
-padding, or after image splicing); Dream's hidden state at column j-1 predicts token j, so for a
-model with `logits_shift` s the window is read at columns [start - s, start - s + width).
+padding, or after image splicing); a model whose hidden state at column j-1 predicts token j
+(Dream: `logits_shift` 1) is read at columns [start - shift, start - shift + width).
+
+`step0(lm, prompts, gen_length, ...)` runs one step-0 forward on `lm`'s own canvas (the canvas
+`generate` denoises) with a probe attached and returns both signals (`Step0Profiles`).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
+from seer.errors import SeerError
 
-def mlp_modules(model: nn.Module, layer: int, tensor: str) -> nn.Module:
-    """The module whose input (down) or output (gate) is probed at `layer`."""
+TENSORS = ("down", "gate")  # probe points: input of the down projection | act(gate)
+
+
+def n_layers(model: nn.Module) -> int:
+    """Transformer blocks of `model` (the probe's layer range is [0, n_layers))."""
+    return len(model.layers)
+
+
+def logits_shift(model: nn.Module) -> int:
+    """Columns between a position's hidden state and the token it predicts (Dream: 1)."""
+    return int(getattr(model, "logits_shift", 0))
+
+
+def probe_module(model: nn.Module, layer: int, tensor: str) -> nn.Module:
+    """The module whose input (`down`) or output (`gate`: the model's activation applied to the
+    gate projection) is probed at `layer`."""
     blocks = model.layers
     if not 0 <= layer < len(blocks):
-        from seer.errors import SeerError
-
         raise SeerError(f"probe layer {layer} does not exist; the model has {len(blocks)} layers")
-    return blocks[layer].down_proj if tensor == "down" else blocks[layer].gate_proj
+    if tensor not in TENSORS:
+        raise SeerError(f"unknown probe tensor {tensor!r}; choose {', '.join(TENSORS)}")
+    block = blocks[layer]
+    if tensor == "down":
+        return block.down_proj
+    return activation_module(block)
+
+
+def activation_module(block: nn.Module) -> nn.Module:
+    """The MLP activation module of a block (LLaDA: `act`; Llama layout: `mlp.act_fn`)."""
+    for owner, name in ((block, "act"), (getattr(block, "mlp", None), "act_fn")):
+        module = getattr(owner, name, None) if owner is not None else None
+        if isinstance(module, nn.Module):
+            return module
+    raise SeerError(f"{type(block).__name__} exposes no MLP activation to probe; use tensor='down'")
 
 
 @dataclass(slots=True)
-class SparsityProbe:
-    """Records step-0 sparsity profiles at some layers."""
+class StepZeroProbe:
+    """Records step-0 sparsity profiles at (tensor, layer) points for one or more thetas.
+
+    Only the first forward after `attach` is recorded (step 0); later forwards are ignored until
+    the probe is detached and attached again."""
 
     layers: tuple[int, ...]  # layers to record
-    theta: float = 1e-3  # |a| < theta counts as zero
-    tensor: str = "down"  # "down": input of the down projection; "gate": act(gate)
-    profiles: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> (B, W) float32
+    thetas: tuple[float, ...] = (1e-3,)  # |a| < theta counts as zero
+    tensors: tuple[str, ...] = ("down",)  # probe points, see TENSORS
+    profiles: dict[tuple[str, int], torch.Tensor] = field(default_factory=dict)
+    # (tensor, layer) -> (B, n_thetas, W) float32 sparsity of the window's real rows
+    seconds: float = 0.0  # time spent inside the hooks (part of the cost of detection)
     _handles: list = field(default_factory=list)
     _cols: tuple[int, int, int] = (0, 0, 0)  # (first column, width, real rows)
 
-    def attach(self, model: nn.Module, start: int, width: int, rows: int) -> SparsityProbe:
-        shift = getattr(model, "logits_shift", 0)
-        self._cols = (start - shift, width, rows)
+    def attach(self, model: nn.Module, start: int, width: int, rows: int) -> StepZeroProbe:
+        """Hook the probe points; the window is columns [start, start + width) of rows [0, rows)
+        (a model's logit shift is applied here)."""
+        self._cols = (start - logits_shift(model), width, rows)
         self.profiles.clear()
-        for layer in self.layers:
-            module = mlp_modules(model, layer, self.tensor)
-            if self.tensor == "down":
-                hook = module.register_forward_pre_hook(self._pre_hook(layer))
-            else:
-                hook = module.register_forward_hook(self._gate_hook(layer))
-            self._handles.append(hook)
+        self.seconds = 0.0
+        try:
+            for tensor in self.tensors:
+                for layer in self.layers:
+                    module = probe_module(model, layer, tensor)
+                    if tensor == "down":
+                        hook = module.register_forward_pre_hook(self._pre_hook(layer))
+                    else:
+                        hook = module.register_forward_hook(self._out_hook(layer))
+                    self._handles.append(hook)
+        except SeerError:
+            self.detach()
+            raise
         return self
 
     def detach(self) -> None:
@@ -59,24 +110,95 @@ class SparsityProbe:
             h.remove()
         self._handles.clear()
 
-    def _record(self, layer: int, a: torch.Tensor) -> None:
-        if layer in self.profiles:  # only the first forward after attach (step 0)
+    def profile(self, layer: int, tensor: str | None = None, theta: float | None = None):
+        """(B, W) sparsity at one point (defaults: the first tensor and theta)."""
+        tensor = self.tensors[0] if tensor is None else tensor
+        k = 0 if theta is None else self.thetas.index(theta)
+        return self.profiles[tensor, layer][:, k]
+
+    def stacked(self) -> torch.Tensor:
+        """(n_tensors, n_layers, n_thetas, B, W), in the order of `tensors` and `layers`."""
+        return torch.stack(
+            [
+                torch.stack([self.profiles[t, k].transpose(0, 1) for k in self.layers])
+                for t in self.tensors
+            ]
+        )
+
+    def _record(self, key: tuple[str, int], a: torch.Tensor) -> None:
+        if key in self.profiles:  # only the first forward after attach (step 0)
             return
+        t0 = time.perf_counter()
         lo, width, rows = self._cols
-        win = a[:rows, lo : lo + width]  # (B, W, intermediate); columns may be fewer if cut
-        self.profiles[layer] = (win.abs() < self.theta).float().mean(dim=-1)
+        win = a[:rows, lo : lo + width].abs()  # (B, W, I); columns may be fewer if cut
+        # (B, n_thetas, W): one comparison per theta keeps the temporary at B x W x I
+        frac = torch.stack([(win < t).sum(-1, dtype=torch.float32) for t in self.thetas], 1)
+        self.profiles[key] = frac / win.shape[-1]
+        self.seconds += time.perf_counter() - t0
 
     def _pre_hook(self, layer: int):
         def hook(module, args):
-            self._record(layer, args[0])
+            self._record(("down", layer), args[0])
 
         return hook
 
-    def _gate_hook(self, layer: int):
+    def _out_hook(self, layer: int):
         def hook(module, args, output):
-            self._record(layer, torch.nn.functional.silu(output))
+            self._record(("gate", layer), output)
 
         return hook
+
+
+def end_probability(logits: torch.Tensor, enders: tuple[int, ...]) -> torch.Tensor:
+    """Step-0 probability that each window position holds an end token. (B, W, V) -> (B, W)."""
+    prob = logits.softmax(dim=-1, dtype=torch.float32)
+    return prob[..., list(enders)].sum(dim=-1)
+
+
+@dataclass(slots=True)
+class Step0Profiles:
+    """Both step-0 signals of a batch, over its answer window."""
+
+    sparsity: torch.Tensor  # (n_tensors, n_layers, n_thetas, B, W) sparsity at every point
+    end_prob: torch.Tensor  # (B, W) probability of an end token at each position
+    layers: tuple[int, ...]  # layers of `sparsity`'s second axis
+    thetas: tuple[float, ...]  # thetas of its third axis
+    tensors: tuple[str, ...]  # probe points of its first axis
+
+    def at(self, layer: int, theta: float, tensor: str = "down") -> torch.Tensor:
+        """(B, W) sparsity at one point."""
+        t, k = self.tensors.index(tensor), self.layers.index(layer)
+        return self.sparsity[t, k, self.thetas.index(theta)]
+
+
+@torch.inference_mode()
+def step0(
+    lm,
+    prompts,
+    gen_length: int,
+    *,
+    layers: tuple[int, ...] | None = None,
+    thetas: tuple[float, ...] = (1e-3,),
+    tensors: tuple[str, ...] = ("down",),
+    image=None,
+) -> Step0Profiles:
+    """One step-0 forward of `lm` over `prompts` (anything `lm.canvas` takes: text, ids,
+    `PromptInput`s; `image` for a multimodal model) with a `gen_length` window of [MASK]; returns
+    the sparsity at every requested point (every layer by default) and the end probability."""
+    from seer.config import SamplingParams
+
+    model = lm.model
+    layers = tuple(range(n_layers(model))) if layers is None else tuple(layers)
+    p = SamplingParams(gen_length=gen_length).with_defaults(lm.default_rule)
+    canvas = lm.canvas(prompts, p, image)
+    probe = StepZeroProbe(layers, tuple(thetas), tuple(tensors))
+    probe.attach(model, canvas.prompt_len, gen_length, canvas.x.shape[0])
+    try:
+        logits = lm.loop.forward(canvas, p, 0, gen_length)
+    finally:
+        probe.detach()
+    ends = end_probability(logits, lm.tokens.enders)
+    return Step0Profiles(probe.stacked(), ends, layers, probe.thetas, probe.tensors)
 
 
 def sparsity_profiles(
@@ -88,21 +210,15 @@ def sparsity_profiles(
     theta: float = 1e-3,
     tensor: str = "down",
     attention_mask: torch.Tensor | None = None,
-    prompt_embeds: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """One forward; returns (n_layers, B, W) sparsity for every (or the given) layer.
-    `prompt_embeds` (B, start, D): the prompt's input embeddings (images spliced in)."""
-    layers = tuple(range(len(model.layers))) if layers is None else layers
-    probe = SparsityProbe(layers, theta, tensor).attach(model, start, width, input_ids.shape[0])
-    kw = {}
-    if prompt_embeds is not None:
-        with torch.inference_mode():
-            h = model.get_input_embeddings()(input_ids)
-            h[:, :start] = prompt_embeds.to(h)
-        kw, input_ids = {"inputs_embeds": h}, None
+    """A bare model's step-0 sparsity (no tokenizer, no canvas): one forward over `input_ids`
+    (B, start + width), returns (n_layers, B, W) for every (or the given) layer."""
+    layers = tuple(range(n_layers(model))) if layers is None else layers
+    probe = StepZeroProbe(layers, (theta,), (tensor,))
+    probe.attach(model, start, width, input_ids.shape[0])
     try:
         with torch.inference_mode():
-            model(input_ids, attention_mask=attention_mask, logits_positions=slice(0, 1), **kw)
+            model(input_ids, attention_mask=attention_mask, logits_positions=slice(0, 1))
     finally:
         probe.detach()
-    return torch.stack([probe.profiles[k] for k in layers])
+    return torch.stack([probe.profile(k) for k in layers])

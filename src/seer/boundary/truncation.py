@@ -20,7 +20,10 @@ two, i.e. cuts fewer answers short; no truncation unless both find a boundary).
 
 from __future__ import annotations
 
+import logging
 import math
+import time
+import weakref
 from dataclasses import dataclass, fields, replace
 
 import torch
@@ -30,16 +33,25 @@ from seer.boundary.detector import (
     ChangePointRule,
     SNRRule,
     ThresholdRule,
-    detect,
-    end_probability,
+    detect_rows,
 )
-from seer.boundary.probe import SparsityProbe
+from seer.boundary.probe import TENSORS, StepZeroProbe, end_probability, n_layers, probe_module
 from seer.config import TokenIds
 from seer.errors import SeerError
 from seer.models.common import attention_bias
 
+log = logging.getLogger(__name__)
+
 SIGNALS = ("sparsity", "eos_prob", "combined")
-TENSORS = ("down", "gate")
+PAPER_LAYER = 3  # the paper's detection layer (0-based)
+
+
+# What `seer=True` uses on a checkpoint without seer.json (chosen by measurement, see the
+# README's "Uncalibrated models" and docs/uncalibrated.txt).
+UNCALIBRATED: dict = {}
+
+_INTS = ("lookahead", "eos_run", "margin", "bucket", "guard_slack")
+_FLOATS = ("theta", "z", "tau_jump", "gamma", "eos_tau", "growth")
 
 
 @dataclass(slots=True, frozen=True)
@@ -47,7 +59,8 @@ class SeerConfig:
     """Boundary detection and truncation options (per-model defaults live in seer.json)."""
 
     signal: str = "sparsity"  # sparsity | eos_prob | combined
-    layer: int = 3  # detection layer (0-based)
+    layer: int | None = None  # detection layer (0-based); None: the paper's 3, or the last
+    # layer of a model with fewer (`fit` resolves it against the model)
     theta: float = 1e-3  # |a| < theta counts as a zero activation
     tensor: str = "down"  # down: input of the down projection; gate: act(gate)
     rule: str = "snr"  # sparsity rule: snr (the paper's jump-to-plateau) | changepoint
@@ -72,6 +85,20 @@ class SeerConfig:
             raise SeerError(f"unknown sparsity rule {self.rule!r}; choose snr or changepoint")
         if self.tensor not in TENSORS:
             raise SeerError(f"unknown probe tensor {self.tensor!r}; choose {', '.join(TENSORS)}")
+        for name in _INTS + (("layer",) if self.layer is not None else ()):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise SeerError(f"Seer option {name} must be an integer, got {v!r}")
+        for name in _FLOATS:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise SeerError(f"Seer option {name} must be a number, got {v!r}")
+        if self.layer is not None and self.layer < 0:
+            raise SeerError(f"Seer layer must be >= 0, got {self.layer}")
+        if not 0 < self.theta < math.inf or self.z <= 0 or self.tau_jump < 0 or self.gamma < 0:
+            raise SeerError("Seer needs theta > 0, z > 0, tau_jump >= 0 and gamma >= 0")
+        if self.eos_tau < 0 or self.eos_run < 1 or self.lookahead < 1:
+            raise SeerError("Seer needs eos_tau >= 0, eos_run >= 1 and lookahead >= 1")
         if self.cut_in_step0 and self.signal != "sparsity":
             raise SeerError("cut_in_step0 needs signal='sparsity' (the others read the logits)")
         if self.bucket < 1 or self.margin < 0 or self.growth <= 1 or self.guard_slack < 0:
@@ -79,12 +106,29 @@ class SeerConfig:
         SNRRule(self.tau_jump, self.gamma, self.lookahead, self.direction)  # validates direction
 
     @classmethod
-    def from_dict(cls, d: dict) -> SeerConfig:
+    def from_dict(cls, d: dict, where: str = "Seer option") -> SeerConfig:
+        """A config from a dict (seer.json's "config", the CLI's flags); None means default."""
+        if not isinstance(d, dict):
+            raise SeerError(f"{where}s must be a JSON object of Seer options, got {d!r}")
         names = {f.name for f in fields(cls)}
         unknown = set(d) - names
         if unknown:
-            raise SeerError(f"unknown Seer option(s) {sorted(unknown)}")
-        return cls(**d)
+            raise SeerError(
+                f"unknown {where}(s) {sorted(unknown)}; known: {', '.join(sorted(names))}"
+            )
+        return cls(**{k: v for k, v in d.items() if v is not None})
+
+    def override(self, d: dict) -> SeerConfig:
+        """This config with the options of `d` over it (None: keep this config's value)."""
+        if not isinstance(d, dict):
+            raise SeerError(f"Seer options must be a dict, got {d!r}")
+        return SeerConfig.from_dict(
+            {**_as_dict(self), **{k: v for k, v in d.items() if v is not None}}
+        )
+
+    @property
+    def uses_sparsity(self) -> bool:
+        return self.signal in ("sparsity", "combined")
 
     @property
     def snr(self):
@@ -98,22 +142,73 @@ class SeerConfig:
         return ThresholdRule(self.eos_tau, self.eos_run)
 
 
+def _as_dict(cfg: SeerConfig) -> dict:
+    return {f.name: getattr(cfg, f.name) for f in fields(cfg)}
+
+
 def round_window(length: int, gen_length: int, bucket: int, margin: int = 0) -> int:
     """The window kept for a boundary at L* = `length`: L* + margin rounded up to a multiple of
     `bucket` (few distinct shapes), never above gen_length."""
     return min(gen_length, bucket * math.ceil((length + margin) / bucket))
 
 
+_NOTICED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> notices given
+
+
+def notice(model, message: str) -> None:
+    """One line to stderr (the `seer.boundary` logger), once per model and message."""
+    seen = _NOTICED.setdefault(model, set())
+    if message not in seen:
+        seen.add(message)
+        log.warning(message)
+
+
+def fit(cfg: SeerConfig, model) -> SeerConfig:
+    """`cfg` checked against `model`: the detection layer exists (None: the paper's layer 3, or
+    the last layer of a smaller model, said in one line) and the probe point is there."""
+    n = n_layers(model)
+    layer = cfg.layer
+    if layer is None:
+        layer = min(PAPER_LAYER, n - 1)
+        if cfg.uses_sparsity and layer != PAPER_LAYER:
+            notice(
+                model,
+                f"Seer: the model has {n} layers; probing layer {layer} (its last) instead of "
+                f"the paper's layer {PAPER_LAYER} (set it with seer={{'layer': ...}})",
+            )
+    elif layer >= n:
+        raise SeerError(
+            f"Seer layer {layer} does not exist; the model has {n} layers: choose 0..{n - 1}"
+        )
+    if cfg.uses_sparsity:
+        probe_module(model, layer, cfg.tensor)  # the probe point exists (gate: an activation)
+    return cfg if layer == cfg.layer else replace(cfg, layer=layer)
+
+
 def resolve(lm, seer) -> SeerConfig:
-    """`seer=True` -> the model's stored defaults (seer.json) or the paper's; a dict overrides."""
-    base = SeerConfig.from_dict(lm.meta.get("seer", {}).get("config", {}))
-    if seer is True:
-        return base
+    """The Seer settings of a request, validated against `lm`'s model.
+
+    `seer=True` -> the model's calibrated defaults (seer.json's "config"), or on a model without
+    them the default for unknown checkpoints (`UNCALIBRATED`, with a one-line notice naming the
+    command that calibrates it); a dict overrides single options (None keeps the default);
+    a `SeerConfig` is taken as it is. The layer and probe point are checked by `fit`."""
     if isinstance(seer, SeerConfig):
-        return seer
-    if isinstance(seer, dict):
-        return replace(base, **seer)
-    raise SeerError("seer must be True, a dict of options or a SeerConfig")
+        return fit(seer, lm.model)
+    if seer is not True and not isinstance(seer, dict):
+        raise SeerError("seer must be True, a dict of options or a SeerConfig")
+    stored = (lm.meta.get("seer") or {}).get("config")
+    if stored is None:
+        base = SeerConfig.from_dict(UNCALIBRATED)
+        notice(
+            lm.model,
+            f"Seer: {lm.name or 'this model'} is uncalibrated (no seer.json); using the default "
+            f"for unknown checkpoints (signal {base.signal}). Calibrate it with: seer calibrate "
+            "--model DIR --data FILE --write",
+        )
+    else:
+        base = SeerConfig.from_dict(stored, "seer.json option")
+    cfg = base if seer is True else base.override(seer)
+    return fit(cfg, lm.model)
 
 
 def policy_for(lm, seer) -> SeerPolicy:
@@ -126,17 +221,21 @@ class SeerPolicy:
     def __init__(self, cfg: SeerConfig, tokens: TokenIds) -> None:
         self.cfg = cfg
         self.tokens = tokens
-        self.probe: SparsityProbe | None = None
+        self.probe: StepZeroProbe | None = None
         self.reports: list[BoundaryReport] = []
         self.windows: torch.Tensor | None = None
         self.guard_fired = 0
+        self.detect_seconds = 0.0  # probe hooks + detector, this run
 
     # -- WindowPolicy -------------------------------------------------------------------------
     def start(self, model, canvas) -> dict:
         self.reports, self.windows, self.guard_fired = [], None, 0
-        if self.cfg.signal in ("sparsity", "combined"):
+        self.detect_seconds = 0.0
+        self.cfg = fit(self.cfg, model)
+        self.probe = None
+        if self.cfg.uses_sparsity:
             rows = canvas.x.shape[0]
-            probe = SparsityProbe((self.cfg.layer,), self.cfg.theta, self.cfg.tensor)
+            probe = StepZeroProbe((self.cfg.layer,), (self.cfg.theta,), (self.cfg.tensor,))
             self.probe = probe.attach(model, canvas.prompt_len, canvas.width, rows)
         if self.cfg.cut_in_step0:
             return {"after_layer": self._cut_hook(canvas)}
@@ -165,36 +264,41 @@ class SeerPolicy:
         return torch.where(short, bigger, window)
 
     def report(self) -> dict:
-        return {"boundaries": self.reports, "guard_fired": self.guard_fired}
+        return {
+            "boundaries": self.reports,
+            "guard_fired": self.guard_fired,
+            "detect_seconds": self.detect_seconds,
+        }
 
     # -- detection ----------------------------------------------------------------------------
     def _decide(self, canvas, logits: torch.Tensor | None) -> torch.Tensor:
-        g = canvas.width
-        rows = canvas.x.shape[0]
-        sparsity = self.probe.profiles.get(self.cfg.layer) if self.probe else None
-        ends = None
-        if self.cfg.signal in ("eos_prob", "combined"):
-            ends = end_probability(logits[:, :g], self.tokens.enders)
-        windows = []
-        for r in range(rows):
-            report = self._row(sparsity[r] if sparsity is not None else None, ends, r)
-            report.window = g if report.length is None else self._round(report.length, g)
-            self.reports.append(report)
-            windows.append(report.window)
-        return torch.tensor(windows, device=canvas.x.device)
-
-    def _row(self, sparsity, ends, r: int) -> BoundaryReport:
-        signal = f"sparsity@L{self.cfg.layer}"
-        if self.cfg.signal == "sparsity":
-            return detect(sparsity, self.cfg.snr, signal)
-        by_eos = detect(ends[r], self.cfg.threshold, "eos_prob")
-        if self.cfg.signal == "eos_prob":
-            return by_eos
-        by_sp = detect(sparsity, self.cfg.snr, signal)
-        if by_sp.length is None or by_eos.length is None:
-            return replace(by_eos, length=None, index=None, signal="combined")
-        best = by_sp if by_sp.length >= by_eos.length else by_eos
-        return replace(best, signal=f"combined({best.signal})")
+        t0 = time.perf_counter()
+        g, cfg = canvas.width, self.cfg
+        sparsity = self.probe.profile(cfg.layer) if self.probe is not None else None
+        signal = f"sparsity@L{cfg.layer}"
+        if cfg.signal == "sparsity":
+            reports = detect_rows(sparsity, cfg.snr, signal)
+        else:
+            ends = end_probability(logits[:, :g], self.tokens.enders)  # (B, W)
+            reports = detect_rows(ends, cfg.threshold, "eos_prob")
+            if cfg.signal == "combined":
+                by_sp = detect_rows(sparsity, cfg.snr, signal)
+                reports = [_combine(a, b) for a, b in zip(by_sp, reports, strict=True)]
+        for r in reports:
+            r.window = g if r.length is None else self._round(r.length, g)
+        self.reports.extend(reports)
+        windows = torch.tensor([r.window for r in reports], device=canvas.x.device)
+        if self.probe is not None:
+            self.detect_seconds += self.probe.seconds
+        self.detect_seconds += time.perf_counter() - t0
+        missed = sum(r.length is None for r in reports)
+        if missed:
+            log.warning(
+                "Seer found no boundary in %d of %d answer(s) (signal %s); kept the full "
+                "window of %d",
+                missed, len(reports), cfg.signal, g,
+            )  # fmt: skip
+        return windows
 
     def _round(self, length: int, gen_length: int) -> int:
         return round_window(length, gen_length, self.cfg.bucket, self.cfg.margin)
@@ -218,6 +322,14 @@ class SeerPolicy:
             return h[:, : p + w], attention_bias(am, am.shape[0], p + w), pos
 
         return after_layer
+
+
+def _combine(by_sp: BoundaryReport, by_eos: BoundaryReport) -> BoundaryReport:
+    """Both signals must find a boundary; the longer one is kept (fewer answers cut short)."""
+    if by_sp.length is None or by_eos.length is None:
+        return replace(by_eos, length=None, index=None, signal="combined")
+    best = by_sp if by_sp.length >= by_eos.length else by_eos
+    return replace(best, signal=f"combined({best.signal})")
 
 
 class FixedWindowPolicy:
