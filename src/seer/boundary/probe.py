@@ -175,21 +175,23 @@ class Step0Profiles:
 def step0(
     lm,
     prompts,
-    gen_length: int,
+    gen_length: int | None = None,
     *,
+    params=None,
     layers: tuple[int, ...] | None = None,
     thetas: tuple[float, ...] = (1e-3,),
     tensors: tuple[str, ...] = ("down",),
     image=None,
 ) -> Step0Profiles:
     """One step-0 forward of `lm` over `prompts` (anything `lm.canvas` takes: text, ids,
-    `PromptInput`s; `image` for a multimodal model) with a `gen_length` window of [MASK]; returns
-    the sparsity at every requested point (every layer by default) and the end probability."""
-    from seer.config import SamplingParams
-
+    `PromptInput`s; `image` for a multimodal model) with a window of [MASK]; returns the sparsity
+    at every requested point (every layer by default) and the end probability. `params`: the
+    request's `SamplingParams` (default: the model's, `lm.sampling(gen_length=gen_length)`), so
+    the forward is the one `generate` runs at step 0 (classifier-free guidance included)."""
     model = lm.model
     layers = tuple(range(n_layers(model))) if layers is None else tuple(layers)
-    p = SamplingParams(gen_length=gen_length).with_defaults(lm.default_rule)
+    p = lm.sampling(gen_length=gen_length) if params is None else params
+    gen_length = p.gen_length
     canvas = lm.canvas(prompts, p, image)
     probe = StepZeroProbe(layers, tuple(thetas), tuple(tensors))
     probe.attach(model, canvas.prompt_len, gen_length, canvas.x.shape[0])

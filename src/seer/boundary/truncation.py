@@ -196,8 +196,8 @@ def resolve(lm, seer) -> SeerConfig:
         return fit(seer, lm.model)
     if seer is not True and not isinstance(seer, dict):
         raise SeerError("seer must be True, a dict of options or a SeerConfig")
-    stored = (lm.meta.get("seer") or {}).get("config")
-    if stored is None:
+    stored = dict(lm.defaults.seer.config)  # seer.json's "config" (typed by the loader)
+    if not stored:
         base = SeerConfig.from_dict(UNCALIBRATED)
         notice(
             lm.model,

@@ -84,7 +84,7 @@ def run_demo(
         from seer.eval import plots
 
     cfg = resolve(lm, True)
-    sp_cfg = SeerConfig.from_dict(lm.meta.get("seer", {}).get("sparsity_config", {}))
+    sp_cfg = resolve(lm, SeerConfig.from_dict(lm.meta.get("seer", {}).get("sparsity_config", {})))
     g = lm.meta.get("seer", {}).get("gen_length", 64)
     if lm.multimodal:
         requests = [(s["question"], s["file"], s["answer"]) for s in sample_images()]
@@ -165,23 +165,15 @@ def _yes(ok: bool) -> str:
 
 def _profile_row(lm, prompt: str, image, g: int, sp_cfg, boundary, true_end: int) -> dict:
     """Step-0 sparsity (the calibrated sparsity setting) and P(end token) for one request."""
-    from seer.boundary.detector import end_probability
-    from seer.boundary.probe import SparsityProbe
-    from seer.config import SamplingParams
+    from seer.boundary.probe import step0
 
-    p = SamplingParams(gen_length=g).with_defaults(lm.default_rule)
-    canvas = lm.canvas(prompt, p, image)
-    probe = SparsityProbe((sp_cfg.layer,), sp_cfg.theta, sp_cfg.tensor)
-    probe.attach(lm.model, canvas.prompt_len, g, 1)
-    try:
-        logits = lm.loop.forward(canvas, p, 0, g)
-    finally:
-        probe.detach()
+    prof = step0(lm, prompt, g, layers=(sp_cfg.layer,), thetas=(sp_cfg.theta,),
+                 tensors=(sp_cfg.tensor,), image=image)  # fmt: skip
     return {
         "label": f"{prompt[:70]}  (true end {true_end})",
         "image": None if image is None else str(image),
-        "profile": probe.profiles[sp_cfg.layer][0].tolist(),
-        "second": end_probability(logits, lm.tokens.enders)[0].tolist(),
+        "profile": prof.sparsity[0, 0, 0, 0].tolist(),
+        "second": prof.end_prob[0].tolist(),
         "second_label": "P(end)",
         "boundary": None if boundary is None else boundary.index,
         "true_end": true_end,

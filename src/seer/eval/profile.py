@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seer.boundary.probe import sparsity_profiles
+from seer.boundary.probe import step0
 from seer.boundary.truncation import resolve
 from seer.eval import plots
 
@@ -25,16 +25,8 @@ def profile_prompt(
     """seer: Seer settings over the model's defaults (probe layer, theta, tensor, detector)."""
     cfg = resolve(lm, seer or True)
     p = sampling(lm, gen_length)
-    canvas = lm.canvas(prompt, p, image)
-    sp = sparsity_profiles(
-        lm.model,
-        canvas.x,
-        canvas.prompt_len,
-        p.gen_length,
-        theta=cfg.theta,
-        tensor=cfg.tensor,
-        prompt_embeds=canvas.prompt_embeds,
-    )[:, 0]  # (n_layers, W)
+    prof = step0(lm, prompt, params=p, thetas=(cfg.theta,), tensors=(cfg.tensor,), image=image)
+    sp = prof.sparsity[0, :, 0, 0]  # (n_layers, W)
     detected = None
     true_end = None
     answer = None
