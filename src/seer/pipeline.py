@@ -96,12 +96,11 @@ class DiffusionLM:
 
     @property
     def default_rule(self) -> str:
-        return "entropy" if getattr(self.model, "logits_shift", 0) else "low_confidence"
+        return self.model.default_rule
 
     @property
     def max_length(self) -> int:
-        cfg = self.model.config
-        return int(getattr(cfg, "max_sequence_length", 0) or cfg.max_position_embeddings)
+        return self.model.context_length
 
     # -- prompts ----------------------------------------------------------------------------
     def encode(self, prompt: str, chat: bool = True) -> list[int]:
@@ -289,7 +288,7 @@ def load(path: str | Path, dtype=None, device: str = "cpu", tokenizer: bool = Tr
     processor = None
     if tok is not None:
         processor = loader.load_processor(folder, raw, model, tok, seer_settings)
-    tokens = loader.token_ids(raw, tok)
+    tokens = loader.token_ids(raw, tok, model.banned_token_names)
     meta = {"seer": dict(seer_settings.raw)} if seer_settings.raw else {}
     return DiffusionLM(
         model, tok, tokens, name=folder.name, meta=meta, processor=processor, defaults=defaults

@@ -38,7 +38,7 @@ def loaded():
 @pytest.fixture(scope="module")
 def tokens():
     _, raw = read_config(FIXTURE)
-    return token_ids(raw, load_tokenizer(FIXTURE))
+    return token_ids(raw, load_tokenizer(FIXTURE), LLaDAVModelLM.banned_token_names)
 
 
 def test_logits_match_official(golden, loaded, tokens):

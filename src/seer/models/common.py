@@ -22,6 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seer.models.base import FORWARD_KWARGS
+
 
 @dataclass(slots=True)
 class KVCache:
@@ -219,11 +221,24 @@ class BidirectionalLM(nn.Module):
     """
 
     rotary: Rotary
-    logits_shift: int = 0  # Dream predicts token j from position j-1: the loop applies the shift
     config: object
+    # -- the `seer.models.base.DiffusionModel` protocol, with the LLaDA family's values --------
+    logits_shift: int = 0  # Dream predicts token j from position j-1: the loop applies the shift
+    confidence_dtype: torch.dtype | None = None  # unmasking confidences in the logits' dtype
+    default_rule: str = "low_confidence"  # the official sampler's unmasking rule
+    forward_kwargs: frozenset[str] = FORWARD_KWARGS
+    banned_token_names: tuple[str, ...] = ()
+    vision = None  # the LLaVA-NeXT vision path, for models that splice image features
+    system_prompt: str | None = None  # None: the prompt processor's own system prompt
+    image_codes: bool = False  # images enter as discrete VQ codes (MMaDA)
     # SamplingParams fields of the official sampler called as the official README shows
     # (`seer.models.defaults`); subclasses record the call they come from beside them
     official_defaults: ClassVar[dict] = {"gen_length": 128, "remasking": "low_confidence"}
+
+    def probe_point(self, layer: int, tensor: str) -> nn.Module:
+        """The module whose input ("down": act(gate) * up) or output ("gate") the probe reads."""
+        block = self.layers[layer]
+        return block.down_proj if tensor == "down" else block.gate_proj
 
     @classmethod
     def sampling_defaults(cls, raw: dict, tokenizer) -> dict:

@@ -86,6 +86,7 @@ class DreamModel(LlamaLayoutLM):
     """Dream as a plain `nn.Module`; `model(input_ids, attention_mask).logits` is (B, L, V)."""
 
     logits_shift = 1
+    default_rule = "entropy"  # the README's alg (diffusion_generate's own default is "origin")
     # HKUNLP/Dream README: diffusion_generate(input_ids, attention_mask=..., max_new_tokens=512,
     # steps=512, temperature=0.2, top_p=0.95, alg="entropy", alg_temp=0.), eps 1e-3 by default,
     # plus the top_k it inherits from the model config (`sampling_defaults`)

@@ -8,6 +8,7 @@ built-in model, so every model we produce goes through the same loader as a down
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import torch
@@ -326,33 +327,40 @@ def save_checkpoint(model, raw: dict, folder: str | Path, dtype=torch.float32) -
 
 ARCHS = ("llada", "dream", "lavida-llada", "lavida-dream")
 RANDOM_WINDOW = 64  # default answer window of `make_random_checkpoint` models
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
 
 def make_random_checkpoint(
     arch: str, folder: str | Path, layers: int = 2, width: int = 64, seed: int = 0
 ) -> Path:
-    """A random model of `arch` with the built-in word-level tokenizer, ready for `seer.load`.
+    """A random model of `arch` with the built-in models' word-level tokenizer (copied from the
+    shipped `builtin` folder, with its special ids), ready for `seer.load`.
 
     The config is validated before anything is written, so a bad size leaves no folder behind.
     """
-    from seer.demo import tokenizer as wordtok
+    from seer.models.loader import builtin_path
+    from seer.models.tokens import load_tokenizer
 
-    vocab = wordtok.vocabulary()
-    eos = vocab[wordtok.EOS_TOKEN]
-    ids = {"mask_token_id": vocab[wordtok.MASK_TOKEN], "eos_token_id": eos, "pad_token_id": eos}
+    source = builtin_path("builtin")
+    tok = load_tokenizer(source)
+    shipped = json.loads((source / "config.json").read_text())
+    ids = {k: shipped[k] for k in ("mask_token_id", "eos_token_id", "pad_token_id")}
+    vocab = len(tok)
     lm = arch.removeprefix("lavida-")
     if lm == "llada":
-        raw = llada_config(len(vocab), d_model=width, n_layers=layers, **ids)
+        raw = llada_config(vocab, d_model=width, n_layers=layers, **ids)
     elif lm == "dream":
-        raw = dream_config(len(vocab), hidden_size=width, num_hidden_layers=layers, **ids)
-        raw["bos_token_id"] = vocab[wordtok.BOS_TOKEN]
+        raw = dream_config(vocab, hidden_size=width, num_hidden_layers=layers, **ids)
+        raw["bos_token_id"] = tok.bos_token_id
     if lm not in ("llada", "dream") or arch not in ARCHS:
         raise CheckpointError(f"unknown architecture {arch!r}; choose one of {', '.join(ARCHS)}")
     if arch.startswith("lavida-"):
         raw = lavida_config(raw, lm)
     model = random_model(raw, seed=seed, std=0.2)  # raises CheckpointError on a bad size
     folder = Path(folder)
-    wordtok.build_tokenizer(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in TOKENIZER_FILES:
+        shutil.copyfile(source / name, folder / name)
     save_checkpoint(model, raw, folder)
     # a random model follows no training recipe: a small window (its context is 512), greedy
     # (reproducible answers), no cache, the rule's own schedule; the rest stays the family's

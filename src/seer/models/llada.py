@@ -190,6 +190,10 @@ class LLaDAModelLM(BidirectionalLM):
     def layers(self) -> nn.ModuleList:
         return self.model.transformer["blocks"]
 
+    @property
+    def context_length(self) -> int:
+        return self.config.max_sequence_length
+
     def _parts(self):
         t = self.model.transformer
         return t["wte"], t["blocks"], t["ln_f"], None if self.config.weight_tying else t["ff_out"]

@@ -152,6 +152,7 @@ class LLaDAVModelLM(LlamaLayoutLM):
 
     banned_token_names = BANNED_TOKEN_NAMES  # the loader resolves them to TokenIds.banned
     confidence_dtype = torch.float64  # the official confidence: softmax(logits.double())
+    system_prompt = LLADA_V_SYSTEM  # the llava_llada conversation template's
     # LLaDA-V's README runs train/generate_demo.py: model.generate(..., steps=128,
     # gen_length=128, block_length=128, tokenizer=tokenizer, stopping_criteria=['<|eot_id|>'])
     README_CALL = {
@@ -211,7 +212,7 @@ def official_sampling(tokenizer, **kw) -> SamplingParams:
 
 def encode_words(tokenizer, text: str) -> list[int]:
     """Stop words / a suffix as the official sampler encodes them: no special tokens."""
-    from seer.models.loader import plain_ids
+    from seer.models.tokens import plain_ids
 
     ids = plain_ids(tokenizer, text)
     if not ids:

@@ -170,6 +170,10 @@ class LlamaLayoutLM(BidirectionalLM):
     def layers(self) -> nn.ModuleList:
         return self.model.layers
 
+    @property
+    def context_length(self) -> int:
+        return self.config.max_position_embeddings
+
     def _parts(self):
         head = None if self.config.tie_word_embeddings else self.lm_head
         return self.model.embed_tokens, self.model.layers, self.model.norm, head

@@ -11,44 +11,46 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
-import warnings
-from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
 import torch
 from safetensors import safe_open
 
-from seer.config import TokenIds
 from seer.errors import CheckpointError, SeerError
-from seer.models.common import BidirectionalLM
+from seer.models.base import DiffusionModel
 from seer.models.defaults import (
     ModelDefaults,
     SeerSettings,
     read_generation_config,
     read_json_object,
 )
-from seer.models.dream import DreamConfig, DreamModel
-from seer.models.lavida import LavidaDream, LavidaLLaDA
-from seer.models.llada import LLaDAConfig, LLaDAModelLM
-from seer.models.llada_v import LLaDAVConfig, LLaDAVModelLM
-from seer.models.mmada import MMaDAConfig, MMaDAModelLM
+from seer.models.tokens import (  # noqa: F401  (re-exported: the loader's historical names)
+    END_OF_TURN,
+    MASK_NAMES,
+    chat_ids,
+    load_tokenizer,
+    plain_ids,
+    token_ids,
+)
 
-# model_type / architectures name -> (config class, model class)
-REGISTRY = {
-    "llada": (LLaDAConfig, LLaDAModelLM),
-    "lladamodellm": (LLaDAConfig, LLaDAModelLM),
-    "dream": (DreamConfig, DreamModel),
-    "dreammodel": (DreamConfig, DreamModel),
-    "mmada": (MMaDAConfig, MMaDAModelLM),
-    "mmadamodellm": (MMaDAConfig, MMaDAModelLM),
-    "llava_llada": (LLaDAConfig, LavidaLLaDA),
-    "llavalladaformaskeddiffusion": (LLaDAConfig, LavidaLLaDA),
-    "llava_dream": (DreamConfig, LavidaDream),
-    "llavadreamformaskeddiffusion": (DreamConfig, LavidaDream),
+# model_type / architectures name (lower case) -> (module under seer.models, config class,
+# model class); a module is imported only when a checkpoint of its architecture is loaded
+ARCHITECTURES = {
+    "llada": ("llada", "LLaDAConfig", "LLaDAModelLM"),
+    "lladamodellm": ("llada", "LLaDAConfig", "LLaDAModelLM"),
+    "dream": ("dream", "DreamConfig", "DreamModel"),
+    "dreammodel": ("dream", "DreamConfig", "DreamModel"),
+    "mmada": ("mmada", "MMaDAConfig", "MMaDAModelLM"),
+    "mmadamodellm": ("mmada", "MMaDAConfig", "MMaDAModelLM"),
+    "llava_llada": ("lavida", "LLaDAConfig", "LavidaLLaDA"),
+    "llavalladaformaskeddiffusion": ("lavida", "LLaDAConfig", "LavidaLLaDA"),
+    "llava_dream": ("lavida", "DreamConfig", "LavidaDream"),
+    "llavadreamformaskeddiffusion": ("lavida", "DreamConfig", "LavidaDream"),
     # LLaDA-V: model_type is also "llava_llada" (LaViDa's); only `architectures` tells them apart
-    "llavalladamodellm": (LLaDAVConfig, LLaDAVModelLM),
+    "llavalladamodellm": ("llada_v", "LLaDAVConfig", "LLaDAVModelLM"),
 }
 DTYPES = {
     "float32": torch.float32,
@@ -58,8 +60,6 @@ DTYPES = {
     "float16": torch.float16,
     "fp16": torch.float16,
 }
-END_OF_TURN = ("<|eot_id|>", "<|im_end|>")
-MASK_NAMES = ("<|mdm_mask|>", "<|mask|>")
 
 
 def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
@@ -151,22 +151,29 @@ def resolve_vision(folder: Path, raw: dict) -> dict:
 
 
 def architecture(raw: dict) -> str:
-    """The registry key of a config: its architectures name first (LaViDa-LLaDA and LLaDA-V
+    """The table key of a config: its architectures name first (LaViDa-LLaDA and LLaDA-V
     share the model_type "llava_llada" but not the class), then its model_type."""
     names = list(raw.get("architectures") or []) + [raw.get("model_type", "")]
     for name in names:
-        if str(name).lower() in REGISTRY:
+        if str(name).lower() in ARCHITECTURES:
             return str(name).lower()
-    known = sorted({k for k in REGISTRY if not k.endswith("lm") and not k.endswith("model")})
+    known = sorted({k for k in ARCHITECTURES if not k.endswith(("lm", "model", "diffusion"))})
     raise CheckpointError(
         f"unknown architecture (model_type={raw.get('model_type')!r}, "
         f"architectures={raw.get('architectures')!r}); Seer supports {', '.join(known)}"
     )
 
 
-def build_model(raw: dict) -> BidirectionalLM:
+def get_classes(raw: dict) -> tuple[type, type[DiffusionModel]]:
+    """(config class, model class) of a config dict, found by its architecture name."""
+    module, cfg_name, model_name = ARCHITECTURES[architecture(raw)]
+    mod = importlib.import_module(f"seer.models.{module}")
+    return getattr(mod, cfg_name), getattr(mod, model_name)
+
+
+def build_model(raw: dict) -> DiffusionModel:
     """An un-initialised model (on the meta device) for a config dict."""
-    cfg_cls, model_cls = REGISTRY[architecture(raw)]
+    cfg_cls, model_cls = get_classes(raw)
     try:
         cfg = cfg_cls.from_dict(raw)
     except (ValueError, TypeError, ZeroDivisionError) as e:
@@ -258,44 +265,10 @@ def load_weights(model: torch.nn.Module, folder: Path, dtype, device) -> torch.n
     return model.eval()
 
 
-def load_model(path, dtype=None, device="cpu") -> BidirectionalLM:
+def load_model(path, dtype=None, device="cpu") -> DiffusionModel:
     folder, raw = read_config(path)
     model = build_model(raw)
     return load_weights(model, folder, resolve_dtype(dtype), resolve_device(device))
-
-
-@contextlib.contextmanager
-def _quiet_transformers():
-    """AutoTokenizer reads config.json and warns that it does not know `llada`; hide that."""
-    from transformers.utils import logging as hf_logging
-
-    level = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            yield
-        finally:
-            hf_logging.set_verbosity(level)
-
-
-def load_tokenizer(folder: Path):
-    from transformers import AutoTokenizer
-
-    files = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
-    if not any((folder / f).is_file() for f in files):
-        raise CheckpointError(f"{folder} has no tokenizer files (tokenizer.json, ...)")
-    try:
-        with _quiet_transformers():
-            return AutoTokenizer.from_pretrained(
-                folder, local_files_only=True, trust_remote_code=False
-            )
-    except Exception as first:  # e.g. Dream's tokenizer_class names its remote-code class
-        if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
-            from transformers import Qwen2TokenizerFast
-
-            return Qwen2TokenizerFast.from_pretrained(folder, local_files_only=True)
-        raise CheckpointError(f"cannot load the tokenizer in {folder}: {first}") from None
 
 
 def load_defaults(folder: Path, raw: dict, model, tokenizer, seer: SeerSettings) -> ModelDefaults:
@@ -312,75 +285,15 @@ def load_defaults(folder: Path, raw: dict, model, tokenizer, seer: SeerSettings)
 def load_processor(folder: Path, raw: dict, model, tokenizer, seer: SeerSettings | None = None):
     """The prompt processor of a multimodal model (None for text models). `seer.json` may set
     "system_prompt" (a string, or null for none) for models trained without the official one."""
-    if getattr(model, "vision", None) is not None:
+    if model.vision is not None:
         from seer.models.lavida import LlavaProcessor
 
-        kw = {}
-        if isinstance(model, LLaDAVModelLM):  # the llava_llada template's system prompt
-            from seer.models.llada_v import LLADA_V_SYSTEM
-
-            kw["system"] = LLADA_V_SYSTEM
+        kw = {} if model.system_prompt is None else {"system": model.system_prompt}
         if seer is not None and seer.has_system_prompt:
             kw["system"] = seer.system_prompt
         return LlavaProcessor(model, tokenizer, **kw)
-    if isinstance(model, MMaDAModelLM):
+    if model.image_codes:
         from seer.models.mmada import MMaDAProcessor
 
         return MMaDAProcessor.from_folder(folder, tokenizer, model.config)
     return None
-
-
-def plain_ids(tokenizer, text: str) -> list[int]:
-    """Ids of `text` without special tokens (prompts without a chat template, stop words)."""
-    return [int(i) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
-
-
-def chat_ids(tokenizer, prompt: str) -> list[int]:
-    """Ids of a one-turn user chat plus the assistant header, as a flat list of ints.
-
-    `apply_chat_template(..., tokenize=True)` returns a list in transformers 4.x and a
-    `BatchEncoding` in 5.x (sometimes batched, [1, n]); this always returns `list[int]`.
-    """
-    messages = [{"role": "user", "content": prompt}]
-    out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-    if isinstance(out, Mapping) or hasattr(out, "input_ids"):
-        out = out["input_ids"]
-    if hasattr(out, "tolist"):
-        out = out.tolist()
-    ids = list(out)
-    if ids and isinstance(ids[0], Sequence):  # batched shape [1, n]
-        (ids,) = ids
-    return [int(i) for i in ids]
-
-
-def token_ids(raw: dict, tokenizer) -> TokenIds:
-    """Special ids from config.json, completed by the tokenizer's own special tokens."""
-    vocab = tokenizer.get_vocab() if tokenizer is not None else {}
-    mask = raw.get("mask_token_id")
-    if mask is None:
-        mask = next((vocab[n] for n in MASK_NAMES if n in vocab), None)
-    eos = raw.get("eos_token_id")
-    if eos is None and tokenizer is not None:
-        eos = tokenizer.eos_token_id
-    if isinstance(eos, list):
-        eos = eos[0]
-    if mask is None or eos is None:
-        raise CheckpointError("config.json/tokenizer define no mask_token_id or eos_token_id")
-    pad = raw.get("pad_token_id")
-    if pad is None or pad == mask:
-        pad = eos
-    eot = next((vocab[n] for n in END_OF_TURN if n in vocab), None)
-    bos = raw.get("bos_token_id", getattr(tokenizer, "bos_token_id", None))
-    return TokenIds(mask=mask, eos=eos, pad=pad, eot=eot, bos=bos, banned=_banned(raw, vocab))
-
-
-def _banned(raw: dict, vocab: dict) -> tuple[int, ...]:
-    """Ids the model's official sampler never proposes, from the names its class declares."""
-    try:
-        names = getattr(REGISTRY[architecture(raw)][1], "banned_token_names", ())
-    except CheckpointError:
-        return ()
-    missing = [n for n in names if n not in vocab]
-    if missing:
-        raise CheckpointError(f"the tokenizer lacks the special token(s) {missing}")
-    return tuple(vocab[n] for n in names)

@@ -275,8 +275,11 @@ def load_magvit(folder: str | Path, dtype=torch.float32, device="cpu") -> Magvit
     (this module has no decoder); any other key is an error.
     """
     import json
+    import pickle
 
     from safetensors.torch import load_file
+
+    from seer.models.tokens import first_line
 
     folder = Path(folder)
     cfg_file = folder / "config.json"
@@ -296,8 +299,17 @@ def load_magvit(folder: str | Path, dtype=torch.float32, device="cpu") -> Magvit
             state = state.get("state_dict", state) if isinstance(state, dict) else state
         else:
             state = load_file(found[0])
+    except pickle.UnpicklingError as e:
+        if "weights only" not in str(e).lower():  # not a pickle at all
+            raise CheckpointError(f"{found[0]} is not a weights file ({first_line(e)})") from None
+        raise CheckpointError(  # weights_only met objects other than tensors
+            f"{found[0]} holds pickled objects besides tensors, which Seer never unpickles; "
+            "convert its tensors to model.safetensors"
+        ) from None
     except Exception as e:  # a truncated or foreign file
-        raise CheckpointError(f"{found[0]} is not a readable weights file ({e})") from None
+        raise CheckpointError(
+            f"{found[0]} is not a readable weights file ({first_line(e)})"
+        ) from None
     state = {k: v for k, v in state.items() if not k.startswith(IGNORED_PREFIX)}
     model = MagvitV2(cfg)
     expected = model.state_dict()

@@ -88,6 +88,7 @@ class MMaDAModelLM(LLaDAModelLM):
 
     config: MMaDAConfig
     confidence_dtype = torch.float64  # mmu_generate: softmax(logits.to(torch.float64))
+    image_codes = True  # images enter as MAGVIT-v2 codes after the text vocabulary
     # MMaDA's README runs inference_mmu.py with configs/mmada_demo.yaml: mmu_generate(input_ids,
     # max_new_tokens=max_seq_length (512), steps=512 // 2, block_length=512 // 4), greedy
     official_defaults = {
@@ -199,7 +200,7 @@ class MMaDAProcessor:
         return cls(tokenizer, vq, config, resolution=res, missing_vq=why)
 
     def text_ids(self, text: str, chat: bool) -> list[int]:
-        from seer.models.loader import chat_ids, plain_ids
+        from seer.models.tokens import chat_ids, plain_ids
 
         if chat:
             return chat_ids(self.tokenizer, text)
