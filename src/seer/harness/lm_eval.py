@@ -1,0 +1,151 @@
+"""Model `seer` for lm-evaluation-harness (`pip install seer[eval]`).
+
+    python -m seer.harness.lm_eval --model seer \\
+        --model_args pretrained=/models/LLaDA-8B-Base,gen_length=256,steps=256,seer=true \\
+        --tasks gsm8k --batch_size 8
+
+`python -m seer.harness.lm_eval` is lm-eval's own command line with this module imported (lm-eval
+0.4.13 reads no plugin entry points for models: importing the module is what registers `seer`);
+`lm_eval.simple_evaluate(model="seer", ...)` works the same after `import seer.harness.lm_eval`.
+
+Model arguments: see `seer.harness.options.HarnessOptions` (pretrained, seer, seer_<option>,
+gen_length, steps, block_length, cache, dtype, device, batch_size, mc_num, mc_batch, cfg, seed).
+
+- `generate_until`: requests with equal generation arguments are answered in batches of
+  `batch_size` through `DiffusionLM.generate`; the answer is cut to `max_gen_toks` tokens and at
+  the first stop string (`until`). `--apply_chat_template` formats prompts with the tokenizer's
+  chat template (`apply_chat_template` below); a prompt that already starts with the BOS token
+  is tokenized without adding special tokens again.
+- `loglikelihood`: LLaDA's Monte-Carlo estimator (`seer.likelihood`, golden-tested against the
+  official `get_log_likelihood`), `mc_num` samples in forwards of `mc_batch`; Dream-style models
+  get their logit shift. Each request's draws start from `seed` afresh, so its value is what the
+  official function returns after `torch.manual_seed(seed)`, whatever the order of the requests
+  (and the choices of one question share their random masks: common random numbers). Contexts and
+  continuations are tokenized as lm-eval's `TemplateLM` does (trailing spaces of the context move
+  to the continuation). `is_greedy` is always False: the greedy check is not computed (the
+  official LLaDA eval recommends `is_check_greedy=False`; only LAMBADA-style metrics use it).
+- `loglikelihood_rolling` (perplexity tasks) is not supported: a clear error.
+"""
+
+from __future__ import annotations
+
+import torch
+from lm_eval.api.model import TemplateLM
+from lm_eval.api.registry import register_model
+from tqdm import tqdm
+
+from seer.errors import SeerError
+from seer.harness.options import HarnessOptions, answer_text, request_params
+from seer.likelihood import log_likelihood
+
+
+@register_model("seer")
+class SeerLM(TemplateLM):
+    """A Seer `DiffusionLM` behind lm-eval's model interface."""
+
+    def __init__(self, max_batch_size=None, **model_args) -> None:
+        super().__init__()
+        self.opts = HarnessOptions.from_args(**model_args)
+        self.lm = self.opts.load()
+        if self.lm.tokenizer is None:
+            raise SeerError("model seer needs a tokenizer in the model folder")
+        self.tokenizer = self.lm.tokenizer
+
+    # -- tokens -----------------------------------------------------------------------------
+    @property
+    def eot_token_id(self) -> int:
+        return self.lm.tokens.eos
+
+    @property
+    def prefix_token_id(self) -> int:
+        bos = self.lm.tokens.bos
+        return self.eot_token_id if bos is None else bos
+
+    @property
+    def max_length(self) -> int:
+        return self.lm.max_length
+
+    @property
+    def tokenizer_name(self) -> str:
+        return getattr(self.tokenizer, "name_or_path", "") or self.lm.name
+
+    def tok_encode(
+        self, string: str, add_special_tokens: bool | None = None, **kwargs
+    ) -> list[int]:
+        if add_special_tokens is None:  # the tokenizer's own default, unless BOS is there
+            bos = self.tokenizer.bos_token
+            add_special_tokens = not (bos and string.startswith(bos))
+        return list(self.tokenizer(string, add_special_tokens=add_special_tokens)["input_ids"])
+
+    def apply_chat_template(self, chat_history: list[dict], add_generation_prompt=True) -> str:
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise SeerError(f"{self.lm.name} has no chat template; drop --apply_chat_template")
+        return self.tokenizer.apply_chat_template(
+            chat_history, tokenize=False, add_generation_prompt=add_generation_prompt
+        )
+
+    # -- generation -------------------------------------------------------------------------
+    def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
+        out: list[str | None] = [None] * len(requests)
+        groups: dict[str, list[int]] = {}
+        for i, req in enumerate(requests):
+            groups.setdefault(repr(sorted(req.args[1].items())), []).append(i)
+        bar = tqdm(total=len(requests), disable=disable_tqdm, desc="seer generate_until")
+        for idx in groups.values():
+            gen_kwargs = requests[idx[0]].args[1]
+            p, max_toks = request_params(self.lm, self.opts, gen_kwargs)
+            until = gen_kwargs.get("until")
+            ids = {i: self.tok_encode(requests[i].args[0]) for i in idx}
+            order = sorted(idx, key=lambda i: len(ids[i]))  # similar lengths share a batch
+            for lo in range(0, len(order), self.opts.batch_size):
+                batch = order[lo : lo + self.opts.batch_size]
+                gens = self.lm.generate([ids[i] for i in batch], p, seer=self.opts.seer)
+                for i, g in zip(batch, gens, strict=True):
+                    out[i] = answer_text(self.lm, g, max_toks, until)
+                    self.cache_hook.add_partial("generate_until", requests[i].args, out[i])
+                bar.update(len(batch))
+        bar.close()
+        return out
+
+    # -- likelihood -------------------------------------------------------------------------
+    def _loglikelihood_tokens(self, requests, disable_tqdm: bool = False, **kwargs):
+        out = []
+        for key, context, continuation in tqdm(
+            requests, disable=disable_tqdm, desc="seer loglikelihood"
+        ):
+            if len(context) + len(continuation) > self.max_length:
+                raise SeerError(
+                    f"context + continuation of {len(context) + len(continuation)} tokens exceed "
+                    f"the model's context of {self.max_length}"
+                )
+            value = log_likelihood(
+                self.lm.model,
+                context,
+                continuation,
+                mask_id=self.lm.tokens.mask,
+                mc_num=self.opts.mc_num,
+                batch_size=self.opts.mc_batch,
+                cfg_scale=self.opts.cfg,
+                generator=torch.Generator().manual_seed(self.opts.seed),
+            )
+            out.append((value, False))
+            if key is not None:
+                self.cache_hook.add_partial("loglikelihood", key, (value, False))
+        return out
+
+    def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
+        raise SeerError(
+            "model seer does not support loglikelihood_rolling (perplexity tasks such as "
+            "wikitext): a masked-diffusion model has no left-to-right token likelihoods"
+        )
+
+
+def main() -> None:
+    """lm-eval's command line, with model `seer` registered."""
+    from lm_eval.__main__ import cli_evaluate
+
+    cli_evaluate()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""What the lm-eval and lmms-eval adapters share: model arguments, loading, sampling, batches.
+
+Model arguments arrive as strings from the harnesses' `--model_args k=v,...` (the harness
+converts numbers and booleans). `HarnessOptions.from_args` validates them once and raises a
+`SeerError` naming the bad one. Sampling parameters come from `DiffusionLM.sampling`, so an
+unset option takes the same default as `seer generate`.
+
+The answer window of a generation request: `gen_length` from the model arguments when given,
+else the task's `max_gen_toks`, else the model's default. The answer is then cut to
+`max_gen_toks` tokens (the harness's limit) and at the first of the task's stop strings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from seer.config import SamplingParams
+from seer.errors import SeerError
+
+BUILTIN = ("builtin", "builtin-vqa")  # the shipped models, by name
+
+
+@dataclass(slots=True)
+class HarnessOptions:
+    """The `--model_args` of model `seer` (both harnesses)."""
+
+    pretrained: str = "builtin"  # a model folder, or builtin / builtin-vqa
+    seer: object = None  # Seer's truncation: None/False off, True on, or a dict of options
+    gen_length: int | None = None  # answer window (default: max_gen_toks, else the model's)
+    steps: int | None = None  # denoising steps over the window (default: the model's)
+    block_length: int | None = None  # semi-autoregressive block (default: the model's)
+    cache: str | None = None  # KV cache: none | prefix | dual | prefix_lm
+    dtype: str | None = None  # float32 | bfloat16 | float16 (default: the checkpoint's)
+    device: str = "cpu"  # cpu | cuda | cuda:N
+    batch_size: int = 8  # generation requests per batch
+    mc_num: int = 128  # loglikelihood: Monte-Carlo samples per request (the official default)
+    mc_batch: int | None = None  # loglikelihood: samples per forward (default: min(mc_num, 32))
+    cfg: float = 0.0  # loglikelihood: classifier-free guidance scale
+    seed: int = 1234  # seeds sampling and the Monte-Carlo draws (the official eval's seed)
+
+    @classmethod
+    def from_args(cls, **kwargs) -> HarnessOptions:
+        names = {f.name for f in fields(cls)}
+        seer_opts = {k[5:]: v for k, v in kwargs.items() if k.startswith("seer_")}
+        unknown = sorted(k for k in kwargs if k not in names and not k.startswith("seer_"))
+        kwargs = {k: v for k, v in kwargs.items() if k in names and v is not None}
+        if unknown:
+            raise SeerError(
+                f"unknown model argument(s) {', '.join(unknown)} for model seer; known: "
+                f"{', '.join(sorted(names))} and seer_<option> (a Seer setting, e.g. seer_signal)"
+            )
+        opts = cls(**kwargs)
+        opts.seer = _seer_value(opts.seer, seer_opts)
+        if opts.batch_size in ("auto", None):
+            opts.batch_size = 8
+        for name in ("batch_size", "mc_num", "mc_batch", "gen_length", "steps", "block_length"):
+            value = getattr(opts, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise SeerError(f"model argument {name} must be a positive integer, got {value!r}")
+        if opts.mc_batch is None:
+            opts.mc_batch = min(opts.mc_num, 32)
+        if opts.mc_num % opts.mc_batch:
+            raise SeerError(
+                f"mc_num ({opts.mc_num}) must be a multiple of mc_batch ({opts.mc_batch})"
+            )
+        return opts
+
+    def load(self):
+        """The model: a folder, or a shipped model by name."""
+        import seer
+
+        path = self.pretrained
+        if path in BUILTIN and not Path(path).exists():
+            path = Path(seer.__file__).parent / "assets" / path
+        return seer.load(path, dtype=self.dtype, device=self.device)
+
+
+def _seer_value(value, options: dict):
+    """`seer=` as the library takes it: None, True, or a dict of SeerConfig options."""
+    if isinstance(value, str):
+        low = value.lower()
+        if low in ("true", "1", "yes", "on"):
+            value = True
+        elif low in ("false", "0", "no", "off", "none", ""):
+            value = False
+        else:  # a signal name: seer=eos_prob
+            options = {"signal": value, **options}
+            value = True
+    if value not in (None, True, False) and not isinstance(value, dict):
+        raise SeerError(f"model argument seer must be true/false or a signal name, got {value!r}")
+    if options:
+        return dict(options)
+    return True if value is True else None
+
+
+def sampling(lm, **options) -> SamplingParams:
+    """The model's defaults with `options` over them (None: the default)."""
+    make = getattr(lm, "sampling", None)
+    if make is not None:
+        return make(**options)
+    return SamplingParams(**{k: v for k, v in options.items() if v is not None})
+
+
+def request_params(lm, opts: HarnessOptions, gen_kwargs: dict) -> tuple[SamplingParams, int]:
+    """(sampling parameters, max answer tokens) of one generation request's `gen_kwargs`."""
+    max_toks = gen_kwargs.get("max_gen_toks")
+    if max_toks is not None and (not isinstance(max_toks, int) or max_toks < 1):
+        raise SeerError(f"max_gen_toks must be a positive integer, got {max_toks!r}")
+    temperature = None
+    if gen_kwargs.get("do_sample"):
+        temperature = gen_kwargs.get("temperature")
+    elif "do_sample" in gen_kwargs or gen_kwargs.get("temperature") == 0:
+        temperature = 0.0  # the task asks for greedy decoding
+    gen_length = opts.gen_length or max_toks
+    if gen_length and opts.block_length and gen_length % opts.block_length:
+        gen_length += opts.block_length - gen_length % opts.block_length  # whole blocks
+    p = sampling(
+        lm,
+        gen_length=gen_length,
+        steps=opts.steps,
+        block_length=opts.block_length,
+        cache=opts.cache,
+        temperature=temperature,
+        seed=opts.seed,
+    )
+    return p, min(max_toks or p.gen_length, p.gen_length)
+
+
+def cut_at_stops(text: str, until) -> str:
+    """`text` up to the first occurrence of any stop string."""
+    if isinstance(until, str):
+        until = [until]
+    for stop in until or ():
+        if stop:
+            text = text.split(stop, 1)[0]
+    return text
+
+
+def answer_text(lm, generation, max_tokens: int, until) -> str:
+    """A generation's answer, at most `max_tokens` tokens, cut at the stop strings."""
+    n = min(generation.stats.tokens, max_tokens)
+    text = generation.text if n == generation.stats.tokens else lm.decode(generation.token_ids[:n])
+    return cut_at_stops(text, until)
