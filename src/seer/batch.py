@@ -130,6 +130,7 @@ class OrderedWriter:
 
     def __init__(self, path: Path, order: list[str]) -> None:
         self.path, self.order = path, order  # order: the ids to write, in input order
+        self.position = {k: i for i, k in enumerate(order)}
         self.pending: dict[str, dict] = {}
         self.next = 0  # index into order of the next row to write
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -137,7 +138,10 @@ class OrderedWriter:
 
     def put(self, row: dict) -> int:
         """Hold `row`; write the contiguous prefix now complete. Returns rows written."""
-        self.pending[row["id"]] = row
+        k = row["id"]
+        if k not in self.position or k in self.pending or self.position[k] < self.next:
+            raise SeerError(f"row {k}: not expected or already written")  # an engine bug
+        self.pending[k] = row
         lines = []
         while self.next < len(self.order) and self.order[self.next] in self.pending:
             lines.append(json.dumps(self.pending.pop(self.order[self.next]), ensure_ascii=False))
@@ -168,8 +172,6 @@ def run_batch(
     """Answer `examples` with one engine and append their rows to `out` (see the module
     docstring). `params`: `SamplingParams` (None: `lm.sampling()`); `seer`: None, True or a
     config; `progress(rows, tokens)` is called as rows finish."""
-    from seer.engine import Engine, EngineConfig
-
     out = Path(out)
     if out.exists() and not resume and out.stat().st_size > 0:
         raise SeerError(f"{out} exists; pass --resume to continue it or choose another --out")
@@ -178,13 +180,10 @@ def run_batch(
     if done - known:
         raise SeerError(f"{out} holds {len(done - known)} ids that are not in the data")
     todo = [ex for ex in examples if ex.id not in done]
-    if params is None:
-        params = lm.sampling() if hasattr(lm, "sampling") else _default_params()
-    engine = Engine(lm, EngineConfig(max_batch=max_batch))
     writer = OrderedWriter(out, [ex.id for ex in todo])
     tokens, t0 = 0, time.perf_counter()
     try:
-        for ex, res in _answers(engine, lm, todo, params, seer, inflight or 2 * max_batch):
+        for ex, res in answers(lm, todo, params, seer, max_batch, inflight):
             row = output_row(ex, res)
             tokens += row["tokens"]
             writer.put(row)
@@ -195,8 +194,16 @@ def run_batch(
     return BatchSummary(len(todo), len(done), tokens, time.perf_counter() - t0)
 
 
-def _answers(engine, lm, todo: list[Example], params, seer, inflight: int) -> Iterable:
-    """(example, RequestResult) pairs as the engine finishes them, `inflight` admitted at once."""
+def answers(
+    lm, todo: list[Example], params=None, seer=None, max_batch: int = 32, inflight=None
+) -> Iterable:
+    """(example, RequestResult) pairs as one engine finishes them, at most `inflight`
+    (default 2 * max_batch) admitted at once. `params` None: `lm.sampling()`."""
+    from seer.engine import Engine, EngineConfig
+
+    params = lm.sampling() if params is None else params
+    engine = Engine(lm, EngineConfig(max_batch=max_batch))
+    inflight = inflight or 2 * max_batch
     stepper = engine if hasattr(engine, "step") else _ChunkStepper(engine, inflight)
     queue = iter(todo)
     running: dict[int, Example] = {}
@@ -213,12 +220,6 @@ def _answers(engine, lm, todo: list[Example], params, seer, inflight: int) -> It
             return
         for res in stepper.step():
             yield running.pop(res.request_id if hasattr(res, "request_id") else res.index), res
-
-
-def _default_params():
-    from seer.config import SamplingParams
-
-    return SamplingParams()  # until `lm.sampling()` (the model's own defaults) is on main
 
 
 class _ChunkStepper:

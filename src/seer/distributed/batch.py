@@ -1,0 +1,222 @@
+"""`seer batch --ray N` / `seer.distributed.batch(...)`: the same rows as `seer batch`, answered
+by N Ray actors.
+
+Design
+------
+The driver reads and checks the dataset with `seer.data` (one pass, the same errors as
+`seer batch`) and hands the rows to Ray Data as a dataset of (row index, example as JSON) items;
+images that are not files travel as PNG data URIs (lossless: the model sees the same pixels).
+`Dataset.map_batches` runs `SeerActor` on an actor pool of N actors: each actor loads the model
+once (``num_gpus=1`` per actor on a GPU cluster, one CPU and `threads` torch threads otherwise)
+and answers each batch of rows with one `Engine` through the same code path as `seer batch`
+(`seer.batch.answers` and `output_row`), returning one JSON output line per row. The driver
+streams the finished rows back (`iter_rows`) and writes them with `seer.batch.OrderedWriter`,
+so a ``.jsonl`` output is in input order, appended as rows finish and resumable exactly like
+`seer batch`'s; a ``.parquet`` output is written once, sorted, at the end.
+
+Faults: Ray Data runs actor pools with ``max_restarts=-1`` and ``max_task_retries=-1`` (its
+defaults; passing them through the deprecated ``ray_remote_args`` is not needed, and the
+killed-actor test fails if a Ray release changes them): an actor that dies is restarted (the model is
+loaded again) and the batch it held is run again. A batch's rows reach the driver only when the
+whole batch finished, so a killed actor's rows are neither lost nor written twice; the writer
+also refuses a repeated id.
+
+Cluster: `address` joins a running cluster (``ray.init(address=...)``, e.g. ``auto`` or
+``ray://head:10001``); with none, a local one is started for the call (`num_cpus`, the
+dashboard off, usage reporting off, every process on 127.0.0.1: `_local_env`) and shut down
+after it.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import signal
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from seer.batch import OrderedWriter, done_ids, output_row
+from seer.data import Example
+from seer.errors import SeerError
+
+
+@dataclass(slots=True)
+class RaySummary:
+    """What one distributed batch did."""
+
+    rows: int  # rows answered by this call
+    skipped: int  # rows already in the output (resume)
+    tokens: int  # answer tokens generated
+    seconds: float  # wall time from submitting the dataset to the last row written
+    actors: int  # actor pool size
+
+
+def _encode(ex: Example) -> str:
+    """An example as JSON for the wire (a PIL image as a lossless PNG data URI)."""
+    d = asdict(ex)
+    if ex.image is not None and not isinstance(ex.image, str):
+        buf = io.BytesIO()
+        ex.image.save(buf, format="PNG")
+        d["image"] = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+    return json.dumps(d)
+
+
+class SeerActor:
+    """Ray Data callable class: one model and one engine per actor, loaded once."""
+
+    def __init__(self, model, sampling: dict, seer, max_batch: int, device: str, threads: int,
+                 fault: str | None = None) -> None:  # fmt: skip
+        import torch
+
+        import seer as seer_pkg
+
+        torch.set_num_threads(threads)
+        self.lm = seer_pkg.load(model, device=device)
+        self.params = self.lm.sampling(**sampling)
+        self.seer, self.max_batch = seer, max_batch
+        self.fault = fault  # tests: a marker file; the first call that creates it kills us
+
+    def __call__(self, batch: dict) -> dict:
+        from seer.batch import answers
+
+        if self.fault and _claim(self.fault):
+            os.kill(os.getpid(), signal.SIGKILL)  # a hard crash mid-batch, as a test wants
+        index = [int(i) for i in batch["index"]]
+        examples = [Example(**json.loads(s)) for s in batch["example"]]
+        lines = {}
+        for ex, res in answers(self.lm, examples, self.params, self.seer, self.max_batch):
+            lines[ex.id] = json.dumps(output_row(ex, res), ensure_ascii=False)
+        return {"index": index, "row": [lines[ex.id] for ex in examples]}
+
+
+def _claim(marker: str) -> bool:
+    try:
+        fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
+def batch(
+    model: str | Path,
+    examples: list[Example],
+    out: str | Path,
+    *,
+    actors: int = 2,
+    sampling: dict | None = None,
+    seer=None,
+    resume: bool = False,
+    max_batch: int = 16,
+    address: str | None = None,
+    num_cpus: int | None = None,
+    gpus_per_actor: float = 0,
+    device: str = "cpu",
+    threads: int = 1,
+    progress=None,
+    _fault: str | None = None,
+) -> RaySummary:
+    """Answer `examples` with `actors` Ray actors; rows as `seer.batch.run_batch` writes them.
+
+    `model`: a folder reachable from every node (or builtin / builtin-vqa); `sampling`: options
+    for `lm.sampling(**sampling)`; `max_batch`: rows per actor call and engine batch;
+    `progress(rows, tokens)` as rows arrive. See the module docstring for the cluster options."""
+    if not address:
+        _local_env()
+    try:
+        import ray
+    except ImportError:
+        raise SeerError('--ray needs Ray: pip install "seer[ray]"') from None
+    if actors < 1:
+        raise SeerError(f"actors must be >= 1, got {actors}")
+    out = Path(out)
+    parquet = out.suffix.lower() == ".parquet"
+    if out.exists() and out.stat().st_size > 0 and not resume:
+        raise SeerError(f"{out} exists; pass --resume to continue it or choose another --out")
+    if resume and parquet:
+        raise SeerError("--resume needs a .jsonl output (a Parquet file is written at the end)")
+    done = set(done_ids(out)) if resume else set()
+    if done - {ex.id for ex in examples}:
+        raise SeerError(f"{out} holds ids that are not in the data")
+    todo = [(i, ex) for i, ex in enumerate(examples) if ex.id not in done]
+    started = _connect(ray, address, num_cpus or max(2, actors))
+    try:
+        t0 = time.perf_counter()
+        rows = _run(ray, model, todo, out, parquet, actors, sampling or {}, seer, max_batch,
+                    gpus_per_actor, device, threads, progress, _fault)  # fmt: skip
+        seconds = time.perf_counter() - t0
+    finally:
+        if started:
+            ray.shutdown()
+    return RaySummary(len(todo), len(done), sum(r["tokens"] for r in rows), seconds, actors)
+
+
+def _connect(ray, address: str | None, num_cpus: int) -> bool:
+    """Join `address`, or start a local loopback cluster. True when this call started one."""
+    if ray.is_initialized():
+        return False
+    if address:
+        ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+        return False
+    ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level="WARNING",
+             log_to_driver=False)  # fmt: skip
+    return True
+
+
+def _local_env() -> None:
+    """Ray settings for a local cluster, read when ray is first imported (so set before): no
+    usage reporting, and every Ray process bound to 127.0.0.1 (Ray otherwise resolves even
+    ``_node_ip_address="127.0.0.1"`` to the machine's routable address on Linux)."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
+def _run(ray, model, todo, out, parquet, actors, sampling, seer, max_batch, gpus, device,
+         threads, progress, fault) -> list[dict]:  # fmt: skip
+    if not todo:
+        return []
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    items = [{"index": i, "example": _encode(ex)} for i, ex in todo]
+    ds = ray.data.from_items(items, override_num_blocks=max(1, -(-len(items) // max_batch)))
+    kwargs = {"num_gpus": gpus} if gpus else {"num_cpus": 1}
+    ds = ds.map_batches(
+        SeerActor,
+        batch_size=max_batch,
+        compute=ray.data.ActorPoolStrategy(size=actors),
+        fn_constructor_kwargs=dict(model=str(model), sampling=sampling, seer=seer,
+                                   max_batch=max_batch, device=device, threads=threads,
+                                   fault=fault),  # fmt: skip
+        **kwargs,
+    )
+    order = [ex.id for _, ex in todo]
+    rows: list[dict] = []
+    writer = None if parquet else OrderedWriter(out, order)
+    try:
+        for item in ds.iter_rows():
+            row = json.loads(item["row"])
+            rows.append(row)
+            if writer is not None:
+                writer.put(row)
+            if progress is not None:
+                progress(1, row["tokens"])
+    finally:
+        if writer is not None:
+            writer.close()
+    if len(rows) != len(order) or {r["id"] for r in rows} != set(order):
+        raise SeerError(f"Ray returned {len(rows)} rows for {len(order)} inputs")  # a Ray bug
+    if parquet:
+        position = {k: i for i, k in enumerate(order)}
+        _write_parquet(out, sorted(rows, key=lambda r: position[r["id"]]))
+    return rows
+
+
+def _write_parquet(out: Path, rows: list[dict]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), out)
