@@ -109,3 +109,32 @@ def test_killed_mid_way_then_resumed_every_id_exactly_once(lm, tmp_path):
     run_batch(lm, load_examples("builtin", n=n), fresh, params=P, max_batch=5)
     strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]  # noqa: E731
     assert strip(_rows(out)) == strip(_rows(fresh))  # resuming changes no answer
+
+
+def test_seer_batch_command_writes_resumes_and_reports_bad_rows_in_one_line(tmp_path, capsys):
+    from seer.cli import main
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"id": f"r{i}", "prompt": f"add {i} and 2"}) + "\n"
+                            for i in range(5)))  # fmt: skip
+    out = tmp_path / "o.jsonl"
+    argv = ["batch", "--model", "builtin", "--data", str(data), "--out", str(out),
+            "--gen-length", "16", "--seer", "--max-batch", "2"]  # fmt: skip
+    assert main([*argv, "--n", "3"]) == 0
+    assert "3 rows (0 already in" in capsys.readouterr().err
+    assert main(argv) == 2
+    assert capsys.readouterr().err.count("\n") == 1  # "exists; pass --resume": one line
+    assert main([*argv, "--resume"]) == 0
+    assert "2 rows (3 already in" in capsys.readouterr().err
+    assert [r["id"] for r in _rows(out)] == [f"r{i}" for i in range(5)]
+    assert all(r["detected"] is not None for r in _rows(out))  # --seer reached the engine
+    with data.open("a") as f:
+        f.write('{"id": "r9", "prompt": "x", "image": "nope.png"}\n')
+    assert main([*argv, "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err == f"seer: error: {data}:6: field 'image': 'nope.png' is not a file (relative "
+        "paths start at the data file)\n"
+    )
+    assert main([*argv, "--resume", "--ray-address", "auto"]) == 2
+    assert "--ray-address needs --ray" in capsys.readouterr().err

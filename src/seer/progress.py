@@ -70,10 +70,11 @@ def track(iterable: Iterable, description: str, total: int | None = None) -> Ite
 
 
 @contextmanager
-def bar(description: str, total: int | None = None) -> Iterator[Callable[[int], None]]:
-    """A progress bar; the block gets `advance(k=1)`, which moves it by k items."""
+def bar(description: str, total: int | None = None) -> Iterator[Callable[..., None]]:
+    """A progress bar; the block gets `advance(k=1, info=None)`, which moves it by k items and,
+    given `info`, shows that text after the bar (e.g. a rate: "812 tok/s")."""
     if not enabled():
-        yield lambda k=1: None
+        yield lambda k=1, info=None: None
         return
     from rich.progress import (
         BarColumn,
@@ -86,10 +87,15 @@ def bar(description: str, total: int | None = None) -> Iterator[Callable[[int], 
     )
 
     columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-               MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn()]  # fmt: skip
+               MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+               TextColumn("{task.fields[info]}")]  # fmt: skip
     with _showing(), Progress(*columns, console=_console()) as p:
-        task = p.add_task(description, total=total)
-        yield lambda k=1: p.advance(task, k)
+        task = p.add_task(description, total=total, info="")
+
+        def advance(k: int = 1, info: str | None = None) -> None:
+            p.update(task, advance=k, **({} if info is None else {"info": info}))
+
+        yield advance
 
 
 @contextmanager

@@ -15,11 +15,11 @@ so a ``.jsonl`` output is in input order, appended as rows finish and resumable 
 `seer batch`'s; a ``.parquet`` output is written once, sorted, at the end.
 
 Faults: Ray Data runs actor pools with ``max_restarts=-1`` and ``max_task_retries=-1`` (its
-defaults; passing them through the deprecated ``ray_remote_args`` is not needed, and the
-killed-actor test fails if a Ray release changes them): an actor that dies is restarted (the model is
-loaded again) and the batch it held is run again. A batch's rows reach the driver only when the
-whole batch finished, so a killed actor's rows are neither lost nor written twice; the writer
-also refuses a repeated id.
+defaults, so they are not passed again through the deprecated ``ray_remote_args``; the
+killed-actor test fails if a Ray release changes them): an actor that dies is restarted (the
+model is loaded again) and the batch it held is run again. A batch's rows reach the driver only
+when the whole batch finished, so a killed actor's rows are neither lost nor written twice; the
+writer also refuses a repeated id.
 
 Cluster: `address` joins a running cluster (``ray.init(address=...)``, e.g. ``auto`` or
 ``ray://head:10001``); with none, a local one is started for the call (`num_cpus`, the
@@ -187,9 +187,15 @@ def _run(ray, model, todo, out, parquet, actors, sampling, seer, max_batch, gpus
         SeerActor,
         batch_size=max_batch,
         compute=ray.data.ActorPoolStrategy(size=actors),
-        fn_constructor_kwargs=dict(model=str(model), sampling=sampling, seer=seer,
-                                   max_batch=max_batch, device=device, threads=threads,
-                                   fault=fault),  # fmt: skip
+        fn_constructor_kwargs=dict(
+            model=str(model),
+            sampling=sampling,
+            seer=seer,
+            max_batch=max_batch,
+            device=device,
+            threads=threads,
+            fault=fault,
+        ),  # fmt: skip
         **kwargs,
     )
     order = [ex.id for _, ex in todo]

@@ -1,0 +1,82 @@
+"""`seer batch`: answer every row of a dataset, one JSON line per row, in input order.
+
+    seer batch --model DIR --data prompts.jsonl --out answers.jsonl [--seer] [--resume]
+    seer batch --model DIR --data prompts.jsonl --out answers.jsonl --ray 2 [--ray-address A]
+
+`--data`: a .jsonl / .csv / .parquet / .arrow file, a datasets.save_to_disk folder, or builtin /
+builtin-vqa (`seer.data`). Rows are appended as they finish (`seer.batch`); `--resume` skips the
+ids already in `--out`. `--ray N` runs N Ray actors (`seer.distributed.batch`, extra seer[ray]).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from seer.commands import options
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("batch", help="answer every row of a dataset (JSON Lines out)")
+    options.add_model(p, default=None)
+    p.add_argument("--data", required=True,
+                   help="dataset: .jsonl, .csv, .parquet, .arrow, a save_to_disk folder, or "
+                   "builtin / builtin-vqa")  # fmt: skip
+    p.add_argument("--out", required=True, help="output file (.jsonl; .parquet with --ray)")
+    p.add_argument("--n", type=options.POSITIVE, default=None, help="only the first N rows")
+    p.add_argument("--resume", action="store_true", help="skip the ids already in --out")
+    p.add_argument("--max-batch", type=options.POSITIVE, default=32,
+                   help="rows per engine batch (and per Ray actor call)")  # fmt: skip
+    g = p.add_argument_group("Ray (pip install 'seer[ray]')")
+    g.add_argument("--ray", type=options.POSITIVE, default=None, metavar="N",
+                   help="run N Ray actors, each with its own model and engine")  # fmt: skip
+    g.add_argument("--ray-address", default=None,
+                   help="join this Ray cluster (default: start a local one)")  # fmt: skip
+    options.add_sampling(p)
+    options.add_seer(p)
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from pathlib import Path
+
+    from seer import progress
+    from seer.batch import done_ids
+    from seer.data import load_examples
+    from seer.errors import SeerError
+
+    if args.ray_address and not args.ray:
+        raise SeerError("--ray-address needs --ray N (the number of actors)")
+    with progress.status(f"reading {args.data}"):
+        examples = load_examples(args.data, n=args.n)
+    out = Path(args.out)
+    skipped = len(set(done_ids(out)) & {ex.id for ex in examples}) if args.resume else 0
+    tokens, t0 = 0, time.perf_counter()
+    with progress.bar(f"batch → {out.name}", total=len(examples)) as advance:
+        advance(skipped)
+
+        def on_rows(rows: int, n_tokens: int) -> None:
+            nonlocal tokens
+            tokens += n_tokens
+            advance(rows, info=f"{tokens / (time.perf_counter() - t0):.0f} tok/s")
+
+        if args.ray:
+            from seer.distributed import batch
+
+            device = args.device or "cpu"
+            s = batch(options.model_path(args.model), examples, out, actors=args.ray,
+                      sampling=options.sampling(args), seer=options.seer(args),
+                      resume=args.resume, max_batch=args.max_batch, address=args.ray_address,
+                      gpus_per_actor=1 if device.startswith("cuda") else 0, device=device,
+                      progress=on_rows)  # fmt: skip
+        else:
+            from seer.batch import run_batch
+
+            lm = options.load(args)
+            s = run_batch(lm, examples, out, params=options.params(lm, args),
+                          seer=options.seer(args), resume=args.resume, max_batch=args.max_batch,
+                          progress=on_rows)  # fmt: skip
+    rate = f"{s.rows / s.seconds:.2f} rows/s, {s.tokens / s.seconds:.1f} tok/s" if s.seconds else ""
+    print(f"{s.rows} rows ({s.skipped} already in {out}), {s.tokens} tokens in {s.seconds:.1f} s"
+          f" ({rate}) -> {out}", file=sys.stderr)  # fmt: skip
+    return 0
