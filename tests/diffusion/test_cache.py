@@ -260,24 +260,21 @@ def test_guard_growth_rebuilds_the_cache(tiny_llada, cache, in_step0):
 
 
 class CutThenGrow:
-    """Cuts to `cut` after step 0, then grows once to `grown`: rows grown from different
-    windows sit in different blocks at the same step."""
+    """Cuts to `cut` after step 0, then grows each row once, from its cut to its `grown`
+    window: rows grown from different windows sit in different blocks at the same step. (The
+    guard asks about the rows whose plan ran out, each the step it does.)"""
 
     def __init__(self, cut: list[int], grown: list[int]) -> None:
-        self.windows, self.grown, self.done = cut, grown, False
+        self.windows, self.to = cut, dict(zip(cut, grown, strict=True))
 
     def start(self, model, canvas) -> dict:
-        self.done = False
         return {}
 
     def cut(self, canvas, logits):
         return torch.tensor(self.windows)
 
     def grow(self, window, end_pos, gen_length):
-        if self.done:
-            return None
-        self.done = True
-        return torch.tensor(self.grown)
+        return torch.tensor([self.to.get(int(w), int(w)) for w in window])
 
     def report(self) -> dict:
         return {}

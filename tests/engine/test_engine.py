@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from seer.boundary.truncation import FixedWindowPolicy, SeerConfig
 from seer.config import SamplingParams
+from seer.diffusion.graphs import GraphCache, GraphedForward
 from seer.engine import Engine, EngineConfig, Request
-from seer.engine.graphs import GraphCache, GraphedLoop
 from seer.errors import SeerError
 from seer.pipeline import DiffusionLM
 
@@ -176,20 +176,20 @@ def test_request_errors_are_clear(lms):
         engine(lm).generate([Request([1, 2], window=4, seer=SEER)])
     with pytest.raises(SeerError, match="token-id prompts cannot take one"):
         engine(lm).generate([Request([1, 2], image=object())])
-    with pytest.raises(SeerError, match="no stop words or suffix"):
-        engine(lm).generate([Request([1, 2], SamplingParams(gen_length=8, suffix=(5,)))])
+    with pytest.raises(SeerError, match="suffix needs cache='none' and no window policy"):
+        engine(lm).generate([Request([1, 2], SamplingParams(gen_length=8, suffix=(5,)), seer=SEER)])
     assert engine(lm).generate([]) == []
 
 
-def test_graphed_loop_runs_eagerly_off_cuda(lms):
+def test_graphed_forward_runs_eagerly_off_cuda(lms):
     lm = lms["llada"]
-    loop = GraphedLoop(lm.model, TOKENS, GraphCache(lm.model))
     eng = engine(lm, routing="static")
-    eng.runner.loop = loop  # what the engine uses on CUDA; on CPU it must fall back
+    graphs = eng.runner.graphs = GraphCache(lm.model)  # what the engine uses on CUDA
     p = SamplingParams(gen_length=16, steps=8)
     reqs = [Request(q, p, window=w) for q, w in zip(prompts_of([3, 6]), [4, 16], strict=True)]
     assert [o.token_ids for o in eng.generate(reqs)] == [alone(lm, r) for r in reqs]
-    assert not loop.graphs.graphs
+    assert not graphs.graphs  # on CPU it must fall back
+    assert isinstance(eng.runner._forward("static"), GraphedForward)
 
 
 @pytest.mark.gpu
@@ -201,7 +201,7 @@ def test_cuda_graphs_replay_equals_solo_runs(arch):
         Request(q, p, window=w) for q, w in zip(prompts_of([3, 6, 2, 5]), [8, 8, 6, 7], strict=True)
     ]
     eng = assert_engine_equals_alone(lm, reqs, routing="static", kernel=None)
-    assert eng.runner.loop.graphs.graphs  # graphs were captured and replayed
+    assert eng.runner.graphs.graphs  # graphs were captured and replayed
 
 
 @pytest.fixture(scope="module")

@@ -81,8 +81,8 @@ class CachePolicy:
     """Decides, step by step, which canvas columns the model runs and which K/V it reuses.
 
     `span(canvas, now, lo, hi, shift)` is called once per step, right before the forward it
-    describes. `now` is the plan's per-row (start, end, j, steps, active) for the step, [lo, hi)
-    the answer positions whose logits the step needs and `shift` the model's logit shift. It
+    describes. `now` is the plan's `StepRows` (per-row block, step and activity), [lo, hi) the
+    answer positions whose logits the step needs and `shift` the model's logit shift. It
     returns None for a plain full forward (no cache involved), or a `Span` covering at least the
     columns [P + lo - shift, P + hi - shift): a fill (a new cache of every column), or a read of
     `kv` whose `replace` rows recompute their own columns and keep their cached K/V elsewhere.
@@ -154,7 +154,7 @@ class _BlockCache(CachePolicy):
     to_end = True  # later steps run up to the canvas end (prefix) or only the block (dual)
 
     def span(self, canvas, now, lo: int, hi: int, shift: int) -> Span:
-        start, end, j, _, active = now
+        start, end, j, active = now.start, now.end, now.j, now.active
         total = canvas.x.shape[1]
         full = active & (j == 0)  # rows at a block's first step: a full forward
         if self.stale is not None:
@@ -212,6 +212,33 @@ class PrefixLMCache(CachePolicy):
 
     def lead(self, shift: int) -> int:
         return shift
+
+
+def gather_cache(parts: list[tuple[CachePolicy, int, int, int]], width: int) -> CachePolicy:
+    """The policy of a canvas made of rows of other canvases: `(policy, row, batch, offset)`
+    each, where the new canvas's column c is the source canvas's column c + offset, `width`
+    columns in all. Every source holds a cache, or none does (the engine groups rows so)."""
+    out = type(parts[0][0])()
+    if any(pol.kv is None for pol, *_ in parts):
+        return out
+
+    def rows(t: list[torch.Tensor], half: int) -> torch.Tensor:  # (n or 2n, H, width, D)
+        idx = [(i, r, b, off) for i, (_, r, b, off) in enumerate(parts)]
+        picked = [_columns(t[i][[r + half * b]], off, width) for i, r, b, off in idx]
+        return torch.cat(picked)
+
+    def layer(name: str, n: int) -> torch.Tensor:
+        t = [getattr(pol.kv, name)[n] for pol, *_ in parts]
+        doubled = t[0].shape[0] == 2 * parts[0][2]  # classifier-free guidance: two halves
+        return torch.cat([rows(t, 0), rows(t, 1)]) if doubled else rows(t, 0)
+
+    n_layers = len(parts[0][0].kv.keys)
+    out.kv = KVCache([layer("keys", n) for n in range(n_layers)],
+                     [layer("values", n) for n in range(n_layers)])  # fmt: skip
+    if any(pol.stale is not None for pol, *_ in parts):
+        no = torch.zeros((), dtype=torch.bool, device=out.kv.keys[0].device)
+        out.stale = torch.stack([no if pol.stale is None else pol.stale[r] for pol, r, *_ in parts])
+    return out
 
 
 def make_cache(name: str) -> CachePolicy:

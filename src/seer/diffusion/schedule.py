@@ -109,6 +109,14 @@ class Plan:
         out.step = self.step
         return out
 
+    @classmethod
+    def join(cls, parts: list[tuple[Plan, int]]) -> Plan:
+        """A plan of rows taken from other plans (`(plan, row)` each), every row continuing from
+        its own current step: rows at different steps advance together (continuous batching)."""
+        out = cls([list(p.stages[r]) for p, r in parts])
+        out._flat = [p._flat[r][p.step :] for p, r in parts]
+        return out
+
     def current(self, device: torch.device) -> tuple[torch.Tensor, ...]:
         """(start, end, j, n, active) per row for the current global step, as (B,) tensors."""
         rows = []

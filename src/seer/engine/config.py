@@ -1,5 +1,5 @@
-"""`EngineConfig`: how the batched engine groups, routes and runs rows (per-request options live
-in `SamplingParams` and the request's Seer config)."""
+"""`EngineConfig`: how the engine admits, schedules, groups and routes rows (per-request
+options live in `SamplingParams` and the request's Seer config)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,18 @@ from dataclasses import dataclass
 from seer.errors import SeerError
 
 ROUTINGS = ("hybrid", "naive", "static", "varlen", "eager")
+POLICIES = ("fcfs", "shortest_first")
 
 
 @dataclass(slots=True, frozen=True)
 class EngineConfig:
-    """Batching and routing options, validated on construction."""
+    """Scheduling, batching and routing options, validated on construction."""
 
-    max_batch: int = 64  # rows per step-0 batch (one engine tick)
+    max_batch: int = 64  # rows running at once (requests past their step 0)
+    max_tokens_per_step: int | None = None  # token budget per tick: rows x (prompt + window)
+    max_queue: int | None = None  # waiting requests before `add` raises QueueFull; None: no bound
+    policy: str = "fcfs"  # fcfs | shortest_first (Seer's predicted remaining work, with aging)
+    aging: float = 16.0  # shortest_first: a row's priority halves every `aging` ticks it waits
     buckets: tuple[int, ...] | None = None  # window buckets; None: 8, 16, 32, ... up to gen_length
     tau_pad: float = 0.4  # padding-waste ratio above which a group is packed (varlen)
     eager_bucket: int = 4  # groups whose bucket is <= this run eagerly, unpadded
@@ -28,10 +33,18 @@ class EngineConfig:
     def __post_init__(self) -> None:
         if self.routing not in ROUTINGS:
             raise SeerError(f"unknown routing {self.routing!r}; choose {', '.join(ROUTINGS)}")
+        if self.policy not in POLICIES:
+            raise SeerError(f"unknown policy {self.policy!r}; choose {', '.join(POLICIES)}")
         if not 0 <= self.tau_pad <= 1:
             raise SeerError(f"tau_pad must be in [0, 1], got {self.tau_pad}")
         if min(self.max_batch, self.min_group, self.pack_capacity, self.prompt_align) < 1:
             raise SeerError("max_batch, min_group, pack_capacity and prompt_align must be >= 1")
+        if self.max_tokens_per_step is not None and self.max_tokens_per_step < 1:
+            raise SeerError("max_tokens_per_step must be >= 1 (or None for no budget)")
+        if self.max_queue is not None and self.max_queue < 0:
+            raise SeerError("max_queue must be >= 0 (or None for no bound)")
+        if self.aging <= 0:
+            raise SeerError(f"aging must be > 0 ticks, got {self.aging}")
         if self.buckets is not None and (
             not self.buckets or list(self.buckets) != sorted(set(self.buckets))
             or self.buckets[0] < 1

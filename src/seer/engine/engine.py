@@ -1,19 +1,20 @@
-"""`Engine`: batched generation with Seer truncation and padding-waste-aware routing.
+"""`Engine`: step-level serving of a `DiffusionLM` — continuous batching with Seer at admission.
 
-One tick (`_tick`) serves one batch of compatible requests (same `SamplingParams` and window
-policy, up to `max_batch` rows) in three phases, schedule -> execute -> update:
+Every `step()` is one tick, schedule -> execute -> update (vLLM v1's engine core shape):
 
-1. step 0 runs batched over the full window with the one loop (`DenoisingLoop.begin/step`); the
-   window policy (Seer's detector, or a fixed oracle window) gives each row its window and its
-   `BoundaryReport`;
-2. the scheduler reads the windows back once and splits the rows into `BatchPlan`s (static /
-   varlen / eager, see `scheduler.py`); the runner compacts each group into its layout and
-   finishes it with the same loop (`DenoisingLoop.finish`), guard growth included;
-3. the rows' answers are written back in request order.
+1. schedule: the scheduler picks this tick's rows (`scheduler.py`): running rows (their window
+   known since their step 0) and waiting requests, in policy order (`fcfs` or `shortest_first`),
+   within the token budget and `max_batch`;
+2. execute: the admitted arrivals run their step 0, batched per kind over the full window, where
+   Seer probes, detects and cuts each row's window; the running rows are routed by window bucket
+   and padding waste (static / varlen / eager) and each group takes one step in one forward,
+   whatever step each row is at (`runner.py`);
+3. update: rows whose answer is complete leave at once and their results are returned this tick;
+   blocks that became final are reported to their request's `on_block`.
 
-Every row's answer equals its answer when run alone (temperature 0): the layouts only add
-padding that attention never sees, or pack segments that cannot see each other. Requests are not
-admitted between denoising steps (no continuous batching): a tick runs its batch to the end.
+A row's answer does not depend on what runs beside it (temperature 0): layouts only add padding
+that attention never sees, and every row keeps its own plan, stop position and cache columns.
+The engine is single-threaded: one thread calls `add`, `abort` and `step`.
 """
 
 from __future__ import annotations
@@ -23,45 +24,37 @@ from dataclasses import dataclass, field
 
 import torch
 
-from seer.boundary.truncation import FixedWindowPolicy, SeerPolicy, resolve
+from seer.boundary.truncation import resolve
 from seer.config import LLADA_RULES, SamplingParams
-from seer.diffusion.loop import make_canvas
 from seer.engine.config import EngineConfig
-from seer.engine.graphs import GraphCache, GraphedLoop
-from seer.engine.request import Request, RequestResult
+from seer.engine.request import PartialResult, Request, RequestResult
 from seer.engine.runner import Runner
 from seer.engine.scheduler import BatchPlan, Scheduler
+from seer.engine.sequence import Sequence
 from seer.errors import SeerError
 from seer.kernels.dispatch import use_backend
 
 
+class QueueFull(SeerError):
+    """`Engine.add` refused a request: `max_queue` requests are already waiting."""
+
+
 @dataclass(slots=True)
 class EngineStats:
-    """Where the engine's time went and how rows were routed (summed over `generate` calls)."""
+    """Where the engine's time went and how rows were routed (over the engine's life)."""
 
-    total: float = 0.0  # seconds inside generate()
-    detect: float = 0.0  # boundary detection: probe reduction, detector, cut
-    route: float = 0.0  # reading the windows back and planning the groups
-    compact: float = 0.0  # building the path layouts (compaction kernel, packing masks)
-    rows: dict[str, int] = field(default_factory=dict)  # rows per path
-    plans: list[BatchPlan] = field(default_factory=list)  # every group's plan, in order
+    total: float = 0.0  # seconds inside add() and step()
+    detect: float = 0.0  # window policy: probe reduction, detector, cut, guard
+    route: float = 0.0  # scheduling, reading windows back and planning the groups
+    compact: float = 0.0  # laying rows out (gathering states, packing)
+    ticks: int = 0  # step() calls
+    rows: dict[str, int] = field(default_factory=dict)  # requests per path, as routed after step 0
+    plans: list[BatchPlan] = field(default_factory=list)  # the routing of each step-0 batch
 
     @property
     def model(self) -> float:
         """Everything else: model forwards and token selection (step 0 included)."""
         return max(0.0, self.total - self.detect - self.route - self.compact)
-
-
-@dataclass(slots=True)
-class _Row:
-    """A request admitted into the engine."""
-
-    index: int  # position in the request list
-    ids: list[int]  # prompt token ids
-    params: SamplingParams  # sampling, with the model's defaults filled in
-    policy: tuple  # ("none",) | ("seer", SeerConfig) | ("fixed",)
-    window: int | None  # fixed window (oracle)
-    embeds: torch.Tensor | None = None  # (len(ids), D) prompt embeddings (image spliced in)
 
 
 class Engine:
@@ -71,114 +64,216 @@ class Engine:
         self.lm = lm
         self.config = config or EngineConfig()
         self.scheduler = Scheduler(self.config)
-        model, tokens = lm.model, lm.tokens
-        self.loop = lm.loop
-        static = self.loop
-        if self.config.cuda_graphs and lm.device.type == "cuda":
-            static = GraphedLoop(model, tokens, GraphCache(model))
-        self.runner = Runner(model, tokens, static, self.config.pack_capacity)
+        self.runner = Runner(lm, self.config, self.scheduler)
         self.stats = EngineStats()
+        self.waiting: list[Sequence] = []  # added, step 0 not run yet
+        self.running: list[Sequence] = []  # step 0 done, answer not complete
+        self._ready: list[RequestResult] = []  # results to hand out at the next step()
+        self._next_id = 0
+        self._tick = 0
 
-    # -- the public call ------------------------------------------------------------------------
-    def generate(self, requests: list[Request]) -> list[RequestResult]:
-        """Answer every request; results come back in request order."""
+    # -- the public calls ---------------------------------------------------------------------
+    def add(self, request: Request) -> int:
+        """Queue a request; returns its id. Raises `SeerError` (one line) for a request that
+        cannot be served and `QueueFull` when `max_queue` requests wait."""
+        return self._add(request, None)
+
+    def abort(self, request_id: int) -> bool:
+        """Stop a request; its result (finish_reason "abort") comes with the next `step()`.
+        False if it is unknown or already finished."""
+        for pool in (self.waiting, self.running):
+            for q in pool:
+                if q.id == request_id and not q.done:
+                    pool.remove(q)
+                    q.done = True
+                    self._ready.append(self._result(q, time.perf_counter(), "abort"))
+                    return True
+        return False
+
+    def has_unfinished(self) -> bool:
+        return bool(self.waiting or self.running or self._ready)
+
+    def step(self) -> list[RequestResult]:
+        """One tick; returns the requests that finished in it (and any aborted since)."""
         t0 = time.perf_counter()
-        compact0 = self.runner.compact_seconds
-        waiting = [self._admit(i, r) for i, r in enumerate(requests)]
-        results: list[RequestResult | None] = [None] * len(requests)
+        out, self._ready = self._ready, []
+        masks = self._masks_left() if self.config.policy == "shortest_first" else {}
+        sched = self.scheduler.schedule(self.waiting, self.running, self._tick, masks)
         with use_backend(self.config.kernel), torch.inference_mode():
-            while waiting:
-                batch, waiting = self._schedule(waiting)
-                for res in self._tick(batch, t0):
-                    results[res.index] = res
-        self.stats.compact += self.runner.compact_seconds - compact0
+            touched = self._execute(sched)
+        for q in sched.prefill + sched.decode:
+            q.last_run = self._tick
+        out += self._update(touched)
+        self._tick += 1
+        self.stats.ticks += 1
         self.stats.total += time.perf_counter() - t0
-        assert all(r is not None for r in results), "a request was lost"
-        return results  # type: ignore[return-value]
+        return out
 
-    # -- schedule -------------------------------------------------------------------------------
-    def _admit(self, index: int, req: Request) -> _Row:
-        lm = self.lm
-        p = req.params.with_defaults(lm.default_rule)
+    def generate(self, requests: list[Request]) -> list[RequestResult]:
+        """Answer every request (running the engine until they are done); results in request
+        order. Results of other requests that finish meanwhile wait for the next `step()`."""
+        ids = [self.add(r) for r in requests]
+        mine, got = set(ids), {}
+        while len(got) < len(ids):
+            for res in self.step():
+                if res.request_id in mine:
+                    got[res.request_id] = res
+                else:
+                    self._ready.append(res)
+        return [got[i] for i in ids]
+
+    # -- add ----------------------------------------------------------------------------------
+    def _add(self, req: Request, policy) -> int:
+        t0, lm = time.perf_counter(), self.lm
+        p = req.params
+        if p is None:
+            p = lm.sampling() if hasattr(lm, "sampling") else SamplingParams()
+        if not isinstance(p, SamplingParams):
+            raise SeerError("Request.params must be a SamplingParams (or None for the defaults)")
+        p = p.with_defaults(lm.default_rule)
         if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
             raise SeerError("cfg_scale is only defined for LLaDA's remasking rules")
-        if p.suffix or p.stop:  # per-row early finish / fixed tail columns: not in the layouts
-            raise SeerError("the engine takes no stop words or suffix; use DiffusionLM.generate")
         inputs = lm.prompt_inputs(req.prompt, p, req.image, req.chat)
         if len(inputs) != 1:
             raise SeerError("a Request holds one prompt (text or one id list), not a batch")
-        ids, embeds = inputs[0].ids, inputs[0].embeds
-        if req.window is not None:
-            if req.seer:
-                raise SeerError("give a request either a fixed window or a Seer config")
-            return _Row(index, ids, p, ("fixed",), min(req.window, p.gen_length), embeds)
-        policy = ("seer", resolve(lm, req.seer)) if req.seer else ("none",)
-        return _Row(index, ids, p, policy, None, embeds)
+        kind = self._kind(req, p, policy)
+        if self.config.max_queue is not None and len(self.waiting) >= self.config.max_queue:
+            raise QueueFull(f"the engine's queue is full ({self.config.max_queue} waiting); retry")
+        q = Sequence(self._next_id, req, p, inputs[0], kind, time.perf_counter(), self._tick)
+        self._next_id += 1
+        self.waiting.append(q)
+        self.stats.total += time.perf_counter() - t0
+        return q.id
 
-    def _schedule(self, waiting: list[_Row]) -> tuple[list[_Row], list[_Row]]:
-        """The next batch: the oldest request and up to max_batch - 1 compatible ones."""
-        key = (waiting[0].params, waiting[0].policy)
-        batch, rest = [], []
-        for r in waiting:
-            fits = (r.params, r.policy) == key and len(batch) < self.config.max_batch
-            (batch if fits else rest).append(r)
-        return batch, rest
+    def _kind(self, req: Request, p: SamplingParams, policy) -> tuple:
+        if req.window is not None and req.seer:
+            raise SeerError("give a request either a fixed window or a Seer config")
+        if policy is not None:
+            kind = ("custom", policy)
+        elif req.window is not None:
+            if req.window < 1:
+                raise SeerError(f"a fixed window must be >= 1, got {req.window}")
+            kind = ("fixed", min(req.window, p.gen_length))
+        else:
+            kind = ("seer", resolve(self.lm, req.seer)) if req.seer else ("none",)
+        if p.suffix and (kind[0] != "none" or p.cache != "none"):
+            raise SeerError("a generation suffix needs cache='none' and no window policy (Seer)")
+        return kind
 
-    # -- execute + update -----------------------------------------------------------------------
-    def _policy(self, batch: list[_Row]):
-        kind = batch[0].policy
-        if kind[0] == "seer":
-            return SeerPolicy(kind[1], self.lm.tokens)
-        if kind[0] == "fixed":
-            return FixedWindowPolicy([r.window for r in batch])
-        return None
-
-    def _tick(self, batch: list[_Row], t0: float) -> list[RequestResult]:
-        p, lm = batch[0].params, self.lm
-        policy = self._policy(batch)
-        embeds = [r.embeds for r in batch]
-        emb = lm.model.get_input_embeddings()
-        canvas = make_canvas(
-            [r.ids for r in batch], p.gen_length, lm.tokens, lm.device, embeds, emb
-        )
-        s = self.loop.begin(canvas, p, policy)
-        self.loop.step(s)  # step 0, batched over the full window; the policy cuts
-        self.stats.detect += s.policy_seconds
-        reports = policy.reports if isinstance(policy, SeerPolicy) else None
-
+    # -- execute ------------------------------------------------------------------------------
+    def _execute(self, sched) -> list:
         tr = time.perf_counter()
-        plens = [len(r.ids) for r in batch]
-        no_pack = p.cfg_scale > 0 or p.cache != "none"  # packed rows run without CFG or cache
-        plans = self.scheduler.plan(s.canvas.window.tolist(), plens, p.gen_length, no_pack)
-        plen = torch.tensor(plens, dtype=torch.long, device=lm.device)
+        groups = self.runner.groups(sched.decode)
         self.stats.route += time.perf_counter() - tr
+        touched, compact0 = [], self.runner.compact_seconds
+        for plan, seqs in groups:
+            before = seqs[0].state.policy_seconds
+            s, new = self.runner.run(plan, seqs)
+            self.stats.detect += s.policy_seconds - (0.0 if new else before)
+            touched.append((s, seqs))
+        for seqs in _by_kind(sched.prefill):
+            s = self.runner.prefill(seqs)
+            self.stats.detect += s.policy_seconds
+            tr = time.perf_counter()
+            for plan, rows in self.runner.groups(seqs):  # the path each arrival is routed to
+                self.stats.plans.append(plan)
+                self.stats.rows[plan.path] = self.stats.rows.get(plan.path, 0) + len(rows)
+                for q in rows:
+                    q.path = plan.path
+            self.stats.route += time.perf_counter() - tr
+            self.waiting = [q for q in self.waiting if q.state is None]
+            self.running += seqs
+            touched.append((s, seqs))
+        self.stats.compact += self.runner.compact_seconds - compact0
+        return touched
 
-        out = []
-        for plan in plans:
-            res = self.runner.run(s, plen, plan)
-            self.stats.detect += res.policy_seconds - s.policy_seconds  # the guard's checks
-            self.stats.plans.append(plan)
-            self.stats.rows[plan.path] = self.stats.rows.get(plan.path, 0) + len(plan.rows)
-            done = time.perf_counter() - t0
-            for k, r in enumerate(plan.rows):
-                out.append(self._result(batch[r], res, k, plan.path, done, reports, r))
+    def _masks_left(self) -> dict:
+        """Masks left in each running row's window (shortest_first's remaining work)."""
+        left: dict[int, list[int]] = {}
+        for q in self.running:
+            if id(q.state) not in left:
+                c = q.state.canvas
+                masks = c.x[:, c.prompt_len :] == self.lm.tokens.mask
+                left[id(q.state)] = masks.sum(dim=1).tolist()
+        return {q: left[id(q.state)][q.row] for q in self.running}
+
+    # -- update -------------------------------------------------------------------------------
+    def _update(self, touched) -> list[RequestResult]:
+        out, now = [], time.perf_counter()
+        for s, seqs in touched:
+            finished = s.finished.tolist()
+            revealed = self._revealed(s)
+            for q in seqs:
+                self._partials(q, revealed[q.row], finished[q.row], now)
+                if finished[q.row]:
+                    q.done = True
+                    out.append(self._result(q, now))
+        self.running = [q for q in self.running if not q.done]
         return out
 
-    def _result(self, row: _Row, res, k: int, path: str, latency: float, reports, r: int):
-        ids = res.answer[k].tolist()
+    def _revealed(self, s) -> list[int]:
+        """Per row: answer positions before the first [MASK] (all of the window if none)."""
+        c = s.canvas
+        masked = c.x[:, c.prompt_len :] == self.lm.tokens.mask
+        first = torch.where(masked.any(dim=1), masked.int().argmax(dim=1), c.width)
+        return torch.minimum(first, c.window).tolist()
+
+    def _partials(self, q: Sequence, revealed: int, finished: bool, now: float) -> None:
+        p = q.params
+        total = -(-q.window // p.block)  # blocks over the window
+        blocks = total if finished else revealed // p.block
+        if blocks <= q.blocks:
+            return
+        if q.first_block is None:
+            q.first_block = now
+        if q.request.on_block is not None:
+            ids = self._answer(q)[: min(blocks * p.block, q.window)]
+            n = self.lm.tokens.answer_length(ids)
+            text = self.lm.decode(ids[:n])
+            q.request.on_block(PartialResult(q.id, text, ids[:n], blocks - 1, finished))
+        q.blocks = blocks
+
+    def _answer(self, q: Sequence) -> list[int]:
+        if q.state is None:
+            return []
+        return self.runner.loop.answers(q.state)[q.row].tolist()
+
+    def _result(self, q: Sequence, now: float, reason: str | None = None) -> RequestResult:
+        s, ids = q.state, self._answer(q)
+        if reason == "abort" and self.lm.tokens.mask in ids:  # the answer so far
+            ids = ids[: ids.index(self.lm.tokens.mask)]
         n = self.lm.tokens.answer_length(ids)
+        if reason is None:
+            stopped = s.stop is not None and int(s.stop.at[q.row]) >= 0
+            reason = "stop" if stopped or n < q.window else "length"
+        first = q.first_block if q.first_block is not None else now
+        boundary = q.boundary
         return RequestResult(
-            index=row.index,
+            request_id=q.id,
             text=self.lm.decode(ids[:n]),
             token_ids=ids,
             tokens=n,
-            window=int(res.window[k]),
-            path=path,
-            nfe=res.nfe,
-            latency=latency,
-            grown=int(res.grown[k]),
-            boundary=reports[r] if reports else None,
+            prompt_tokens=q.prompt_len,
+            window=q.window,
+            detected=None if boundary is None else boundary.length,
+            nfe=0 if s is None else int(s.row_nfe[q.row]),
+            latency=now - q.arrival,
+            first_block_latency=first - q.arrival,
+            finish_reason=reason,
+            path=q.path,
+            grown=0 if s is None else int(s.grown[q.row]),
+            boundary=boundary,
+            seconds=now - q.started if q.started else 0.0,
         )
 
 
-__all__ = ["Engine", "EngineStats"]
+def _by_kind(seqs: list[Sequence]) -> list[list[Sequence]]:
+    """Arrivals of one kind (same params and window policy) share their step-0 forward."""
+    kinds: dict[tuple, list[Sequence]] = {}
+    for q in seqs:
+        key = (q.params, q.policy[:1] if q.policy[0] == "fixed" else q.policy)
+        kinds.setdefault(key, []).append(q)
+    return list(kinds.values())
+
+
+__all__ = ["Engine", "EngineStats", "QueueFull"]

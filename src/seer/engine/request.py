@@ -1,36 +1,62 @@
-"""What goes into the engine (`Request`) and what comes out (`RequestResult`)."""
+"""What goes into the engine (`Request`) and what comes out (`RequestResult`, and the
+`PartialResult`s a request's `on_block` callback receives while it runs)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from seer.boundary.detector import BoundaryReport
 from seer.config import SamplingParams
 
+FINISH_REASONS = ("stop", "length", "abort")
+
+
+@dataclass(slots=True)
+class PartialResult:
+    """A request's answer so far: every semi-autoregressive block up to `block` is final."""
+
+    request_id: int  # the id `Engine.add` returned
+    text: str  # decoded answer so far, up to its end token
+    token_ids: list[int]  # the final answer ids so far (whole blocks)
+    block: int  # index of the last final block (0-based)
+    final: bool  # True on the request's last partial (it finished)
+
 
 @dataclass(slots=True)
 class Request:
-    """One prompt and how to answer it."""
+    """One prompt and how to answer it. Validated by `Engine.add`."""
 
-    prompt: str | list[int]  # text (chat-formatted unless chat=False) or token ids
-    params: SamplingParams = field(default_factory=SamplingParams)  # this request's sampling
+    prompt: object  # text (chat-formatted unless chat=False), token ids, or a PromptInput
+    params: SamplingParams | None = None  # None: the model's defaults (`lm.sampling()`)
     seer: object = None  # None (full window) | True (model defaults) | dict | SeerConfig
-    window: int | None = None  # fixed window after step 0 (oracle truncation); excludes seer
+    image: object = None  # multimodal models: a path, data URI, PIL image or array
     chat: bool = True  # apply the tokenizer's chat template to a text prompt
-    image: object = None  # multimodal models: a path, data URI, PIL image or array (text prompt)
+    on_block: Callable[[PartialResult], None] | None = None  # called when a block is final
+    window: int | None = None  # fixed window after step 0 (oracle truncation); excludes seer
 
 
 @dataclass(slots=True)
 class RequestResult:
     """The answer to one request and how it was produced."""
 
-    index: int  # position of the request in the list given to `Engine.generate`
+    request_id: int  # the id `Engine.add` returned
     text: str  # decoded answer up to its end token
     token_ids: list[int]  # gen_length answer ids (kept tokens, then [EOS])
     tokens: int  # answer tokens before the first end token
+    prompt_tokens: int  # prompt length in tokens (image positions included)
     window: int  # answer positions denoised after step 0 (and the guard)
-    path: str  # execution path after step 0: static | varlen | eager
-    nfe: int  # forward passes over this row's group (step 0 included)
-    latency: float  # seconds from `generate()` until this request's group finished
+    detected: int | None  # Seer's boundary L* at step 0, or None (no Seer / no boundary)
+    nfe: int  # forward passes this request took part in (step 0 included)
+    latency: float  # seconds from `add` until the request finished
+    first_block_latency: float  # seconds from `add` until its first block was final
+    finish_reason: str  # stop (an end token or stop sequence) | length | abort
+    path: str  # execution path after step 0: static | varlen | eager ("" if none)
     grown: int = 0  # times the guard grew this row's window
     boundary: BoundaryReport | None = None  # Seer's step-0 report, when Seer ran
+    seconds: float = 0.0  # wall time of this request's group from step 0 to its end
+
+    @property
+    def index(self) -> int:
+        """The request's id (its position in a fresh engine's `generate` list)."""
+        return self.request_id

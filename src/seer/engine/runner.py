@@ -1,134 +1,109 @@
-"""Runs one `BatchPlan`: compacts the group's rows into its path's layout, then finishes their
-denoising with the one loop (`DenoisingLoop.finish`), whose forward the path may replace.
+"""The model runner: how a tick's rows are laid out and stepped (nano-vllm's `ModelRunner`).
 
-- static / eager: the row layout *is* a `Canvas` (prompt left-padded to `prompt_width`, window
-  padded with hidden [EOS] to `width`); the plain loop runs it (`GraphedLoop` on CUDA);
-- varlen: the row layout stays the loop's logical canvas (decode, plan, guard and resize work on
-  it unchanged), and `PackedLoop.forward` gathers its tokens into packed rows, runs the model
-  with block-diagonal attention and per-segment positions, and hands back the window's logits
-  in row order. The LM head runs only on the window slots: after the last block the hidden
-  states are gathered through the model's `after_layer` hook.
-When the guard grows a varlen row's window the canvas changes and the rows are packed again.
+- `prefill`: the step 0 of arrivals of one kind, batched over the full window with the one
+  loop; the window policy (Seer's probe and detector, or a fixed window) decides each row's
+  window and its `BoundaryReport`.
+- `run`: one step of a group of running rows that the scheduler routed to one path. The rows
+  are laid into the path's layout (`state.gather`), unless they already form exactly that
+  state from the last tick, and the loop steps them with the path's `Forward`:
+  static: prompts padded to `prompt_width`, windows to the bucket, hidden padding (CUDA graphs
+  replay on GPU); eager: each row at its exact window, one forward; varlen: the same logical
+  canvas, run packed (block-diagonal segments, `PackedForward`).
 """
 
 from __future__ import annotations
 
 import time
 
-import torch
-
-from seer.config import SamplingParams, TokenIds
-from seer.diffusion.loop import Canvas, DenoisingLoop, LoopResult, LoopState
-from seer.engine.scheduler import BatchPlan, pack
-from seer.kernels.compact_ref import Compacted
-from seer.kernels.dispatch import compact
-
-
-class PackedLoop(DenoisingLoop):
-    """The denoising loop whose forward runs packed, block-diagonal segments (varlen path).
-    It runs without a KV cache: every step packs and runs the whole rows."""
-
-    supports_cache = False
-
-    def __init__(self, model, tokens: TokenIds, plen: torch.Tensor, capacity: int) -> None:
-        super().__init__(model, tokens)
-        self.plen = plen  # (n,) prompt length per row
-        self.capacity = capacity  # slots per packed row (before raising to fit a segment)
-        self.layout: tuple[Canvas, Compacted, torch.Tensor, int] | None = None
-        self.compact_seconds = 0.0
-
-    def set_layout(self, c: Canvas, comp: Compacted, packed_len: int) -> None:
-        seg = comp.seg.view(-1, packed_len)  # (packs, C)
-        mask = (seg[:, :, None] == seg[:, None, :])[:, None]  # (packs, 1, C, C) block-diagonal
-        self.layout = (c, comp, mask, packed_len)
-
-    def _relayout(self, c: Canvas) -> None:
-        """Pack the rows again (after the guard grew windows; reads the windows back)."""
-        t0 = time.perf_counter()
-        lengths = (self.plen + c.window).tolist()
-        offsets, packs, cap = pack(lengths, self.capacity)
-        n = c.x.shape[0]
-        rows = torch.arange(n, device=c.x.device)
-        off = torch.tensor(offsets, dtype=torch.long, device=c.x.device)
-        ids = dict(shift=self.shift, pad_id=self.tokens.pad, eos_id=self.tokens.eos)
-        shape = dict(p_in=c.prompt_len, p_out=c.prompt_len, width=c.width)
-        comp = compact(c.x, self.plen, c.window, rows, off, **shape, capacity=cap,
-                       n_packs=packs, **ids)  # fmt: skip
-        self.set_layout(c, comp, cap)
-        self.compact_seconds += time.perf_counter() - t0
-
-    def forward(self, c: Canvas, p: SamplingParams, lo: int, hi: int, **kw) -> torch.Tensor:
-        if self.layout is None or self.layout[0] is not c:
-            self._relayout(c)
-        _, comp, mask, cap = self.layout
-        ids = c.x.flatten()[comp.src.clamp(min=0)]
-        ids = torch.where(comp.seg >= 0, ids, self.tokens.eos).view(-1, cap)  # (packs, C)
-        embeds = None
-        if c.prompt_embeds is not None:  # the same gather over the canvas's input embeddings
-            h = self.model.get_input_embeddings()(c.x)  # (n, P + W, D)
-            h[:, : c.prompt_len] = c.prompt_embeds.to(h)
-            h = h.flatten(0, 1)[comp.src.clamp(min=0)]
-            pad = self.model.get_input_embeddings().weight[self.tokens.eos].to(h)
-            embeds = torch.where((comp.seg >= 0)[:, None], h, pad).view(*ids.shape, -1)
-        pos = comp.pos.view(-1, cap)
-        take = comp.cols[:, lo:hi].clamp(min=0)  # (n, hi - lo) slots; past-window ones unused
-        last = len(self.model.layers) - 1
-
-        def gather(i: int, h: torch.Tensor, m):  # h: (packs, C, D) -> (1, n * (hi - lo), D)
-            if i != last:
-                return None
-            sel = h.reshape(1, -1, h.shape[-1])[:, take.flatten()]
-            return sel, m, torch.zeros(sel.shape[:2], dtype=torch.long, device=h.device)
-
-        kw = {} if embeds is None else {"inputs_embeds": embeds}
-        out = self.model(
-            None if embeds is not None else ids,
-            attention_mask=mask,
-            position_ids=pos,
-            after_layer=gather,
-            **kw,
-        )
-        return out.logits.view(take.shape[0], hi - lo, -1)
+from seer.boundary.truncation import FixedWindowPolicy, SeerPolicy
+from seer.diffusion.canvas import make_canvas
+from seer.diffusion.forward import PackedForward
+from seer.diffusion.graphs import GraphCache, GraphedForward
+from seer.diffusion.state import LoopState, gather
+from seer.engine.config import EngineConfig
+from seer.engine.scheduler import BatchPlan, Scheduler
+from seer.engine.sequence import Sequence
 
 
 class Runner:
-    """Executes `BatchPlan`s over the state left by a batched step 0."""
+    """Runs the engine's forwards (see the module docstring)."""
 
-    def __init__(self, model, tokens: TokenIds, loop: DenoisingLoop, capacity: int) -> None:
-        self.model = model
-        self.tokens = tokens
-        self.loop = loop  # the static/eager loop (a `GraphedLoop` on CUDA)
-        self.capacity = capacity
-        self.compact_seconds = 0.0  # time in compaction, over the runner's life
+    def __init__(self, lm, config: EngineConfig, scheduler: Scheduler) -> None:
+        self.lm, self.config, self.scheduler = lm, config, scheduler
+        self.loop = lm.loop
+        cuda = config.cuda_graphs and lm.device.type == "cuda"
+        self.graphs = GraphCache(lm.model) if cuda else None
+        self.compact_seconds = 0.0  # time laying rows out (gather, packing)
 
-    def layout(self, s: LoopState, plen: torch.Tensor, plan: BatchPlan) -> Compacted:
-        """Compact the plan's rows out of the step-0 canvas (one kernel, no host sync)."""
-        c, dev = s.canvas, s.canvas.x.device
-        rows = torch.tensor(plan.rows, dtype=torch.long, device=dev)
-        off = torch.tensor(plan.offsets, dtype=torch.long, device=dev) if plan.packs else None
-        return compact(c.x, plen, c.window, rows, off, p_in=c.prompt_len,
-                       p_out=plan.prompt_width, width=plan.width, capacity=plan.packed_len,
-                       n_packs=plan.packs, shift=self.loop.shift, pad_id=self.tokens.pad,
-                       eos_id=self.tokens.eos)  # fmt: skip
+    # -- step 0 -------------------------------------------------------------------------------
+    def prefill(self, seqs: list[Sequence]) -> LoopState:
+        """Step 0 of `seqs` (one kind), batched over the full window; the policy cuts."""
+        lm, p, t0 = self.lm, seqs[0].params, time.perf_counter()
+        emb = lm.model.get_input_embeddings()
+        ids, embeds = [q.prompt.ids for q in seqs], [q.prompt.embeds for q in seqs]
+        canvas = make_canvas(ids, p.gen_length, lm.tokens, lm.device, embeds, emb)
+        policy = self._policy(seqs)
+        s = self.loop.begin(canvas, p, policy)
+        self.loop.step(s)
+        reports = policy.reports if isinstance(policy, SeerPolicy) else None
+        for k, q in enumerate(seqs):
+            q.state, q.row, q.started = s, k, t0
+            q.detect_seconds = s.policy_seconds
+            if reports and len(reports) == len(seqs):
+                q.boundary = reports[k]
+        return s
 
-    def run(self, s: LoopState, plen: torch.Tensor, plan: BatchPlan) -> LoopResult:
-        """Finish the denoising of the plan's rows; result rows follow `plan.rows`."""
-        t0 = time.perf_counter()
-        comp = self.layout(s, plen, plan)
-        rows = torch.tensor(plan.rows, dtype=torch.long, device=plen.device)
-        canvas = Canvas(comp.x, comp.attention_mask, plan.prompt_width, s.canvas.window[rows])
-        if s.canvas.prompt_embeds is not None:  # prompts end at P in both layouts
-            pe, start = s.canvas.prompt_embeds[rows], s.canvas.prompt_len - plan.prompt_width
-            if start < 0:  # a static layout may pad prompts further: embed those pad columns
-                pad = self.model.get_input_embeddings()(comp.x[:, :-start]).to(pe)
-                pe = torch.cat([pad, pe], dim=1)
-            canvas.prompt_embeds = pe[:, max(start, 0) :]
-        loop = self.loop
-        if plan.path == "varlen":
-            loop = PackedLoop(self.model, self.tokens, plen[rows], self.capacity)
-            loop.set_layout(canvas, comp, plan.packed_len)
-        self.compact_seconds += time.perf_counter() - t0
-        res = loop.finish(s.select(plan.rows, canvas))
-        if isinstance(loop, PackedLoop):
-            self.compact_seconds += loop.compact_seconds
-        return res
+    def _policy(self, seqs: list[Sequence]):
+        kind = seqs[0].policy
+        if kind[0] == "seer":
+            return SeerPolicy(kind[1], self.lm.tokens)
+        if kind[0] == "fixed":
+            return FixedWindowPolicy([q.policy[1] for q in seqs])
+        return kind[1] if kind[0] == "custom" else None
+
+    # -- later steps --------------------------------------------------------------------------
+    def groups(self, seqs: list[Sequence]) -> list[tuple[BatchPlan, list[Sequence]]]:
+        """The tick's forwards: rows of one kind, routed by window bucket and padding waste."""
+        kinds: dict[tuple, list[Sequence]] = {}
+        for q in seqs:
+            kinds.setdefault(q.key(), []).append(q)
+        out = []
+        for rows in kinds.values():
+            p = rows[0].params
+            no_pack = p.cfg_scale > 0 or rows[0].state.cache.kv is not None or p.cache != "none"
+            windows, plens = [q.window for q in rows], [q.prompt_len for q in rows]
+            for plan in self.scheduler.plan(windows, plens, p.gen_length, no_pack):
+                out.append((plan, [rows[r] for r in plan.rows]))
+        return out
+
+    def run(self, plan: BatchPlan, seqs: list[Sequence]) -> tuple[LoopState, bool]:
+        """One step of `seqs` in `plan`'s layout; returns the state and whether it is new."""
+        width = plan.width + len(seqs[0].params.suffix)
+        s = seqs[0].state
+        same = (
+            s.path == plan.path
+            and all(q.state is s for q in seqs)
+            and [q.row for q in seqs] == list(range(s.canvas.rows))
+            and (s.canvas.prompt_len, s.canvas.width) == (plan.prompt_width, width)
+        )
+        if not same:
+            t0 = time.perf_counter()
+            parts = [(q.state, q.row) for q in seqs]
+            emb = self.lm.model.get_input_embeddings()
+            s = gather(parts, plan.prompt_width, width, self.lm.tokens, emb)
+            s.forward, s.path = self._forward(plan.path), plan.path
+            for k, q in enumerate(seqs):
+                q.state, q.row, q.path = s, k, plan.path
+            self.compact_seconds += time.perf_counter() - t0
+        self.loop.step(s)
+        if isinstance(s.forward, PackedForward):
+            self.compact_seconds += s.forward.compact_seconds
+            s.forward.compact_seconds = 0.0
+        return s, not same
+
+    def _forward(self, path: str):
+        if path == "varlen":
+            return PackedForward(self.loop.eager, self.config.pack_capacity)
+        if path == "static" and self.graphs is not None:
+            return GraphedForward(self.loop.cached, self.graphs)
+        return None  # the loop's own (cached) forward

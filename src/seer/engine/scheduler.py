@@ -1,7 +1,19 @@
-"""Routing after step 0: group rows by window bucket, measure padding waste, pick a path.
+"""The scheduler: which rows run each tick (admission), and how they are grouped (routing).
 
-Input: every row's window after step 0 (L* rounded by the Seer policy, or gen_length) and its
-prompt length, as host ints (one small read-back per step-0 batch: the routing record).
+Admission (`schedule`, once per tick; vLLM's `max_num_batched_tokens` idea, with Seer's
+prediction as the cost): candidates are the running rows (their window known since step 0) and
+the waiting requests (cost: the full window, which their step 0 runs over). In policy order they
+are admitted while the tick's token budget (`max_tokens_per_step`: rows x (prompt + window))
+lasts — at least one row per tick, so a row larger than the budget still runs — and while
+running rows stay within `max_batch`.
+- `fcfs`: by arrival.
+- `shortest_first`: by predicted remaining work (masks left x tokens per step x cost per step,
+  Seer's window after step 0, the full window before it), divided by 2 ** (ticks waited /
+  `aging`): a row that keeps losing sees its priority halve every `aging` ticks, so nothing
+  waits forever behind a stream of short requests.
+
+Routing (`plan`), for the rows of one kind that run this tick: every row's window (L* rounded by
+the Seer policy, or gen_length) and its prompt length, as host ints.
 
 1. Each row goes to the smallest bucket >= its window (buckets 8, 16, 32, ... gen_length).
 2. Coarse groups: walking buckets upward, a bucket group with fewer than `min_group` rows merges
@@ -23,7 +35,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from seer.diffusion.forward import pack
 from seer.engine.config import EngineConfig
+from seer.engine.sequence import Sequence
+
+__all__ = ["BatchPlan", "Scheduler", "SchedulerOutput", "default_buckets", "pack", "rho_of"]
+
+
+@dataclass(slots=True)
+class SchedulerOutput:
+    """What one tick runs."""
+
+    prefill: list[Sequence]  # waiting requests admitted: their step 0 runs this tick
+    decode: list[Sequence]  # running rows that take their next step this tick
+    tokens: int  # predicted tokens of the tick: rows x (prompt + window)
 
 
 @dataclass(slots=True)
@@ -57,23 +82,39 @@ def default_buckets(gen_length: int) -> tuple[int, ...]:
     return (*out, gen_length)
 
 
-def pack(lengths: list[int], capacity: int) -> tuple[list[int], int, int]:
-    """Next-fit packing: (offsets, packs, capacity raised to fit the longest length)."""
-    capacity = max(capacity, 8 * math.ceil(max(lengths, default=1) / 8))
-    offsets, packs, used = [], 1, 0
-    for n in lengths:
-        if used + n > capacity:
-            packs, used = packs + 1, 0
-        offsets.append((packs - 1) * capacity + used)
-        used += n
-    return offsets, packs, capacity
-
-
 class Scheduler:
-    """Turns step-0 windows into `BatchPlan`s (see the module docstring)."""
+    """Admits rows each tick and turns their windows into `BatchPlan`s (see the module
+    docstring)."""
 
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
+
+    def schedule(
+        self, waiting: list[Sequence], running: list[Sequence], tick: int, masks: dict
+    ) -> SchedulerOutput:
+        """The rows of this tick. `masks` maps a running sequence to its masks left."""
+        cfg = self.config
+        if cfg.policy == "fcfs":
+            order = sorted([*running, *waiting], key=lambda q: (q.tick, q.id))
+        else:
+
+            def priority(q: Sequence) -> tuple:
+                waited = tick - max(q.last_run, q.tick)
+                return (q.work(masks.get(q)) / 2 ** (waited / cfg.aging), q.tick, q.id)
+
+            order = sorted([*running, *waiting], key=priority)
+        budget = cfg.max_tokens_per_step or math.inf
+        out, seats = SchedulerOutput([], [], 0), cfg.max_batch - len(running)
+        for q in order:
+            if q.waiting and seats <= 0:
+                continue
+            cost = q.cost()
+            if out.tokens + cost > budget and (out.prefill or out.decode):
+                continue
+            (out.prefill if q.waiting else out.decode).append(q)
+            seats -= q.waiting
+            out.tokens += cost
+        return out
 
     def buckets(self, gen_length: int) -> tuple[int, ...]:
         b = self.config.buckets or default_buckets(gen_length)

@@ -1,0 +1,211 @@
+"""The executor seam: how one denoising step runs the model (nano-vllm's `ModelRunner` idea).
+
+The loop asks a `Forward` for the logits of some answer positions of a state's canvas and never
+knows how they were computed. Four implementations:
+
+- `EagerForward`: one plain model call over the whole canvas. It owns what a model call needs
+  beyond ids: classifier-free guidance (the batch doubled with an unconditional half), spliced
+  image embeddings, and a cache `Span` (columns, cache fill or read) when asked for one.
+- `CachedForward`: asks the state's `CachePolicy` (see `cache.py`) which columns to run and
+  which K/V to reuse, splits a prompt prefill off when the policy asks for one, and falls back
+  to the eager forward when the policy has no span or a step-0 hook changes the sequence.
+- `PackedForward` (varlen path, no cache): gathers the canvas's real tokens into packed rows
+  with block-diagonal attention and per-segment positions; the LM head runs only on the slots
+  whose logits the step needs. It packs again when the canvas changes (`relayout`).
+- `GraphedForward` (static path on CUDA, in `graphs.py`): replays a captured CUDA graph per
+  input shape; it falls back to the cached forward where a graph cannot run.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+import torch
+
+from seer.config import SamplingParams, TokenIds
+from seer.diffusion.cache import Span
+from seer.diffusion.canvas import Canvas
+from seer.kernels.compact_ref import Compacted
+from seer.kernels.dispatch import compact
+from seer.models.common import KVCache
+
+if TYPE_CHECKING:
+    from seer.diffusion.loop import LoopState
+
+
+@dataclass(slots=True)
+class StepRows:
+    """Where each row stands at the current step (the plan's view of one step)."""
+
+    start: torch.Tensor  # (B,) long: first answer position of the row's current block
+    end: torch.Tensor  # (B,) long: one past its last position
+    j: torch.Tensor  # (B,) long: the step's index inside the block
+    steps: torch.Tensor  # (B,) long: the block's steps
+    active: torch.Tensor  # (B,) bool: the row takes this step (False: finished or idle)
+
+    def span(self) -> tuple[int, int]:
+        """The answer positions touched by the step of any active row."""
+        if not bool(self.active.any()):
+            return 0, 1
+        return int(self.start[self.active].min()), int(self.end[self.active].max())
+
+
+class Forward(Protocol):
+    """What one denoising step asks of the model.
+
+    `__call__(s, rows, lo, hi, hooks)` returns logits (B, hi - lo, V) for answer positions
+    [lo, hi) of `s.canvas` (after the model's logit shift and CFG), counting the columns it fed
+    in `s.forwarded` (and an extra prefill forward in `s.nfe`). `hooks` are step-0 forward
+    keyword arguments of a window policy (`after_layer`); with hooks the forward is the whole
+    canvas. `relayout(canvas)` is called when the canvas changed layout (a cut or a growth)."""
+
+    def __call__(self, s: LoopState, rows: StepRows, lo: int, hi: int, hooks: dict): ...
+
+    def relayout(self, canvas: Canvas) -> None: ...
+
+
+class EagerForward:
+    """A plain model call over the canvas (or over a cache span's columns)."""
+
+    def __init__(self, model: torch.nn.Module, tokens: TokenIds, shift: int) -> None:
+        self.model, self.tokens, self.shift = model, tokens, shift
+
+    def __call__(self, s, rows, lo: int, hi: int, hooks: dict) -> torch.Tensor:
+        s.forwarded += s.canvas.rows * s.canvas.x.shape[1]
+        return self.call(s.canvas, s.params, lo, hi, None, None, hooks)[0]
+
+    def relayout(self, canvas: Canvas) -> None:
+        pass
+
+    def call(self, c: Canvas, p: SamplingParams, lo: int, hi: int, span: Span | None,
+             kv: KVCache | None, kw: dict) -> tuple[torch.Tensor, KVCache | None]:  # fmt: skip
+        """Logits (B, hi - lo, V) for answer positions [lo, hi), and the model's cache."""
+        x, am, pp = c.x, c.attention_mask, c.prompt_len
+        pos = (am.cumsum(-1) - 1).clamp(min=0)
+        mask = None if bool(am.all()) else am
+        replace = None if span is None else span.replace
+        if p.cfg_scale > 0:  # the unconditional half: the prompt masked out
+            un = x.clone()
+            un[:, :pp] = self.tokens.mask
+            x, pos = torch.cat([x, un]), torch.cat([pos, pos])
+            mask = None if mask is None else torch.cat([mask, mask])
+            replace = None if replace is None else torch.cat([replace, replace])
+        a = 0 if span is None else span.lo  # first column run through the model
+        cols = slice(pp - self.shift + lo - a, pp - self.shift + hi - a)
+        if span is not None:
+            cache = {"use_cache": True} if span.fill else {"past_key_values": kv}
+            kw = dict(kw, cache_start=a, replace=replace, **cache)
+            x, pos = x[:, a : span.hi], pos[:, a : span.hi]
+            if span.fill and mask is not None:  # a fill's keys are its own columns only
+                mask = mask[:, a : span.hi]
+        if c.prompt_embeds is not None:  # images spliced into the prompt: feed embeddings
+            h = self.model.get_input_embeddings()(x)  # (B or 2B, n, D); CFG half: [MASK]s
+            if a < pp:
+                h[: c.rows, : pp - a] = c.prompt_embeds[:, a:].to(h)
+            kw, x = dict(kw, inputs_embeds=h), None
+        out = self.model(x, attention_mask=mask, position_ids=pos, logits_positions=cols, **kw)
+        logits = out.logits
+        if p.cfg_scale > 0:
+            cond, un = logits.chunk(2)
+            logits = un + (p.cfg_scale + 1) * (cond - un)
+        return logits, getattr(out, "past_key_values", None)
+
+
+class CachedForward:
+    """The step's forward laid out by the state's cache policy (never with hooks)."""
+
+    def __init__(self, eager: EagerForward) -> None:
+        self.eager = eager
+
+    def relayout(self, canvas: Canvas) -> None:
+        pass
+
+    def __call__(self, s, rows: StepRows, lo: int, hi: int, hooks: dict) -> torch.Tensor:
+        c, n, shift = s.canvas, s.canvas.rows, self.eager.shift
+        span = None if hooks else s.cache.span(c, rows, lo, hi, shift)
+        prefill = span is not None and span.fill and span.hi < c.prompt_len + hi - shift
+        if span is None or (prefill and s.first_kw is not None):
+            return self.eager(s, rows, lo, hi, hooks)  # a policy's step 0: one whole forward
+        head = None
+        if prefill:  # the prompt alone, then the step's remaining positions
+            mid = max(lo, span.hi - c.prompt_len + shift)  # positions it has logits for
+            s.forwarded += n * (span.hi - span.lo)
+            s.nfe += 1
+            head, kv = self.eager.call(c, s.params, lo, mid, span, None, {})
+            s.cache.store(kv)
+            lo, span = mid, s.cache.span(c, rows, mid, hi, shift)
+        s.forwarded += n * (span.hi - span.lo)
+        logits, kv = self.eager.call(c, s.params, lo, hi, span, s.cache.kv, {})
+        if span.fill:
+            s.cache.store(kv)
+        return logits if head is None else torch.cat([head, logits], dim=1)
+
+
+def pack(lengths: list[int], capacity: int) -> tuple[list[int], int, int]:
+    """Next-fit packing: (offsets, packs, capacity raised to fit the longest length)."""
+    capacity = max(capacity, 8 * math.ceil(max(lengths, default=1) / 8))
+    offsets, packs, used = [], 1, 0
+    for n in lengths:
+        if used + n > capacity:
+            packs, used = packs + 1, 0
+        offsets.append((packs - 1) * capacity + used)
+        used += n
+    return offsets, packs, capacity
+
+
+class PackedForward:
+    """Packed, block-diagonal segments (the varlen path). Runs without a KV cache or CFG."""
+
+    def __init__(self, eager: EagerForward, capacity: int) -> None:
+        self.eager, self.capacity = eager, capacity
+        self.layout: tuple[Canvas, Compacted, torch.Tensor, int] | None = None
+        self.compact_seconds = 0.0  # time spent packing
+
+    def relayout(self, canvas: Canvas) -> None:
+        self.layout = None
+
+    def _pack(self, c: Canvas) -> None:
+        t0 = time.perf_counter()
+        plen = c.prompt_lengths()
+        offsets, packs, cap = pack((plen + c.window).tolist(), self.capacity)
+        rows = torch.arange(c.rows, device=c.x.device)
+        off = torch.tensor(offsets, dtype=torch.long, device=c.x.device)
+        tok, shift = self.eager.tokens, self.eager.shift
+        comp = compact(c.x, plen, c.window, rows, off, p_in=c.prompt_len, p_out=c.prompt_len,
+                       width=c.width, capacity=cap, n_packs=packs, shift=shift, pad_id=tok.pad,
+                       eos_id=tok.eos)  # fmt: skip
+        seg = comp.seg.view(-1, cap)  # (packs, C)
+        mask = (seg[:, :, None] == seg[:, None, :])[:, None]  # (packs, 1, C, C) block-diagonal
+        self.layout = (c, comp, mask, cap)
+        self.compact_seconds += time.perf_counter() - t0
+
+    def __call__(self, s, rows: StepRows, lo: int, hi: int, hooks: dict) -> torch.Tensor:
+        c, model, eos = s.canvas, self.eager.model, self.eager.tokens.eos
+        if self.layout is None or self.layout[0] is not c:
+            self._pack(c)
+        _, comp, mask, cap = self.layout
+        s.forwarded += comp.seg.numel()
+        valid = comp.seg >= 0
+        ids = torch.where(valid, c.x.flatten()[comp.src.clamp(min=0)], eos).view(-1, cap)
+        kw = {}
+        if c.prompt_embeds is not None:  # the same gather over the canvas's input embeddings
+            h = model.get_input_embeddings()(c.x)  # (n, P + W, D)
+            h[:, : c.prompt_len] = c.prompt_embeds.to(h)
+            h = h.flatten(0, 1)[comp.src.clamp(min=0)]
+            pad = model.get_input_embeddings().weight[eos].to(h)
+            kw["inputs_embeds"] = torch.where(valid[:, None], h, pad).view(*ids.shape, -1)
+        take = comp.cols[:, lo:hi].clamp(min=0)  # (n, hi - lo) slots; past-window ones unused
+        last = len(model.layers) - 1
+
+        def gather(i: int, h: torch.Tensor, m):  # h: (packs, C, D) -> (1, n * (hi - lo), D)
+            if i != last:
+                return None
+            sel = h.reshape(1, -1, h.shape[-1])[:, take.flatten()]
+            return sel, m, torch.zeros(sel.shape[:2], dtype=torch.long, device=h.device)
+
+        out = model(None if kw else ids, attention_mask=mask, position_ids=comp.pos.view(-1, cap),
+                    after_layer=gather, **kw)  # fmt: skip
+        return out.logits.view(take.shape[0], hi - lo, -1)

@@ -1,0 +1,94 @@
+"""A run in progress (`LoopState`), and how rows move between runs (`gather`).
+
+Every row carries its own place in its plan, its stop position, its cache columns and its
+counters, so rows taken from different runs — at different steps, with different prompt and
+window lengths — can be laid into one canvas and advanced by one forward (`gather`): the
+step-level engine's continuous batching. A row's tokens do not depend on the rows beside it
+(positions follow the attention mask; padding is hidden), so at temperature 0 it gets the
+answer it gets alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from seer.config import SamplingParams, TokenIds
+from seer.diffusion.cache import CachePolicy, NoCache, gather_cache
+from seer.diffusion.canvas import Canvas, place
+from seer.diffusion.forward import StepRows
+from seer.diffusion.schedule import Plan
+from seer.diffusion.stop import StopWords
+
+
+@dataclass(slots=True)
+class LoopState:
+    """A run in progress: what `DenoisingLoop.step` advances, one step at a time."""
+
+    canvas: Canvas  # the sequences, in their current layout
+    params: SamplingParams  # the rows' sampling options (equal for every row)
+    plan: Plan  # per-row stages; each row continues from its own step
+    policy: object | None  # the `WindowPolicy` (cut at step 0, guard when a row's plan ends)
+    generator: torch.Generator | None  # every random draw of the run
+    first_kw: dict | None = None  # forward hooks of a pending step 0 under a policy
+    grown: torch.Tensor | None = None  # (B,) long: times the policy grew each row's window
+    finished: torch.Tensor | None = None  # (B,) bool: rows whose answer is complete
+    row_nfe: torch.Tensor | None = None  # (B,) long: forward passes each row took part in
+    nfe: int = 0  # forward passes of this state (a CFG pair counts once)
+    policy_seconds: float = 0.0  # time inside the window policy
+    t0: float = 0.0  # perf_counter() when the run began
+    cache: CachePolicy = field(default_factory=NoCache)  # the KV-cache policy and its cache
+    forwarded: int = 0  # rows x columns fed to the model
+    stop: StopWords | None = None  # stop sequences and each row's stop position, if any
+    forward: object | None = None  # the `Forward` this state runs with (None: the loop's)
+    path: str = ""  # the engine's execution path this layout was formed for ("": step 0's)
+    now: StepRows | None = None  # the current step's rows (None: read it from the plan)
+
+    def __post_init__(self) -> None:
+        b, dev = self.canvas.rows, self.canvas.x.device
+        if self.grown is None:
+            self.grown = torch.zeros(b, dtype=torch.long, device=dev)
+        if self.finished is None:
+            self.finished = torch.zeros(b, dtype=torch.bool, device=dev)
+        if self.row_nfe is None:
+            self.row_nfe = torch.zeros(b, dtype=torch.long, device=dev)
+
+    def rows_now(self) -> StepRows:
+        """The current step's `StepRows` (cached until the plan changes)."""
+        if self.now is None:
+            self.now = StepRows(*self.plan.current(self.canvas.x.device))
+        return self.now
+
+
+def gather(parts: list[tuple[LoopState, int]], prompt_width: int, width: int,
+           tokens: TokenIds, embedding=None) -> LoopState:  # fmt: skip
+    """One state of rows taken from other states (`(state, row)` each, all with the same
+    params and none at a pending step 0), laid out with `prompt_width` prompt columns and
+    `width` answer columns. Each row keeps its step, stop position, cache columns, counters."""
+    first = parts[0][0]
+    canvas = place([(s.canvas, r) for s, r in parts], prompt_width, width, tokens, embedding)
+
+    def cat(name: str) -> torch.Tensor:
+        return torch.cat([getattr(s, name)[r : r + 1] for s, r in parts])
+
+    cache = gather_cache(
+        [(s.cache, r, s.canvas.rows, s.canvas.prompt_len - prompt_width) for s, r in parts],
+        prompt_width + width,
+    )
+    stop = None
+    if first.stop is not None:
+        stop = StopWords(first.stop.seqs, torch.cat([s.stop.at[r : r + 1] for s, r in parts]))
+    return LoopState(
+        canvas,
+        first.params,
+        Plan.join([(s.plan, r) for s, r in parts]),
+        first.policy,
+        first.generator,
+        grown=cat("grown"),
+        finished=cat("finished"),
+        row_nfe=cat("row_nfe"),
+        t0=first.t0,
+        cache=cache,
+        stop=stop,
+    )

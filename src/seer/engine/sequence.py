@@ -1,0 +1,72 @@
+"""`Sequence`: one request inside the engine (nano-vllm's `Sequence`), from `add` to its result.
+
+Before its step 0 a sequence is *waiting*; step 0 runs it (with any other arrivals of the same
+kind) over the full window, where the window policy (Seer) decides its window: from then on it
+is *running* and its cost per step is known. Its tensors live in one row (`row`) of a
+`LoopState` (`state`) shared with the rows it ran beside in its last tick.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from seer.config import SamplingParams
+from seer.diffusion.state import LoopState
+from seer.engine.request import Request
+from seer.models.multimodal import PromptInput
+
+
+@dataclass(slots=True, eq=False)
+class Sequence:
+    """A request in the engine and where its row lives."""
+
+    id: int  # the request id `Engine.add` returned
+    request: Request  # what the caller asked
+    params: SamplingParams  # sampling, with the model's defaults filled in
+    prompt: PromptInput  # prompt ids (and embeddings with an image spliced in)
+    policy: tuple  # ("none",) | ("seer", SeerConfig) | ("fixed", window) | ("custom", policy)
+    arrival: float  # perf_counter() at `add`
+    tick: int  # engine tick at `add`
+    last_run: int = -1  # last tick the sequence ran a step (-1: never)
+    state: LoopState | None = None  # the state holding its row (None while waiting)
+    row: int = 0  # its row in `state`
+    path: str = ""  # path of the group it last ran in: static | varlen | eager
+    boundary: object = None  # Seer's BoundaryReport from step 0
+    detect_seconds: float = 0.0  # time its step-0 batch spent in the window policy
+    started: float = 0.0  # perf_counter() when its step 0 began
+    blocks: int = 0  # semi-AR blocks already reported final (partial results)
+    first_block: float | None = None  # perf_counter() when its first block was final
+    done: bool = False  # its result has been returned (or it was aborted)
+
+    @property
+    def waiting(self) -> bool:
+        return self.state is None
+
+    @property
+    def prompt_len(self) -> int:
+        return len(self.prompt.ids)
+
+    @property
+    def window(self) -> int:
+        """Answer positions of its window (gen_length before step 0)."""
+        if self.state is None:
+            return self.params.gen_length
+        return int(self.state.canvas.window[self.row])
+
+    def key(self) -> tuple:
+        """Rows with equal keys can share a forward: same sampling, same window policy, and
+        all or none holding a KV cache."""
+        kv = self.state is not None and self.state.cache.kv is not None
+        return (self.params, self.policy[:1] if self.policy[0] == "fixed" else self.policy, kv)
+
+    def cost(self) -> int:
+        """Tokens one step of this row computes: prompt + window (Seer's prediction after
+        step 0; the full window before it), + the suffix."""
+        return self.prompt_len + self.window + len(self.params.suffix)
+
+    def work(self, masks_left: int | None = None) -> float:
+        """Predicted remaining work: steps left (at the run's tokens per step) x `cost`."""
+        p = self.params
+        left = self.window if masks_left is None else masks_left
+        return math.ceil(left * p.total_steps / p.gen_length) * self.cost()
