@@ -43,7 +43,7 @@ class QueueFull(SeerError):
 class EngineStats:
     """Where the engine's time went and how rows were routed (over the engine's life)."""
 
-    total: float = 0.0  # seconds inside add() and step()
+    total: float = 0.0  # seconds inside add(), step() and generate()
     detect: float = 0.0  # window policy: probe reduction, detector, cut, guard
     route: float = 0.0  # scheduling, reading windows back and planning the groups
     compact: float = 0.0  # laying rows out (gathering states, packing)
@@ -112,6 +112,7 @@ class Engine:
     def generate(self, requests: list[Request]) -> list[RequestResult]:
         """Answer every request (running the engine until they are done); results in request
         order. Results of other requests that finish meanwhile wait for the next `step()`."""
+        t0, total = time.perf_counter(), self.stats.total
         ids = [self.add(r) for r in requests]
         mine, got = set(ids), {}
         while len(got) < len(ids):
@@ -120,6 +121,7 @@ class Engine:
                     got[res.request_id] = res
                 else:
                     self._ready.append(res)
+        self.stats.total = total + time.perf_counter() - t0  # the calls and the gaps between
         return [got[i] for i in ids]
 
     # -- add ----------------------------------------------------------------------------------
