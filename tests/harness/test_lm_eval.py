@@ -129,3 +129,5 @@ def test_bad_model_arguments_are_one_line_errors():
         "eos_run": 2,
     }
     assert HarnessOptions.from_args(seer=False).seer is None
+    opts = HarnessOptions.from_args(confidence_eos_eot_inf=True, remasking="random")
+    assert opts.sampling == {"confidence_eos_eot_inf": True, "remasking": "random"}

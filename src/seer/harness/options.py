@@ -5,6 +5,9 @@ converts numbers and booleans). `HarnessOptions.from_args` validates them once a
 `SeerError` naming the bad one. Sampling parameters come from `DiffusionLM.sampling`, so an
 unset option takes the same default as `seer generate`.
 
+Other `SamplingParams` fields are model arguments too (`remasking`, `cfg_scale`,
+`confidence_eos_eot_inf`, `schedule`, ...); they override what a task's generation arguments say.
+
 The answer window of a generation request: `gen_length` from the model arguments when given,
 else the task's `max_gen_toks`, else the model's default. The answer is then cut to
 `max_gen_toks` tokens (the harness's limit) and at the first of the task's stop strings.
@@ -12,13 +15,12 @@ else the task's `max_gen_toks`, else the model's default. The answer is then cut
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from pathlib import Path
+from dataclasses import dataclass, field, fields
 
 from seer.config import SamplingParams
 from seer.errors import SeerError
 
-BUILTIN = ("builtin", "builtin-vqa")  # the shipped models, by name
+NOT_ARGS = ("stop", "suffix", "banned_ids")  # SamplingParams fields that take token ids
 
 
 @dataclass(slots=True)
@@ -38,19 +40,24 @@ class HarnessOptions:
     mc_batch: int | None = None  # loglikelihood: samples per forward (default: min(mc_num, 32))
     cfg: float = 0.0  # loglikelihood: classifier-free guidance scale
     seed: int = 1234  # seeds sampling and the Monte-Carlo draws (the official eval's seed)
+    sampling: dict = field(default_factory=dict)  # other SamplingParams fields given as model
+    # arguments (remasking, cfg_scale, confidence_eos_eot_inf, schedule, ...): over the task's
 
     @classmethod
     def from_args(cls, **kwargs) -> HarnessOptions:
-        names = {f.name for f in fields(cls)}
+        names = {f.name for f in fields(cls)} - {"sampling"}
+        extra = {f.name for f in fields(SamplingParams)} - names - set(NOT_ARGS)
         seer_opts = {k[5:]: v for k, v in kwargs.items() if k.startswith("seer_")}
-        unknown = sorted(k for k in kwargs if k not in names and not k.startswith("seer_"))
+        sampling_opts = {k: v for k, v in kwargs.items() if k in extra}
+        unknown = sorted(k for k in kwargs if k not in names | extra and not k.startswith("seer_"))
         kwargs = {k: v for k, v in kwargs.items() if k in names and v is not None}
         if unknown:
             raise SeerError(
                 f"unknown model argument(s) {', '.join(unknown)} for model seer; known: "
-                f"{', '.join(sorted(names))} and seer_<option> (a Seer setting, e.g. seer_signal)"
+                f"{', '.join(sorted(names))}, seer_<option> (a Seer setting, e.g. seer_signal) "
+                f"and the sampling options {', '.join(sorted(extra))}"
             )
-        opts = cls(**kwargs)
+        opts = cls(**kwargs, sampling=sampling_opts)
         opts.seer = _seer_value(opts.seer, seer_opts)
         if opts.batch_size in ("auto", None):
             opts.batch_size = 8
@@ -67,13 +74,10 @@ class HarnessOptions:
         return opts
 
     def load(self):
-        """The model: a folder, or a shipped model by name."""
+        """The model: a folder, or a shipped model by name (builtin, builtin-vqa)."""
         import seer
 
-        path = self.pretrained
-        if path in BUILTIN and not Path(path).exists():
-            path = Path(seer.__file__).parent / "assets" / path
-        return seer.load(path, dtype=self.dtype, device=self.device)
+        return seer.load(self.pretrained, dtype=self.dtype, device=self.device)
 
 
 def _seer_value(value, options: dict):
@@ -94,14 +98,6 @@ def _seer_value(value, options: dict):
     return True if value is True else None
 
 
-def sampling(lm, **options) -> SamplingParams:
-    """The model's defaults with `options` over them (None: the default)."""
-    make = getattr(lm, "sampling", None)
-    if make is not None:
-        return make(**options)
-    return SamplingParams(**{k: v for k, v in options.items() if v is not None})
-
-
 def request_params(lm, opts: HarnessOptions, gen_kwargs: dict) -> tuple[SamplingParams, int]:
     """(sampling parameters, max answer tokens) of one generation request's `gen_kwargs`."""
     max_toks = gen_kwargs.get("max_gen_toks")
@@ -115,8 +111,7 @@ def request_params(lm, opts: HarnessOptions, gen_kwargs: dict) -> tuple[Sampling
     gen_length = opts.gen_length or max_toks
     if gen_length and opts.block_length and gen_length % opts.block_length:
         gen_length += opts.block_length - gen_length % opts.block_length  # whole blocks
-    p = sampling(
-        lm,
+    options = dict(
         gen_length=gen_length,
         steps=opts.steps,
         block_length=opts.block_length,
@@ -124,6 +119,7 @@ def request_params(lm, opts: HarnessOptions, gen_kwargs: dict) -> tuple[Sampling
         temperature=temperature,
         seed=opts.seed,
     )
+    p = lm.sampling(**(options | opts.sampling))
     return p, min(max_toks or p.gen_length, p.gen_length)
 
 
