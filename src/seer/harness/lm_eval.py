@@ -11,11 +11,12 @@
 Model arguments: see `seer.harness.options.HarnessOptions` (pretrained, seer, seer_<option>,
 gen_length, steps, block_length, cache, dtype, device, batch_size, mc_num, mc_batch, cfg, seed).
 
-- `generate_until`: requests with equal generation arguments are answered in batches of
-  `batch_size` through `DiffusionLM.generate`; the answer is cut to `max_gen_toks` tokens and at
-  the first stop string (`until`). `--apply_chat_template` formats prompts with the tokenizer's
-  chat template (`apply_chat_template` below); a prompt that already starts with the BOS token
-  is tokenized without adding special tokens again.
+- `generate_until`: every request goes to the step-level engine (`seer.engine.Engine`, at
+  most `batch_size` rows at once, requests with other generation arguments side by side); the
+  answer is cut to `max_gen_toks` tokens and at the first stop string (`until`).
+  `--apply_chat_template` formats prompts with the tokenizer's chat template
+  (`apply_chat_template` below); a prompt that already starts with the BOS token is tokenized
+  without adding special tokens again.
 - `loglikelihood`: LLaDA's Monte-Carlo estimator (`seer.likelihood`, golden-tested against the
   official `get_log_likelihood`), `mc_num` samples in forwards of `mc_batch`; Dream-style models
   get their logit shift. Each request's draws start from `seed` afresh, so its value is what the
@@ -34,8 +35,9 @@ from lm_eval.api.model import TemplateLM
 from lm_eval.api.registry import register_model
 from tqdm import tqdm
 
+from seer.engine import Request
 from seer.errors import SeerError
-from seer.harness.options import HarnessOptions, answer_text, request_params
+from seer.harness.options import CHUNK, HarnessOptions, answer_text, request_params, run_engine
 from seer.likelihood import log_likelihood
 
 
@@ -86,25 +88,21 @@ class SeerLM(TemplateLM):
 
     # -- generation -------------------------------------------------------------------------
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
-        out: list[str | None] = [None] * len(requests)
-        groups: dict[str, list[int]] = {}
-        for i, req in enumerate(requests):
-            groups.setdefault(repr(sorted(req.args[1].items())), []).append(i)
-        bar = tqdm(total=len(requests), disable=disable_tqdm, desc="seer generate_until")
-        for idx in groups.values():
-            gen_kwargs = requests[idx[0]].args[1]
+        jobs, limits = [], []
+        for req in requests:
+            context, gen_kwargs = req.args[0], req.args[1]
             p, max_toks = request_params(self.lm, self.opts, gen_kwargs)
-            until = gen_kwargs.get("until")
-            ids = {i: self.tok_encode(requests[i].args[0]) for i in idx}
-            order = sorted(idx, key=lambda i: len(ids[i]))  # similar lengths share a batch
-            for lo in range(0, len(order), self.opts.batch_size):
-                batch = order[lo : lo + self.opts.batch_size]
-                gens = self.lm.generate([ids[i] for i in batch], p, seer=self.opts.seer)
-                for i, g in zip(batch, gens, strict=True):
-                    out[i] = answer_text(self.lm, g, max_toks, until)
-                    self.cache_hook.add_partial("generate_until", requests[i].args, out[i])
-                bar.update(len(batch))
-        bar.close()
+            ids = self.tok_encode(context)
+            jobs.append(Request(ids, params=p, seer=self.opts.seer, chat=False))
+            limits.append((max_toks, gen_kwargs.get("until")))
+        out = []
+        with tqdm(total=len(requests), disable=disable_tqdm, desc="seer generate_until") as bar:
+            for lo in range(0, len(jobs), CHUNK):  # the bar moves; the engine batches inside
+                for i, res in enumerate(run_engine(self.lm, self.opts, jobs[lo : lo + CHUNK])):
+                    text = answer_text(self.lm, res, *limits[lo + i])
+                    self.cache_hook.add_partial("generate_until", requests[lo + i].args, text)
+                    out.append(text)
+                bar.update(len(jobs[lo : lo + CHUNK]))
         return out
 
     # -- likelihood -------------------------------------------------------------------------

@@ -11,13 +11,14 @@ checkout that was not pip-installed).
 
 Model arguments: as for lm-eval (`seer.harness.options.HarnessOptions`).
 
-- `generate_until`: each request's visuals (`doc_to_visual(doc)`) go with its context to
-  `DiffusionLM.generate`, in batches of `batch_size`; the model's prompt processor builds the
-  official conversation (LaViDa: system prompt, "<image>\\n" + question) and splices the image
-  features in. A context that already holds "<image>" has it removed first (the processor puts
-  it where the official template does). One image per request: a document with several visuals
-  (multi-image, video) is refused with an error naming it. The window: `gen_length`, else the
-  task's `max_new_tokens`, else the model's default; the answer is cut at `until`.
+- `generate_until`: each request's visuals (`doc_to_visual(doc)`) go with its context to the
+  step-level engine (`seer.engine.Engine`, at most `batch_size` rows at once); the model's
+  prompt processor builds the official conversation (LaViDa: system prompt, "<image>\\n" +
+  question) and splices the image features in. A context that already holds "<image>" has it
+  removed first (the processor puts it where the official template does). One image per
+  request: a document with several visuals (multi-image, video) is refused with an error naming
+  it. The window: `gen_length`, else the task's `max_new_tokens`, else the model's default; the
+  answer is cut at `until`.
 - `loglikelihood` (multiple-choice by likelihood) is not supported: a clear error.
 """
 
@@ -26,8 +27,9 @@ from __future__ import annotations
 from lmms_eval.api.model import lmms
 from tqdm import tqdm
 
+from seer.engine import Request
 from seer.errors import SeerError
-from seer.harness.options import HarnessOptions, answer_text, request_params
+from seer.harness.options import CHUNK, HarnessOptions, answer_text, request_params, run_engine
 
 IMAGE_TOKEN = "<image>"  # LLaVA's placeholder, as lmms-eval's tasks write it
 
@@ -43,27 +45,23 @@ class SeerLMMs(lmms):
         self.lm = self.opts.load()
 
     def generate_until(self, requests) -> list[str]:
-        out: list[str | None] = [None] * len(requests)
-        groups: dict[str, list[int]] = {}
-        for i, req in enumerate(requests):
-            groups.setdefault(repr(sorted(req.args[1].items())), []).append(i)
-        bar = tqdm(total=len(requests), disable=self.rank != 0, desc="seer generate_until")
-        for idx in groups.values():
-            gen_kwargs = dict(requests[idx[0]].args[1])
+        jobs, limits = [], []
+        for req in requests:
+            gen_kwargs = dict(req.args[1])
             if "max_new_tokens" in gen_kwargs:  # lmms-eval's name for lm-eval's max_gen_toks
                 gen_kwargs.setdefault("max_gen_toks", gen_kwargs["max_new_tokens"])
             p, max_toks = request_params(self.lm, self.opts, gen_kwargs)
-            for lo in range(0, len(idx), self.opts.batch_size):
-                batch = idx[lo : lo + self.opts.batch_size]
-                texts, images = zip(*(self._prompt(requests[i]) for i in batch), strict=True)
-                if self.lm.multimodal:
-                    gens = self.lm.generate(list(texts), p, seer=self.opts.seer, image=list(images))
-                else:
-                    gens = self.lm.generate(list(texts), p, seer=self.opts.seer)
-                for i, g in zip(batch, gens, strict=True):
-                    out[i] = answer_text(self.lm, g, max_toks, gen_kwargs.get("until"))
-                    self.cache_hook.add_partial("generate_until", requests[i].args[:2], out[i])
-                bar.update(len(batch))
+            text, image = self._prompt(req)
+            jobs.append(Request(text, params=p, seer=self.opts.seer, image=image))
+            limits.append((max_toks, gen_kwargs.get("until")))
+        out = []
+        bar = tqdm(total=len(requests), disable=self.rank != 0, desc="seer generate_until")
+        for lo in range(0, len(jobs), CHUNK):  # the bar moves; the engine batches inside
+            for i, res in enumerate(run_engine(self.lm, self.opts, jobs[lo : lo + CHUNK])):
+                text = answer_text(self.lm, res, *limits[lo + i])
+                self.cache_hook.add_partial("generate_until", requests[lo + i].args[:2], text)
+                out.append(text)
+            bar.update(len(jobs[lo : lo + CHUNK]))
         bar.close()
         return out
 

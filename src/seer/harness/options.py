@@ -2,8 +2,9 @@
 
 Model arguments arrive as strings from the harnesses' `--model_args k=v,...` (the harness
 converts numbers and booleans). `HarnessOptions.from_args` validates them once and raises a
-`SeerError` naming the bad one. Sampling parameters come from `DiffusionLM.sampling`, so an
-unset option takes the same default as `seer generate`.
+`SeerError` naming the bad one. Requests are answered by the step-level engine
+(`seer.engine.Engine.generate`, at most `batch_size` rows at once). Sampling parameters come
+from `DiffusionLM.sampling`, so an unset option takes the same default as `seer generate`.
 
 Other `SamplingParams` fields are model arguments too (`remasking`, `cfg_scale`,
 `confidence_eos_eot_inf`, `schedule`, ...); they override what a task's generation arguments say.
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field, fields
 from seer.config import SamplingParams
 from seer.errors import SeerError
 
+CHUNK = 256  # requests handed to one engine run (the progress bar moves between them)
 NOT_ARGS = ("stop", "suffix", "banned_ids")  # SamplingParams fields that take token ids
 
 
@@ -133,8 +135,15 @@ def cut_at_stops(text: str, until) -> str:
     return text
 
 
-def answer_text(lm, generation, max_tokens: int, until) -> str:
-    """A generation's answer, at most `max_tokens` tokens, cut at the stop strings."""
-    n = min(generation.stats.tokens, max_tokens)
-    text = generation.text if n == generation.stats.tokens else lm.decode(generation.token_ids[:n])
+def answer_text(lm, result, max_tokens: int, until) -> str:
+    """An engine result's answer, at most `max_tokens` tokens, cut at the stop strings."""
+    n = min(result.tokens, max_tokens)
+    text = result.text if n == result.tokens else lm.decode(result.token_ids[:n])
     return cut_at_stops(text, until)
+
+
+def run_engine(lm, opts: HarnessOptions, requests: list) -> list:
+    """`Engine.generate` on one engine per call: at most `batch_size` rows run at once."""
+    from seer.engine import Engine, EngineConfig
+
+    return Engine(lm, EngineConfig(max_batch=opts.batch_size)).generate(requests)
