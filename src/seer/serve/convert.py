@@ -1,0 +1,149 @@
+"""OpenAI request bodies -> the engine's `Request` (prompt, image, sampling, Seer).
+
+A chat with one user message goes through the same prompt path as `seer generate` and
+`DiffusionLM.generate` (the text, its image, the model's chat template), so the answers agree.
+Longer chats (system, earlier turns) on text models are rendered with the tokenizer's chat
+template into token ids. Images come as `data:` URIs, or local paths when the server allows
+them; nothing is ever fetched from the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from seer.boundary.truncation import resolve
+from seer.errors import SeerError
+from seer.serve.engine_api import sampling
+from seer.serve.errors import bad_request, too_large
+from seer.serve.protocol import ChatRequest, CompletionRequest, ImagePart, SamplingFields
+
+
+@dataclass(slots=True)
+class Limits:
+    """What the server accepts (set from the command line)."""
+
+    allow_local_images: bool = False  # image_url may name a file on the server's disk
+    max_image_bytes: int = 8 << 20  # one image, encoded
+
+
+@dataclass(slots=True)
+class Prompt:
+    """What the engine needs of one request, before sampling."""
+
+    prompt: str | list[int]  # text (chat applies the template) or token ids
+    chat: bool  # apply the chat template to a text prompt
+    image: str | None  # a data URI or a local path, checked for size
+
+
+def chat_prompt(lm, body: ChatRequest, limits: Limits) -> Prompt:
+    messages = body.messages
+    images = [p for m in messages if not isinstance(m.content, str) for p in m.content
+              if isinstance(p, ImagePart)]  # fmt: skip
+    if len(images) > 1:
+        raise bad_request("one image per request: this model takes a single image", "messages")
+    image = _image_source(images[0].image_url.url, limits) if images else None
+    if image is not None and not lm.multimodal:
+        raise bad_request(f"{lm.name or 'this model'} is a text model; it takes no image")
+    if messages[-1].role != "user":
+        raise bad_request("the last message must be the user's", "messages")
+    if len(messages) == 1:
+        return Prompt(_text(messages[0]), True, image)
+    if lm.processor is not None:
+        raise bad_request(
+            "this multimodal model answers one user message (with its image); send the "
+            "question alone",
+            "messages",
+        )
+    tok = lm.tokenizer
+    if tok is None or not getattr(tok, "chat_template", None):
+        raise bad_request("this model has no chat template: send one user message", "messages")
+    turns = [{"role": _role(m.role), "content": _text(m)} for m in messages]
+    return Prompt(_template_ids(tok, turns), False, None)
+
+
+def completion_prompt(lm, body: CompletionRequest) -> Prompt:
+    prompt = body.prompt
+    if isinstance(prompt, str) and not prompt.strip():
+        raise bad_request("empty prompt: give some text", "prompt")
+    if isinstance(prompt, list) and not prompt:
+        raise bad_request("empty prompt: give at least one token id", "prompt")
+    return Prompt(prompt, False, None)
+
+
+def params_for(lm, body: SamplingFields):
+    """The request's `SamplingParams` (the model's defaults under the options given)."""
+    try:
+        p = sampling(lm, **body.options())
+        words = body.stop_words()
+    except (SeerError, ValueError) as e:
+        raise bad_request(str(e)) from None
+    if words:
+        if lm.tokenizer is None:
+            raise bad_request("stop strings need the model's tokenizer", "stop")
+        from seer.models.llada_v import encode_words
+
+        try:
+            p = replace(p, stop=tuple(tuple(encode_words(lm.tokenizer, w)) for w in words))
+        except SeerError as e:
+            raise bad_request(str(e), "stop") from None
+    return p
+
+
+def seer_for(lm, body: SamplingFields, default_on: bool):
+    """None (full window) or a validated `SeerConfig`."""
+    seer = body.seer
+    if seer is None:
+        seer = default_on
+    if seer is False:
+        return None
+    try:
+        return resolve(lm, seer)
+    except (SeerError, TypeError, ValueError) as e:
+        raise bad_request(f"bad seer options: {e}", "seer") from None
+
+
+def _text(message) -> str:
+    if isinstance(message.content, str):
+        return message.content
+    return "\n".join(p.text for p in message.content if p.type == "text")
+
+
+def _role(role: str) -> str:
+    return "system" if role == "developer" else role
+
+
+def _template_ids(tokenizer, turns: list[dict]) -> list[int]:
+    out = tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=True)
+    if isinstance(out, Mapping) or hasattr(out, "input_ids"):
+        out = out["input_ids"]
+    if hasattr(out, "tolist"):
+        out = out.tolist()
+    ids = list(out)
+    if ids and isinstance(ids[0], Sequence):  # batched shape [1, n]
+        (ids,) = ids
+    return [int(i) for i in ids]
+
+
+def _image_source(url: str, limits: Limits) -> str:
+    """The image reference, size-checked (the pixels are checked when it is decoded)."""
+    if url.startswith("data:"):
+        payload = url.partition(",")[2]
+        if len(payload) * 3 // 4 > limits.max_image_bytes:
+            raise too_large(f"the image is over the server's limit of {limits.max_image_bytes:,} "
+                            "bytes; send a smaller image")  # fmt: skip
+        return url
+    if url.startswith(("http://", "https://")):
+        raise bad_request("image URLs are not fetched; send the image as a data: URI", "image_url")
+    if not limits.allow_local_images:
+        raise bad_request(
+            "image_url must be a data:image/...;base64 URI (local paths need the server's "
+            "--allow-local-images)",
+            "image_url",
+        )
+    path = Path(url.removeprefix("file://")).expanduser()
+    if path.is_file() and path.stat().st_size > limits.max_image_bytes:
+        raise too_large(f"the image file is over the server's limit of "
+                        f"{limits.max_image_bytes:,} bytes")  # fmt: skip
+    return str(path)

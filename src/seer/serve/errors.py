@@ -1,0 +1,42 @@
+"""HTTP errors with OpenAI-style bodies: `{"error": {"message", "type", "param", "code"}}`."""
+
+from __future__ import annotations
+
+from fastapi.responses import JSONResponse
+
+TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    413: "invalid_request_error",
+    429: "rate_limit_error",
+    500: "server_error",
+    503: "service_unavailable",
+}
+
+
+class APIError(Exception):
+    """An error the client gets as an HTTP status and an OpenAI-style body."""
+
+    def __init__(self, status: int, message: str, code: str | None = None, param=None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.param = param
+
+    def response(self) -> JSONResponse:
+        return JSONResponse(body(self.status, self.message, self.code, self.param), self.status)
+
+
+def body(status: int, message: str, code: str | None = None, param=None) -> dict:
+    kind = TYPES.get(status, "invalid_request_error")
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def bad_request(message: str, param: str | None = None) -> APIError:
+    return APIError(400, message, "invalid_request", param)
+
+
+def too_large(message: str) -> APIError:
+    return APIError(413, message, "too_large")

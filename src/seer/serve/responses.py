@@ -1,0 +1,113 @@
+"""OpenAI-shaped response bodies and stream chunks, plus each choice's `seer` object.
+
+`seer` (per choice): `detected` (Seer's L*, or null when Seer was off or found no boundary),
+`window` (answer positions denoised after step 0, guard growth included), `gen_length`
+(the window asked for, `max_tokens`), `nfe` (forward passes), `grown` (guard growths) and
+`path` (the engine's execution path for the row).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+
+def seer_info(result, gen_length: int) -> dict:
+    return {
+        "detected": result.detected,
+        "window": result.window,
+        "gen_length": gen_length,
+        "nfe": result.nfe,
+        "grown": result.grown,
+        "path": result.path,
+    }
+
+
+def usage(result) -> dict:
+    return {
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.tokens,
+        "total_tokens": result.prompt_tokens + result.tokens,
+    }
+
+
+def finish_reason(result) -> str:
+    return "length" if result.finish_reason == "length" else "stop"
+
+
+class Envelope:
+    """The id, creation time and model name shared by a response or all chunks of a stream."""
+
+    def __init__(self, kind: str, model: str) -> None:
+        prefix = "chatcmpl" if kind == "chat" else "cmpl"
+        self.kind = kind
+        self.id = f"{prefix}-{uuid.uuid4().hex}"
+        self.created = int(time.time())
+        self.model = model
+
+    def _head(self, obj: str) -> dict:
+        return {"id": self.id, "object": obj, "created": self.created, "model": self.model}
+
+    def response(self, text: str, result, gen_length: int) -> dict:
+        info = seer_info(result, gen_length)
+        reason = finish_reason(result)
+        if self.kind == "chat":
+            message = {"role": "assistant", "content": text}
+            choice = {"index": 0, "message": message, "finish_reason": reason, "seer": info}
+            obj = "chat.completion"
+        else:
+            choice = {"index": 0, "text": text, "finish_reason": reason, "logprobs": None,
+                      "seer": info}  # fmt: skip
+            obj = "text_completion"
+        return {**self._head(obj), "choices": [choice], "usage": usage(result)}
+
+    def chunk(self, delta: str | None, result=None, gen_length: int = 0, first=False) -> str:
+        """One SSE event: text `delta`, or the closing chunk when `result` is given."""
+        reason = None if result is None else finish_reason(result)
+        if self.kind == "chat":
+            d = {} if delta is None else {"content": delta}
+            if first:
+                d["role"] = "assistant"
+            choice = {"index": 0, "delta": d, "finish_reason": reason}
+            obj = "chat.completion.chunk"
+        else:
+            choice = {"index": 0, "text": delta or "", "finish_reason": reason, "logprobs": None}
+            obj = "text_completion"
+        if result is not None:
+            choice["seer"] = seer_info(result, gen_length)
+        return sse({**self._head(obj), "choices": [choice]})
+
+    def usage_chunk(self, result) -> str:
+        obj = "chat.completion.chunk" if self.kind == "chat" else "text_completion"
+        return sse({**self._head(obj), "choices": [], "usage": usage(result)})
+
+
+def sse(data: dict | str) -> str:
+    payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
+    return f"data: {payload}\n\n"
+
+
+class Deltas:
+    """Turns the growing answer text into deltas whose concatenation is the final answer.
+
+    A prefix's decoding may end in whitespace (stripped from the final answer when nothing
+    follows) or in half a multi-byte character; those tails are held back until more text comes.
+    """
+
+    def __init__(self) -> None:
+        self.sent = ""
+
+    def push(self, text: str) -> str:
+        safe = text.rstrip().rstrip("\ufffd")
+        if not safe.startswith(self.sent) or len(safe) <= len(self.sent):
+            return ""
+        delta, self.sent = safe[len(self.sent) :], safe
+        return delta
+
+    def finish(self, final: str) -> str:
+        """The rest of the answer (the full answer was always a continuation of what was sent)."""
+        if not final.startswith(self.sent):  # cannot happen with prefix-stable decoding
+            raise RuntimeError("streamed text is not a prefix of the answer")
+        delta, self.sent = final[len(self.sent) :], final
+        return delta
