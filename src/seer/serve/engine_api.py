@@ -2,8 +2,8 @@
 
 The step-level engine (`seer.engine.Engine` with add / step / abort) is used when present; an
 engine that only has `generate` is wrapped by `seer.serve.compat.GenerateAdapter`, which has the
-same interface. Sampling goes through `lm.sampling(**options)` when the model has it, so the
-server's defaults are `seer generate`'s.
+same interface. Sampling goes through `lm.sampling(**options)`, so the server's defaults are
+`seer generate`'s.
 """
 
 from __future__ import annotations
@@ -31,17 +31,8 @@ def make_engine(lm, max_batch: int, max_queue: int | None, max_tokens_per_step: 
 
 
 def sampling(lm, **options) -> SamplingParams:
-    """The model's defaults with `options` over them (None: the default)."""
-    if hasattr(lm, "sampling"):
-        return lm.sampling(**options)
-    options = {k: v for k, v in options.items() if v is not None}
-    defaults = {"gen_length": lm.meta.get("seer", {}).get("gen_length", 64), "seed": 0}
-    try:
-        return SamplingParams(**{**defaults, **options})
-    except TypeError as e:
-        from seer.errors import SeerError
-
-        raise SeerError(f"bad generation option: {e}") from None
+    """The model's defaults with `options` over them (None: the default), as `seer generate`."""
+    return lm.sampling(**options)
 
 
 __all__ = ["STEP_LEVEL", "QueueFull", "Request", "make_engine", "sampling"]

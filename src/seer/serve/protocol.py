@@ -4,7 +4,8 @@ Unknown fields are refused (400 naming the field), so a mistyped option of ours 
 `steps`) never passes silently. OpenAI fields that we accept but cannot honour differently from
 their neutral value (`n` > 1, `logprobs`, penalties) are refused with a message saying so.
 Our own options (`steps`, `block_length`, `remasking`, `cache`, `schedule`, `top_k`, `alg_temp`,
-`cfg_scale`, `seer`) sit beside the OpenAI ones; the OpenAI client sends them via `extra_body`.
+`cfg_scale`, `threshold`, `factor`, `seer`) sit beside the OpenAI ones; the OpenAI client sends
+them via `extra_body`.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ class SamplingFields(_Strict):
     top_k: int | None = Field(None, ge=1)
     alg_temp: float | None = None
     cfg_scale: float | None = Field(None, ge=0)
+    threshold: float | None = None  # Fast-dLLM parallel decoding (confidence threshold)
+    factor: float | None = None  # Fast-dLLM factor-based parallel decoding
     seer: bool | dict | None = None  # None: the server's default (on unless --no-seer)
 
     @field_validator("n")
@@ -102,7 +105,7 @@ class SamplingFields(_Strict):
     def options(self) -> dict:
         """The sampling options given (None left out: the model's default applies)."""
         names = ("temperature", "top_p", "seed", "steps", "block_length", "remasking", "cache")
-        names += ("schedule", "top_k", "alg_temp", "cfg_scale")
+        names += ("schedule", "top_k", "alg_temp", "cfg_scale", "threshold", "factor")
         out = {k: getattr(self, k) for k in names if getattr(self, k) is not None}
         if self.max_tokens is not None:
             out["gen_length"] = self.max_tokens
