@@ -71,14 +71,15 @@ class Service:
 
 
 def engine_counts(engine) -> tuple[int, int]:
-    """(waiting, running) requests of the engine, as far as it tells."""
-    waiting = getattr(engine, "num_waiting", None)
-    running = getattr(engine, "running", None)
-    waiting = waiting() if callable(waiting) else (waiting or 0)
-    running = running() if callable(running) else running
-    if isinstance(running, (list, tuple, dict, set)):
-        running = len(running)
-    return int(waiting), int(running or 0)
+    """(waiting, running) requests of the engine: its `waiting` / `running` pools (lists, or
+    callables giving counts)."""
+
+    def count(name: str) -> int:
+        value = getattr(engine, name, 0)
+        value = value() if callable(value) else value
+        return len(value) if hasattr(value, "__len__") else int(value or 0)
+
+    return count("waiting"), count("running")
 
 
 def create_app(lm, engine, options: ServeOptions) -> FastAPI:

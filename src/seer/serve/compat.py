@@ -102,7 +102,7 @@ class GenerateAdapter:
     def has_unfinished(self) -> bool:
         return bool(self._waiting)
 
-    def num_waiting(self) -> int:
+    def waiting(self) -> int:
         return len(self._waiting)
 
     def step(self) -> list[RequestResult]:
