@@ -5,4 +5,6 @@ transformers and the library come inside `main`, so `seer --help` and option err
 `seer.cli` registers the modules listed in `COMMANDS`, in this order.
 """
 
-COMMANDS = ("generate", "demo", "profile", "calibrate", "bench", "batch", "serve", "make_checkpoint")
+COMMANDS = (
+    "generate", "demo", "profile", "calibrate", "bench", "batch", "serve", "make_checkpoint",
+)  # fmt: skip
