@@ -18,7 +18,7 @@ from seer.demo.run import sample_images
 from seer.demo.vqa import generate_examples
 
 openai = pytest.importorskip("openai")  # the serve extra
-from seer.serve.engine_api import STEP_LEVEL, sampling  # noqa: E402
+from seer.serve.engine_api import sampling  # noqa: E402
 
 MODEL = "builtin-vqa"
 CHART = next(s for s in sample_images() if s["family"] == "chart")  # the longest answer
@@ -117,6 +117,17 @@ def test_seer_off_per_request_and_completions(client, vqa_lm):
     g = offline(vqa_lm, q, chat=False, gen_length=16, temperature=0.0)
     check_same(c.choices[0], c.usage, g, 16)
     assert c.object == "text_completion"
+    # OpenAI's stop strings become the engine's stop sequences (encoded as `seer generate --stop`)
+    from dataclasses import replace
+
+    from seer.models.llada_v import encode_words
+
+    stop = ("red",)
+    c = client.completions.create(model=MODEL, prompt=q, max_tokens=16, stop=list(stop))
+    p = sampling(vqa_lm, gen_length=16)
+    p = replace(p, stop=tuple(tuple(encode_words(vqa_lm.tokenizer, w)) for w in stop))
+    g = vqa_lm.generate(q, p, seer=True, chat=False)
+    check_same(c.choices[0], c.usage, g, 16)
 
 
 def test_streaming_concatenates_to_the_answer(client, server, vqa_lm):
@@ -138,8 +149,7 @@ def test_streaming_concatenates_to_the_answer(client, server, vqa_lm):
     last = [c for c in chunks if c.choices][-1]
     assert last.choices[0].finish_reason == "stop" and last.choices[0].seer["window"] == 32
     assert chunks[-1].usage.completion_tokens == g.stats.tokens
-    if STEP_LEVEL:  # each final semi-AR block is sent as it comes: several content chunks
-        assert sum(1 for p in pieces if p) >= 2
+    assert sum(1 for p in pieces if p) >= 2  # each semi-AR block is sent when final
 
 
 def test_async_client_streaming_and_not(server, vqa_lm):
