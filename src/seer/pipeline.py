@@ -12,46 +12,21 @@ prompts: ids, and input embeddings with the image features spliced in. It return
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from seer.config import LLADA_RULES, SamplingParams, TokenIds
 from seer.diffusion.loop import Canvas, DenoisingLoop, WindowPolicy, make_canvas
+from seer.engine.request import GenerationStats, Request, RequestResult
 from seer.errors import SeerError
 from seer.images import load_image
 from seer.models import loader
 from seer.models.defaults import ModelDefaults, SeerSettings
 from seer.models.multimodal import PromptInput
 
-
-@dataclass(slots=True)
-class GenerationStats:
-    """Cost and shape of one request's generation (batch-level figures are shared)."""
-
-    nfe: int  # forward passes of the batch
-    seconds: float  # wall time of the batch's denoising loop
-    tokens: int  # answer tokens before the first end token
-    window: int  # answer positions this row was denoised over (gen_length without Seer)
-    gen_length: int  # the window the user asked for
-    grown: int = 0  # times the guard grew this row's window
-    detect_seconds: float = 0.0  # time spent detecting the boundary (batch)
-
-    @property
-    def tokens_per_second(self) -> float:
-        return self.tokens / self.seconds if self.seconds > 0 else 0.0
-
-
-@dataclass(slots=True)
-class Generation:
-    """The answer to one prompt."""
-
-    text: str  # decoded answer up to its end token, special tokens removed
-    token_ids: list[int]  # gen_length answer ids (kept tokens, then [EOS])
-    stats: GenerationStats
-    boundary: object | None = None  # Seer's BoundaryReport for this row, when Seer ran
-    extras: dict = field(default_factory=dict)
+Generation = RequestResult  # the one result type: `generate` is a front over the engine
+__all__ = ["DiffusionLM", "Generation", "GenerationStats", "load"]
 
 
 class DiffusionLM:
@@ -78,6 +53,7 @@ class DiffusionLM:
             defaults = ModelDefaults.build(type(model).sampling_defaults(raw_config, tokenizer))
         self.defaults = defaults  # the model's defaults, read once by the loader
         self.loop = DenoisingLoop(model, tokens)
+        self._graphs = None  # CUDA graphs of the static path (`graph_cache`)
 
     def sampling(self, **options) -> SamplingParams:
         """The model's default `SamplingParams` with `options` over them (None: the default).
@@ -210,8 +186,11 @@ class DiffusionLM:
     ) -> Generation | list[Generation]:
         """Answer one prompt (returns a `Generation`) or a list/batch (returns a list).
 
-        `params` or keyword overrides (gen_length=..., steps=..., ...) set the sampling;
-        `seer=SeerConfig(...)` (or True for the model's defaults) turns on boundary truncation.
+        A thin front over the engine: the prompts are submitted together (one step 0, where Seer
+        cuts each row's window) and run until all are done, each row routed by its window and
+        leaving as soon as it is complete. `params` or keyword overrides (gen_length=...,
+        steps=..., ...) set the sampling; `seer=SeerConfig(...)` (or True for the model's
+        defaults) turns on boundary truncation.
         `image`: one image for a single prompt, or a list with one image (or None) per prompt.
         """
         single = (
@@ -224,27 +203,24 @@ class DiffusionLM:
         p = p.with_defaults(self.default_rule)
         if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
             raise SeerError("cfg_scale is only defined for LLaDA's remasking rules")
-        canvas = self.canvas(prompts, p, image, chat, attention_mask)
+        inputs = self.prompt_inputs(prompts, p, image, chat, attention_mask)
         if policy is None and seer:
             from seer.boundary.truncation import policy_for
 
             policy = policy_for(self, seer)
-        res = self.loop.run(canvas, p, policy=policy)
-        reports = res.extras.get("boundaries") or [None] * canvas.x.shape[0]
-        out = []
-        for r, row in enumerate(res.answer.tolist()):
-            n = self.tokens.answer_length(row)
-            stats = GenerationStats(
-                nfe=res.nfe,
-                seconds=res.seconds,
-                tokens=n,
-                window=int(res.window[r]),
-                gen_length=p.gen_length,
-                grown=int(res.grown[r]),
-                detect_seconds=res.policy_seconds,
-            )
-            out.append(Generation(self.decode(row[:n]), row, stats, reports[r]))
+        from seer.engine import Engine, EngineConfig
+
+        engine = Engine(self, EngineConfig(max_batch=len(inputs)))
+        out = engine.generate([Request(q, p) for q in inputs], policy=policy)
         return out[0] if single else out
+
+    def graph_cache(self):
+        """The model's captured CUDA graphs (static path), shared by every engine on it."""
+        if self._graphs is None:
+            from seer.diffusion.graphs import GraphCache
+
+            self._graphs = GraphCache(self.model)
+        return self._graphs
 
     def decode(self, ids: list[int]) -> str:
         if self.tokenizer is None:

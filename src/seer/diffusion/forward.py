@@ -111,7 +111,7 @@ class EagerForward:
         if p.cfg_scale > 0:
             cond, un = logits.chunk(2)
             logits = un + (p.cfg_scale + 1) * (cond - un)
-        return logits, getattr(out, "past_key_values", None)
+        return logits, out.past_key_values
 
 
 class CachedForward:

@@ -81,9 +81,9 @@ class DenoisingLoop:
     def __init__(self, model: torch.nn.Module, tokens: TokenIds) -> None:
         self.model = model
         self.tokens = tokens
-        self.shift = getattr(model, "logits_shift", 0)
+        self.shift = model.logits_shift  # the model protocol (seer.models.base)
         # dtype of the official sampler's confidences (LLaDA-V: float64), else the logits'
-        self.confidence_dtype = getattr(model, "confidence_dtype", None)
+        self.confidence_dtype = model.confidence_dtype
         self.eager = EagerForward(model, tokens, self.shift)
         self.cached: Forward = CachedForward(self.eager)
 

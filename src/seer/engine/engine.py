@@ -109,11 +109,15 @@ class Engine:
         self.stats.total += time.perf_counter() - t0
         return out
 
-    def generate(self, requests: list[Request]) -> list[RequestResult]:
+    def generate(self, requests: list[Request], policy=None) -> list[RequestResult]:
         """Answer every request (running the engine until they are done); results in request
-        order. Results of other requests that finish meanwhile wait for the next `step()`."""
+        order. Results of other requests that finish meanwhile wait for the next `step()`.
+        `policy`: one `WindowPolicy` object for the whole list, whose rows then share one
+        step 0 (`DiffusionLM.generate(policy=...)`); they must fit in `max_batch`."""
         t0, total = time.perf_counter(), self.stats.total
-        ids = [self.add(r) for r in requests]
+        if policy is not None and len(requests) + len(self.running) > self.config.max_batch:
+            raise SeerError("requests sharing a window policy must fit in max_batch together")
+        ids = [self._add(r, policy) for r in requests]
         mine, got = set(ids), {}
         while len(got) < len(ids):
             for res in self.step():
@@ -266,6 +270,8 @@ class Engine:
             grown=0 if s is None else int(s.grown[q.row]),
             boundary=boundary,
             seconds=now - q.started if q.started else 0.0,
+            gen_length=q.params.gen_length,
+            detect_seconds=q.detect_seconds,
         )
 
 

@@ -13,6 +13,23 @@ FINISH_REASONS = ("stop", "length", "abort")
 
 
 @dataclass(slots=True)
+class GenerationStats:
+    """Cost and shape of one request's generation."""
+
+    nfe: int  # forward passes this request took part in (step 0 included)
+    seconds: float  # wall time from its step 0 until it finished
+    tokens: int  # answer tokens before the first end token
+    window: int  # answer positions this row was denoised over (gen_length without Seer)
+    gen_length: int  # the window the user asked for
+    grown: int = 0  # times the guard grew this row's window
+    detect_seconds: float = 0.0  # time its step-0 batch spent detecting the boundary
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(slots=True)
 class PartialResult:
     """A request's answer so far: every semi-autoregressive block up to `block` is final."""
 
@@ -38,7 +55,8 @@ class Request:
 
 @dataclass(slots=True)
 class RequestResult:
-    """The answer to one request and how it was produced."""
+    """The answer to one request and how it was produced: what `Engine.step` returns, and what
+    `DiffusionLM.generate` returns (as `seer.Generation`, the same type)."""
 
     request_id: int  # the id `Engine.add` returned
     text: str  # decoded answer up to its end token
@@ -54,9 +72,16 @@ class RequestResult:
     path: str  # execution path after step 0: static | varlen | eager ("" if none)
     grown: int = 0  # times the guard grew this row's window
     boundary: BoundaryReport | None = None  # Seer's step-0 report, when Seer ran
-    seconds: float = 0.0  # wall time of this request's group from step 0 to its end
+    seconds: float = 0.0  # wall time from its step 0 until it finished
+    gen_length: int = 0  # the window the request asked for
+    detect_seconds: float = 0.0  # time its step-0 batch spent in the window policy
 
     @property
     def index(self) -> int:
         """The request's id (its position in a fresh engine's `generate` list)."""
         return self.request_id
+
+    @property
+    def stats(self) -> GenerationStats:
+        return GenerationStats(self.nfe, self.seconds, self.tokens, self.window, self.gen_length,
+                               self.grown, self.detect_seconds)  # fmt: skip

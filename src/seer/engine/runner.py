@@ -18,7 +18,7 @@ import time
 from seer.boundary.truncation import FixedWindowPolicy, SeerPolicy
 from seer.diffusion.canvas import make_canvas
 from seer.diffusion.forward import PackedForward
-from seer.diffusion.graphs import GraphCache, GraphedForward
+from seer.diffusion.graphs import GraphedForward
 from seer.diffusion.state import LoopState, gather
 from seer.engine.config import EngineConfig
 from seer.engine.scheduler import BatchPlan, Scheduler
@@ -32,7 +32,7 @@ class Runner:
         self.lm, self.config, self.scheduler = lm, config, scheduler
         self.loop = lm.loop
         cuda = config.cuda_graphs and lm.device.type == "cuda"
-        self.graphs = GraphCache(lm.model) if cuda else None
+        self.graphs = lm.graph_cache() if cuda else None
         self.compact_seconds = 0.0  # time laying rows out (gather, packing)
 
     # -- step 0 -------------------------------------------------------------------------------
