@@ -233,6 +233,16 @@ def test_error_codes_400_401_404_413_have_openai_bodies(server):
     _error(httpx.get(f"{server.url}/v1/models"), 401)
     _error(_post(server, {"model": "gpt-4o", "messages": hi}), 404, "gpt-4o")
     _error(_post(server, {"model": MODEL, "messages": hi * 40000}), 413, "body")
+
+    def chunked():  # no Content-Length: the limit is enforced while reading
+        yield b'{"model": "builtin-vqa", "messages": ['
+        for _ in range(40):
+            yield b'{"role": "user", "content": "' + b"x" * 40000 + b'"},'
+        yield b'{"role": "user", "content": "hi"}]}'
+
+    r = httpx.post(f"{server.url}/v1/chat/completions", content=chunked(), timeout=60,
+                   headers={"Authorization": f"Bearer {KEY}"})  # fmt: skip
+    _error(r, 413, "body")
     import numpy as np
     from PIL import Image
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -188,8 +189,11 @@ async def _answer(service: Service, request: Request, body, prompt, envelope: En
     endpoint = request.url.path
     if body.stream:
         usage = bool((body.stream_options or {}).get("include_usage"))
-        gen = _stream(service, request, ticket, envelope, params.gen_length, usage, endpoint)
-        return StreamingResponse(gen, media_type="text/event-stream",
+        state = _StreamState()
+        gen = _stream(service, ticket, envelope, params.gen_length, usage, endpoint, state)
+        # the cleanup also runs when the client left before the stream's first chunk
+        cleanup = BackgroundTask(_stream_cleanup, service, ticket, endpoint, state)
+        return StreamingResponse(gen, media_type="text/event-stream", background=cleanup,
                                  headers={"Cache-Control": "no-cache"})  # fmt: skip
     try:
         result = await _result(service, request, ticket)
@@ -233,8 +237,17 @@ async def _disconnected(request: Request) -> None:
             return
 
 
-async def _stream(service, request, ticket, envelope, gen_length, include_usage, endpoint):
-    lm, deltas, finished = service.lm, Deltas(), False
+class _StreamState:
+    """Whether a streamed request has been counted in the metrics (exactly once)."""
+
+    __slots__ = ("counted",)
+
+    def __init__(self) -> None:
+        self.counted = False
+
+
+async def _stream(service, ticket, envelope, gen_length, include_usage, endpoint, state):
+    lm, deltas = service.lm, Deltas()
     try:
         yield envelope.chunk("" if envelope.kind == "chat" else None, first=True)
         while True:
@@ -245,7 +258,6 @@ async def _stream(service, request, ticket, envelope, gen_length, include_usage,
                     yield envelope.chunk(delta)
             elif isinstance(event, Done):
                 result = event.result
-                finished = True
                 rest = deltas.finish(_final_text(lm, result))
                 if rest:
                     yield envelope.chunk(rest)
@@ -254,19 +266,26 @@ async def _stream(service, request, ticket, envelope, gen_length, include_usage,
                     yield envelope.usage_chunk(result)
                 yield sse("[DONE]")
                 service.metrics.answered(result, gen_length)
+                state.counted = True
                 service.count(endpoint, 200)
                 return
             elif isinstance(event, Failed):
-                finished = True
                 err = _engine_error(event.error)
-                yield sse(body(err.status, err.message, err.code))
+                state.counted = True
                 service.count(endpoint, err.status)
+                yield sse(body(err.status, err.message, err.code))
                 return
     finally:
-        service.live.discard(ticket)
-        if not finished:  # the client left (the stream was cancelled or closed)
-            service.worker.abort(ticket)
-            service.count(endpoint, "disconnected")
+        _stream_cleanup(service, ticket, endpoint, state)
+
+
+def _stream_cleanup(service, ticket, endpoint, state) -> None:
+    """Once the stream ended, was cancelled, or never started: abort if the client left."""
+    service.live.discard(ticket)
+    if not state.counted:
+        state.counted = True
+        service.worker.abort(ticket)
+        service.count(endpoint, "disconnected")
 
 
 def _final_text(lm, result) -> str:
@@ -311,16 +330,8 @@ def _install_errors(app: FastAPI, service: Service) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
         counted(request, exc.status_code)
-        return JSONResponse(body(exc.status_code, str(exc.detail)), exc.status_code)
-
-    @app.exception_handler(_TooLarge)
-    async def too_large(request: Request, exc: _TooLarge):
-        counted(request, 413)
-        return JSONResponse(body(413, str(exc), "too_large"), 413)
-
-
-class _TooLarge(Exception):
-    pass
+        code = "too_large" if exc.status_code == 413 else None
+        return JSONResponse(body(exc.status_code, str(exc.detail), code), exc.status_code)
 
 
 class _BodyLimit:
@@ -346,7 +357,7 @@ class _BodyLimit:
             message = await receive()
             seen += len(message.get("body", b""))
             if seen > self.limit:
-                raise _TooLarge(msg)
+                raise StarletteHTTPException(413, msg)  # FastAPI passes it through as is
             return message
 
         return await self.app(scope, limited, send)
