@@ -59,14 +59,18 @@ class HarnessOptions:
                 f"{', '.join(sorted(names))}, seer_<option> (a Seer setting, e.g. seer_signal) "
                 f"and the sampling options {', '.join(sorted(extra))}"
             )
-        opts = cls(**kwargs, sampling=sampling_opts)
-        opts.seer = _seer_value(opts.seer, seer_opts)
-        if opts.batch_size in ("auto", None):
-            opts.batch_size = 8
+        if str(kwargs.get("batch_size", "")).startswith("auto"):  # lm-eval's auto / auto:N
+            kwargs.pop("batch_size")
+        opts = cls(**kwargs, sampling={k: _scalar(v) for k, v in sampling_opts.items()})
+        opts.seer = _seer_value(opts.seer, {k: _scalar(v) for k, v in seer_opts.items()})
         for name in ("batch_size", "mc_num", "mc_batch", "gen_length", "steps", "block_length"):
-            value = getattr(opts, name)
+            value = _scalar(getattr(opts, name))  # the harness CLIs pass --batch_size as text
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise SeerError(f"model argument {name} must be a positive integer, got {value!r}")
+            setattr(opts, name, value)
+        opts.cfg, opts.seed = float(_scalar(opts.cfg)), _scalar(opts.seed)
+        if not isinstance(opts.seed, int):
+            raise SeerError(f"model argument seed must be an integer, got {opts.seed!r}")
         if opts.mc_batch is None:
             opts.mc_batch = min(opts.mc_num, 32)
         if opts.mc_num % opts.mc_batch:
@@ -80,6 +84,21 @@ class HarnessOptions:
         import seer
 
         return seer.load(self.pretrained, dtype=self.dtype, device=self.device)
+
+
+def _scalar(value):
+    """A model argument given as text ("8", "0.5", "true") as the number or flag it spells."""
+    if not isinstance(value, str):
+        return value
+    low = value.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(low)
+        except ValueError:
+            pass
+    return value
 
 
 def _seer_value(value, options: dict):
