@@ -33,12 +33,10 @@ def builtin():
 
 
 @pytest.fixture()
-def evaluate(monkeypatch):
+def evaluate(monkeypatch, offline):
     """lm-eval's `simple_evaluate` on a task of tests/harness/tasks, offline."""
     from lm_eval.tasks import TaskManager
 
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(TASKS)  # the task files name their data relative to this folder
 
     def run(task: str, model_args: str):
@@ -115,6 +113,38 @@ def test_stop_strings_and_max_gen_toks(builtin):
     )
     assert full.split()[:5] == short.split() and len(short.split()) == 5
     assert stopped == "" and full.startswith("star star")
+
+
+def _suffix_greedy(model, context: list[int], target: list[int], mask: int) -> bool:
+    """Reference for is_greedy, written from its definition: fill the masked continuation one
+    position per step, the most confident (softmax probability of the argmax) first."""
+    seq = torch.tensor(context + [mask] * len(target))[None]
+    with torch.no_grad():
+        for _ in target:
+            masked = (seq[0] == mask).nonzero().flatten()
+            probs = model(seq).logits[0, masked].float().softmax(-1)
+            conf, best = probs.max(-1)
+            j = int(conf.argmax())
+            seq[0, masked[j]] = best[j]
+    return seq[0, len(context) :].tolist() == target
+
+
+def test_check_greedy_matches_its_definition(builtin):
+    lm = SeerLM.__new__(SeerLM)
+    lm.opts = HarnessOptions.from_args(mc_num=2, check_greedy=True)
+    lm.lm, lm.tokenizer = builtin, builtin.tokenizer
+    lm.cache_hook = type("Hook", (), {"add_partial": lambda *a: None})()
+    reqs = []
+    for r in _rows("seer_tiny_mc.jsonl")[:4]:
+        context = builtin.encode(r["prompt"])
+        for c in r["choices"]:
+            reqs.append(
+                (None, context, builtin.tokenizer(c, add_special_tokens=False)["input_ids"])
+            )
+    flags = [g for _, g in lm._loglikelihood_tokens(reqs, disable_tqdm=True)]
+    expected = [_suffix_greedy(builtin.model, c, t, builtin.tokens.mask) for _, c, t in reqs]
+    assert flags == expected
+    assert any(flags) and not all(flags)  # right answers come out greedily, wrong ones do not
 
 
 def test_bad_model_arguments_are_one_line_errors():

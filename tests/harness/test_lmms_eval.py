@@ -31,12 +31,10 @@ def vlm():
 
 
 @pytest.mark.parametrize("use_seer", [False, True], ids=["baseline", "seer"])
-def test_generate_until_equals_direct_loop(monkeypatch, vlm, use_seer):
+def test_generate_until_equals_direct_loop(monkeypatch, offline, vlm, use_seer):
     from lmms_eval import evaluator
     from lmms_eval.tasks import TaskManager
 
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(TASKS)  # the task names its data file relative to this folder
     out = evaluator.simple_evaluate(
         model="seer",

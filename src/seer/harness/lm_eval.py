@@ -23,8 +23,10 @@ gen_length, steps, block_length, cache, dtype, device, batch_size, mc_num, mc_ba
   official function returns after `torch.manual_seed(seed)`, whatever the order of the requests
   (and the choices of one question share their random masks: common random numbers). Contexts and
   continuations are tokenized as lm-eval's `TemplateLM` does (trailing spaces of the context move
-  to the continuation). `is_greedy` is always False: the greedy check is not computed (the
-  official LLaDA eval recommends `is_check_greedy=False`; only LAMBADA-style metrics use it).
+  to the continuation). `is_greedy` is False unless `check_greedy=true` (the official LLaDA
+  eval's `is_check_greedy`, which its commands turn off; only LAMBADA-style metrics use it): then
+  the continuation's positions are decoded one token per step, most confident first, through
+  the engine, and compared with the continuation.
 - `loglikelihood_rolling` (perplexity tasks) is not supported: a clear error.
 """
 
@@ -108,7 +110,7 @@ class SeerLM(TemplateLM):
     # -- likelihood -------------------------------------------------------------------------
     def _loglikelihood_tokens(self, requests, disable_tqdm: bool = False, **kwargs):
         out = []
-        for key, context, continuation in tqdm(
+        for _, context, continuation in tqdm(
             requests, disable=disable_tqdm, desc="seer loglikelihood"
         ):
             if len(context) + len(continuation) > self.max_length:
@@ -126,10 +128,35 @@ class SeerLM(TemplateLM):
                 cfg_scale=self.opts.cfg,
                 generator=torch.Generator().manual_seed(self.opts.seed),
             )
-            out.append((value, False))
+            out.append(value)
+        greedy = self._greedy(requests) if self.opts.check_greedy else [False] * len(out)
+        for (key, _, _), value, flag in zip(requests, out, greedy, strict=True):
             if key is not None:
-                self.cache_hook.add_partial("loglikelihood", key, (value, False))
-        return out
+                self.cache_hook.add_partial("loglikelihood", key, (value, flag))
+        return list(zip(out, greedy, strict=True))
+
+    def _greedy(self, requests) -> list[bool]:
+        """is_greedy: does decoding the continuation's positions one token per step, most
+        confident first (LLaDA's `low_confidence`, greedy, one block), give the continuation?
+        The official eval's `suffix_greedy_prediction`, run by the one denoising loop."""
+        if self.lm.default_rule != "low_confidence":
+            raise SeerError("check_greedy is defined for LLaDA-family models (low_confidence)")
+        jobs = []
+        for _, context, continuation in requests:
+            n = len(continuation)
+            p = self.lm.sampling(
+                gen_length=n,
+                steps=n,
+                block_length=n,
+                remasking="low_confidence",
+                temperature=0.0,
+                cfg_scale=self.opts.cfg,
+                logits_eos_inf=False,
+                confidence_eos_eot_inf=False,
+            )
+            jobs.append(Request(list(context), params=p, chat=False))
+        results = run_engine(self.lm, self.opts, jobs)
+        return [r.token_ids == list(c) for r, (_, _, c) in zip(results, requests, strict=True)]
 
     def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
         raise SeerError(

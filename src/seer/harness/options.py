@@ -41,6 +41,7 @@ class HarnessOptions:
     mc_num: int = 128  # loglikelihood: Monte-Carlo samples per request (the official default)
     mc_batch: int | None = None  # loglikelihood: samples per forward (default: min(mc_num, 32))
     cfg: float = 0.0  # loglikelihood: classifier-free guidance scale
+    check_greedy: bool = False  # loglikelihood: compute is_greedy (one more decode per request)
     seed: int = 1234  # seeds sampling and the Monte-Carlo draws (the official eval's seed)
     sampling: dict = field(default_factory=dict)  # other SamplingParams fields given as model
     # arguments (remasking, cfg_scale, confidence_eos_eot_inf, schedule, ...): over the task's
@@ -69,6 +70,11 @@ class HarnessOptions:
                 raise SeerError(f"model argument {name} must be a positive integer, got {value!r}")
             setattr(opts, name, value)
         opts.cfg, opts.seed = float(_scalar(opts.cfg)), _scalar(opts.seed)
+        opts.check_greedy = _scalar(opts.check_greedy)
+        if not isinstance(opts.check_greedy, bool):
+            raise SeerError(
+                f"model argument check_greedy must be true or false, got {opts.check_greedy!r}"
+            )
         if not isinstance(opts.seed, int):
             raise SeerError(f"model argument seed must be an integer, got {opts.seed!r}")
         if opts.mc_batch is None:
