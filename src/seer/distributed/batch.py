@@ -52,6 +52,7 @@ class RaySummary:
     tokens: int  # answer tokens generated
     seconds: float  # wall time from submitting the dataset to the last row written
     actors: int  # actor pool size
+    actor_seconds: float = 0.0  # time the actors spent answering (summed; model loads excluded)
 
 
 def _encode(ex: Example) -> str:
@@ -84,12 +85,15 @@ class SeerActor:
 
         if self.fault and _claim(self.fault):
             os.kill(os.getpid(), signal.SIGKILL)  # a hard crash mid-batch, as a test wants
+        t0 = time.perf_counter()
         index = [int(i) for i in batch["index"]]
         examples = [Example(**json.loads(s)) for s in batch["example"]]
         lines = {}
         for ex, res in answers(self.lm, examples, self.params, self.seer, self.max_batch):
             lines[ex.id] = json.dumps(output_row(ex, res), ensure_ascii=False)
-        return {"index": index, "row": [lines[ex.id] for ex in examples]}
+        busy = (time.perf_counter() - t0) / len(examples)  # the batch's time, shared per row
+        return {"index": index, "row": [lines[ex.id] for ex in examples],
+                "busy": [busy] * len(examples)}  # fmt: skip
 
 
 def _claim(marker: str) -> bool:
@@ -145,13 +149,14 @@ def batch(
     started = _connect(ray, address, num_cpus or max(2, actors))
     try:
         t0 = time.perf_counter()
-        rows = _run(ray, model, todo, out, parquet, actors, sampling or {}, seer, max_batch,
-                    gpus_per_actor, device, threads, progress, _fault)  # fmt: skip
+        rows, busy = _run(ray, model, todo, out, parquet, actors, sampling or {}, seer,
+                          max_batch, gpus_per_actor, device, threads, progress, _fault)  # fmt: skip
         seconds = time.perf_counter() - t0
     finally:
         if started:
             ray.shutdown()
-    return RaySummary(len(todo), len(done), sum(r["tokens"] for r in rows), seconds, actors)
+    tokens = sum(r["tokens"] for r in rows)
+    return RaySummary(len(todo), len(done), tokens, seconds, actors, busy)
 
 
 def _connect(ray, address: str | None, num_cpus: int) -> bool:
@@ -175,9 +180,9 @@ def _local_env() -> None:
 
 
 def _run(ray, model, todo, out, parquet, actors, sampling, seer, max_batch, gpus, device,
-         threads, progress, fault) -> list[dict]:  # fmt: skip
+         threads, progress, fault) -> tuple[list[dict], float]:  # fmt: skip
     if not todo:
-        return []
+        return [], 0.0
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     items = [{"index": i, "example": _encode(ex)} for i, ex in todo]
@@ -200,9 +205,11 @@ def _run(ray, model, todo, out, parquet, actors, sampling, seer, max_batch, gpus
     )
     order = [ex.id for _, ex in todo]
     rows: list[dict] = []
+    busy = 0.0
     writer = None if parquet else OrderedWriter(out, order)
     try:
         for item in ds.iter_rows():
+            busy += float(item["busy"])
             row = json.loads(item["row"])
             rows.append(row)
             if writer is not None:
@@ -217,7 +224,7 @@ def _run(ray, model, todo, out, parquet, actors, sampling, seer, max_batch, gpus
     if parquet:
         position = {k: i for i, k in enumerate(order)}
         _write_parquet(out, sorted(rows, key=lambda r: position[r["id"]]))
-    return rows
+    return rows, busy
 
 
 def _write_parquet(out: Path, rows: list[dict]) -> None:
