@@ -68,7 +68,7 @@ def main(args) -> int:
                       sampling=options.sampling(args), seer=options.seer(args),
                       resume=args.resume, max_batch=args.max_batch, address=args.ray_address,
                       gpus_per_actor=1 if device.startswith("cuda") else 0, device=device,
-                      progress=on_rows)  # fmt: skip
+                      dtype=args.dtype, progress=on_rows)  # fmt: skip
         else:
             from seer.batch import run_batch
 

@@ -69,13 +69,13 @@ class SeerActor:
     """Ray Data callable class: one model and one engine per actor, loaded once."""
 
     def __init__(self, model, sampling: dict, seer, max_batch: int, device: str, threads: int,
-                 fault: str | None = None) -> None:  # fmt: skip
+                 dtype: str | None = None, fault: str | None = None) -> None:  # fmt: skip
         import torch
 
         import seer as seer_pkg
 
         torch.set_num_threads(threads)
-        self.lm = seer_pkg.load(model, device=device)
+        self.lm = seer_pkg.load(model, device=device, **({"dtype": dtype} if dtype else {}))
         self.params = self.lm.sampling(**sampling)
         self.seer, self.max_batch = seer, max_batch
         self.fault = fault  # tests: a marker file; the first call that creates it kills us
@@ -119,13 +119,15 @@ def batch(
     num_cpus: int | None = None,
     gpus_per_actor: float = 0,
     device: str = "cpu",
+    dtype: str | None = None,
     threads: int = 1,
     progress=None,
     _fault: str | None = None,
 ) -> RaySummary:
     """Answer `examples` with `actors` Ray actors; rows as `seer.batch.run_batch` writes them.
 
-    `model`: a folder reachable from every node (or builtin / builtin-vqa); `sampling`: options
+    `model`: a folder reachable from every node (or builtin / builtin-vqa), loaded with
+    `device` / `dtype` and `threads` torch threads per actor; `sampling`: options
     for `lm.sampling(**sampling)`; `max_batch`: rows per actor call and engine batch;
     `progress(rows, tokens)` as rows arrive. See the module docstring for the cluster options."""
     if not address:
@@ -149,8 +151,9 @@ def batch(
     started = _connect(ray, address, num_cpus or max(2, actors))
     try:
         t0 = time.perf_counter()
-        rows, busy = _run(ray, model, todo, out, parquet, actors, sampling or {}, seer,
-                          max_batch, gpus_per_actor, device, threads, progress, _fault)  # fmt: skip
+        load = dict(model=str(model), device=device, dtype=dtype, threads=threads)
+        rows, busy = _run(ray, load, todo, out, parquet, actors, sampling or {}, seer,
+                          max_batch, gpus_per_actor, progress, _fault)  # fmt: skip
         seconds = time.perf_counter() - t0
     finally:
         if started:
@@ -179,8 +182,8 @@ def _local_env() -> None:
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 
-def _run(ray, model, todo, out, parquet, actors, sampling, seer, max_batch, gpus, device,
-         threads, progress, fault) -> tuple[list[dict], float]:  # fmt: skip
+def _run(ray, load, todo, out, parquet, actors, sampling, seer, max_batch, gpus, progress,
+         fault) -> tuple[list[dict], float]:  # fmt: skip
     if not todo:
         return [], 0.0
     ctx = ray.data.DataContext.get_current()
@@ -193,14 +196,8 @@ def _run(ray, model, todo, out, parquet, actors, sampling, seer, max_batch, gpus
         batch_size=max_batch,
         compute=ray.data.ActorPoolStrategy(size=actors),
         fn_constructor_kwargs=dict(
-            model=str(model),
-            sampling=sampling,
-            seer=seer,
-            max_batch=max_batch,
-            device=device,
-            threads=threads,
-            fault=fault,
-        ),  # fmt: skip
+            **load, sampling=sampling, seer=seer, max_batch=max_batch, fault=fault
+        ),
         **kwargs,
     )
     order = [ex.id for _, ex in todo]
