@@ -1,7 +1,8 @@
 """Offline generation over a dataset: `run_batch` (the library side of `seer batch`).
 
-Rows of a `seer.data` source go through one `Engine` (batched), at most `inflight` of them
-admitted at a time, so a large dataset never holds all its prompts (or image features) in memory.
+Rows of a `seer.data` source go through one step-level `Engine` (`add` / `step`: continuous
+batching, rows come out as they finish), at most `inflight` of them admitted at a time, so a
+large dataset never holds all its prompts (or image features) in memory.
 Results come back in whatever order the engine finishes them; `OrderedWriter` appends each one as
 soon as every row before it is written, so the output file is always the *input-order prefix*
 of the finished rows, each line flushed to disk when written: a crash loses at most the rows in
@@ -11,9 +12,10 @@ input order, every id exactly once.
 
 One output line per row (`output_row`): ``id``, ``answer``, ``tokens`` (answer tokens before the
 end token), ``token_ids`` (those ids), ``window`` (answer positions denoised after step 0),
-``detected`` (Seer's step-0 length L*, or null), ``seconds`` (wall time of the engine group that
-answered the row — rows of one group share it), ``nfe``, ``finish_reason`` and, when the row
-has a reference answer, ``reference`` and ``exact_match``.
+``detected`` (Seer's step-0 length L*, or null), ``seconds`` (wall time from the row's step 0
+until it finished; rows batched together overlap), ``nfe`` (forward passes the row took part
+in), ``finish_reason`` and, when the row has a reference answer, ``reference`` and
+``exact_match``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,19 +54,16 @@ class BatchSummary:
 
 def output_row(ex: Example, res) -> dict:
     """The output line of one answered row (see the module docstring)."""
-    detected = getattr(res, "detected", None)
-    if detected is None and res.boundary is not None:
-        detected = res.boundary.length
     row = {
         "id": ex.id,
         "answer": res.text,
         "tokens": res.tokens,
         "token_ids": res.token_ids[: res.tokens],
         "window": res.window,
-        "detected": detected,
-        "seconds": round(getattr(res, "seconds", 0.0) or res.latency, 4),
+        "detected": res.detected,
+        "seconds": round(res.seconds, 4),
         "nfe": res.nfe,
-        "finish_reason": getattr(res, "finish_reason", None),
+        "finish_reason": res.finish_reason,
     }
     if ex.answer is not None:
         row["reference"] = ex.answer
@@ -196,15 +195,14 @@ def run_batch(
 
 def answers(
     lm, todo: list[Example], params=None, seer=None, max_batch: int = 32, inflight=None
-) -> Iterable:
-    """(example, RequestResult) pairs as one engine finishes them, at most `inflight`
-    (default 2 * max_batch) admitted at once. `params` None: `lm.sampling()`."""
+) -> Iterator[tuple[Example, object]]:
+    """(example, RequestResult) pairs as one engine finishes them (`Engine.add` / `step`), at
+    most `inflight` (default 2 * max_batch) added at once. `params` None: `lm.sampling()`."""
     from seer.engine import Engine, EngineConfig
 
     params = lm.sampling() if params is None else params
     engine = Engine(lm, EngineConfig(max_batch=max_batch))
     inflight = inflight or 2 * max_batch
-    stepper = engine if hasattr(engine, "step") else _ChunkStepper(engine, inflight)
     queue = iter(todo)
     running: dict[int, Example] = {}
     while True:
@@ -213,34 +211,10 @@ def answers(
             if ex is None:
                 break
             try:
-                running[stepper.add(request_for(lm, ex, params, seer))] = ex
+                running[engine.add(request_for(lm, ex, params, seer))] = ex
             except SeerError as e:
                 raise SeerError(f"row {ex.id}: {e}") from None
         if not running:
             return
-        for res in stepper.step():
-            yield running.pop(res.request_id if hasattr(res, "request_id") else res.index), res
-
-
-class _ChunkStepper:
-    """add/step over an engine that has only `generate(list)`: each step answers every added
-    request in one call. (Stands in until the step-level engine API is on main.)"""
-
-    def __init__(self, engine, size: int) -> None:
-        self.engine, self.size = engine, size
-        self.waiting: list = []
-        self.next_id = 0
-
-    def add(self, request) -> int:
-        rid = self.next_id
-        self.engine._admit(0, request)  # validate now, as Engine.add does
-        self.waiting.append((rid, request))
-        self.next_id += 1
-        return rid
-
-    def step(self) -> list:
-        batch, self.waiting = self.waiting, []
-        results = self.engine.generate([r for _, r in batch])
-        for (rid, _), res in zip(batch, results, strict=True):
-            res.index = rid
-        return results
+        for res in engine.step():
+            yield running.pop(res.request_id), res
