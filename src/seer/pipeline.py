@@ -260,6 +260,7 @@ def load(path: str | Path, dtype=None, device: str = "cpu", tokenizer: bool = Tr
     device = loader.resolve_device(device)
     model = loader.load_model(folder, dtype=dtype, device=device)
     tok = loader.load_tokenizer(folder) if tokenizer else None
+    loader.fit_to_tokenizer(model, tok)
     defaults = loader.load_defaults(folder, raw, model, tok, seer_settings)
     processor = None
     if tok is not None:

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 import seer
 from seer.config import SamplingParams
@@ -178,3 +179,33 @@ def test_seer_json_is_typed(tmp_path):
 def test_defaults_object_is_validated_once():
     with pytest.raises(SeerError, match="multiple"):
         ModelDefaults.build({"gen_length": 30, "block_length": 7})
+
+
+# -- official loader steps ----------------------------------------------------------------------
+
+
+def test_llada_v_vocabulary_is_cut_to_the_tokenizer_as_the_official_loader_does(tmp_path):
+    """LLaDA-V's `load_pretrained_model` calls `resize_token_embeddings(len(tokenizer))`: the
+    release has 126464 rows and 126349 tokens. A fixture padded with 10 extra (random) rows
+    must load back to the tokenizer's rows and answer exactly as the unpadded one."""
+    from safetensors.torch import load_file, save_file
+
+    from seer.models.loader import load_model
+
+    folder = tmp_path / "v"
+    shutil.copytree(GOLDEN / "llada_v", folder)
+    raw = json.loads((folder / "config.json").read_text())
+    state = load_file(folder / "model.safetensors")
+    extra = 10
+    for key in ("model.embed_tokens.weight", "lm_head.weight"):
+        w = state[key]
+        state[key] = torch.cat([w, torch.randn(extra, w.shape[1]) * 5])  # loud extra rows
+    save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
+    raw["vocab_size"] += extra
+    (folder / "config.json").write_text(json.dumps(raw))
+    padded, plain = seer.load(folder), seer.load(GOLDEN / "llada_v")
+    assert padded.model.get_input_embeddings().num_embeddings == len(padded.tokenizer)
+    kw = dict(gen_length=16, steps=16, block_length=16, stop=())
+    assert padded.generate("hello", **kw).token_ids == plain.generate("hello", **kw).token_ids
+    unresized = load_model(folder)  # the rows a loader without the step would keep
+    assert unresized.get_input_embeddings().num_embeddings == len(padded.tokenizer) + extra

@@ -18,6 +18,7 @@ how it differs:
 | `banned_token_names` | loader | tokens the official sampler never proposes (-> TokenIds) |
 | `sampling_defaults(raw, tok)` | loader | the official README call's SamplingParams fields |
 | `vision` / `system_prompt` / `image_codes` | loader | which prompt processor the model takes |
+| `resize_to_tokenizer` / `keep_token_rows` | loader | LLaVA loaders' embedding resize |
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ class DiffusionModel(Protocol):
     vision: object | None  # the LLaVA-NeXT vision path (continuous image features) or None
     system_prompt: str | None  # the official conversation template's system prompt, or None
     image_codes: bool  # images enter as discrete VQ codes (MMaDA)
+    resize_to_tokenizer: bool  # the official loader cuts the vocabulary to len(tokenizer)
+
+    def keep_token_rows(self, n: int) -> None: ...  # embedding + head keep their first n rows
 
     @property
     def layers(self) -> nn.ModuleList: ...

@@ -235,6 +235,24 @@ class BidirectionalLM(nn.Module):
     # (`seer.models.defaults`); subclasses record the call they come from beside them
     official_defaults: ClassVar[dict] = {"gen_length": 128, "remasking": "low_confidence"}
 
+    resize_to_tokenizer: bool = False  # the official loader cuts the vocabulary to the tokenizer
+
+    def keep_token_rows(self, n: int) -> None:
+        """Keep the first `n` rows of the embedding and the LM head: what the official LLaVA
+        loaders' `resize_token_embeddings(len(tokenizer))` does when the tokenizer is smaller
+        than the released vocabulary (LLaDA-V: 126464 rows, 126349 tokens)."""
+        embed, _, _, head = self._parts()
+        for module in (embed, head):
+            if module is None:  # tied: the embedding is the head
+                continue
+            with torch.no_grad():
+                module.weight = nn.Parameter(module.weight[:n].clone(), requires_grad=False)
+            if isinstance(module, nn.Embedding):
+                module.num_embeddings = n
+            else:
+                module.out_features = n
+        self.config.vocab_size = n
+
     def probe_point(self, layer: int, tensor: str) -> nn.Module:
         """The module whose input ("down": act(gate) * up) or output ("gate") the probe reads."""
         block = self.layers[layer]

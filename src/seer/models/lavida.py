@@ -61,6 +61,8 @@ PREDICT_PY = {
 class LavidaLLaDA(LLaDAModelLM):
     """LaViDa-LLaDA (`LlavaLladaForMaskedDiffusion`)."""
 
+    resize_to_tokenizer = True  # load_pretrained_model(resize_embeddings=True) by default
+
     @classmethod
     def sampling_defaults(cls, raw: dict, tokenizer) -> dict:
         return as_options(official_sampling("llada", **PREDICT_PY))
@@ -75,6 +77,8 @@ class LavidaDream(DreamModel):
     """LaViDa-Dream (`LlavaDreamForMaskedDiffusion`). LaViDa's README shows no Dream call: the
     defaults are its `generate`'s own (512 / 512 steps, temperature 0.2, top_p 0.95, entropy,
     alg_temp 0) with the top_k Dream's `diffusion_generate` inherits from the config."""
+
+    resize_to_tokenizer = True  # load_pretrained_model(resize_embeddings=True) by default
 
     @classmethod
     def sampling_defaults(cls, raw: dict, tokenizer) -> dict:

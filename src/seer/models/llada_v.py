@@ -153,6 +153,7 @@ class LLaDAVModelLM(LlamaLayoutLM):
     banned_token_names = BANNED_TOKEN_NAMES  # the loader resolves them to TokenIds.banned
     confidence_dtype = torch.float64  # the official confidence: softmax(logits.double())
     system_prompt = LLADA_V_SYSTEM  # the llava_llada conversation template's
+    resize_to_tokenizer = True  # load_pretrained_model: resize_token_embeddings(len(tokenizer))
     # LLaDA-V's README runs train/generate_demo.py: model.generate(..., steps=128,
     # gen_length=128, block_length=128, tokenizer=tokenizer, stopping_criteria=['<|eot_id|>'])
     README_CALL = {

@@ -271,6 +271,23 @@ def load_model(path, dtype=None, device="cpu") -> DiffusionModel:
     return load_weights(model, folder, resolve_dtype(dtype), resolve_device(device))
 
 
+def fit_to_tokenizer(model: DiffusionModel, tokenizer) -> None:
+    """Loader steps of the official code that depend on the tokenizer: the LLaVA builders
+    (LLaDA-V, LaViDa) call `model.resize_token_embeddings(len(tokenizer))`. A smaller tokenizer
+    cuts the embedding and the LM head to its rows (the softmax then runs over those only); a
+    larger one would get new rows of random values there, which Seer cannot reproduce."""
+    if tokenizer is None or not model.resize_to_tokenizer:
+        return
+    n, rows = len(tokenizer), model.get_input_embeddings().num_embeddings
+    if n < rows:
+        model.keep_token_rows(n)
+    elif n > rows:
+        raise CheckpointError(
+            f"the tokenizer has {n} tokens but the model {rows} embeddings; the official loader "
+            "would add randomly initialised rows: use the checkpoint's own tokenizer"
+        )
+
+
 def load_defaults(folder: Path, raw: dict, model, tokenizer, seer: SeerSettings) -> ModelDefaults:
     """The model's defaults: its family's official call, then generation_config.json."""
     official = type(model).sampling_defaults(raw, tokenizer)
