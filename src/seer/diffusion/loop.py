@@ -195,9 +195,12 @@ class DenoisingLoop:
         k = count(now.j, now.steps, eligible.sum(1), now.end - now.start, p.eps) * now.active
         if self.confidence_dtype is not None:
             logits = logits.to(self.confidence_dtype)
-        x0, conf = propose(logits, p, self.tokens, g)
-        reveal = reveal_prob(now.j, now.steps, p.eps) if p.remasking == "origin" else None
-        chosen = select(conf, eligible, k, p, reveal, g)
+        if p.remasking == "origin":  # Dream: which positions first, then tokens there only
+            chosen = select(None, eligible, k, p, reveal_prob(now.j, now.steps, p.eps), g)
+            x0, _ = propose(logits, p, self.tokens, g, chosen)
+        else:  # sampled tokens are drawn at masked positions only, as the official samplers do
+            x0, conf = propose(logits, p, self.tokens, g, masked)
+            chosen = select(conf, eligible, k, p, None, g)
         c.x[:, pp + lo : pp + lo + n] = torch.where(chosen, x0, win)
 
     # -- windows ------------------------------------------------------------------------------

@@ -78,7 +78,11 @@ def llada_propose(logits, p: SamplingParams, tokens: TokenIds, generator):
     return x0, prob.gather(-1, x0[..., None]).squeeze(-1)
 
 
-def dream_propose(logits, p: SamplingParams, tokens: TokenIds, generator):
+def dream_propose(logits, p: SamplingParams, tokens: TokenIds, generator, at=None):
+    """Dream's `sample_tokens`. With temperature > 0 a token is drawn (as
+    `Categorical(probs).sample()`) only where `at` (B, W) is True, in row-major order, as the
+    official sampler draws only at its masked (`origin`: chosen) positions; elsewhere x0 is the
+    argmax and is never revealed."""
     if p.temperature > 0:
         logits = logits / p.temperature
     if p.top_p is not None and p.top_p < 1:
@@ -86,12 +90,16 @@ def dream_propose(logits, p: SamplingParams, tokens: TokenIds, generator):
     if p.top_k is not None:
         logits = top_k_filter(logits, p.top_k)
     prob = logits.softmax(dim=-1)
+    conf, x0 = prob.max(dim=-1)
     if p.temperature > 0:
-        flat = prob.reshape(-1, prob.shape[-1]).float()
-        x0 = torch.multinomial(flat, 1, generator=generator).view(prob.shape[:-1])
+        at = torch.ones_like(x0, dtype=torch.bool) if at is None else at
+        rows = prob[at]  # (N, V), the positions the official code samples at
+        rows = rows / rows.sum(-1, keepdim=True)  # Categorical's normalisation
+        # Categorical's argument check (a simplex to 1e-6, in the probabilities' dtype): when it
+        # fails (in bfloat16, most steps) the official `except:` takes the argmax, drawing nothing
+        if rows.shape[0] and bool(((rows.sum(-1) - 1).abs() < 1e-6).all()):
+            x0 = x0.masked_scatter(at, torch.multinomial(rows, 1, True, generator=generator)[:, 0])
         conf = prob.gather(-1, x0[..., None]).squeeze(-1)
-    else:
-        conf, x0 = prob.max(dim=-1)
     if p.remasking == "topk_margin":
         top2 = prob.topk(2, dim=-1).values
         conf = top2[..., 0] - top2[..., 1]
@@ -100,8 +108,9 @@ def dream_propose(logits, p: SamplingParams, tokens: TokenIds, generator):
     return x0, conf
 
 
-def propose(logits, p: SamplingParams, tokens: TokenIds, generator):
-    """logits: (B, W, V) -> x0 (B, W) token ids, confidence (B, W).
+def propose(logits, p: SamplingParams, tokens: TokenIds, generator, at=None):
+    """logits: (B, W, V) -> x0 (B, W) token ids, confidence (B, W); `at` (B, W): where a
+    sampled (temperature > 0) Dream proposal is drawn (see `dream_propose`).
 
     Banned ids (`p.banned_ids`, else the model's `tokens.banned`) get logit -inf first: LLaDA-V's
     sampler does so at masked positions, the only ones a proposal is ever taken from."""
@@ -111,7 +120,7 @@ def propose(logits, p: SamplingParams, tokens: TokenIds, generator):
         logits[..., list(banned)] = -torch.inf
     if p.remasking in LLADA_RULES:
         return llada_propose(logits, p, tokens, generator)
-    return dream_propose(logits, p, tokens, generator)
+    return dream_propose(logits, p, tokens, generator, at)
 
 
 def select(
@@ -127,8 +136,10 @@ def select(
     `reveal_prob` (B,) is only used by `origin`, which reveals each eligible position
     independently with that probability instead of a top-k.
     """
-    if p.remasking == "origin":
-        u = torch.rand(conf.shape, generator=generator, device=conf.device)
+    if p.remasking == "origin":  # one U(0, 1) per eligible position, in row-major order
+        u = torch.ones(eligible.shape, device=eligible.device)
+        n = int(eligible.sum())
+        u[eligible] = torch.rand(n, generator=generator, device=eligible.device)
         return eligible & (u < reveal_prob[:, None])
     conf = conf.masked_fill(~eligible, -torch.inf)
     if p.parallel:
