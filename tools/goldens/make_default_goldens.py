@@ -1,0 +1,191 @@
+#!/usr/bin/env python
+"""Goldens for the default call and for bfloat16, recorded with the *official* code.
+
+Seer's `lm.generate(prompt)` with no option must give the tokens the official sampler gives when
+it is called as the official README (or the script it points to) calls it, and it must keep
+doing so in bfloat16, how real checkpoints run. For each family this script loads the existing
+golden checkpoint (tests/fixtures/golden/<family>, built with the official classes) with the
+official loader, in float32 and in bfloat16, runs the official README call on a fixed prompt
+and writes `tests/fixtures/golden/defaults/<family>.json`: the prompt ids, the call, the seed and
+the answer ids of both runs. `tests/models/test_default_goldens.py` compares token for token.
+
+The README calls (the special ids a tiny checkpoint defines are passed where the official code
+has literals):
+
+* llada  ML-GSAI/LLaDA `generate.py`: `generate(model, prompt, mask_id=...)`, its own defaults
+  (steps = gen_length = block_length = 128, temperature 0, low_confidence); the README points at
+  this function. Model: Fast-dLLM's copy of the hub `modeling_llada.py`.
+* dream  HKUNLP/Dream README: `model.diffusion_generate(input_ids, attention_mask=...,
+  max_new_tokens=512, output_history=True, return_dict_in_generate=True, steps=512,
+  temperature=0.2, top_p=0.95, alg="entropy", alg_temp=0.)` after `torch.manual_seed(seed)`;
+  `top_k` is not passed, so the legacy `top_k=50` of transformers 4.x's `PretrainedConfig` is in
+  force. Model and sampler: Fast-dLLM's copies of the hub files.
+* mmada  Gen-Verse/MMaDA README -> `inference_mmu.py` with `configs/mmada_demo.yaml`:
+  `model.mmu_generate(input_ids, max_new_tokens=512, steps=256, block_length=128, mask_id=...)`
+  on the framed prompt of the MMaDA golden (image codes + chat text).
+
+No official code is in this repository; it is imported at run time from checkouts outside it
+(see the per-family options) with the shims the other scripts in this folder document
+(`make_goldens.py`, `make_mmada_goldens.py`). Environments (venvs outside the repo, each a
+``python -m venv`` from Python 3.11.7 with a ``.pth`` line to a site-packages holding torch
+2.13.0+cpu, safetensors and numpy; the venv's own packages come first on ``sys.path``):
+
+* llada, dream: /work/venvs/fastdllm, ``pip install transformers==4.49.0 einops
+  accelerate==0.34.2`` (Fast-dLLM's pins);
+* mmada: /work/venvs/models-mmada, ``pip install transformers==4.46.0 diffusers==0.32.2
+  torchvision==0.28.0 omegaconf jaxtyping typeguard einops accelerate`` (MMaDA's pins).
+
+Usage (from the repository root)::
+
+    /work/venvs/fastdllm/bin/python tools/goldens/make_default_goldens.py --family llada \
+        --fast-dllm /src/Fast-dLLM --llada /src/LLaDA
+    /work/venvs/fastdllm/bin/python tools/goldens/make_default_goldens.py --family dream \
+        --fast-dllm /src/Fast-dLLM
+    /work/venvs/models-mmada/bin/python tools/goldens/make_default_goldens.py --family mmada \
+        --mmada /src/MMaDA
+    ... --verify     # re-run the official code and compare with the stored goldens, no writes
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TORCHDYNAMO_DISABLE", "1")  # must happen before torch is imported
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+GOLDEN = ROOT / "tests" / "fixtures" / "golden"
+sys.path.insert(0, str(HERE))
+
+SEED = 0  # torch.manual_seed before each sampled call
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def _prompt(n: int, high: int, seed: int = 1234) -> torch.Tensor:
+    """(1, n) random ids below `high` (the fixtures' ordinary tokens), fixed by `seed`."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, high, (1, n), generator=g, dtype=torch.long)
+
+
+def _config(folder: Path) -> dict:
+    return json.loads((folder / "config.json").read_text())
+
+
+# -- families -------------------------------------------------------------------------------------
+
+
+def llada(args):
+    import make_goldens as mg
+
+    model_dir = args.fast_dllm / "llada" / "model"
+    mods = mg._import_dir_as_package(
+        "official_llada", model_dir, ["configuration_llada", "modeling_llada"]
+    )
+    gen = mg._import_file("official_llada_generate", args.llada / "generate.py")
+    folder = GOLDEN / "llada"
+    mask = _config(folder)["mask_token_id"]
+    prompt = _prompt(7, _config(folder)["eos_token_id"])
+    call = {"mask_id": mask}  # everything else: generate()'s own defaults
+
+    def run(dtype):
+        model = mods["modeling_llada"].LLaDAModelLM.from_pretrained(folder, torch_dtype=dtype)
+        out = gen.generate(model.eval(), prompt, **call)
+        return out[:, prompt.shape[1] :]
+
+    source = {"model": "NVlabs/Fast-dLLM llada/model", "sampler": "ML-GSAI/LLaDA generate.py"}
+    return folder, prompt, call, None, run, source
+
+
+def dream(args):
+    import make_goldens as mg
+
+    model_dir = args.fast_dllm / "dream" / "model"
+    names = ["configuration_dream", "modeling_dream", "generation_utils"]
+    mods = mg._import_dir_as_package("official_dream", model_dir, names)
+    folder = GOLDEN / "dream"
+    prompt = _prompt(7, _config(folder)["eos_token_id"])
+    call = dict(max_new_tokens=512, output_history=True, return_dict_in_generate=True,
+                steps=512, temperature=0.2, top_p=0.95, alg="entropy", alg_temp=0.0)  # fmt: skip
+
+    def run(dtype):
+        model = mods["modeling_dream"].DreamModel.from_pretrained(folder, torch_dtype=dtype)
+        torch.manual_seed(SEED)
+        mask = torch.ones_like(prompt)  # the README passes the tokenizer's attention mask
+        out = model.eval().diffusion_generate(prompt, attention_mask=mask, **call)
+        return out.sequences[:, prompt.shape[1] :]
+
+    source = {"model+sampler": "NVlabs/Fast-dLLM dream/model (the hub files + caches)"}
+    return folder, prompt, call, SEED, run, source
+
+
+def mmada(args):
+    import make_mmada_goldens as mm
+
+    models, _prompting, _tutils = mm.import_official(args.mmada)
+    folder = GOLDEN / "mmada"
+    golden = json.loads((folder / "golden.json").read_text())
+    prompt = torch.tensor([golden["prompt_ids"]], dtype=torch.long)
+    mask = _config(folder)["mask_token_id"]
+    call = dict(max_new_tokens=512, steps=512 // 2, block_length=512 // 4, mask_id=mask)
+
+    def run(dtype):
+        model = models.MMadaModelLM.from_pretrained(folder, torch_dtype=dtype).eval()
+        out = model.mmu_generate(prompt, **call)
+        return out[:, prompt.shape[1] :]
+
+    source = {"model+sampler": "Gen-Verse/MMaDA models/modeling_mmada.py mmu_generate"}
+    return folder, prompt, call, None, run, source
+
+
+FAMILIES = {"llada": llada, "dream": dream, "mmada": mmada}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--family", choices=sorted(FAMILIES), required=True)
+    ap.add_argument("--fast-dllm", type=Path, help="checkout of NVlabs/Fast-dLLM")
+    ap.add_argument("--llada", type=Path, help="checkout of ML-GSAI/LLaDA")
+    ap.add_argument("--mmada", type=Path, help="checkout of Gen-Verse/MMaDA")
+    ap.add_argument("--out", type=Path, default=GOLDEN / "defaults")
+    ap.add_argument("--verify", action="store_true", help="compare with the stored golden")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    import transformers
+
+    folder, prompt, call, seed, run, source = FAMILIES[args.family](args)
+    record = {
+        "family": args.family,
+        "checkpoint": folder.name,
+        "prompt_ids": prompt.tolist(),
+        "call": call,
+        "seed": seed,
+        "source": source,
+        "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+    }
+    with torch.no_grad():
+        for name, dtype in DTYPES.items():
+            record[name] = run(dtype).tolist()
+            print(f"{args.family} {name}: {record[name][0][:24]} ...", flush=True)
+    path = args.out / f"{args.family}.json"
+    if args.verify:
+        stored = json.loads(path.read_text())
+        same = all(stored[k] == record[k] for k in DTYPES)
+        print(f"{path}: {'reproduced' if same else 'DIFFERS'}")
+        return 0 if same else 1
+    args.out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
