@@ -9,8 +9,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
+
+log = logging.getLogger("seer.serve")
 
 
 def seer_info(result, gen_length: int) -> dict:
@@ -99,7 +102,7 @@ class Deltas:
         self.sent = ""
 
     def push(self, text: str) -> str:
-        safe = text.rstrip().rstrip("\ufffd")
+        safe = text.rstrip().rstrip("\ufffd").rstrip()
         if not safe.startswith(self.sent) or len(safe) <= len(self.sent):
             return ""
         delta, self.sent = safe[len(self.sent) :], safe
@@ -107,7 +110,8 @@ class Deltas:
 
     def finish(self, final: str) -> str:
         """The rest of the answer (the full answer was always a continuation of what was sent)."""
-        if not final.startswith(self.sent):  # cannot happen with prefix-stable decoding
-            raise RuntimeError("streamed text is not a prefix of the answer")
+        if not final.startswith(self.sent):  # a tokenizer whose prefixes decode unstably
+            log.error("streamed text %r is not a prefix of the answer %r", self.sent, final)
+            return ""
         delta, self.sent = final[len(self.sent) :], final
         return delta

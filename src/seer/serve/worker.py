@@ -75,7 +75,11 @@ class EngineWorker:
         self._commands: queue.SimpleQueue = queue.SimpleQueue()
         self._live: dict[int, Ticket] = {}  # engine id -> ticket, worker thread only
         self._thread = threading.Thread(target=self._run, name="seer-engine", daemon=True)
-        self.pending = 0  # commands posted and not yet taken (approximate, for metrics)
+
+    @property
+    def pending(self) -> int:
+        """Commands posted and not yet taken by the engine thread (for metrics)."""
+        return self._commands.qsize()
 
     # -- event-loop side ------------------------------------------------------------------------
     def start(self) -> None:
@@ -96,7 +100,6 @@ class EngineWorker:
             self._thread.join(timeout)
 
     def _put(self, command: tuple) -> None:
-        self.pending += 1
         self._commands.put(command)
 
     # -- worker thread --------------------------------------------------------------------------
@@ -110,7 +113,6 @@ class EngineWorker:
                 except queue.Empty:
                     break
             for command in commands:
-                self.pending -= 1
                 if command[0] == "stop":
                     self._abort_all()
                     return
