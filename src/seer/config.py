@@ -69,6 +69,8 @@ class SamplingParams:
     # when it has no masks, so `steps` no longer sets the step count (seer.diffusion.unmask)
     factor: float | None = None  # Fast-dLLM's factor-based parallel decoding (the n-th most
     # confident position is revealed while its confidence is >= 1 - factor / (n + 1))
+    early_stop: bool = False  # dInfer: a row ends once a filled block holds [EOS] (the rest of
+    # its window becomes [EOS]); needs semi-AR blocks (block_length < gen_length) to save steps
 
     def __post_init__(self) -> None:
         for name in ("temperature", "alg_temp", "top_p", "cfg_scale", "eps"):

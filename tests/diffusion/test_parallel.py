@@ -5,6 +5,7 @@ reveal rules themselves, validation, and Seer's truncation composed with them.""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,48 @@ def test_a_cut_window_runs_under_threshold_like_a_short_request(cache):
     out = loop.run(make_canvas([[5, 6, 7, 8]], 16, TOKENS, "cpu"), p, FixedWindowPolicy([8]))
     assert int(out.window[0]) == 8 and out.nfe <= 8
     assert (out.answer[0, 8:] == TOKENS.eos).all()
+
+
+# -- dInfer's early stop -------------------------------------------------------------------------
+
+
+BUILTIN = Path(__file__).parents[2] / "src" / "seer" / "assets" / "builtin"
+
+
+def test_early_stop_ends_a_row_after_the_block_that_holds_eos():
+    """A row whose filled block holds [EOS] ends there: the tokens up to that block are those of
+    the run without early stop (semi-AR: later blocks never change earlier ones), every later
+    position is [EOS], and fewer steps run. On the built-in model (it answers, then pads)."""
+    import seer
+
+    lm = seer.load(BUILTIN)
+    eos = lm.tokens.eos
+    prompts = ["Spell the word cat.", "What colour is the ball? The ball is red.", "Copy: a b c"]
+    full_p = SamplingParams(gen_length=32, steps=32, block_length=8, remasking="low_confidence")
+    loop = lm.loop
+    full = loop.run(lm.canvas(prompts, full_p), full_p)
+    early_p = replace(full_p, early_stop=True)
+    early = loop.run(lm.canvas(prompts, early_p), early_p)
+    fired = 0
+    for r in range(len(prompts)):
+        row = full.answer[r].tolist()
+        blocks = [row[i : i + 8] for i in range(0, 32, 8)]
+        first = next((b for b, blk in enumerate(blocks) if eos in blk), None)
+        if first is None:
+            assert early.answer[r].tolist() == row
+            continue
+        end = 8 * (first + 1)
+        assert early.answer[r, :end].tolist() == row[:end]
+        assert (early.answer[r, end:] == eos).all()
+        fired += end < 32
+    assert fired, "no answer ended before the last block: the test would be vacuous"
+    assert early.nfe < full.nfe
+
+
+def test_early_stop_with_one_block_is_the_plain_run():
+    model = tiny("llada")
+    p = SamplingParams(gen_length=16, steps=16, remasking="low_confidence")
+    loop = DenoisingLoop(model, TOKENS)
+    a = loop.run(make_canvas([[5, 6, 7]], 16, TOKENS, "cpu"), p)
+    b = loop.run(make_canvas([[5, 6, 7]], 16, TOKENS, "cpu"), replace(p, early_stop=True))
+    assert torch.equal(a.answer, b.answer) and a.nfe == b.nfe

@@ -90,7 +90,7 @@ def load(args, name=None):
 # -- sampling ---------------------------------------------------------------------------------
 SAMPLING = ("gen_length", "steps", "block_length", "temperature", "remasking", "alg_temp",
             "top_p", "top_k", "cfg_scale", "seed", "schedule", "threshold", "factor",
-            "cache")  # fmt: skip
+            "early_stop", "cache")  # fmt: skip
 
 
 def add_sampling(p: argparse.ArgumentParser, cache: bool = True) -> None:
@@ -120,6 +120,12 @@ def add_sampling(p: argparse.ArgumentParser, cache: bool = True) -> None:
         type=number(float),
         default=None,
         help="Fast-dLLM factor-based parallel decoding",
+    )
+    g.add_argument(
+        "--early-stop",
+        action="store_true",
+        default=None,
+        help="dInfer: end once a completed block holds [EOS] (needs --block-length < gen-length)",
     )
     if cache:
         g.add_argument(

@@ -165,8 +165,11 @@ class DenoisingLoop:
         self.decode(s.canvas, logits, lo, now, s.params, s.generator, **stop)
         s.plan.step += 1
         s.now = None
-        if s.params.parallel:  # threshold/factor: a filled block has no more steps (Fast-dLLM)
-            s.plan.drop_filled(s.canvas.x[:, s.canvas.prompt_len :], self.tokens.mask)
+        p = s.params
+        if p.parallel or p.early_stop:  # a filled block ends (Fast-dLLM) / ends the row (dInfer)
+            c, end = s.canvas, (self.tokens.eos if p.early_stop else None)
+            answer = c.x[:, c.prompt_len : c.x.shape[1] - len(p.suffix)]
+            s.plan.close_blocks(answer, self.tokens.mask, p.parallel, end)
         if s.stop is not None:
             c = s.canvas
             answer = c.x[:, c.prompt_len : c.prompt_len + c.width - len(s.params.suffix)]

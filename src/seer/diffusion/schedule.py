@@ -20,8 +20,13 @@ Three counting rules (`SamplingParams.schedule`; by default the rule family's ow
 Parallel decoding (`SamplingParams.threshold` / `factor`, Fast-dLLM): the unmasking rule sets how
 many positions each step reveals (at least one), and a block runs until it has no masks, as
 Fast-dLLM's `while True` loop does. The plan gives every block as many steps as it has positions
-(the most it can need) and `Plan.drop_filled` skips a row's remaining steps of a block once the
+(the most it can need) and `Plan.close_blocks` skips a row's remaining steps of a block once the
 block is filled, so NFE is the number of steps actually needed.
+
+Early stop (`SamplingParams.early_stop`, dInfer: inclusionAI/dInfer, `BlockWiseDiffusionLLM`,
+"Early stop at EOS"): once a row's block is filled and holds [EOS], every later position of the
+row becomes [EOS] and the row has no more steps. It saves the remaining blocks' steps; with one
+block over the whole window (`block_length` = `gen_length`) it never fires before the end.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ def lay_blocks(start: int, end: int, block: int, steps_per_block: int) -> list[S
 
 def steps_per_block(p) -> int:
     """Steps given to each full block: the user's share, or under parallel decoding the block's
-    size (at least one reveal per step; `Plan.drop_filled` ends the block when it is filled)."""
+    size (at least one reveal per step; `Plan.close_blocks` ends the block when it is filled)."""
     if p.parallel:
         return p.block
     return p.total_steps // (p.gen_length // p.block)
@@ -80,20 +85,31 @@ class Plan:
         """End a row now (its answer is complete): it has no steps after the current one."""
         del self._flat[row][self.step :]
 
-    def drop_filled(self, answer: torch.Tensor, mask_id: int) -> None:
-        """Called after a step (once `step` has advanced): rows whose last stage has no masks
-        left in `answer` (B, W) skip the rest of that stage's steps (parallel decoding)."""
+    def close_blocks(
+        self, answer: torch.Tensor, mask_id: int, parallel: bool, end_id: int | None
+    ) -> None:
+        """Called after a step (once `step` has advanced), for rows whose last block has no
+        masks left in `answer` (B, W, the answer window). `parallel`: the block's remaining
+        steps are skipped (Fast-dLLM's `while True`). `end_id` (dInfer's early stop): when the
+        filled block holds `end_id`, the row ends — no more steps, and every position after
+        the block becomes `end_id` (written into `answer`, a view of the canvas)."""
         done = self.step - 1
         for r, flat in enumerate(self._flat):
             if done >= len(flat) or flat[done][0] is None:
                 continue
             st = flat[done][0]
-            if bool((answer[r, st.start : st.end] == mask_id).any()):
+            block = answer[r, st.start : st.end]
+            if bool((block == mask_id).any()):
                 continue
-            end = self.step
-            while end < len(flat) and flat[end][0] is st:
-                end += 1
-            del flat[self.step : end]
+            if end_id is not None and bool((block == end_id).any()):
+                answer[r, st.end :] = end_id
+                self.finish(r)
+                continue
+            if parallel:
+                end = self.step
+                while end < len(flat) and flat[end][0] is st:
+                    end += 1
+                del flat[self.step : end]
 
     def extend(self, row: int, more: list[Stage]) -> None:
         """Append stages to a row (guard growth); they start after the current global step."""

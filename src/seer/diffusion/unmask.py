@@ -20,7 +20,7 @@ schedule's count k by a confidence rule over the eligible (masked, in-block) pos
   index >= 1 with c_n < 1 - factor / (n + 2); the n best are revealed. Fast-dLLM's quirks are
   kept: when no index fails, or the first failure is the last index (n = m - 1), all m are
   revealed; one eligible position is always revealed.
-The block then runs until it has no masks (`Plan.drop_filled`), as Fast-dLLM's `while True`.
+The block then runs until it has no masks (`Plan.close_blocks`), as Fast-dLLM's `while True`.
 Under `low_confidence` the confidences are float64 softmax values, as Fast-dLLM computes them.
 """
 
