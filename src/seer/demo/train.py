@@ -52,9 +52,16 @@ class TrainConfig:
     warmup: int = 300
     total_steps: int = 16000  # cycle length (cosine horizon); may stop earlier on the time budget
     weight_decay: float = 0.01
-    full_window_prob: float = 0.5  # share of batches padded to the full window
+    full_window_prob: float = 0.5  # share of rows (windows="batch": batches) with the full window
     cycle_start: int = 0  # step where the current warm-up + cosine cycle began (warm restarts)
+    windows: str = "row"  # "row": a window per row (the recipe since step 8564 of the built-in
+    # model); "batch": one window per batch, between its longest answer and `window` (its
+    # steps 0-8564; tools/release_builtin.sh)
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.windows not in ("row", "batch"):
+            raise ValueError(f"windows must be 'row' or 'batch', got {self.windows!r}")
 
 
 class Encoder:
@@ -87,7 +94,12 @@ def _find(seq: list[int], sub: list[int]) -> int:
 
 
 def make_batch(
-    enc: Encoder, examples: list[Example], window: int, rng: random.Random, full_prob: float
+    enc: Encoder,
+    examples: list[Example],
+    window: int,
+    rng: random.Random,
+    full_prob: float,
+    windows: str = "row",
 ):
     """Left-padded prompts + answer windows; each row gets its own window length.
 
@@ -95,13 +107,21 @@ def make_batch(
     <|eot_id|>) plus 0..24 [EOS] positions: the windows Seer leaves after a cut. Positions past a
     row's window are hidden from attention and carry no loss, exactly as after a cut at inference.
     Returns x (B, P + W), attention mask (B, P + W), P and the per-row windows (B,).
+
+    `windows="batch"` (the first recipe): one window for the batch, the full `window` with
+    probability `full_prob`, else a length drawn between the batch's longest answer and `window`.
     """
     prompts = [enc.prompt(e.prompt) for e in examples]
     answers = [enc.answer(e.answer) for e in examples]
-    wins = [
-        window if rng.random() < full_prob else min(window, len(a) + rng.randint(0, 24))
-        for a in answers
-    ]
+    if windows == "batch":
+        longest = max(len(a) for a in answers)
+        w = window if rng.random() < full_prob else rng.randint(longest, window)
+        wins = [w] * len(answers)
+    else:
+        wins = [
+            window if rng.random() < full_prob else min(window, len(a) + rng.randint(0, 24))
+            for a in answers
+        ]
     p, w = max(len(q) for q in prompts), max(wins)
     x = torch.full((len(examples), p + w), enc.pad, dtype=torch.long)
     am = torch.zeros_like(x)
@@ -281,7 +301,7 @@ def train(
     t0, tokens = time.time(), 0
     while run.running():
         examples = generate_examples(c.batch_size, seed=rng.randrange(1 << 30), split="train")
-        x, am, p, wins = make_batch(enc, examples, c.window, rng, c.full_window_prob)
+        x, am, p, wins = make_batch(enc, examples, c.window, rng, c.full_window_prob, c.windows)
         loss = loss_fn(model, x, am, p, wins, enc.mask, gen)
         run.update(loss)
         tokens += x.numel()

@@ -1,0 +1,520 @@
+"""Seer against the alternatives at equal budgets, on a built-in model's held-out requests.
+
+Every method is a policy of the one denoising loop (`seer.diffusion.loop`), set through
+`SamplingParams` / a window policy, never a copy of the sampler:
+
+  baseline         the full window, `steps` = gen_length / k (k tokens per step); also at
+                   k = 16, 32 as the fewer-steps references for the equal-NFE comparison
+  seer             the model's Seer defaults (seer.json): cut at step 0, steps follow the window
+  stop             the library's stop option (`SamplingParams.stop` = the end tokens): once an
+                   end token is revealed, only masks before it are denoised (batch 1 only: the
+                   engine takes no stop words)
+  blocks8          baseline with semi-AR blocks of 8 (the reference of the block methods)
+  early-stop       dInfer's early stop (inclusionAI/dInfer `BlockWiseDiffusionLLM`): blocks of 8,
+                   a row ends once a filled block holds [EOS]
+  dual             Fast-dLLM's dual KV cache (NVlabs/Fast-dLLM `generate_with_dual_cache`),
+                   blocks of 8
+  threshold        Fast-dLLM parallel decoding (`get_transfer_index` with `threshold`), one block
+  dual+threshold   Fast-dLLM's full recipe: dual cache, blocks of 8, threshold 0.9
+  seer+X           Seer composed with X (cut at step 0, then X over the kept window)
+  oracle           cut at the baseline answer's true end (same bucket rounding): the best any
+                   window policy could do
+  (DAEDAL and DPad are not implemented yet; see the README.)
+
+Requests: `seer.data.load_examples(source, part="eval")` — unique held-out requests, disjoint
+from the calibration side of the split and from the draw the shipped seer.json was tuned on
+(asserted here as well). Greedy decoding, gen_length from seer.json (64).
+
+Batch 1: each request is encoded once (timed: tokenizer, and for images the vision tower and
+splicing), then every method runs on it, `--repeats` times, interleaved (method order within a
+repeat is fixed; the machine is shared and noisy, so the median per call is kept). Reported per
+method: exact-match accuracy with a bootstrap 95 % interval (2000 resamples of the requests),
+answers shorter than the reference's (the baseline with the same k, or k = 1 for the
+confidence-driven methods), window cuts (the final window is shorter than gen_length and holds
+no end token: an answer cut by its window), mean NFE, loop time (the denoising loop) and
+end-to-end time (prompt encoding + loop), per request. Batch 32: the same requests through the
+engine (`seer.engine.Engine`, max_batch 32), wall time per request (end to end: the engine
+encodes the prompts), median over repeats.
+
+Raw per-request results go to `--raw` (JSON Lines, one line per request, then one per engine
+method); a run with the same settings resumes from it. Outputs: a table, a Pareto plot of
+accuracy against time (`--plot`), and a last-line JSON record.
+
+    python benchmarks/bench_compare.py --model builtin --n 48 --repeats 3
+    python benchmarks/bench_compare.py --model builtin-vqa --n 32 --repeats 3
+    python benchmarks/bench_compare.py --model builtin --n 4 --repeats 1 --budgets 4 --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+import seer
+from seer.boundary.truncation import FixedWindowPolicy, resolve, round_window
+from seer.config import SamplingParams
+
+BOOT = 2000
+
+
+@dataclass(slots=True)
+class Config:
+    """One method at one budget."""
+
+    method: str  # family name (baseline, seer, seer+dual, ...)
+    budget: str  # "k=4" (tokens per step) or "t=0.9" (threshold)
+    params: dict  # SamplingParams overrides
+    seer: bool = False  # Seer's window policy (model defaults)
+    oracle: bool = False  # fixed window at the baseline answer's end
+    engine: bool = True  # also run at batch 32 through the engine
+    ref: str = ""  # name of the reference config (answers shorter than its answers)
+
+    @property
+    def name(self) -> str:
+        return f"{self.method}@{self.budget}"
+
+
+def build_configs(lm, g: int, budgets: list[int], quick: bool) -> list[Config]:
+    enders = tuple((t,) for t in lm.tokens.enders)  # ids from the tokenizer, never literals
+    out: list[Config] = []
+    for k in budgets:
+        b, st = f"k={k}", g // k
+        ref = f"baseline@{b}"
+        base = dict(steps=st)
+        b8 = dict(steps=st, block_length=8)
+        out += [
+            Config("baseline", b, base, ref=ref),
+            Config("seer", b, base, seer=True, ref=ref),
+            Config("stop", b, dict(base, stop=enders), engine=False, ref=ref),
+            Config("oracle", b, base, oracle=True, ref=ref),
+        ]
+        if quick:
+            continue
+        out += [
+            Config("blocks8", b, b8, ref=ref),
+            Config("early-stop", b, dict(b8, early_stop=True), ref=ref),
+            Config("seer+early-stop", b, dict(b8, early_stop=True), seer=True, ref=ref),
+            Config("dual", b, dict(b8, cache="dual"), ref=ref),
+            Config("seer+dual", b, dict(b8, cache="dual"), seer=True, ref=ref),
+        ]
+    ref1 = f"baseline@k={budgets[0]}"
+    for k in (16, 32) if not quick else ():  # fewer-steps references for equal NFE
+        out.append(Config("baseline", f"k={k}", dict(steps=g // k), ref=ref1))
+    for t in (0.9, 0.7, 0.5) if not quick else (0.9,):
+        out += [
+            Config("threshold", f"t={t}", dict(threshold=t), ref=ref1),
+            Config("seer+threshold", f"t={t}", dict(threshold=t), seer=True, ref=ref1),
+        ]
+    if not quick:
+        dt = dict(block_length=8, cache="dual", threshold=0.9)
+        out += [
+            Config("dual+threshold", "t=0.9", dt, ref=ref1),
+            Config("seer+dual+threshold", "t=0.9", dt, seer=True, ref=ref1),
+        ]
+    return out
+
+
+# -- data ----------------------------------------------------------------------------------------
+
+
+def held_out(source: str, n: int, seed: int):
+    """`n` unique evaluation-side requests, checked disjoint from calibration and tuning."""
+    from seer.data import example_key, in_calibration, load_examples
+
+    examples = load_examples(source, n=n, part="eval", seed=seed)
+    keys = [example_key(e) for e in examples]
+    assert len(set(keys)) == len(keys), "held-out requests are not unique"
+    assert not any(in_calibration(e) for e in examples), "a held-out request is in calibration"
+    try:
+        from seer.data.builtin import task_of, tuned_keys
+
+        tuned = tuned_keys(task_of(source)) if source in ("builtin", "builtin-vqa") else set()
+    except ImportError:  # pragma: no cover - older seer.data
+        tuned = set()
+    assert not set(keys) & set(tuned), "a held-out request is in the seer.json tuning draw"
+    return examples
+
+
+def load_model(name: str):
+    try:
+        return seer.load(name)
+    except Exception:  # the names land with seer.load("builtin"); until then the asset folders
+        return seer.load(Path(seer.__file__).parent / "assets" / name)
+
+
+# -- runs ----------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Run:
+    text: str
+    tokens: int
+    window: int
+    nfe: int
+    seconds: float
+    ids_hash: int
+
+
+def run_one(lm, q, cfg: Config, g: int, seer_cfg, refs: dict) -> Run:
+    kw = dict(cfg.params, gen_length=g)
+    policy = None
+    if cfg.oracle:
+        base = refs[f"baseline@{cfg.budget}"]
+        policy = FixedWindowPolicy([round_window(base.tokens + 1, g, seer_cfg.bucket)])
+    out = lm.generate(q, seer=seer_cfg if cfg.seer else None, policy=policy, **kw)
+    s = out.stats
+    return Run(out.text, s.tokens, s.window, s.nfe, s.seconds, hash(tuple(out.token_ids)))
+
+
+def batch1(lm, examples, configs, g, seer_cfg, repeats, raw: Path, settings: dict, progress):
+    """Every request through every config; per-request records appended to `raw`."""
+    done = {}
+    if raw.exists():
+        for line in raw.read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("settings") == settings and "request" in rec:
+                done[rec["request"]] = rec
+    rows = []
+    for i, ex in enumerate(examples):
+        if i in done:
+            rows.append(done[i])
+            continue
+        prompt_s, q = [], None
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            q = lm.prompt(ex.prompt, ex.image)
+            prompt_s.append(time.perf_counter() - t0)
+        results: dict[str, Run] = {}
+        secs: dict[str, list[float]] = {c.name: [] for c in configs}
+        for r in range(repeats):
+            refs: dict[str, Run] = {}
+            for cfg in configs:
+                run = run_one(lm, q, cfg, g, seer_cfg, refs)
+                refs[cfg.name] = run
+                secs[cfg.name].append(run.seconds)
+                if r == 0:
+                    results[cfg.name] = run
+                elif run.ids_hash != results[cfg.name].ids_hash:
+                    raise AssertionError(f"{cfg.name}: a repeat gave other tokens (not greedy?)")
+        rec = {
+            "settings": settings,
+            "request": i,
+            "id": ex.id,
+            "family": ex.family,
+            "answer": ex.answer,
+            "prompt_seconds": statistics.median(prompt_s),
+            "results": {
+                name: dict(asdict(run), seconds=statistics.median(secs[name]))
+                for name, run in results.items()
+            },
+        }
+        with raw.open("a") as f:
+            f.write(json.dumps(rec) + "\n")
+        rows.append(rec)
+        progress(i + 1, len(examples))
+    return rows
+
+
+def batch32(lm, examples, configs, g, seer_cfg, repeats, rows, raw: Path, settings: dict):
+    """Each engine config over all requests at max_batch 32 (wall time, end to end)."""
+    from seer.engine import Engine, EngineConfig, Request
+
+    fields = getattr(Request, "__dataclass_fields__", {})
+    done = {}
+    if raw.exists():
+        for line in raw.read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("settings") == settings and "engine" in rec:
+                done[rec["engine"]] = rec
+    out = {}
+    for cfg in configs:
+        if not cfg.engine or (cfg.oracle and "window" not in fields):
+            continue
+        if cfg.name in done:
+            out[cfg.name] = done[cfg.name]
+            continue
+        p = SamplingParams(gen_length=g, **cfg.params)
+        reqs = []
+        for i, ex in enumerate(examples):
+            kw = {}
+            if cfg.oracle:
+                base = rows[i]["results"][f"baseline@{cfg.budget}"]
+                kw["window"] = round_window(base["tokens"] + 1, g, seer_cfg.bucket)
+            reqs.append(
+                Request(ex.prompt, params=p, seer=seer_cfg if cfg.seer else None,
+                        image=ex.image, **kw)  # fmt: skip
+            )
+        walls, results = [], None
+        for _ in range(repeats):
+            eng = Engine(lm, EngineConfig(max_batch=32))
+            t0 = time.perf_counter()
+            res = eng.generate(reqs)
+            walls.append(time.perf_counter() - t0)
+            results = results or res
+        correct = [r.text == ex.answer for r, ex in zip(results, examples, strict=True)]
+        same = [
+            r.text == rows[i]["results"][cfg.name]["text"] for i, r in enumerate(results)
+        ]
+        rec = {
+            "settings": settings,
+            "engine": cfg.name,
+            "wall_seconds": statistics.median(walls),
+            "correct": correct,
+            "same_text_as_batch1": sum(same) / len(same),
+            "nfe": [r.nfe for r in results],
+            "windows": [r.window for r in results],
+        }
+        with raw.open("a") as f:
+            f.write(json.dumps(rec) + "\n")
+        out[cfg.name] = rec
+    return out
+
+
+# -- statistics ----------------------------------------------------------------------------------
+
+
+def bootstrap(xs: list[bool], seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap 95 % interval of the mean."""
+    g = torch.Generator().manual_seed(seed)
+    t = torch.tensor(xs, dtype=torch.float64)
+    idx = torch.randint(0, len(xs), (BOOT, len(xs)), generator=g)
+    means = t[idx].mean(dim=1).sort().values
+    return float(means[int(0.025 * BOOT)]), float(means[int(0.975 * BOOT) - 1])
+
+
+def summarise(rows, eng, configs, g) -> dict:
+    out = {}
+    n = len(rows)
+    for cfg in configs:
+        res = [r["results"][cfg.name] for r in rows]
+        ref = [r["results"][cfg.ref] for r in rows]
+        correct = [x["text"] == r["answer"] for x, r in zip(res, rows, strict=True)]
+        lo, hi = bootstrap(correct)
+        loop_s = sum(x["seconds"] for x in res) / n
+        e2e_s = loop_s + sum(r["prompt_seconds"] for r in rows) / n
+        rec = {
+            "method": cfg.method,
+            "budget": cfg.budget,
+            "accuracy": sum(correct) / n,
+            "ci95": [lo, hi],
+            "shorter_than_ref": sum(x["tokens"] < y["tokens"] for x, y in zip(res, ref, strict=True)),
+            "differs_from_ref": sum(x["ids_hash"] != y["ids_hash"] for x, y in zip(res, ref, strict=True)),
+            "window_cuts": sum(x["window"] < g and x["tokens"] >= x["window"] for x in res),
+            "mean_window": sum(x["window"] for x in res) / n,
+            "nfe": sum(x["nfe"] for x in res) / n,
+            "loop_ms": 1000 * loop_s,
+            "e2e_ms": 1000 * e2e_s,
+            "ref": cfg.ref,
+        }  # fmt: skip
+        if cfg.name in eng:
+            e = eng[cfg.name]
+            rec["b32_ms"] = 1000 * e["wall_seconds"] / n
+            rec["b32_accuracy"] = sum(e["correct"]) / n
+            rec["b32_same_as_b1"] = e["same_text_as_batch1"]
+            rec["b32_nfe"] = sum(e["nfe"]) / n
+        out[cfg.name] = rec
+    base = out[f"baseline@k={configs[0].budget.split('=')[1]}"] if configs else {}
+    for rec in out.values():
+        rec["loop_speedup_vs_k1"] = base["loop_ms"] / rec["loop_ms"]
+        ref = out[rec["ref"]]
+        rec["loop_speedup_vs_ref"] = ref["loop_ms"] / rec["loop_ms"]
+        if "b32_ms" in rec and "b32_ms" in ref:
+            rec["b32_speedup_vs_ref"] = ref["b32_ms"] / rec["b32_ms"]
+    # equal NFE: the full-window baseline whose mean NFE is nearest
+    bases = [r for r in out.values() if r["method"] == "baseline"]
+    for rec in out.values():
+        near = min(bases, key=lambda b: (abs(math.log(b["nfe"] / rec["nfe"])), b["nfe"]))
+        rec["equal_nfe_baseline"] = f"baseline@{near['budget']}"
+        rec["accuracy_minus_equal_nfe_baseline"] = rec["accuracy"] - near["accuracy"]
+        rec["loop_speedup_vs_equal_nfe_baseline"] = near["loop_ms"] / rec["loop_ms"]
+    return out
+
+
+def pareto(points: list[tuple[float, float, str]]) -> set[str]:
+    """Names of the points no other point beats on both time (lower) and accuracy (higher)."""
+    front = set()
+    for t, a, name in points:
+        if not any((t2 <= t and a2 >= a) and (t2 < t or a2 > a) for t2, a2, _ in points):
+            front.add(name)
+    return front
+
+
+def mark_frontier(out: dict) -> None:
+    b1 = pareto([(r["loop_ms"], r["accuracy"], k) for k, r in out.items()])
+    b32 = pareto([(r["b32_ms"], r["accuracy"], k) for k, r in out.items() if "b32_ms" in r])
+    for k, r in out.items():
+        r["pareto_b1"] = k in b1
+        r["pareto_b32"] = k in b32 if "b32_ms" in r else None
+
+
+# -- output --------------------------------------------------------------------------------------
+
+
+def show(record: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    c = Console(width=200)
+    t = Table(
+        title=f"{record['model']}: {record['n']} unique held-out requests, gen_length "
+        f"{record['gen_length']}, greedy; times per request, median of {record['repeats']} "
+        "(shared 2-core CPU, 1 thread: noisy, compare ratios)"
+    )
+    cols = ("method", "budget", "acc", "95% CI", "shorter", "cuts", "window", "NFE",
+            "loop ms", "e2e ms", "x ref", "b32 ms", "b32 x ref", "eq-NFE base", "d acc",
+            "front")  # fmt: skip
+    for col in cols:
+        t.add_column(col, justify="right")
+    for r in record["results"].values():
+        lo, hi = r["ci95"]
+        front = ("1" if r["pareto_b1"] else "") + ("/32" if r.get("pareto_b32") else "")
+        t.add_row(
+            r["method"], r["budget"], f"{r['accuracy']:.1%}", f"{lo:.0%}-{hi:.0%}",
+            str(r["shorter_than_ref"]), str(r["window_cuts"]), f"{r['mean_window']:.1f}",
+            f"{r['nfe']:.1f}", f"{r['loop_ms']:.0f}", f"{r['e2e_ms']:.0f}",
+            f"{r['loop_speedup_vs_ref']:.2f}x",
+            f"{r['b32_ms']:.1f}" if "b32_ms" in r else "-",
+            f"{r['b32_speedup_vs_ref']:.2f}x" if "b32_speedup_vs_ref" in r else "-",
+            r["equal_nfe_baseline"].split("@")[1],
+            f"{100 * r['accuracy_minus_equal_nfe_baseline']:+.1f}", front,
+        )  # fmt: skip
+    c.print(t)
+    c.print(
+        "x ref: loop-time speedup over the reference (the baseline with the same k; k=1 for the "
+        "threshold methods). shorter: answers with fewer tokens than the reference's. cuts: "
+        "answers cut by their window. eq-NFE base / d acc: the full-window baseline of nearest "
+        "mean NFE and the accuracy difference to it (points). front: on the accuracy-vs-time "
+        "Pareto front at batch 1 / batch 32."
+    )
+
+
+def plot(record: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = record["results"]
+    methods = sorted({r["method"] for r in res.values()})
+    cmap = plt.get_cmap("tab20")
+    fig, axes = plt.subplots(1, 2, figsize=(14, 5.5))
+    for ax, key, title in (
+        (axes[0], "loop_ms", "batch 1: denoising loop ms / request"),
+        (axes[1], "b32_ms", "batch 32 (engine): end-to-end ms / request"),
+    ):
+        for i, m in enumerate(methods):
+            pts = [r for r in res.values() if r["method"] == m and key in r]
+            if not pts:
+                continue
+            pts.sort(key=lambda r: r[key])
+            x = [r[key] for r in pts]
+            y = [100 * r["accuracy"] for r in pts]
+            err = [[100 * (r["accuracy"] - r["ci95"][0]) for r in pts],
+                   [100 * (r["ci95"][1] - r["accuracy"]) for r in pts]]  # fmt: skip
+            marker = "o" if m.startswith("seer") else ("*" if m == "oracle" else "s")
+            ax.errorbar(x, y, yerr=err, fmt=marker + "-", color=cmap(i % 20), label=m,
+                        capsize=2, lw=1, ms=6, alpha=0.85)  # fmt: skip
+            for r in pts:
+                ax.annotate(r["budget"], (r[key], 100 * r["accuracy"]), fontsize=6,
+                            xytext=(3, 3), textcoords="offset points")  # fmt: skip
+        front = sorted(
+            (r[key], 100 * r["accuracy"]) for r in res.values()
+            if key in r and r["pareto_b1" if key == "loop_ms" else "pareto_b32"]
+        )  # fmt: skip
+        if front:
+            ax.step(*zip(*front, strict=True), where="post", color="k", lw=0.8, ls=":",
+                    label="Pareto front")  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_xlabel(title)
+        ax.set_ylabel("exact-match accuracy % (bootstrap 95 % CI)")
+        ax.grid(alpha=0.3)
+    (axes[1] if axes[1].get_legend_handles_labels()[0] else axes[0]).legend(
+        fontsize=7, loc="lower right", ncol=2
+    )
+    fig.suptitle(
+        f"{record['model']}: accuracy vs time, {record['n']} held-out requests, "
+        f"gen_length {record['gen_length']} (k = tokens per step, t = threshold)"
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="builtin", help="builtin | builtin-vqa | a folder")
+    ap.add_argument("--data", default=None, help="data source (default: the model's built-in)")
+    ap.add_argument("--n", type=int, default=48)
+    ap.add_argument("--seed", type=int, default=0, help="draw of the held-out requests")
+    ap.add_argument("--repeats", type=int, default=3, help="timing repeats (median)")
+    ap.add_argument("--budgets", default="1,2,4,8", help="tokens per step")
+    ap.add_argument("--no-engine", action="store_true", help="skip the batch-32 engine runs")
+    ap.add_argument("--quick", action="store_true", help="baseline, seer, stop, oracle only")
+    ap.add_argument("--raw", type=Path, default=None, help="per-request JSON Lines (resumable)")
+    ap.add_argument("--plot", type=Path, default=None, help="Pareto PNG")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    t0 = time.time()
+    lm = load_model(args.model)
+    if args.device != "cpu":
+        lm = seer.load(getattr(lm, "path", args.model), device=args.device)
+    multimodal = getattr(lm, "multimodal", False)
+    source = args.data or ("builtin-vqa" if multimodal else "builtin")
+    g = lm.meta.get("seer", {}).get("gen_length", 64)
+    budgets = [int(k) for k in args.budgets.split(",")]
+    examples = held_out(source, args.n, args.seed)
+    seer_cfg = resolve(lm, True)
+    configs = build_configs(lm, g, budgets, args.quick)
+    settings = {"model": args.model, "source": source, "n": args.n, "seed": args.seed,
+                "repeats": args.repeats, "budgets": budgets, "quick": args.quick,
+                "configs": [c.name for c in configs], "threads": args.threads}  # fmt: skip
+    raw = args.raw or Path(f"/tmp/bench_compare_{Path(str(args.model)).name}.jsonl")
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    q = lm.prompt(examples[0].prompt, examples[0].image)  # warm the tower and every shape
+    for w in range(seer_cfg.bucket, g + 1, seer_cfg.bucket):
+        lm.generate(q, gen_length=w, steps=w)
+
+    def progress(i, n):
+        print(f"[bench_compare] {args.model}: request {i}/{n} ({time.time() - t0:.0f} s)",
+              flush=True)  # fmt: skip
+
+    rows = batch1(lm, examples, configs, g, seer_cfg, args.repeats, raw, settings, progress)
+    eng = {}
+    if not args.no_engine:
+        eng = batch32(lm, examples, configs, g, seer_cfg, args.repeats, rows, raw, settings)
+    results = summarise(rows, eng, configs, g)
+    mark_frontier(results)
+    record = {
+        "bench": "compare",
+        "model": lm.name or args.model,
+        "source": source,
+        "n": len(rows),
+        "gen_length": g,
+        "repeats": args.repeats,
+        "seer_config": asdict(seer_cfg),
+        "machine": f"{platform.machine()} {platform.processor() or ''} threads={args.threads}",
+        "torch": torch.__version__,
+        "results": results,
+        "wall_seconds": round(time.time() - t0, 1),
+    }
+    show(record)
+    if args.plot:
+        plot(record, args.plot)
+        print(f"[bench_compare] wrote {args.plot}")
+    print(json.dumps(record))
+    return record
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""`benchmarks/bench_compare.py`: held-out requests unique and disjoint from calibration, every
+method through the one loop on the built-in text model (a small, quick run), the Pareto front,
+the bootstrap interval and resuming from the raw records."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from seer.data import example_key, in_calibration, load_examples
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_compare.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_compare", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while defining
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[spec.name]
+
+
+@pytest.mark.parametrize("source,n", [("builtin", 48), ("builtin-vqa", 32)])
+def test_held_out_requests_are_unique_and_disjoint_from_calibration(bench, source, n):
+    examples = bench.held_out(source, n, 0)
+    keys = {example_key(e) for e in examples}
+    assert len(keys) == len(examples) == n
+    calib = {example_key(e) for e in load_examples(source, n=n, part="calib")}
+    assert not keys & calib
+    assert not any(in_calibration(e) for e in examples)
+
+
+def test_pareto_front_and_bootstrap(bench):
+    pts = [(10.0, 0.5, "a"), (5.0, 0.5, "b"), (20.0, 0.6, "c"), (6.0, 0.4, "d")]
+    assert bench.pareto(pts) == {"b", "c"}
+    lo, hi = bench.bootstrap([True] * 6 + [False] * 4)
+    assert 0.2 <= lo < 0.6 < hi <= 0.95
+    assert bench.bootstrap([True] * 5) == (1.0, 1.0)
+
+
+def test_a_quick_run_and_its_resume(bench, tmp_path):
+    raw = tmp_path / "raw.jsonl"
+    argv = ["--model", "builtin", "--n", "3", "--repeats", "2", "--budgets", "8", "--quick",
+            "--no-engine", "--raw", str(raw), "--plot", str(tmp_path / "p.png")]  # fmt: skip
+    rec = bench.main(argv)
+    res = rec["results"]
+    assert set(res) == {"baseline@k=8", "seer@k=8", "stop@k=8", "oracle@k=8",
+                        "threshold@t=0.9", "seer+threshold@t=0.9"}  # fmt: skip
+    for r in res.values():
+        lo, hi = r["ci95"]
+        assert lo <= r["accuracy"] <= hi and r["nfe"] > 0 and r["loop_ms"] > 0
+    assert res["baseline@k=8"]["nfe"] == 8 and res["baseline@k=8"]["mean_window"] == 64
+    assert res["seer@k=8"]["mean_window"] < 64  # Seer cut the windows
+    assert res["oracle@k=8"]["window_cuts"] == 0
+    assert any(r["pareto_b1"] for r in res.values())
+    assert (tmp_path / "p.png").stat().st_size > 10_000
+    lines = raw.read_text().splitlines()
+    assert len(lines) == 3 and all(json.loads(x)["request"] in (0, 1, 2) for x in lines)
+    again = bench.main(argv)  # resumes: every request is read back, nothing is run or appended
+    assert len(raw.read_text().splitlines()) == 3
+    assert again["results"]["seer@k=8"]["accuracy"] == res["seer@k=8"]["accuracy"]

@@ -1,0 +1,72 @@
+"""The release scripts reproduce the shipped models' recipes: every training phase parses with
+the trainers' own command line, the phases chain (each starts where the last ended) and end at
+the steps the model cards state; the first recipe's one-window-per-batch mode exists."""
+
+from __future__ import annotations
+
+import random
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from seer.demo import train, train_vqa
+from seer.demo.tasks import generate_examples
+from seer.demo.tokenizer import build_tokenizer
+from seer.models.loader import load_tokenizer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def phases(script: str, prefix: str) -> list[list[str]]:
+    """The argument lists of every training command of a release script (`train` helper lines
+    are expanded with the helper's own arguments)."""
+    text = (ROOT / "tools" / script).read_text().replace("\\\n", " ")
+    helper = re.search(r"train\(\) \{ (.*?) \"\$@\"; \}", text)
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("train ") and helper:
+            line = helper.group(1) + line[len("train") :]
+        if line.startswith(prefix):
+            out.append(shlex.split(line.replace('"$run"', "runs/x"))[3:])
+    return out
+
+
+def test_text_release_has_the_three_phases_of_the_model_card():
+    cfgs = [train.parse_args(a, train.TrainConfig, "x", Path("r"), 1.0)[1]
+            for a in phases("release_builtin.sh", "python -m seer.demo.train ")]  # fmt: skip
+    assert [c.windows for c in cfgs] == ["batch", "batch", "row"]
+    end = 0
+    for c in cfgs:
+        assert c.cycle_start == end  # each phase resumes where the last ended
+        end = c.cycle_start + c.total_steps
+    assert [c.cycle_start for c in cfgs] == [0, 7000, 8564] and end == 13064
+    card = (ROOT / "src/seer/assets/builtin/MODEL_CARD.md").read_text()
+    for step in ("7000", "8564", "13064"):
+        assert step in card
+    assert cfgs[2].lr == pytest.approx(8e-4) and cfgs[0].lr == pytest.approx(1.5e-3)
+
+
+def test_vqa_release_has_its_one_phase():
+    (args,) = phases("release_builtin_vqa.sh", "python -m seer.demo.train_vqa ")
+    c = train.parse_args(args, train_vqa.TrainConfig, "x", Path("r"), 1.0)[1]
+    assert c.total_steps == 6000 and c.cycle_start == 0 and c.init_from == "builtin"
+    assert "6000 steps" in (ROOT / "src/seer/assets/builtin-vqa/MODEL_CARD.md").read_text()
+
+
+def test_one_window_per_batch_mode(tmp_path):
+    build_tokenizer(tmp_path)
+    enc = train.Encoder(load_tokenizer(tmp_path))
+    ex = generate_examples(16, seed=3, split="train")
+    longest = max(len(enc.answer(e.answer)) for e in ex)
+    seen = set()
+    for seed in range(6):
+        x, am, p, wins = train.make_batch(enc, ex, 64, random.Random(seed), 0.5, "batch")
+        assert len(set(wins.tolist())) == 1 and longest <= int(wins[0]) <= 64
+        assert bool(am[:, p:].all())  # the whole batch window is attended
+        seen.add(int(wins[0]))
+    assert len(seen) > 1
+    with pytest.raises(ValueError, match="windows"):
+        train.TrainConfig(windows="column")
