@@ -143,11 +143,13 @@ def held_out(source: str, n: int, seed: int):
     return examples
 
 
-def load_model(name: str):
-    try:
-        return seer.load(name)
-    except Exception:  # the names land with seer.load("builtin"); until then the asset folders
-        return seer.load(Path(seer.__file__).parent / "assets" / name)
+def load_model(name: str, device: str = "cpu"):
+    """`seer.load(name)`; the built-in names fall back to the package's asset folders (where
+    `seer.load` does not know them yet)."""
+    folder = Path(seer.__file__).parent / "assets" / name
+    if name in ("builtin", "builtin-vqa") and folder.is_dir():
+        return seer.load(folder, device=device)
+    return seer.load(name, device=device)
 
 
 # -- runs ----------------------------------------------------------------------------------------
@@ -174,14 +176,24 @@ def run_one(lm, q, cfg: Config, g: int, seer_cfg, refs: dict) -> Run:
     return Run(out.text, s.tokens, s.window, s.nfe, s.seconds, hash(tuple(out.token_ids)))
 
 
+def same_run(a: dict | None, b: dict) -> bool:
+    """Records of the same run: equal settings but `n` (the pool of n requests is a prefix of the
+    pool of n + 1, so a run can be stopped and summarised, or extended, at any n)."""
+    if a is None:
+        return False
+    return {k: v for k, v in a.items() if k != "n"} == {k: v for k, v in b.items() if k != "n"}
+
+
 def batch1(lm, examples, configs, g, seer_cfg, repeats, raw: Path, settings: dict, progress):
     """Every request through every config; per-request records appended to `raw`."""
     done = {}
     if raw.exists():
         for line in raw.read_text().splitlines():
             rec = json.loads(line)
-            if rec.get("settings") == settings and "request" in rec:
-                done[rec["request"]] = rec
+            i = rec.get("request", len(examples))
+            if same_run(rec.get("settings"), settings) and i < len(examples):
+                assert rec["id"] == examples[i].id, "raw records of other data"
+                done[i] = rec
     rows = []
     for i, ex in enumerate(examples):
         if i in done:
@@ -223,7 +235,7 @@ def batch1(lm, examples, configs, g, seer_cfg, repeats, raw: Path, settings: dic
     return rows
 
 
-def batch32(lm, examples, configs, g, seer_cfg, repeats, rows, raw: Path, settings: dict):
+def batch32(lm, examples, configs, g, seer_cfg, repeats, rows, raw: Path, settings: dict, progress):
     """Each engine config over all requests at max_batch 32 (wall time, end to end)."""
     from seer.engine import Engine, EngineConfig, Request
 
@@ -232,7 +244,7 @@ def batch32(lm, examples, configs, g, seer_cfg, repeats, rows, raw: Path, settin
     if raw.exists():
         for line in raw.read_text().splitlines():
             rec = json.loads(line)
-            if rec.get("settings") == settings and "engine" in rec:
+            if rec.get("settings") == settings and "engine" in rec:  # same n too
                 done[rec["engine"]] = rec
     out = {}
     for cfg in configs:
@@ -249,8 +261,9 @@ def batch32(lm, examples, configs, g, seer_cfg, repeats, rows, raw: Path, settin
                 base = rows[i]["results"][f"baseline@{cfg.budget}"]
                 kw["window"] = round_window(base["tokens"] + 1, g, seer_cfg.bucket)
             reqs.append(
-                Request(ex.prompt, params=p, seer=seer_cfg if cfg.seer else None,
-                        image=ex.image, **kw)  # fmt: skip
+                Request(
+                    ex.prompt, params=p, seer=seer_cfg if cfg.seer else None, image=ex.image, **kw
+                )  # fmt: skip
             )
         walls, results = [], None
         for _ in range(repeats):
@@ -260,9 +273,7 @@ def batch32(lm, examples, configs, g, seer_cfg, repeats, rows, raw: Path, settin
             walls.append(time.perf_counter() - t0)
             results = results or res
         correct = [r.text == ex.answer for r, ex in zip(results, examples, strict=True)]
-        same = [
-            r.text == rows[i]["results"][cfg.name]["text"] for i, r in enumerate(results)
-        ]
+        same = [r.text == rows[i]["results"][cfg.name]["text"] for i, r in enumerate(results)]
         rec = {
             "settings": settings,
             "engine": cfg.name,
@@ -275,6 +286,7 @@ def batch32(lm, examples, configs, g, seer_cfg, repeats, rows, raw: Path, settin
         with raw.open("a") as f:
             f.write(json.dumps(rec) + "\n")
         out[cfg.name] = rec
+        progress(f"engine {cfg.name}")
     return out
 
 
@@ -300,13 +312,14 @@ def summarise(rows, eng, configs, g) -> dict:
         lo, hi = bootstrap(correct)
         loop_s = sum(x["seconds"] for x in res) / n
         e2e_s = loop_s + sum(r["prompt_seconds"] for r in rows) / n
+        pairs = list(zip(res, ref, strict=True))
         rec = {
             "method": cfg.method,
             "budget": cfg.budget,
             "accuracy": sum(correct) / n,
             "ci95": [lo, hi],
-            "shorter_than_ref": sum(x["tokens"] < y["tokens"] for x, y in zip(res, ref, strict=True)),
-            "differs_from_ref": sum(x["ids_hash"] != y["ids_hash"] for x, y in zip(res, ref, strict=True)),
+            "shorter_than_ref": sum(x["tokens"] < y["tokens"] for x, y in pairs),
+            "differs_from_ref": sum(x["ids_hash"] != y["ids_hash"] for x, y in pairs),
             "window_cuts": sum(x["window"] < g and x["tokens"] >= x["window"] for x in res),
             "mean_window": sum(x["window"] for x in res) / n,
             "nfe": sum(x["nfe"] for x in res) / n,
@@ -456,6 +469,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--n", type=int, default=48)
     ap.add_argument("--seed", type=int, default=0, help="draw of the held-out requests")
     ap.add_argument("--repeats", type=int, default=3, help="timing repeats (median)")
+    ap.add_argument("--engine-repeats", type=int, default=None, help="default: --repeats")
     ap.add_argument("--budgets", default="1,2,4,8", help="tokens per step")
     ap.add_argument("--no-engine", action="store_true", help="skip the batch-32 engine runs")
     ap.add_argument("--quick", action="store_true", help="baseline, seer, stop, oracle only")
@@ -466,9 +480,7 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     t0 = time.time()
-    lm = load_model(args.model)
-    if args.device != "cpu":
-        lm = seer.load(getattr(lm, "path", args.model), device=args.device)
+    lm = load_model(args.model, args.device)
     multimodal = getattr(lm, "multimodal", False)
     source = args.data or ("builtin-vqa" if multimodal else "builtin")
     g = lm.meta.get("seer", {}).get("gen_length", 64)
@@ -485,14 +497,16 @@ def main(argv=None) -> dict:
     for w in range(seer_cfg.bucket, g + 1, seer_cfg.bucket):
         lm.generate(q, gen_length=w, steps=w)
 
-    def progress(i, n):
-        print(f"[bench_compare] {args.model}: request {i}/{n} ({time.time() - t0:.0f} s)",
-              flush=True)  # fmt: skip
+    def progress(i, n=None):
+        what = f"request {i}/{n}" if n else i
+        print(f"[bench_compare] {args.model}: {what} ({time.time() - t0:.0f} s)", flush=True)
 
     rows = batch1(lm, examples, configs, g, seer_cfg, args.repeats, raw, settings, progress)
     eng = {}
     if not args.no_engine:
-        eng = batch32(lm, examples, configs, g, seer_cfg, args.repeats, rows, raw, settings)
+        er = args.engine_repeats or args.repeats
+        eng = batch32(lm, examples, configs, g, seer_cfg, er, rows, raw,
+                      dict(settings, engine_repeats=er), progress)  # fmt: skip
     results = summarise(rows, eng, configs, g)
     mark_frontier(results)
     record = {

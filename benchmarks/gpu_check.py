@@ -1,0 +1,295 @@
+"""The prepared GPU check (run by `benchmarks/gpu_check.sh`): five sections, each timed, each
+writing its result under `--out` (default docs/gpu/), a summary table and a last-line JSON.
+
+  graphs   the engine's static path with CUDA graphs against the same path run eagerly
+           (`EngineConfig(cuda_graphs=False)`): same tokens; time of a second (warm) pass
+  triton   the compiled Triton compaction kernel against the reference (`seer.kernels`) on
+           random groups (row and packed layouts): every output tensor equal
+  bf16     the LLaDA golden cases (official LLaDA `generate`, Fast-dLLM caches, Fast-dLLM
+           threshold/factor) on the device in float32 (must match token for token) and in
+           bfloat16 (reported: how many still match, and the largest logit difference)
+  engine   the engine's throughput with a mid-size random LLaDA (bf16) at batch 64 and 256:
+           no truncation / Seer with naive padding / Seer routed / oracle routed
+           (`seer.engine.bench.run`, held-out and synthetic long-tailed workloads)
+  compare  `bench_compare.py` on the built-in text model at one budget (4 tokens per step)
+
+`--tiny` shrinks every size so that the whole check runs on a CPU in a few minutes (`--device
+cpu --tiny`): it proves that each step runs, not what a GPU does (no graphs, no Triton on CPU:
+those sections then say "skipped" with the reason).
+
+    python benchmarks/gpu_check.py --device cuda --out docs/gpu
+    python benchmarks/gpu_check.py --device cpu --tiny --out /tmp/gpu_check
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+import seer
+from seer.config import SamplingParams, TokenIds
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "tests" / "fixtures" / "golden" / "llada"
+
+
+def sync(device: str) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+
+
+def random_llada(folder: Path, tiny: bool) -> Path:
+    from seer.models.factory import make_random_checkpoint
+
+    width, layers = (64, 2) if tiny else (1024, 12)
+    return make_random_checkpoint("llada", folder, layers=layers, width=width, seed=0)
+
+
+def prompts(n: int) -> list[str]:
+    from seer.data import load_examples
+
+    return [e.prompt for e in load_examples("builtin", n=n, part="eval")]
+
+
+# -- sections ------------------------------------------------------------------------------------
+
+
+def check_graphs(args, tmp: Path) -> dict:
+    from seer.engine import Engine, EngineConfig, Request
+
+    dtype = torch.float32 if args.tiny else torch.bfloat16
+    lm = seer.load(random_llada(tmp / "graphs", args.tiny), dtype=dtype, device=args.device)
+    n = 8 if args.tiny else 64
+    p = SamplingParams(gen_length=64, steps=16)
+    rng = random.Random(0)
+    has_window = "window" in getattr(Request, "__dataclass_fields__", {})
+    reqs = []
+    for text in prompts(n):
+        kw = {"window": rng.choice([8, 16, 24, 32, 64])} if has_window else {"seer": True}
+        reqs.append(Request(text, params=p, **kw))
+    out = {}
+    for graphs in (True, False):
+        eng = Engine(lm, EngineConfig(max_batch=n, cuda_graphs=graphs, routing="static"))
+        eng.generate(reqs)  # warm-up: captures the graphs
+        sync(args.device)
+        t0 = time.perf_counter()
+        res = eng.generate(reqs)
+        sync(args.device)
+        out[graphs] = (time.perf_counter() - t0, [r.token_ids for r in res])
+    same = sum(a == b for a, b in zip(out[True][1], out[False][1], strict=True))
+    used = torch.device(args.device).type == "cuda"
+    return {
+        "ok": same == n,
+        "requests": n,
+        "same_tokens": same,
+        "graphs_seconds": out[True][0],
+        "eager_seconds": out[False][0],
+        "speedup": out[False][0] / out[True][0],
+        "note": None if used else "no CUDA: both passes ran eagerly (graphs are CUDA-only)",
+    }
+
+
+def check_triton(args, tmp: Path) -> dict:
+    from seer.kernels import dispatch
+    from seer.kernels.compact_ref import compact_reference
+
+    if not dispatch.triton_available():
+        return {"ok": None, "skipped": "triton is not installed (pip install seer[kernels])"}
+    if torch.device(args.device).type != "cuda" and not dispatch._interpreting():
+        return {"ok": None, "skipped": "no CUDA and TRITON_INTERPRET is not set"}
+    g = torch.Generator().manual_seed(0)
+    cases, bad = 0, []
+    for trial in range(8 if args.tiny else 64):
+        b = int(torch.randint(1, 9 if args.tiny else 65, (1,), generator=g))
+        plens = torch.randint(1, 40, (b,), generator=g).tolist()
+        wins = torch.randint(1, 65, (b,), generator=g).tolist()
+        rows = sorted(random.Random(trial).sample(range(b), k=max(1, b // 2)))
+        for capacity in (0, 128):
+            args_, kw = _compact_case(plens, wins, rows, capacity, g, args.device)
+            ref = compact_reference(*args_, **kw, pad_id=0, eos_id=1)
+            with dispatch.use_backend("triton"):
+                got = dispatch.compact(*args_, **kw, pad_id=0, eos_id=1)
+            cases += 1
+            for f in ref.__dataclass_fields__:
+                if not torch.equal(getattr(ref, f).cpu(), getattr(got, f).cpu()):
+                    bad.append(f"trial {trial} capacity {capacity}: {f}")
+    return {"ok": not bad, "cases": cases, "mismatches": bad[:10]}
+
+
+def _compact_case(plens, windows, rows, capacity, g, device):
+    """A step-0 canvas and the arguments of one group (as the engine's scheduler builds them)."""
+    b, p_in, w_in = len(plens), max(plens), max(windows)
+    x = torch.randint(2, 100, (b, p_in + w_in), generator=g)
+    for r, q in enumerate(plens):
+        x[r, : p_in - q] = 0
+    width = max(windows[r] for r in rows)
+    p_out = max(plens[r] for r in rows) + 1
+    offsets, n_packs = None, 0
+    if capacity:
+        lengths = [plens[r] + windows[r] for r in rows]
+        capacity = max([capacity, *lengths])
+        offs, pack, used = [], 0, 0
+        for n in lengths:  # next-fit
+            if used + n > capacity:
+                pack, used = pack + 1, 0
+            offs.append(pack * capacity + used)
+            used += n
+        offsets, n_packs = torch.tensor(offs, device=device), pack + 1
+    t = lambda v: torch.tensor(v, dtype=torch.long, device=device)  # noqa: E731
+    kw = dict(p_in=p_in, p_out=p_out, width=width, capacity=capacity, n_packs=n_packs, shift=0)
+    return (x.to(device), t(plens), t(windows), t(rows), offsets), kw
+
+
+def check_bf16(args, tmp: Path) -> dict:
+    from seer.diffusion.loop import DenoisingLoop, make_canvas
+    from seer.models.loader import load_model
+
+    tokens = TokenIds(mask=310, eos=300, pad=300)  # the fixture's config.json (see its README)
+    cache_of = {"generate": "none", "generate_with_prefix_cache": "prefix",
+                "generate_with_dual_cache": "dual"}  # fmt: skip
+    cases = []
+    for name in ("golden.json", "golden_cache.json", "golden_parallel.json"):
+        for c in json.loads((GOLDEN / name).read_text())["generations"]:
+            kw = c["kwargs"]
+            if c.get("attention_mask") is not None or kw.get("cfg_scale", 0) > 0:
+                continue
+            p = SamplingParams(
+                gen_length=kw["gen_length"], steps=kw["steps"], block_length=kw["block_length"],
+                remasking=kw["remasking"], threshold=kw.get("threshold"),
+                factor=kw.get("factor"), cache=cache_of.get(c.get("function"), "none"),
+            )  # fmt: skip
+            cases.append((f"{name}:{c['name']}", c["prompt_ids"], p, c["output_ids"]))
+    if args.tiny:
+        cases = cases[::6]
+    out = {}
+    logits = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        model = load_model(GOLDEN, dtype=dtype, device=args.device)
+        loop = DenoisingLoop(model, tokens)
+        hits = 0
+        for _, ids, p, want in cases:
+            c = make_canvas(ids, p.gen_length, tokens, args.device)
+            res = loop.run(c, p)
+            got = torch.cat([torch.tensor(ids), res.answer.cpu()], dim=1).tolist()
+            hits += got == want
+        x = torch.tensor(cases[0][1], device=args.device)
+        with torch.inference_mode():
+            logits[dtype] = model(x).logits.float().cpu()
+        out[str(dtype).split(".")[1]] = {"cases": len(cases), "token_exact": hits}
+    diff = float((logits[torch.float32] - logits[torch.bfloat16]).abs().max())
+    return {
+        "ok": out["float32"]["token_exact"] == len(cases),
+        **out,
+        "bf16_max_logit_diff": diff,
+        "note": "float32 must match the official goldens; bfloat16 is reported, not required",
+    }
+
+
+def check_engine(args, tmp: Path) -> dict:
+    from seer.engine import bench
+
+    dtype = torch.float32 if args.tiny else torch.bfloat16
+    lm = seer.load(random_llada(tmp / "engine", args.tiny), dtype=dtype, device=args.device)
+    batches = (8, 16) if args.tiny else (64, 256)
+    record = bench.run(lm, n=max(batches), batches=batches, gen_length=64, tau_pad=0.4, seed=0,
+                       progress=lambda s: print(f"  [engine] {s}", flush=True))  # fmt: skip
+    (args.out / "engine.json").write_text(json.dumps(record))
+    bench.show(record)
+    rows = [
+        {k: r[k] for k in ("workload", "batch", "method", "tok_s", "same") if k in r}
+        for r in record["results"]
+    ]
+    return {"ok": True, "model": "random LLaDA " + ("64x2" if args.tiny else "1024x12"),
+            "results": rows}  # fmt: skip
+
+
+def check_compare(args, tmp: Path) -> dict:
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("bench_compare", ROOT / "benchmarks" /
+                                                  "bench_compare.py")  # fmt: skip
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    n, rep = ("3", "1") if args.tiny else ("48", "3")
+    argv = ["--model", "builtin", "--budgets", "4", "--n", n, "--repeats", rep,
+            "--device", args.device, "--raw", str(args.out / "compare_raw.jsonl"),
+            "--plot", str(args.out / "compare.png")]  # fmt: skip
+    if args.tiny:
+        argv.append("--quick")
+    rec = mod.main(argv)
+    (args.out / "compare.json").write_text(json.dumps(rec))
+    keep = ("accuracy", "nfe", "loop_ms", "b32_ms", "loop_speedup_vs_ref")
+    return {"ok": True, "results": {k: {f: r.get(f) for f in keep}
+                                    for k, r in rec["results"].items()}}  # fmt: skip
+
+
+SECTIONS = {
+    "graphs": check_graphs,
+    "triton": check_triton,
+    "bf16": check_bf16,
+    "engine": check_engine,
+    "compare": check_compare,
+}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--tiny", action="store_true", help="CPU-sized: proves every step runs")
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "gpu")
+    ap.add_argument("--only", nargs="+", choices=list(SECTIONS), default=list(SECTIONS))
+    ap.add_argument("--budget", type=float, default=450, help="seconds; later sections skip")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    if torch.device(args.device).type == "cpu":
+        torch.set_num_threads(1)
+    t0 = time.time()
+    results = {}
+    with tempfile.TemporaryDirectory() as d:
+        for name in args.only:
+            if time.time() - t0 > args.budget:
+                results[name] = {"ok": None, "skipped": f"over the {args.budget:.0f} s budget"}
+                continue
+            print(f"[gpu_check] {name} ...", flush=True)
+            ts = time.time()
+            try:
+                r = SECTIONS[name](args, Path(d))
+            except Exception as e:  # a failed section is a result, not the end of the check
+                r = {"ok": False, "error": f"{type(e).__name__}: {e}",
+                     "trace": traceback.format_exc(limit=4)}  # fmt: skip
+            r["seconds"] = round(time.time() - ts, 1)
+            results[name] = r
+            print(f"[gpu_check] {name}: ok={r['ok']} ({r['seconds']} s) "
+                  f"{json.dumps({k: v for k, v in r.items() if k not in ('results', 'trace')})}",
+                  flush=True)  # fmt: skip
+    record = {
+        "bench": "gpu_check",
+        "device": args.device,
+        "device_name": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+        "tiny": args.tiny,
+        "torch": torch.__version__,
+        "machine": platform.platform(),
+        "seconds": round(time.time() - t0, 1),
+        "sections": results,
+    }
+    (args.out / "gpu_check.json").write_text(json.dumps(record, indent=1))
+    for name, r in results.items():
+        print(f"  {name:8s} {'PASS' if r['ok'] else ('SKIP' if r['ok'] is None else 'FAIL')}"
+              f"  {r.get('skipped') or r.get('error') or r.get('note') or ''}")  # fmt: skip
+    print(json.dumps(record))
+    return 0 if all(r["ok"] is not False for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
