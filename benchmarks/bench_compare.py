@@ -60,7 +60,6 @@ import torch
 
 import seer
 from seer.boundary.truncation import FixedWindowPolicy, resolve, round_window
-from seer.config import SamplingParams
 
 BOOT = 2000
 
@@ -253,7 +252,7 @@ def batch32(lm, examples, configs, g, seer_cfg, repeats, rows, raw: Path, settin
         if cfg.name in done:
             out[cfg.name] = done[cfg.name]
             continue
-        p = SamplingParams(gen_length=g, **cfg.params)
+        p = lm.sampling(gen_length=g, **cfg.params)  # the model's defaults under the options
         reqs = []
         for i, ex in enumerate(examples):
             kw = {}

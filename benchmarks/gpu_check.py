@@ -194,7 +194,7 @@ def check_bf16(args, tmp: Path) -> dict:
 
 
 def check_engine(args, tmp: Path) -> dict:
-    from seer.engine import bench
+    from seer.eval import bench
 
     dtype = torch.float32 if args.tiny else torch.bfloat16
     lm = seer.load(random_llada(tmp / "engine", args.tiny), dtype=dtype, device=args.device)
