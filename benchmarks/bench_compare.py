@@ -19,7 +19,10 @@ Every method is a policy of the one denoising loop (`seer.diffusion.loop`), set 
   seer+X           Seer composed with X (cut at step 0, then X over the kept window)
   oracle           cut at the baseline answer's true end (same bucket rounding): the best any
                    window policy could do
-  (DAEDAL and DPad are not implemented yet; see the README.)
+  dpad             (`--dpad`) DPad's suffix dropout (`seer.diffusion.alternatives.SuffixDropout`,
+                   a sliding window of 16 suffix positions) with its early termination, blocks of
+                   8 (batch 1 only: the engine takes no custom cache policy)
+  (DAEDAL is not implemented: see `seer.diffusion.alternatives`.)
 
 Requests: `seer.data.load_examples(source, part="eval")` — unique held-out requests, disjoint
 from the calibration side of the split and from the draw the shipped seer.json was tuned on
@@ -75,13 +78,14 @@ class Config:
     oracle: bool = False  # fixed window at the baseline answer's end
     engine: bool = True  # also run at batch 32 through the engine
     ref: str = ""  # name of the reference config (answers shorter than its answers)
+    dpad: int | None = None  # DPad's scratchpad (suffix positions kept after the block)
 
     @property
     def name(self) -> str:
         return f"{self.method}@{self.budget}"
 
 
-def build_configs(lm, g: int, budgets: list[int], quick: bool) -> list[Config]:
+def build_configs(lm, g: int, budgets: list[int], quick: bool, dpad: bool = False) -> list[Config]:
     enders = tuple((t,) for t in lm.tokens.enders)  # ids from the tokenizer, never literals
     out: list[Config] = []
     for k in budgets:
@@ -104,6 +108,12 @@ def build_configs(lm, g: int, budgets: list[int], quick: bool) -> list[Config]:
             Config("dual", b, dict(b8, cache="dual"), ref=ref),
             Config("seer+dual", b, dict(b8, cache="dual"), seer=True, ref=ref),
         ]
+        if dpad:
+            es = dict(b8, early_stop=True)
+            out += [
+                Config("dpad", b, es, engine=False, ref=ref, dpad=16),
+                Config("seer+dpad", b, es, seer=True, engine=False, ref=ref, dpad=16),
+            ]
     ref1 = f"baseline@k={budgets[0]}"
     for k in (16, 32) if not quick else ():  # fewer-steps references for equal NFE
         out.append(Config("baseline", f"k={k}", dict(steps=g // k), ref=ref1))
@@ -170,6 +180,17 @@ def run_one(lm, q, cfg: Config, g: int, seer_cfg, refs: dict) -> Run:
     if cfg.oracle:
         base = refs[f"baseline@{cfg.budget}"]
         policy = FixedWindowPolicy([round_window(base.tokens + 1, g, seer_cfg.bucket)])
+    if cfg.dpad is not None:  # a cache policy object: through the loop itself
+        from seer.boundary.truncation import SeerPolicy
+        from seer.diffusion.alternatives import SuffixDropout
+
+        p = lm.sampling(**kw)
+        policy = policy or (SeerPolicy(seer_cfg, lm.tokens) if cfg.seer else None)
+        res = lm.loop.run(lm.canvas(q, p), p, policy, cache=SuffixDropout(cfg.dpad))
+        row = res.answer[0].tolist()
+        n = lm.tokens.answer_length(row)
+        text = lm.decode(row[:n])
+        return Run(text, n, int(res.window[0]), res.nfe, res.seconds, hash(tuple(row)))
     out = lm.generate(q, seer=seer_cfg if cfg.seer else None, policy=policy, **kw)
     s = out.stats
     return Run(out.text, s.tokens, s.window, s.nfe, s.seconds, hash(tuple(out.token_ids)))
@@ -472,6 +493,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--budgets", default="1,2,4,8", help="tokens per step")
     ap.add_argument("--no-engine", action="store_true", help="skip the batch-32 engine runs")
     ap.add_argument("--quick", action="store_true", help="baseline, seer, stop, oracle only")
+    ap.add_argument("--dpad", action="store_true", help="add DPad (suffix dropout) and seer+DPad")
     ap.add_argument("--raw", type=Path, default=None, help="per-request JSON Lines (resumable)")
     ap.add_argument("--plot", type=Path, default=None, help="Pareto PNG")
     ap.add_argument("--threads", type=int, default=1)
@@ -486,7 +508,7 @@ def main(argv=None) -> dict:
     budgets = [int(k) for k in args.budgets.split(",")]
     examples = held_out(source, args.n, args.seed)
     seer_cfg = resolve(lm, True)
-    configs = build_configs(lm, g, budgets, args.quick)
+    configs = build_configs(lm, g, budgets, args.quick, args.dpad)
     settings = {"model": args.model, "source": source, "n": args.n, "seed": args.seed,
                 "repeats": args.repeats, "budgets": budgets, "quick": args.quick,
                 "configs": [c.name for c in configs], "threads": args.threads}  # fmt: skip

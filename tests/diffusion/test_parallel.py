@@ -176,3 +176,28 @@ def test_early_stop_with_one_block_is_the_plain_run():
     a = loop.run(make_canvas([[5, 6, 7]], 16, TOKENS, "cpu"), p)
     b = loop.run(make_canvas([[5, 6, 7]], 16, TOKENS, "cpu"), replace(p, early_stop=True))
     assert torch.equal(a.answer, b.answer) and a.nfe == b.nfe
+
+
+# -- DPad's suffix dropout ------------------------------------------------------------------------
+
+
+def test_suffix_dropout_runs_only_the_scratchpad_after_the_block():
+    from seer.diffusion.alternatives import SuffixDropout
+
+    model = tiny("llada")
+    prompts = [[5, 6, 7, 8], [9, 10]]
+    p = SamplingParams(gen_length=16, steps=16, block_length=4, remasking="low_confidence")
+    loop = DenoisingLoop(model, TOKENS)
+    plain = loop.run(make_canvas(prompts, 16, TOKENS, "cpu"), p)
+    wide = loop.run(make_canvas(prompts, 16, TOKENS, "cpu"), p, cache=SuffixDropout(16))
+    assert torch.equal(wide.answer, plain.answer) and wide.forwarded == plain.forwarded
+    out = loop.run(make_canvas(prompts, 16, TOKENS, "cpu"), p, cache=SuffixDropout(4))
+    # 4 steps per block; block b ends at 4(b+1): columns P + min(4(b+1) + 4, 16)
+    cols = [4 + min(4 * (b + 1) + 4, 16) for b in range(4) for _ in range(4)]
+    assert out.forwarded == 2 * sum(cols) < plain.forwarded
+    assert out.nfe == plain.nfe and not (out.answer == TOKENS.mask).any()
+    cut = loop.run(make_canvas(prompts, 16, TOKENS, "cpu"), p, FixedWindowPolicy([8, 8]),
+                   cache=SuffixDropout(0))  # fmt: skip
+    assert (cut.answer[:, 8:] == TOKENS.eos).all()
+    with pytest.raises(ValueError):
+        SuffixDropout(-1)

@@ -1,0 +1,58 @@
+"""Alternatives to Seer's window policy, as policies of the one loop (for `bench_compare.py`).
+
+`SuffixDropout` — DPad (Chen et al. 2025, "DPad: Efficient Diffusion Language Models with
+Suffix Dropout", arXiv 2508.14148; official code Crys-Chen/DPad, `llada/generate_dropout.py`):
+while a semi-AR block is denoised, the masked suffix after it is mostly dropped from the forward:
+only a scratchpad of suffix positions right after the block is kept, with their original
+positions (DPad passes `q_indices` for RoPE; here the kept columns are a contiguous prefix of
+the canvas, so the loop's positions are already the original ones). It is a `CachePolicy`: it
+decides which canvas columns each step runs through the model (columns [0, P + block end +
+keep)), reuses no keys or values, and never changes which tokens are revealed. Pass it to
+`DenoisingLoop.run(..., cache=SuffixDropout(keep))`.
+
+What differs from the official code: DPad samples the kept suffix positions inside its window
+(Gaussian distance decay, or uniform); here every position of the window is kept (the sliding
+window alone, no random dropout inside it), which keeps the run deterministic and the columns
+contiguous. DPad's `early_termination` is the loop's `SamplingParams.early_stop` (dInfer's
+rule, the same test: a filled block holding [EOS] ends the row). With rows in lockstep every
+row's block ends at the same position, except a shorter last block of a cut row (Seer): rows
+then see up to one block more of scratchpad than `keep`.
+
+Not implemented: DAEDAL (Li et al. 2025, arXiv 2508.00819, Li-Jinsong/DAEDAL): its initial
+length search runs forwards over growing windows before denoising, and its mask insertion
+shifts tokens inside the window during denoising; the loop's window policy sees one step-0
+forward (cut) and the end of the plan (grow), so DAEDAL needs a per-step hook that can re-plan.
+"""
+
+from __future__ import annotations
+
+from seer.diffusion.cache import CachePolicy, Span
+
+
+class SuffixDropout(CachePolicy):
+    """DPad's suffix dropout (sliding window): each step runs the columns up to `keep` answer
+    positions past the current block's end; the suffix beyond is not in the forward at all."""
+
+    name = "dpad"
+
+    def __init__(self, keep: int = 16) -> None:
+        super().__init__()
+        if keep < 0:
+            raise ValueError(f"keep must be >= 0, got {keep}")
+        self.keep = keep
+
+    def span(self, canvas, now, lo: int, hi: int, shift: int) -> Span | None:
+        _, end, _, _, active = now
+        total = canvas.x.shape[1]
+        if not bool(active.any()):
+            return None
+        last = canvas.prompt_len + int(end[active].max()) + self.keep
+        if last >= total:
+            return None  # the window holds no more than the scratchpad: a plain forward
+        return Span(0, max(last, canvas.prompt_len + hi - shift), True, None)
+
+    def store(self, kv) -> None:  # nothing is reused: the forward's cache is dropped
+        self.kv, self.stale = None, None
+
+    def relayout(self, rows, batch: int, offset: int, width: int) -> CachePolicy:
+        return SuffixDropout(self.keep)
