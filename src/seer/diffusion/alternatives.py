@@ -42,7 +42,7 @@ class SuffixDropout(CachePolicy):
         self.keep = keep
 
     def span(self, canvas, now, lo: int, hi: int, shift: int) -> Span | None:
-        _, end, _, _, active = now
+        end, active = now.end, now.active
         total = canvas.x.shape[1]
         if not bool(active.any()):
             return None
