@@ -31,7 +31,7 @@ cp "$run"/export/special_tokens_map.json "$dst"/
 seer calibrate --n 300 --out docs/calibration --write
 # 5. measure and show:
 python benchmarks/bench_seer.py --n 300 | tee docs/bench_seer.txt
-python benchmarks/bench_compare.py --model builtin --n 40 --repeats 3 \
+python benchmarks/bench_compare.py --model builtin --n 25 --repeats 3 --engine-repeats 1 \
   --raw docs/compare/raw_builtin.jsonl --plot docs/figures/compare_builtin.png \
   | tee docs/compare/bench_compare_builtin.txt
 seer demo --text --out docs/figures/seer-demo.png | tee docs/demo.txt

@@ -21,7 +21,7 @@ cp "$run"/export/{special_tokens_map.json,seer.json,preprocessor_config.json} "$
 seer calibrate --model "$dst" --n 300 --out docs/calibration-vqa --write
 # 3. measure and show:
 python benchmarks/bench_seer.py --model "$dst" --n 300 | tee docs/bench_seer_vqa.txt
-python benchmarks/bench_compare.py --model builtin-vqa --n 30 --repeats 3 \
+python benchmarks/bench_compare.py --model builtin-vqa --n 23 --repeats 3 --engine-repeats 1 \
   --raw docs/compare/raw_builtin-vqa.jsonl --plot docs/figures/compare_builtin-vqa.png \
   | tee docs/compare/bench_compare_builtin-vqa.txt
 seer demo --out docs/figures/seer-demo-vqa.png | tee docs/demo-vqa.txt
