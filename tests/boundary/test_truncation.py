@@ -55,6 +55,8 @@ class EndsAtOnce(torch.nn.Module):
         super().__init__()
         self.inner = inner
         self.layers = inner.layers
+        self.logits_shift = inner.logits_shift  # the model protocol the loop reads
+        self.confidence_dtype = inner.confidence_dtype
 
     def forward(self, *args, **kw):
         out = self.inner(*args, **kw)
