@@ -2,6 +2,12 @@
 
     python benchmarks/bench_loop.py                       # our loop only
     python benchmarks/bench_loop.py --official-generate /path/to/LLaDA/generate.py
+    python benchmarks/bench_loop.py --sizes tiny --baseline /tmp/seer-before  # before vs now
+
+With `--baseline DIR` (another checkout of Seer, e.g. `git worktree add DIR <commit>`), the same
+cases run in `--rounds` alternating subprocesses of this script, one with `DIR/src` on the
+Python path and one with this checkout's `src`, and the table gives the median of each case's
+median wall time and their ratio (now / before; < 1 = now is faster).
 
 For each size (tiny: d 64 x 2 layers; mid: d 1024 x 12 layers x 16 heads, MLP 2816, vocab 2048)
 a random checkpoint in the official LLaDA layout is written to a temporary folder and loaded with
@@ -235,6 +241,41 @@ def table(rows, with_official: bool) -> str:
     return "\n".join(out + [fmt(x) for x in lines[1:]] + ["", legend])
 
 
+def compare(args, argv: list[str]) -> None:
+    """Alternate subprocess runs of this checkout and `args.baseline`; print the ratio table."""
+    import os
+    import subprocess
+
+    here = Path(__file__).resolve().parents[1] / "src"
+    trees = {"before": Path(args.baseline).resolve() / "src", "now": here}
+    rest, skip = [], False
+    for a in argv:  # the same options, without --baseline / --rounds
+        if skip:
+            skip = False
+        elif a in ("--baseline", "--rounds"):
+            skip = True
+        elif not a.startswith(("--baseline=", "--rounds=")):
+            rest.append(a)
+    times: dict[str, dict[tuple, list[float]]] = {"before": {}, "now": {}}
+    for k in range(args.rounds):
+        for name in ("before", "now") if k % 2 == 0 else ("now", "before"):
+            env = dict(os.environ, PYTHONPATH=str(trees[name]))
+            out = subprocess.run([sys.executable, __file__, *rest], env=env, check=True,
+                                 capture_output=True, text=True).stdout  # fmt: skip
+            for r in json.loads(out.strip().splitlines()[-1])["results"]:
+                key = (r["size"], r["batch"], r["steps"], r["block_length"])
+                times[name].setdefault(key, []).append(r["ours_s"])
+    rows = []
+    print("size  B  steps/block  before s  now s  now/before")
+    for key in times["now"]:
+        b, n = statistics.median(times["before"][key]), statistics.median(times["now"][key])
+        rows.append({"case": list(key), "before_s": b, "now_s": n, "ratio": n / b})
+        print(f"{key[0]:>4} {key[1]:>2} {key[2]:>6}/{key[3]:<4} {b:>8.3f} {n:>6.3f} {n / b:>10.3f}")
+    record = {"benchmark": "bench_loop --baseline", "machine": machine_info(),
+              "baseline": str(args.baseline), "rounds": args.rounds, "results": rows}  # fmt: skip
+    print(json.dumps(record))
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="tiny,mid", help="comma list of: " + ",".join(SIZES))
@@ -265,7 +306,11 @@ def main(argv=None) -> None:
         default=None,
         help="path to the official LLaDA generate.py, imported by path",
     )
+    ap.add_argument("--baseline", default=None, help="another Seer checkout to compare with")
+    ap.add_argument("--rounds", type=int, default=4, help="--baseline: alternating runs each")
     args = ap.parse_args(argv)
+    if args.baseline:
+        return compare(args, sys.argv[1:] if argv is None else argv)
 
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)

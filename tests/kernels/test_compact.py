@@ -125,3 +125,18 @@ def test_kernel_equals_reference_on_random_shapes(interpreter, lens, pick, capac
     args, kw = case([p for p, _ in lens], [w for _, w in lens], rows, capacity)
     ref = compact_reference(*args, **kw, pad_id=PAD, eos_id=EOS)
     assert_same(interpreter(*args, **kw, pad_id=PAD, eos_id=EOS), ref)
+
+
+def test_a_forced_backend_stays_in_its_own_thread():
+    import threading
+
+    from seer.kernels import dispatch
+
+    seen = []
+    with dispatch.use_backend("reference"):
+        t = threading.Thread(target=lambda: seen.append(dispatch._forced.get()))
+        t.start()
+        t.join()
+        assert dispatch._forced.get() == "reference" == dispatch.backend("cpu")
+    assert seen == [None]  # the other thread was not forced: it chooses automatically
+    assert dispatch._forced.get() is None

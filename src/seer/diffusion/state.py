@@ -1,4 +1,5 @@
-"""A run in progress (`LoopState`), and how rows move between runs (`gather`).
+"""A run in progress (`LoopState`), how rows move between runs (`gather`), the window policy's
+contract (`WindowPolicy`) and what a finished run returns (`LoopResult`).
 
 Every row carries its own place in its plan, its stop position, its cache columns and its
 counters, so rows taken from different runs — at different steps, with different prompt and
@@ -11,6 +12,7 @@ answer it gets alone.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 
@@ -20,6 +22,41 @@ from seer.diffusion.canvas import Canvas, place
 from seer.diffusion.forward import StepRows
 from seer.diffusion.schedule import Plan
 from seer.diffusion.stop import StopWords
+
+
+@dataclass(slots=True)
+class LoopResult:
+    """What the loop did, per batch."""
+
+    answer: torch.Tensor  # (B, gen_length): kept window tokens, then [EOS]
+    window: torch.Tensor  # (B,) final answer window per row
+    nfe: int  # forward passes (a CFG pair counts once)
+    seconds: float  # wall time of the whole loop
+    grown: torch.Tensor  # (B,) times the window policy grew each row's window
+    policy_seconds: float = 0.0  # time spent inside the window policy (detection, cuts)
+    extras: dict = field(default_factory=dict)  # policy reports (e.g. boundary reports)
+    forwarded: int = 0  # rows x columns fed to the model, summed over forwards (CFG pair once)
+
+
+class WindowPolicy(Protocol):
+    """Decides each row's answer window. Called by the loop at fixed points:
+
+    `start(model, canvas)` before step 0's forward; returns extra forward kwargs (e.g. an
+    `after_layer` hook that cuts the window inside step 0) and may attach probes.
+    `cut(canvas, logits)` after step 0's forward with its window logits (B, W, V); removes probes;
+    returns the new window per row (B,) or None to keep the full window.
+    `grow(window, end_pos, gen_length)` for the rows whose plan ran out (their windows, and the
+    position of the first end token in each, or -1); returns larger windows or None to stop.
+    `report()` returns what the policy wants the caller to see (put in `LoopResult.extras`).
+    """
+
+    def start(self, model, canvas: Canvas) -> dict: ...
+
+    def cut(self, canvas: Canvas, logits: torch.Tensor) -> torch.Tensor | None: ...
+
+    def grow(self, window: torch.Tensor, end_pos: torch.Tensor, gen_length: int): ...
+
+    def report(self) -> dict: ...
 
 
 @dataclass(slots=True)

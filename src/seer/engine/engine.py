@@ -48,6 +48,7 @@ class EngineStats:
     route: float = 0.0  # scheduling, reading windows back and planning the groups
     compact: float = 0.0  # laying rows out (gathering states, packing)
     ticks: int = 0  # step() calls
+    peak_bytes: int = 0  # most bytes the running rows' canvases and KV caches held at once
     rows: dict[str, int] = field(default_factory=dict)  # requests per path, as routed after step 0
     plans: list[BatchPlan] = field(default_factory=list)  # the routing of each step-0 batch
 
@@ -103,7 +104,9 @@ class Engine:
             touched = self._execute(sched)
         for q in sched.prefill + sched.decode:
             q.last_run = self._tick
+        held = self._held_bytes({id(s): s for s, _ in touched}.values())  # before rows leave
         out += self._update(touched)
+        self.stats.peak_bytes = max(self.stats.peak_bytes, held)
         self._tick += 1
         self.stats.ticks += 1
         self.stats.total += time.perf_counter() - t0
@@ -202,6 +205,18 @@ class Engine:
                 masks = c.x[:, c.prompt_len :] == self.lm.tokens.mask
                 left[id(q.state)] = masks.sum(dim=1).tolist()
         return {q: left[id(q.state)][q.row] for q in self.running}
+
+    @staticmethod
+    def _held_bytes(states) -> int:
+        """Bytes of the tick's states: canvas ids, masks, prompt embeddings, KV cache."""
+        total = 0
+        for s in states:
+            c, kv = s.canvas, s.cache.kv
+            tensors = [c.x, c.attention_mask, c.prompt_embeds]
+            if kv is not None:
+                tensors += [*kv.keys, *kv.values]
+            total += sum(t.numel() * t.element_size() for t in tensors if t is not None)
+        return total
 
     # -- update -------------------------------------------------------------------------------
     def _update(self, touched) -> list[RequestResult]:

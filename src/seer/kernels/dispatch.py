@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import torch
 
@@ -17,7 +18,8 @@ from seer.errors import SeerError
 from seer.kernels.compact_ref import Compacted, compact_reference
 
 BACKENDS = ("reference", "triton")
-_forced: list[str | None] = [None]  # the override set by `use_backend`
+# the override set by `use_backend`: per thread / task, so a server's threads do not share it
+_forced: ContextVar[str | None] = ContextVar("seer_kernel_backend", default=None)
 
 
 @functools.cache
@@ -37,8 +39,9 @@ def _interpreting() -> bool:
 
 def backend(device: torch.device | str) -> str:
     """The kernel backend for tensors on `device`."""
-    if _forced[0] is not None:
-        return _forced[0]
+    forced = _forced.get()
+    if forced is not None:
+        return forced
     if not triton_available():
         return "reference"
     return "triton" if torch.device(device).type == "cuda" or _interpreting() else "reference"
@@ -51,11 +54,11 @@ def use_backend(name: str | None):
         raise SeerError(f"unknown kernel backend {name!r}; choose {', '.join(BACKENDS)}")
     if name == "triton" and not triton_available():
         raise SeerError("the triton backend needs `pip install seer[kernels]`")
-    old, _forced[0] = _forced[0], name
+    token = _forced.set(name)
     try:
         yield
     finally:
-        _forced[0] = old
+        _forced.reset(token)
 
 
 def compact(x: torch.Tensor, *args, **kw) -> Compacted:
