@@ -236,3 +236,24 @@ def test_abort_of_a_waiting_request_and_unknown_ids(lms):
     assert eng.abort(rid) and not eng.abort(rid) and not eng.abort(12345)
     (res,) = eng.step()
     assert res.finish_reason == "abort" and res.token_ids == [] and not eng.has_unfinished()
+
+
+def test_the_token_budget_bounds_every_tick(lms):
+    lm = lms["dream"]
+    p = SamplingParams(gen_length=16, steps=8, block_length=8)
+    eng = Engine(lm, EngineConfig(max_tokens_per_step=60, kernel="reference"))
+    ticks, schedule = [], eng.scheduler.schedule
+
+    def spy(*a):
+        out = schedule(*a)
+        rows = out.prefill + out.decode
+        ticks.append((out.tokens, len(rows), sum(q.prompt_len + q.window for q in rows)))
+        return out
+
+    eng.scheduler.schedule = spy
+    reqs = [Request(prompt(n, n), p, seer=SEER if n % 2 else None) for n in range(1, 9)]
+    out = eng.generate(reqs)
+    assert [o.token_ids for o in out] == [solo(lm, r) for r in reqs]
+    for tokens, rows, cost in ticks:
+        assert tokens == cost and (tokens <= 60 or rows == 1)
+    assert max(rows for _, rows, _ in ticks) > 1  # the budget admits several rows

@@ -72,6 +72,7 @@ class Engine:
         self._ready: list[RequestResult] = []  # results to hand out at the next step()
         self._next_id = 0
         self._tick = 0
+        self._kinds: dict[tuple, int] = {}  # (params, window policy) -> kind number
 
     # -- the public calls ---------------------------------------------------------------------
     def add(self, request: Request) -> int:
@@ -149,6 +150,8 @@ class Engine:
         if self.config.max_queue is not None and len(self.waiting) >= self.config.max_queue:
             raise QueueFull(f"the engine's queue is full ({self.config.max_queue} waiting); retry")
         q = Sequence(self._next_id, req, p, inputs[0], kind, time.perf_counter(), self._tick)
+        kind_key = (p, kind[:1] if kind[0] == "fixed" else kind)  # hashed once per request
+        q.kind = self._kinds.setdefault(kind_key, len(self._kinds))
         self._next_id += 1
         self.waiting.append(q)
         self.stats.total += time.perf_counter() - t0
@@ -222,10 +225,13 @@ class Engine:
     def _update(self, touched) -> list[RequestResult]:
         out, now = [], time.perf_counter()
         for s, seqs in touched:
-            finished = s.finished.tolist()
-            revealed = self._revealed(s)
+            finished, windows = s.finished.tolist(), s.canvas.window.tolist()
             for q in seqs:
-                self._partials(q, revealed[q.row], finished[q.row], now)
+                q._window = windows[q.row]
+            revealed = self._revealed(s) if any(q.needs_blocks() for q in seqs) else None
+            for q in seqs:
+                if revealed is not None or finished[q.row]:
+                    self._partials(q, revealed[q.row] if revealed else 0, finished[q.row], now)
                 if finished[q.row]:
                     q.done = True
                     out.append(self._result(q, now))
@@ -292,10 +298,9 @@ class Engine:
 
 def _by_kind(seqs: list[Sequence]) -> list[list[Sequence]]:
     """Arrivals of one kind (same params and window policy) share their step-0 forward."""
-    kinds: dict[tuple, list[Sequence]] = {}
+    kinds: dict[int, list[Sequence]] = {}
     for q in seqs:
-        key = (q.params, q.policy[:1] if q.policy[0] == "fixed" else q.policy)
-        kinds.setdefault(key, []).append(q)
+        kinds.setdefault(q.kind, []).append(q)
     return list(kinds.values())
 
 

@@ -46,8 +46,9 @@ class Runner:
         s = self.loop.begin(canvas, p, policy)
         self.loop.step(s)
         reports = policy.reports if isinstance(policy, SeerPolicy) else None
+        windows = s.canvas.window.tolist()  # Seer's predicted cost of every arrival
         for k, q in enumerate(seqs):
-            q.state, q.row, q.started = s, k, t0
+            q.state, q.row, q.started, q._window = s, k, t0, windows[k]
             q.detect_seconds = s.policy_seconds
             if reports and len(reports) == len(seqs):
                 q.boundary = reports[k]

@@ -88,6 +88,7 @@ class Scheduler:
 
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
+        self._buckets: dict[int, tuple[int, ...]] = {}  # gen_length -> buckets
 
     def schedule(
         self, waiting: list[Sequence], running: list[Sequence], tick: int, masks: dict
@@ -117,8 +118,10 @@ class Scheduler:
         return out
 
     def buckets(self, gen_length: int) -> tuple[int, ...]:
-        b = self.config.buckets or default_buckets(gen_length)
-        return b if b[-1] >= gen_length else (*b, gen_length)
+        if gen_length not in self._buckets:
+            b = self.config.buckets or default_buckets(gen_length)
+            self._buckets[gen_length] = b if b[-1] >= gen_length else (*b, gen_length)
+        return self._buckets[gen_length]
 
     def bucket_of(self, window: int, gen_length: int) -> int:
         return next((b for b in self.buckets(gen_length) if b >= window), window)

@@ -38,6 +38,8 @@ class Sequence:
     blocks: int = 0  # semi-AR blocks already reported final (partial results)
     first_block: float | None = None  # perf_counter() when its first block was final
     done: bool = False  # its result has been returned (or it was aborted)
+    kind: int = 0  # one number per (params, window policy): rows of a kind share forwards
+    _window: int | None = None  # its window after its last step (read back once per state)
 
     @property
     def waiting(self) -> bool:
@@ -49,16 +51,20 @@ class Sequence:
 
     @property
     def window(self) -> int:
-        """Answer positions of its window (gen_length before step 0)."""
-        if self.state is None:
-            return self.params.gen_length
-        return int(self.state.canvas.window[self.row])
+        """Answer positions of its window (gen_length before step 0; kept on the host)."""
+        return self.params.gen_length if self._window is None else self._window
 
-    def key(self) -> tuple:
-        """Rows with equal keys can share a forward: same sampling, same window policy, and
-        all or none holding a KV cache."""
-        kv = self.state is not None and self.state.cache.kv is not None
-        return (self.params, self.policy[:1] if self.policy[0] == "fixed" else self.policy, kv)
+    def key(self) -> tuple[int, bool]:
+        """Rows with equal keys can share a forward: same kind (sampling and window policy),
+        and all or none holding a KV cache."""
+        return self.kind, self.state is not None and self.state.cache.kv is not None
+
+    def needs_blocks(self) -> bool:
+        """Whether its final blocks must be watched: a streaming request, or a first block
+        that is not the whole window (else the first block is final when the request is)."""
+        return self.request.on_block is not None or (
+            self.first_block is None and self.params.block < self.window
+        )
 
     def cost(self) -> int:
         """Tokens one step of this row computes: prompt + window (Seer's prediction after
