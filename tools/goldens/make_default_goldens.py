@@ -145,7 +145,102 @@ def mmada(args):
     return folder, prompt, call, None, run, source
 
 
-FAMILIES = {"llada": llada, "dream": dream, "mmada": mmada}
+def _lavida(args, kind: str):
+    import make_mm_goldens as mm
+    from PIL import Image
+
+    dirs = {k: (GOLDEN / f"lavida_{k}").resolve() for k in ("llada", "dream")}
+    off = mm.Official(args.lavida, dirs)
+    folder = dirs[kind]
+    image = Image.open(folder / "image.png").convert("RGB")
+    if kind == "llada":  # predict.py's timed call
+        call = dict(do_sample=False, temperature=0.1, max_new_tokens=64, block_length=64,
+                    step_ratio=0.5, prefix_lm=True, verbose=True, schedule="shift")  # fmt: skip
+    else:  # LaViDa shows no Dream call: LlavaDreamForMaskedDiffusion.generate's own defaults
+        call = {}
+    holder = {}
+
+    def run(dtype):
+        tok, model, processor = mm.load_official(off, kind, folder, dtype)
+        inp = mm.Inputs(off, kind, tok, model, processor, image)
+        holder["prompt"] = inp.image_ids
+        torch.manual_seed(SEED)
+        kw = (
+            dict(call, tokenizer=tok, mask_id=mm._mask_id(kind, model)) if kind == "llada" else call
+        )
+        out = model.generate(inp.image_ids, images=inp.images, image_sizes=inp.image_sizes, **kw)
+        out = out[0] if isinstance(out, tuple) else out  # verbose=True: (ids, history)
+        ids = out if kind == "llada" else out.sequences
+        n = call.get("max_new_tokens", 512)
+        return ids[:, -n:]
+
+    source = {"model+sampler": "jacklishufan/LaViDa llava/ (load_pretrained_model, generate)"}
+
+    class Prompt:  # the image prompt's ids, known once the official preprocessing ran
+        def tolist(self):
+            return holder["prompt"].tolist()
+
+        @property
+        def shape(self):
+            return holder["prompt"].shape
+
+    record = {"question": mm.PROMPT_IMAGE, "image": "image.png"}
+    return folder, Prompt(), {**call, **record}, SEED, run, source
+
+
+def lavida_llada(args):
+    return _lavida(args, "llada")
+
+
+def lavida_dream(args):
+    return _lavida(args, "dream")
+
+
+def llada_v(args):
+    import make_llada_v_goldens as lv
+    from PIL import Image
+
+    off = lv.import_official(args.llada_v)
+    folder = (GOLDEN / "llada_v").resolve()
+    os.chdir(folder)  # the checkpoint names its tower by the relative folder "siglip2-tiny"
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    image = Image.open(folder / "test.png").convert("RGB")
+    call = dict(
+        steps=128, gen_length=128, block_length=128, stopping_criteria=["<|eot_id|>"]
+    )  # fmt: skip  generate_demo.py
+    holder = {}
+
+    def run(dtype):
+        model = off["llava_llada"].LlavaLLaDAModelLM.from_pretrained(
+            folder, attn_implementation="sdpa"
+        )
+        model = model.eval().to(dtype)
+        info, _t, images, sizes, ids = lv.run_official(off, model, tok, image)
+        holder["prompt"] = ids
+        lv.CASES = [dict(name="readme", **call)]
+        images = [im.to(dtype) for im in images]
+        (gen,) = lv.run_generations(off, model, tok, ids, images, sizes, info["prompt_embed_len"])
+        return torch.tensor([gen["output_ids"]])
+
+    class Prompt:
+        def tolist(self):
+            return holder["prompt"].tolist()
+
+    source = {"model+sampler": "ML-GSAI/LLaDA-V train/llava (LlavaLLaDAModelLM.generate)"}
+    record = {"question": lv.QUESTION, "image": "test.png"}
+    return folder, Prompt(), {**call, **record}, None, run, source
+
+
+FAMILIES = {
+    "llada": llada,
+    "dream": dream,
+    "mmada": mmada,
+    "lavida_llada": lavida_llada,
+    "lavida_dream": lavida_dream,
+    "llada_v": llada_v,
+}
 
 
 def main(argv=None) -> int:
@@ -154,6 +249,8 @@ def main(argv=None) -> int:
     ap.add_argument("--fast-dllm", type=Path, help="checkout of NVlabs/Fast-dLLM")
     ap.add_argument("--llada", type=Path, help="checkout of ML-GSAI/LLaDA")
     ap.add_argument("--mmada", type=Path, help="checkout of Gen-Verse/MMaDA")
+    ap.add_argument("--lavida", type=Path, help="checkout of jacklishufan/LaViDa")
+    ap.add_argument("--llada-v", type=Path, help="checkout of ML-GSAI/LLaDA-V")
     ap.add_argument("--out", type=Path, default=GOLDEN / "defaults")
     ap.add_argument("--verify", action="store_true", help="compare with the stored golden")
     args = ap.parse_args(argv)
@@ -165,7 +262,6 @@ def main(argv=None) -> int:
     record = {
         "family": args.family,
         "checkpoint": folder.name,
-        "prompt_ids": prompt.tolist(),
         "call": call,
         "seed": seed,
         "source": source,
@@ -175,6 +271,7 @@ def main(argv=None) -> int:
         for name, dtype in DTYPES.items():
             record[name] = run(dtype).tolist()
             print(f"{args.family} {name}: {record[name][0][:24]} ...", flush=True)
+    record["prompt_ids"] = prompt.tolist()  # (multimodal: known once the official code ran)
     path = args.out / f"{args.family}.json"
     if args.verify:
         stored = json.loads(path.read_text())
