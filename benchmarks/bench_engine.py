@@ -11,19 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import torch
 
 import seer
 from seer.eval import bench
-
-
-def default_model() -> Path:
-    from seer.demo.run import builtin_path
-
-    path = builtin_path()
-    return path if (path / "config.json").is_file() else Path("runs/builtin/export")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    lm = seer.load(args.model or default_model())
+    lm = seer.load(args.model or "builtin")
     n = max(args.n, *args.batches, 16)
     record = bench.run(lm, n=n, batches=tuple(args.batches), gen_length=args.gen_length,
                        tau_pad=args.tau_pad, seed=args.seed)  # fmt: skip

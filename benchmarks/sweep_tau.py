@@ -21,7 +21,6 @@ from rich.table import Table
 
 import seer
 from seer.config import SamplingParams
-from seer.demo.run import builtin_path
 from seer.eval.bench import Workload, heldout, run_case, seer_config, synthetic
 
 TAUS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -37,7 +36,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    lm = seer.load(args.model or builtin_path())
+    lm = seer.load(args.model or "builtin")
     g = lm.meta.get("seer", {}).get("gen_length", 64)
     p = SamplingParams(gen_length=g).with_defaults(lm.default_rule)
     cfg = seer_config(lm)

@@ -15,7 +15,6 @@ import seer
 from seer.batch import OrderedWriter, done_ids, run_batch
 from seer.config import SamplingParams
 from seer.data import Example, load_examples
-from seer.demo.run import builtin_path
 from seer.errors import SeerError
 
 P = SamplingParams(gen_length=16)
@@ -23,7 +22,7 @@ P = SamplingParams(gen_length=16)
 
 @pytest.fixture(scope="module")
 def lm():
-    return seer.load(builtin_path())
+    return seer.load("builtin")
 
 
 def _rows(path):

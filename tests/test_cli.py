@@ -272,3 +272,23 @@ def test_generate_with_seer_settings_on_a_two_layer_model(model_dir, capsys):
     lm = seer.load(model_dir)
     want = lm.generate(PROMPT, gen_length=16, seer={"layer": 1, "signal": "sparsity"})
     assert record["token_ids"] == want.token_ids and record["window"] == want.stats.window
+
+
+def test_paths_that_cannot_be_written_are_one_line(tmp_path, capsys):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    _user_error(capsys, ["make-checkpoint", "--out", str(a_file)], str(a_file))
+    _user_error(capsys, ["make-checkpoint", "--out", str(a_file / "sub")], "a-file")
+    _user_error(capsys, ["make-checkpoint", "--out", "x", "--width", "100000"], "--width")
+
+
+def test_profile_to_an_unwritable_path_is_one_line(model_dir, tmp_path, capsys):
+    (tmp_path / "a-file").write_text("x")
+    argv = ["profile", "--model", str(model_dir), "--prompt", PROMPT, "--gen-length", "8"]
+    argv += ["--seer-layer", "1", "--no-generate", "--out", str(tmp_path / "a-file" / "p.png")]
+    _user_error(capsys, argv, "p.png")
+
+
+def test_a_seed_beyond_64_bits_is_one_line(model_dir, capsys):
+    argv = ["generate", "--model", str(model_dir), "--prompt", PROMPT, "--gen-length", "8"]
+    _user_error(capsys, [*argv, "--seed", str(2**70)], "seed")

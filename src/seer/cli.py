@@ -50,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     except SeerError as e:
         print(f"seer: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a path the user named cannot be read or written
+        if e.filename is None:
+            raise
+        print(f"seer: error: {e.filename}: {e.strerror or e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("seer: interrupted", file=sys.stderr)
         return 130

@@ -102,6 +102,10 @@ class SamplingParams:
             raise SeerError(f"temperature must be >= 0, got {self.temperature}")
         if self.top_p is not None and not 0 < self.top_p <= 1:
             raise SeerError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.seed is not None and not (
+            isinstance(self.seed, int) and -(2**63) <= self.seed < 2**64
+        ):
+            raise SeerError(f"seed must be a 64-bit integer, got {self.seed}")
         if self.top_k is not None and self.top_k < 1:
             raise SeerError(f"top_k must be >= 1, got {self.top_k}")
         if self.cfg_scale < 0:

@@ -55,9 +55,9 @@ def test_demo_shows_images_questions_and_answers(tmp_path, capsys, monkeypatch):
 
 
 def test_the_shipped_multimodal_model_loads_and_answers_its_sample_colours():
-    from seer.demo.run import builtin_path, sample_images
+    from seer.demo.run import sample_images
 
-    lm = seer.load(builtin_path("vqa"))
+    lm = seer.load("builtin-vqa")
     assert lm.multimodal and lm.meta["seer"]["config"]["signal"] == "eos_prob"
     colours = [s for s in sample_images() if s["family"] == "colour"]
     outs = lm.generate([s["question"] for s in colours], image=[s["file"] for s in colours],

@@ -83,9 +83,9 @@ def combined_score(samples, sp_setting: dict, eos_setting: dict, g: int, bucket:
     )
 
 
-def default_model(task: str | None) -> Path:
+def default_model(task: str | None) -> str:
     """The built-in model for a task: the multimodal one for vqa, else the text one."""
-    return Path(options.model_path("builtin-vqa" if task == "vqa" else "builtin"))
+    return "builtin-vqa" if task == "vqa" else "builtin"
 
 
 def run_calibration(
@@ -100,8 +100,10 @@ def run_calibration(
     from seer.eval import plots
 
     console = Console()
-    folder = Path(options.model_path(model)) if model else default_model(task)
-    with progress.status(f"loading {folder.name}"):
+    from seer.models.loader import model_folder
+
+    folder = model_folder(model or default_model(task))
+    with progress.status(f"loading {model or folder.name}"):
         lm = seer.load(folder)
     task = cal.task_for(lm, task)
     g = lm.meta.get("seer", {}).get("gen_length", 64)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import math
-from pathlib import Path
 
 from seer.config import CACHES, RULES, SCHEDULES
 
@@ -67,15 +66,6 @@ def add_model(p: argparse.ArgumentParser, default: str | None, help: str | None 
     p.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default cpu)")
 
 
-def model_path(name):
-    """A folder, or the folder of a shipped model given by name."""
-    if name in BUILTIN and not Path(name).exists():
-        from seer.demo.run import builtin_path
-
-        return builtin_path("vqa" if name == "builtin-vqa" else "text")
-    return name
-
-
 def load(args, name=None):
     """The model of `--model` (or `name`), loaded under a progress spinner."""
     import seer
@@ -84,7 +74,7 @@ def load(args, name=None):
     name = name or args.model
     kw = {k: getattr(args, k) for k in ("dtype", "device") if getattr(args, k, None) is not None}
     with progress.status(f"loading {name}"):
-        return seer.load(model_path(name), **kw)
+        return seer.load(name, **kw)
 
 
 # -- sampling ---------------------------------------------------------------------------------
@@ -144,12 +134,7 @@ def sampling(args) -> dict:
 
 def params(lm, args):
     """`SamplingParams` for `lm`: the model's defaults with the user's options over them."""
-    options = sampling(args)
-    if hasattr(lm, "sampling"):
-        return lm.sampling(**options)
-    from seer.config import SamplingParams
-
-    return SamplingParams(**options).with_defaults(lm.default_rule)
+    return lm.sampling(**sampling(args))
 
 
 # -- Seer -------------------------------------------------------------------------------------

@@ -36,9 +36,12 @@ PROMPTS = (
 
 
 def builtin_path(kind: str = "text") -> Path:
-    """Folder of a built-in model shipped in the package: "text" or "vqa" (multimodal)."""
-    name = {"text": "builtin", "vqa": "builtin-vqa"}[kind]
-    return Path(str(resources.files("seer") / "assets" / name))
+    """Folder of a built-in model: "text" or "vqa". Kept for old callers: `seer.load("builtin")`
+    (or "builtin-vqa") loads a shipped model by name; `seer.models.loader.builtin_path` gives
+    its folder."""
+    from seer.models.loader import builtin_path as folder
+
+    return folder({"text": "builtin", "vqa": "builtin-vqa"}[kind])
 
 
 def sample_images() -> list[dict]:
@@ -77,15 +80,15 @@ def run_demo(
     from seer import progress
 
     console = Console()
-    name = model or builtin_path("text" if text else "vqa")
-    with progress.status(f"loading {Path(name).name}"):
+    name = model or ("builtin" if text else "builtin-vqa")
+    with progress.status(f"loading {name}"):
         lm = seer.load(name)
         from seer.boundary.truncation import SeerConfig, resolve
         from seer.eval import plots
 
     cfg = resolve(lm, True)
     sp_cfg = resolve(lm, SeerConfig.from_dict(lm.meta.get("seer", {}).get("sparsity_config", {})))
-    g = lm.meta.get("seer", {}).get("gen_length", 64)
+    g = lm.sampling().gen_length  # the model's default window
     if lm.multimodal:
         requests = [(s["question"], s["file"], s["answer"]) for s in sample_images()]
     else:

@@ -184,7 +184,7 @@ def build(out: Path, c: TrainConfig):
     raw = model_config(c, tok)
     model = random_model(raw, seed=c.seed, std=0.02)
     if c.init_from:
-        from seer.demo.run import builtin_path
+        from seer.models.loader import builtin_path
 
         src = builtin_path() if c.init_from == "builtin" else Path(c.init_from)
         print(f"LM initialised from {src}: {init_lm_from(model, tok, src)} shared token rows")

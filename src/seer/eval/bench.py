@@ -7,7 +7,8 @@ Methods (every request greedy, steps = gen_length, one engine tick per `batch` r
   seer-routed    Seer's windows, hybrid routing (static / varlen / eager by padding waste)
   oracle-routed  the true end (reference answer + 1, bucket-rounded), hybrid routing
 Workloads:
-  heldout    the built-in model's held-out prompts (demo tasks); the reference answer is the
+  heldout    the built-in text tasks' held-out prompts, evaluation part (`seer.data`: unique,
+             disjoint from the calibration part); the reference answer is the
              full-window answer of each prompt, computed first
   synthetic  the same prompts with answer lengths drawn from a long-tailed (log-normal) mix like
              the paper's Figure 3a, given to the engine as fixed windows (so "seer-*" rows use
@@ -31,6 +32,7 @@ import torch
 
 from seer.boundary.truncation import SeerConfig, resolve, round_window
 from seer.config import SamplingParams
+from seer.data import builtin_examples
 from seer.engine import Engine, EngineConfig, Request
 
 METHODS = ("no-trunc", "seer-naive", "seer-routed", "oracle-routed")
@@ -92,9 +94,8 @@ def run_case(lm, w: Workload, method: str, batch: int, p, cfg, tau_pad: float) -
 
 
 def heldout(lm, n: int, seed: int, p: SamplingParams) -> Workload:
-    from seer.demo.tasks import generate_examples
-
-    ids = [lm.encode(e.prompt) for e in generate_examples(n, seed=seed, split="heldout")]
+    # the evaluation part: unique held-out prompts, disjoint from calibration's
+    ids = [lm.encode(e.prompt) for e in builtin_examples("builtin", n, seed=seed, part="eval")]
     ref = Engine(lm, EngineConfig(max_batch=64)).generate([Request(q, p) for q in ids])
     return Workload("heldout", ids, [max(1, o.tokens) for o in ref], None)
 
@@ -111,7 +112,7 @@ def run(lm, *, n: int, batches: tuple[int, ...], gen_length: int, tau_pad: float
         progress=print) -> dict:  # fmt: skip
     """All workloads x batch sizes x methods; returns the JSON-ready record."""
     torch.manual_seed(seed)
-    p = SamplingParams(gen_length=gen_length).with_defaults(lm.default_rule)
+    p = lm.sampling(gen_length=gen_length, steps=gen_length, temperature=0.0)  # greedy
     cfg = seer_config(lm)
     held = heldout(lm, n, seed, p)
     loads = [held, synthetic(held, gen_length, seed)]

@@ -49,9 +49,4 @@ def profile_prompt(
 
 def sampling(lm, gen_length: int | None = None):
     """The model's default sampling, with `gen_length` when given."""
-    given = {} if gen_length is None else {"gen_length": gen_length}
-    if hasattr(lm, "sampling"):
-        return lm.sampling(**given)
-    from seer.config import SamplingParams
-
-    return SamplingParams(**given).with_defaults(lm.default_rule)
+    return lm.sampling(gen_length=gen_length)
