@@ -27,9 +27,6 @@ UPPER = {"demo", "data", "commands", "cli", "eval", "serve", "harness", "distrib
 # Known upward arrows, each owned by another area and being removed this session; the test fails
 # if one disappears without leaving this list (so the list only shrinks).
 ALLOWED = {
-    # models: the tiny checkpoints' word-level tokenizer lives in the demo (models moves it)
-    ("seer.models.factory", "seer.demo"),
-    ("seer.models.factory", "seer.demo.tokenizer"),
     # boundary: calibration's held-out requests come from the data layer (boundary moves the
     # dataset choice to the command)
     ("seer.boundary.calibrate", "seer.data"),

@@ -80,6 +80,7 @@ class DiffusionLM:
 
     # -- prompts ----------------------------------------------------------------------------
     def encode(self, prompt: str, chat: bool = True) -> list[int]:
+        _check_text(prompt)
         if not prompt.strip():
             raise SeerError("empty prompt: give some text")
         if self.tokenizer is None:
@@ -90,6 +91,7 @@ class DiffusionLM:
 
     def prompt(self, text: str, image=None, chat: bool = True) -> PromptInput:
         """One request's prompt: ids (and embeddings, for models that splice images)."""
+        _check_text(text)
         if image is not None and not self.multimodal:
             raise SeerError(f"{self.name or 'this model'} is a text model; it takes no image")
         if self.processor is None:
@@ -226,6 +228,19 @@ class DiffusionLM:
         if self.tokenizer is None:
             return " ".join(map(str, ids))
         return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+
+
+def _check_text(text) -> None:
+    """A prompt is a str of valid Unicode (no lone surrogates, e.g. undecodable command-line
+    bytes that Python kept as surrogate escapes)."""
+    if not isinstance(text, str):
+        raise SeerError(f"a prompt is text or token ids, not {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SeerError(
+            "the prompt is not valid UTF-8 text (it holds undecodable bytes); decode it first"
+        ) from None
 
 
 def _all_inputs(prompts) -> bool:

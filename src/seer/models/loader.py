@@ -153,7 +153,8 @@ def resolve_vision(folder: Path, raw: dict) -> dict:
 def architecture(raw: dict) -> str:
     """The table key of a config: its architectures name first (LaViDa-LLaDA and LLaDA-V
     share the model_type "llava_llada" but not the class), then its model_type."""
-    names = list(raw.get("architectures") or []) + [raw.get("model_type", "")]
+    archs = raw.get("architectures") or []
+    names = [*(archs if isinstance(archs, list) else [archs]), raw.get("model_type", "")]
     for name in names:
         if str(name).lower() in ARCHITECTURES:
             return str(name).lower()
@@ -178,8 +179,12 @@ def build_model(raw: dict) -> DiffusionModel:
         cfg = cfg_cls.from_dict(raw)
     except (ValueError, TypeError, ZeroDivisionError) as e:
         raise CheckpointError(f"config.json: {e}") from None
-    with torch.device("meta"):
-        return model_cls(cfg)
+    try:
+        with torch.device("meta"):
+            return model_cls(cfg)
+    except (TypeError, ValueError, RuntimeError, OverflowError) as e:  # e.g. a size of 4.0
+        why = (str(e).splitlines() or [type(e).__name__])[0]
+        raise CheckpointError(f"config.json describes no model Seer can build ({why})") from None
 
 
 def weight_files(folder: Path) -> dict[str, Path]:
@@ -233,6 +238,23 @@ def _check_keys(model: torch.nn.Module, shards: dict[str, Path]) -> None:
         )
 
 
+def _check_shapes(model: torch.nn.Module, shards: dict[str, Path]) -> None:
+    """Every tensor's shape in the files' headers equals the (meta) model's, or one error."""
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    bad = []
+    for shard in sorted(set(shards.values())):
+        with _open(shard) as f:
+            for name in (n for n, s in shards.items() if s == shard):
+                shape = tuple(f.get_slice(name).get_shape())
+                if shape != expected[name]:
+                    bad.append(f"{name}: {shape} vs {expected[name]}")
+    if bad:
+        raise CheckpointError(
+            f"{len(bad)} tensor(s) have the wrong shape, e.g. {bad[:3]} (is config.json the one "
+            "that came with these weights?)"
+        )
+
+
 def init_buffers(model: torch.nn.Module) -> None:
     """Refill non-persistent buffers after `to_empty` (modules that have any say how)."""
     for m in model.modules():
@@ -243,6 +265,7 @@ def init_buffers(model: torch.nn.Module) -> None:
 def load_weights(model: torch.nn.Module, folder: Path, dtype, device) -> torch.nn.Module:
     shards = weight_files(folder)
     _check_keys(model, shards)
+    _check_shapes(model, shards)  # before allocating: config.json may claim any size
     model = model.to(dtype).to_empty(device=device)  # cast on meta: one allocation, in dtype
     init_buffers(model)
     params = dict(model.state_dict(keep_vars=True))

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from seer.config import TokenIds
-from seer.errors import CheckpointError
+from seer.errors import CheckpointError, SeerError
 
 
 def first_line(e: BaseException, limit: int = 200) -> str:
@@ -81,9 +81,23 @@ def _no_length_warning():
         log.setLevel(level)
 
 
+@contextlib.contextmanager
+def _encoding(where: str):
+    """Errors raised while the tokenizer encodes (its files, and a chat template is code, come
+    from the checkpoint) as one SeerError line naming what to check."""
+    try:
+        yield
+    except SeerError:
+        raise
+    except Exception as e:  # jinja2 errors, TypeError from a corrupt tokenizer_config, ...
+        raise SeerError(
+            f"the tokenizer failed to encode the prompt ({first_line(e)}); check {where}"
+        ) from None
+
+
 def plain_ids(tokenizer, text: str) -> list[int]:
     """Ids of `text` without special tokens (prompts without a chat template, stop words)."""
-    with _no_length_warning():
+    with _no_length_warning(), _encoding("the tokenizer files"):
         return [int(i) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
 
 
@@ -94,7 +108,8 @@ def chat_ids(tokenizer, prompt: str) -> list[int]:
     `BatchEncoding` in 5.x (sometimes batched, [1, n]); this always returns `list[int]`.
     """
     messages = [{"role": "user", "content": prompt}]
-    with _no_length_warning():
+    where = "the chat_template in tokenizer_config.json, or pass chat=False (--no-chat)"
+    with _no_length_warning(), _encoding(where):
         out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
     if isinstance(out, Mapping) or hasattr(out, "input_ids"):
         out = out["input_ids"]
