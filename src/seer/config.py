@@ -7,7 +7,8 @@ failure is a `SeerError` whose message names the problem and the fix.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+import numbers
+from dataclasses import dataclass, fields, replace
 
 from seer.errors import SeerError
 
@@ -37,6 +38,24 @@ class TokenIds:
     def answer_length(self, ids: list[int]) -> int:
         """Answer tokens before the first end token."""
         return next((i for i, t in enumerate(ids) if t in self.enders), len(ids))
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+# SamplingParams fields -> their kind (numbers.Integral / numbers.Real / str / bool)
+_KINDS = {
+    **dict.fromkeys(("gen_length", "steps", "block_length", "top_k", "seed"), numbers.Integral),
+    **dict.fromkeys(
+        ("temperature", "alg_temp", "top_p", "cfg_scale", "eps", "threshold", "factor"),
+        numbers.Real,
+    ),
+    **dict.fromkeys(("remasking", "cache", "schedule"), str),
+    **dict.fromkeys(("logits_eos_inf", "confidence_eos_eot_inf"), bool),
+}
+_KINDS_TEXT = {numbers.Integral: "an integer", numbers.Real: "a number", str: "a string",
+               bool: "True or False"}  # fmt: skip
 
 
 @dataclass(slots=True, frozen=True)
@@ -73,6 +92,7 @@ class SamplingParams:
     # its window becomes [EOS]); needs semi-AR blocks (block_length < gen_length) to save steps
 
     def __post_init__(self) -> None:
+        self._check_types()
         for name in ("temperature", "alg_temp", "top_p", "cfg_scale", "eps"):
             value = getattr(self, name)
             if value is not None and not math.isfinite(value):
@@ -156,6 +176,38 @@ class SamplingParams:
         """Confidence-driven parallel decoding (threshold or factor): a block runs until it
         has no masks, revealing as many positions per step as the rule accepts."""
         return self.threshold is not None or self.factor is not None
+
+    def _check_types(self) -> None:
+        """Each option has its type (an int is a float too; a bool is neither), or one line."""
+        for f in fields(self):
+            value, kind = getattr(self, f.name), _KINDS.get(f.name)
+            if kind is None or (value is None and "None" in str(f.type)):
+                continue
+            if kind is bool:
+                ok = isinstance(value, bool)
+            elif kind is str:
+                ok = isinstance(value, str)
+            else:
+                ok = isinstance(value, kind) and not isinstance(value, bool)
+            if not ok:
+                raise SeerError(
+                    f"bad generation option: {f.name} must be {_KINDS_TEXT[kind]}, got {value!r}"
+                )
+        for name in ("banned_ids", "suffix"):
+            ids = getattr(self, name)
+            if ids is not None and not (
+                isinstance(ids, (list, tuple)) and all(_is_int(i) for i in ids)
+            ):
+                raise SeerError(f"{name} must be a sequence of token ids, got {ids!r}")
+        stop = self.stop
+        if not isinstance(stop, str) and not (
+            isinstance(stop, (list, tuple))
+            and all(
+                isinstance(s, str) or (isinstance(s, (list, tuple)) and all(map(_is_int, s)))
+                for s in stop
+            )
+        ):
+            raise SeerError(f"stop must be a sequence of token-id sequences, got {stop!r}")
 
     @property
     def total_steps(self) -> int:

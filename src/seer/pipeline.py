@@ -19,7 +19,7 @@ import torch
 from seer.config import LLADA_RULES, SamplingParams, TokenIds
 from seer.diffusion.loop import Canvas, DenoisingLoop, WindowPolicy, make_canvas
 from seer.engine.request import GenerationStats, Request, RequestResult
-from seer.errors import SeerError
+from seer.errors import CheckpointError, SeerError
 from seer.images import load_image
 from seer.models import loader
 from seer.models.defaults import ModelDefaults, SeerSettings
@@ -172,6 +172,9 @@ class DiffusionLM:
                 raise SeerError(f"prompt token ids must lie in [0, {vocab})")
         if self.tokens.mask in {t for q in ids for t in q}:
             raise SeerError("the prompt contains the [MASK] token id; remove it")
+        for name in ("banned_ids", "suffix"):
+            if any(not 0 <= i < vocab for i in getattr(p, name) or ()):
+                raise SeerError(f"{name} must hold token ids in [0, {vocab})")
 
     # -- generation ---------------------------------------------------------------------------
     def generate(
@@ -281,6 +284,11 @@ def load(path: str | Path, dtype=None, device: str = "cpu", tokenizer: bool = Tr
     if tok is not None:
         processor = loader.load_processor(folder, raw, model, tok, seer_settings)
     tokens = loader.token_ids(raw, tok, model.banned_token_names)
+    vocab = model.get_input_embeddings().num_embeddings
+    for name in ("mask", "eos", "pad", "eot"):  # the ids the canvas and the loop use
+        value = getattr(tokens, name)
+        if value is not None and not (isinstance(value, int) and 0 <= value < vocab):
+            raise CheckpointError(f"{folder}: the {name} token id {value!r} is not in [0, {vocab})")
     meta = {"seer": dict(seer_settings.raw)} if seer_settings.raw else {}
     return DiffusionLM(
         model, tok, tokens, name=folder.name, meta=meta, processor=processor, defaults=defaults

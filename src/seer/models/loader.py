@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import json
 from importlib import resources
@@ -172,6 +173,28 @@ def get_classes(raw: dict) -> tuple[type, type[DiffusionModel]]:
     return getattr(mod, cfg_name), getattr(mod, model_name)
 
 
+def _check_types(cfg) -> None:
+    """The config's int / float / bool fields hold values of their type (a JSON 4.0, "64" or
+    true where a size belongs is one error, not a crash while building the model)."""
+    if not dataclasses.is_dataclass(cfg):
+        return
+    for f in dataclasses.fields(cfg):
+        value, kind = getattr(cfg, f.name), str(f.type).replace(" ", "")
+        if value is None and kind.endswith("|None"):
+            continue
+        kind = kind.removesuffix("|None")
+        if kind == "int":
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif kind == "float":
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif kind == "bool":
+            ok = isinstance(value, bool)
+        else:
+            continue
+        if not ok:
+            raise CheckpointError(f"config.json: {f.name} must be {kind}, got {value!r}")
+
+
 def build_model(raw: dict) -> DiffusionModel:
     """An un-initialised model (on the meta device) for a config dict."""
     cfg_cls, model_cls = get_classes(raw)
@@ -179,6 +202,7 @@ def build_model(raw: dict) -> DiffusionModel:
         cfg = cfg_cls.from_dict(raw)
     except (ValueError, TypeError, ZeroDivisionError) as e:
         raise CheckpointError(f"config.json: {e}") from None
+    _check_types(cfg)
     try:
         with torch.device("meta"):
             return model_cls(cfg)
