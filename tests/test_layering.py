@@ -20,7 +20,7 @@ import seer
 
 SRC = Path(seer.__file__).parent
 GROUND = {"kernels", "config", "errors", "images", "progress"}
-CORE = {"pipeline", "engine", "boundary", "diffusion", "models"} | GROUND
+CORE = {"pipeline", "likelihood", "engine", "boundary", "diffusion", "models"} | GROUND
 # above the core: none of these may be imported by a core module
 UPPER = {"demo", "data", "commands", "cli", "eval", "serve", "harness", "distributed", "batch"}
 

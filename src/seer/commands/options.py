@@ -66,6 +66,14 @@ def add_model(p: argparse.ArgumentParser, default: str | None, help: str | None 
     p.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default cpu)")
 
 
+def model_path(name) -> str:
+    """The folder a --model argument names (a shipped model's name resolved), as a string: for
+    workers that load the model themselves."""
+    from seer.models.loader import model_folder
+
+    return str(model_folder(name))
+
+
 def load(args, name=None):
     """The model of `--model` (or `name`), loaded under a progress spinner."""
     import seer
