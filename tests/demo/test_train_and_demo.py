@@ -98,3 +98,33 @@ def test_demo_prompts_use_only_words_the_tokenizer_knows():
 
     vocab = vocabulary()
     assert all(w in vocab for p in PROMPTS for w in p.split())
+
+
+def test_demo_shows_progress_from_its_first_second(four_layer, tmp_path, capsys, monkeypatch):
+    """The first thing `seer demo` does is open a spinner (before torch is even imported in a
+    fresh process); then every phase has its own display."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom seer import progress\nopened = []\n"
+        "class Stop(Exception):\n    pass\n"
+        "def status(d):\n    opened.append(('torch' in sys.modules, d))\n    raise Stop\n"
+        "progress.status = status\nfrom seer.cli import main\n"
+        "try:\n    main(['demo'])\nexcept Stop:\n    pass\nprint(opened)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.stdout.strip() == "[(False, 'loading builtin-vqa')]", run.stdout + run.stderr
+
+    from seer import progress
+
+    progress.set_enabled(True)
+    try:
+        png = tmp_path / "demo.png"
+        assert main(["demo", "--model", str(four_layer), "--out", str(png)]) == 0
+    finally:
+        progress.set_enabled(None)
+    err = capsys.readouterr().err
+    phases = ["loading", "warming up", "baseline and Seer", "step-0 profiles", "drawing"]
+    at = [err.find(p) for p in phases]
+    assert -1 not in at and at == sorted(at), err

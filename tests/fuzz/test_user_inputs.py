@@ -372,3 +372,49 @@ def test_command_lines(llada_dir, tmp_path, monkeypatch, capsys, data):
         assert len(lines) == 1 and "Traceback" not in err, (argv, err)
     written = {p for p in tmp_path.rglob("*")} - before
     assert all(p == out or out in p.parents or p in out.parents for p in written), (argv, written)
+
+
+# -- data files (seer batch, calibration) -----------------------------------------------------
+row_values = st.none() | st.text(max_size=8) | st.integers() | st.floats() | st.booleans()
+rows = st.lists(
+    st.dictionaries(
+        st.sampled_from(["id", "prompt", "messages", "image", "answer", "family", "x"]),
+        row_values
+        | st.lists(
+            st.fixed_dictionaries(
+                {
+                    "role": st.sampled_from(["user", "system", "assistant", "bot"]),
+                    "content": row_values,
+                }
+            ),
+            max_size=2,
+        ),
+        max_size=4,
+    ),
+    max_size=4,
+)
+
+
+@fuzz(40)
+@given(data=st.data())
+def test_data_files(tmp_path, data):
+    from seer.data import load_examples
+
+    kind = data.draw(st.sampled_from(["jsonl", "csv", "bytes-jsonl", "bytes-csv"]))
+    path = tmp_path / ("data." + kind.split("-")[-1])
+    if kind == "jsonl":
+        path.write_text("\n".join(json.dumps(r, allow_nan=True) for r in data.draw(rows)))
+    elif kind == "csv":
+        header = data.draw(
+            st.lists(st.sampled_from(["id", "prompt", "answer", "image", "q"]), max_size=3)
+        )
+        lines = [",".join(header)] + [
+            ",".join(data.draw(st.text(alphabet="ab,\"'\n 1", max_size=6)) for _ in header)
+            for _ in range(3)
+        ]
+        path.write_text("\n".join(lines))
+    else:
+        path.write_bytes(data.draw(st.binary(max_size=120)))
+    out = one_line_or_ok(lambda: load_examples(path))
+    if out is not None:
+        assert all(e.prompt or e.messages for e in out)

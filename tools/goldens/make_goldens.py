@@ -60,8 +60,6 @@ os.environ.setdefault("TORCHDYNAMO_DISABLE", "1")  # must happen before torch is
 
 import argparse
 import contextlib
-import importlib
-import importlib.util
 import inspect
 import json
 import math
@@ -72,6 +70,9 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # goldens_common, beside this file
+from goldens_common import git_rev, import_dir_as_package, import_file  # noqa: E402
 
 # --------------------------------------------------------------------------------------
 # Tiny configurations.  Every field of the released config.json is present; only the
@@ -177,44 +178,6 @@ NORM_STD = 0.1  # norm weights are 1 + NORM_STD * N(0, 1)
 # --------------------------------------------------------------------------------------
 
 
-def _import_dir_as_package(pkg_name: str, directory: Path, modules: list[str]):
-    """Import ``modules`` from ``directory`` as submodules of a synthetic package.
-
-    This keeps the official files' relative imports (``from .configuration_llada import``)
-    working whether or not the folder has an ``__init__.py``.
-    """
-    directory = Path(directory).resolve()
-    for m in modules:
-        if not (directory / f"{m}.py").is_file():
-            raise FileNotFoundError(directory / f"{m}.py")
-    pkg = types.ModuleType(pkg_name)
-    pkg.__path__ = [str(directory)]
-    pkg.__package__ = pkg_name
-    sys.modules[pkg_name] = pkg
-    return {m: importlib.import_module(f"{pkg_name}.{m}") for m in modules}
-
-
-def _import_file(mod_name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(mod_name, str(path))
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[mod_name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _git_rev(path: Path) -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return out.stdout.strip()
-    except Exception:
-        return None
-
-
 def _source(directory: Path, files: list[str], repo: str | None) -> dict:
     """Where an official file came from: repository, commit and path inside the repository."""
     directory = Path(directory).resolve()
@@ -229,7 +192,7 @@ def _source(directory: Path, files: list[str], repo: str | None) -> dict:
     rel = os.path.relpath(directory, top) if top else str(directory)
     return {
         "repo": repo,
-        "git_commit": _git_rev(directory),
+        "git_commit": git_rev(directory),
         "files": [os.path.normpath(os.path.join(rel, f)) for f in files],
     }
 
@@ -537,8 +500,8 @@ def run_llada_cache(args, out: Path, P) -> bool:
 
     llada_dir = args.llada_model_dir or args.fast_dllm / "llada" / "model"
     gen_file = args.fast_dllm_generate or args.fast_dllm / "llada" / "generate.py"
-    mods = _import_dir_as_package("model", llada_dir, ["configuration_llada", "modeling_llada"])
-    gen_mod = _import_file("fast_dllm_llada_generate", gen_file)
+    mods = import_dir_as_package("model", llada_dir, ["configuration_llada", "modeling_llada"])
+    gen_mod = import_file("fast_dllm_llada_generate", gen_file)
     model = mods["modeling_llada"].LLaDAModelLM.from_pretrained(str(out), torch_dtype=torch.float32)
     model.eval()
     saved, live = _load_tensors(out / "model.safetensors"), model.state_dict()
@@ -691,12 +654,12 @@ def run_llada_parallel(args, out: Path, P) -> bool:
 
     llada_dir = args.llada_model_dir or args.fast_dllm / "llada" / "model"
     gen_file = args.fast_dllm_parallel
-    _import_dir_as_package("fast_dllm_llada.model", llada_dir, ["configuration_llada",
+    import_dir_as_package("fast_dllm_llada.model", llada_dir, ["configuration_llada",
                                                                   "modeling_llada"])  # fmt: skip
     root = types.ModuleType("fast_dllm_llada")
     root.__path__ = [str(Path(gen_file).resolve().parent)]
     sys.modules["fast_dllm_llada"] = root
-    gen_mod = _import_file("fast_dllm_llada.generate", gen_file)
+    gen_mod = import_file("fast_dllm_llada.generate", gen_file)
     modeling = sys.modules["fast_dllm_llada.model.modeling_llada"]
     model = modeling.LLaDAModelLM.from_pretrained(str(out), torch_dtype=torch.float32).eval()
     saved, live = _load_tensors(out / "model.safetensors"), model.state_dict()
@@ -974,10 +937,10 @@ def main(argv=None):
                     "LLaDA needs --fast-dllm (or --llada-model-dir) "
                     "and --llada (or --llada-generate)"
                 )
-            mods = _import_dir_as_package(
+            mods = import_dir_as_package(
                 "official_llada", llada_dir, ["configuration_llada", "modeling_llada"]
             )
-            gen_mod = _import_file("official_llada_generate", gen_file)
+            gen_mod = import_file("official_llada_generate", gen_file)
             sources = {
                 "modeling": _source(
                     llada_dir,
@@ -997,7 +960,7 @@ def main(argv=None):
         else:
             if dream_dir is None:
                 ap.error("Dream needs --fast-dllm or --dream-model-dir")
-            mods = _import_dir_as_package(
+            mods = import_dir_as_package(
                 "official_dream",
                 dream_dir,
                 ["configuration_dream", "generation_utils", "modeling_dream"],

@@ -47,7 +47,7 @@ from types import SimpleNamespace
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_goldens import _git_rev, _import_dir_as_package, _import_file  # noqa: E402
+from goldens_common import git_rev, import_dir_as_package, import_file  # noqa: E402
 
 # (name, checkpoint, prompt length, answer length, mc_num, batch_size, cfg_scale, seed)
 CASES = [
@@ -88,13 +88,13 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
 
     ll_file = args.llada / "get_log_likelihood.py"
-    ll_mod = _import_file("official_get_log_likelihood", ll_file)
-    llada = _import_dir_as_package(
+    ll_mod = import_file("official_get_log_likelihood", ll_file)
+    llada = import_dir_as_package(
         "official_llada",
         args.fast_dllm / "llada" / "model",
         ["configuration_llada", "modeling_llada"],
     )
-    dream = _import_dir_as_package(
+    dream = import_dir_as_package(
         "official_dream",
         args.fast_dllm / "dream" / "model",
         ["configuration_dream", "generation_utils", "modeling_dream"],
@@ -147,13 +147,13 @@ def main(argv=None) -> None:
     meta = {
         "estimator": {
             "repo": "ML-GSAI/LLaDA",
-            "git_commit": args.llada_commit or _git_rev(args.llada),
+            "git_commit": args.llada_commit or git_rev(args.llada),
             "file": "get_log_likelihood.py",
             "function": "get_log_likelihood" + str(inspect.signature(ll_mod.get_log_likelihood)),
         },
         "models": {
             "repo": "NVlabs/Fast-dLLM",
-            "git_commit": args.fast_dllm_commit or _git_rev(args.fast_dllm),
+            "git_commit": args.fast_dllm_commit or git_rev(args.fast_dllm),
             "files": ["llada/model/modeling_llada.py", "dream/model/modeling_dream.py"],
         },
         "dream_shift": "logits[:, j] := logits[:, j - 1] (j >= 1), as Dream's eval get_logits",

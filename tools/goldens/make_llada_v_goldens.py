@@ -53,7 +53,6 @@ import contextlib
 import copy
 import hashlib
 import json
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -61,6 +60,9 @@ from pathlib import Path
 import numpy as np
 import torch
 from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # goldens_common, beside this file
+from goldens_common import git_rev  # noqa: E402
 
 VOCAB = 320
 WEIGHT_STD = 0.4  # 0.2 makes every answer position predict the same token
@@ -216,15 +218,6 @@ def import_official(root: Path):
         llava_llada=llava_llada,
         siglip=siglip_encoder,
     )
-
-
-def git_rev(root: Path) -> str | None:
-    try:
-        return subprocess.check_output(
-            ["git", "-C", str(root), "rev-parse", "HEAD"], text=True
-        ).strip()
-    except Exception:
-        return None
 
 
 # --------------------------------------------------------------------------------------

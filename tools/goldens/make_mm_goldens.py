@@ -58,7 +58,6 @@ import copy
 import importlib
 import importlib.machinery
 import json
-import subprocess
 import sys
 import types
 from pathlib import Path
@@ -70,6 +69,9 @@ import transformers.modeling_utils  # noqa: F401
 from PIL import Image, ImageDraw
 from safetensors.torch import load_file, save_file
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # goldens_common, beside this file
+from goldens_common import git_rev  # noqa: E402
 
 # --------------------------------------------------------------------------------------
 # Tiny configurations.  Released field values in comments; sources are LaViDa's
@@ -278,20 +280,7 @@ class Official:
         self.llada_generate = importlib.import_module("llava.model.language_model.llada.generate")
         self.siglip = importlib.import_module("llava.model.multimodal_encoder.siglip_encoder")
         self.llava_arch = importlib.import_module("llava.model.llava_arch")
-        self.rev = _git_rev(Path(lavida))
-
-
-def _git_rev(path: Path) -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return out.stdout.strip()
-    except Exception:
-        return None
+        self.rev = git_rev(Path(lavida))
 
 
 @contextlib.contextmanager
