@@ -52,12 +52,15 @@ def read_file(path: Path) -> list[Example]:
         )
     examples: list[Example] = []
     where_of: dict[str, str] = {}
-    for where, row in rows:
-        ex = parse_row(row, where, path.parent if path.is_file() else path, len(examples))
-        if ex.id in where_of:
-            raise SeerError(f"{where}: field 'id': {ex.id!r} repeats {where_of[ex.id]}")
-        where_of[ex.id] = where
-        examples.append(ex)
+    try:
+        for where, row in rows:
+            ex = parse_row(row, where, path.parent if path.is_file() else path, len(examples))
+            if ex.id in where_of:
+                raise SeerError(f"{where}: field 'id': {ex.id!r} repeats {where_of[ex.id]}")
+            where_of[ex.id] = where
+            examples.append(ex)
+    except UnicodeDecodeError as e:
+        raise SeerError(f"{path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
     if not examples:
         raise SeerError(f"{path}: no rows")
     return examples
