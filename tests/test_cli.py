@@ -29,9 +29,10 @@ def _user_error(capsys, argv: list[str], *words: str) -> str:
     out, err = capsys.readouterr()
     assert rc == 2
     assert out == ""
-    lines = err.splitlines()
+    # Seer's notices (one "Seer: ..." line each) may come first; the error is one line, last
+    lines = [line for line in err.splitlines() if not line.startswith("Seer")]
     assert len(lines) == 1, err
-    assert lines[0].startswith("seer: error: ")
+    assert lines[0].startswith("seer: error: ") and err.splitlines()[-1] == lines[0]
     assert "Traceback" not in err
     for w in words:
         assert w in lines[0]
