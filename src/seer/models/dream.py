@@ -19,8 +19,6 @@ from seer.models.llama_layout import (
     require_fields,
 )
 
-ARCHITECTURE = "dream"
-
 
 @dataclass(slots=True)
 class DreamConfig:

@@ -25,8 +25,6 @@ from torch import nn
 
 from seer.models.common import BidirectionalLM, RMSNorm, Rotary, self_attention
 
-ARCHITECTURE = "llada"
-
 
 @dataclass(slots=True)
 class LLaDAConfig:

@@ -55,6 +55,7 @@ import torch
 from seer.config import SamplingParams
 from seer.errors import SeerError
 from seer.models.defaults import as_options
+from seer.models.lavida import LAVIDA_SYSTEM
 from seer.models.llama_layout import (
     LlamaLayoutLM,
     ProjBias,
@@ -63,12 +64,7 @@ from seer.models.llama_layout import (
 )
 from seer.models.vision import VisionConfig, attach_vision
 
-ARCHITECTURE = "llava_llada"
-LLADA_V_SYSTEM = (
-    "You are a helpful language and vision assistant. You are able to understand the visual "
-    "content that the user provides, and assist the user with a variety of tasks using natural "
-    "language."
-)  # conv_templates["llava_llada"].system (train/llava/conversation.py)
+LLADA_V_SYSTEM = LAVIDA_SYSTEM  # conv_templates["llava_llada"].system: LaViDa's text, word for word
 # Tokens whose logits `generate_with_embeds` sets to -inf at masked positions (literal ids there:
 # 126081, 126080, 126346, 126347 = these names in LLaDA's tokenizer).
 BANNED_TOKEN_NAMES = (

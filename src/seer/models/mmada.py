@@ -53,7 +53,6 @@ from seer.models.llada import LLaDAConfig, LLaDAModelLM
 from seer.models.magvit import MagvitV2, load_magvit, preprocess
 from seer.models.multimodal import PromptInput
 
-ARCHITECTURE = "mmada"
 DEFAULT_RESOLUTION = 512  # configs/mmada_demo.yaml dataset.preprocessing.resolution
 VQ_SUBFOLDER = "vq_model"
 # MMaDA's task/image tokens and the LLaDA tokenizer slots its literal ids point at
