@@ -1,0 +1,128 @@
+"""What Seer's boundary detection costs, as a share of the denoising loop, on the built-in models.
+
+For each built-in model (text `builtin`, multimodal `builtin-vqa`) and each Seer signal it ships
+(the calibrated default from seer.json, and the sparsity detector of its `sparsity_config`), every
+held-out request (`seer.data`, evaluation side: never used for calibration) is answered at batch
+1, greedy, steps = window, with the signals interleaved request by request. Per run it records:
+
+  loop      the denoising loop's wall time (`Generation.stats.seconds`)
+  detect    detection proper: the probe's hooks inside step 0 (the sparsity signal) plus the
+            detector (end probability, rule, reports) - `SeerPolicy.detect_seconds`
+  policy    everything the loop times inside the window policy: detection plus the relayout of
+            the canvas and the cache to the cut window and the new step plan
+            (`Generation.stats.detect_seconds`, the figure the README reported as "detection")
+
+and prints, per model and signal, the medians per request and the median of the per-request
+shares detect / loop and policy / loop (the JSON also has sum(detect) / sum(loop), which one
+descheduled moment on a shared machine can inflate). Every window shape is warmed up first.
+Last line: one JSON record.
+
+    python benchmarks/bench_detect.py --n 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+
+import torch
+
+import seer
+from seer.boundary.truncation import SeerConfig, policy_for, resolve
+from seer.data import load_examples
+
+MODELS = ("builtin", "builtin-vqa")
+
+
+def signals(lm) -> dict[str, SeerConfig]:
+    """The Seer settings each built-in model ships: its default and its sparsity detector."""
+    out = {"default": resolve(lm, True)}
+    sparsity = dict(lm.defaults.seer.sparsity_config)
+    if sparsity:
+        out["sparsity"] = resolve(lm, SeerConfig.from_dict(sparsity))
+    return out
+
+
+def run_model(name: str, n: int) -> dict:
+    lm = seer.load(name)
+    g = lm.sampling().gen_length
+    configs = signals(lm)
+    examples = load_examples(name, n=n, part="eval")
+    prompts = [lm.prompt(e.prompt, e.image) for e in examples]  # encoded once
+    bucket = min(c.bucket for c in configs.values())
+    for w in range(bucket, g + 1, bucket):  # every window shape, before any timing
+        lm.generate(prompts[0], gen_length=w)
+    for cfg in configs.values():
+        lm.generate(prompts[0], gen_length=g, policy=policy_for(lm, cfg))
+    rows = {k: {"loop": [], "detect": [], "policy": [], "window": []} for k in configs}
+    for q in prompts:
+        for key, cfg in configs.items():  # interleaved: the machine's noise hits every signal
+            policy = policy_for(lm, cfg)
+            gen = lm.generate(q, gen_length=g, policy=policy)
+            r = rows[key]
+            r["loop"].append(gen.stats.seconds)
+            r["detect"].append(policy.detect_seconds)
+            r["policy"].append(gen.stats.detect_seconds)
+            r["window"].append(gen.stats.window)
+    out = {}
+    for key, r in rows.items():
+        loop = sum(r["loop"])
+        out[key] = {
+            "signal": configs[key].signal,
+            "requests": len(r["loop"]),
+            "loop_ms": 1e3 * statistics.median(r["loop"]),
+            "detect_ms": 1e3 * statistics.median(r["detect"]),
+            "policy_ms": 1e3 * statistics.median(r["policy"]),
+            # per-request shares, median: robust to a descheduled moment on a shared machine
+            "detect_share": statistics.median(
+                d / t for d, t in zip(r["detect"], r["loop"], strict=True)
+            ),
+            "policy_share": statistics.median(
+                p / t for p, t in zip(r["policy"], r["loop"], strict=True)
+            ),
+            "detect_share_of_sums": sum(r["detect"]) / loop,
+            "policy_share_of_sums": sum(r["policy"]) / loop,
+            "mean_window": sum(r["window"]) / len(r["window"]),
+        }
+    return {"gen_length": g, "signals": out}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=60, help="held-out requests per model")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    t0 = time.perf_counter()
+    results = {name: run_model(name, args.n) for name in args.models}
+    head = ("model", "signal", "n", "window", "loop ms", "detect ms", "detect %", "policy ms",
+            "policy %", "det % sums")  # fmt: skip
+    print("{:12s} {:20s} {:>4s} {:>6s} {:>8s} {:>9s} {:>8s} {:>9s} {:>8s} {:>10s}".format(*head))
+    for name, res in results.items():
+        for key, r in res["signals"].items():
+            label = f"{key} ({r['signal']})"
+            print(
+                f"{name:12s} {label:20s} {r['requests']:4d} {r['mean_window']:6.1f} "
+                f"{r['loop_ms']:8.2f} {r['detect_ms']:9.3f} {r['detect_share']:8.2%} "
+                f"{r['policy_ms']:9.3f} {r['policy_share']:8.2%} "
+                f"{r['detect_share_of_sums']:10.2%}"
+            )
+    record = {
+        "bench": "detect",
+        "n": args.n,
+        "threads": args.threads,
+        "torch": torch.__version__,
+        "machine": platform.processor() or platform.machine(),
+        "seconds": time.perf_counter() - t0,
+        "results": results,
+    }
+    print(json.dumps(record))
+
+
+if __name__ == "__main__":
+    main()
