@@ -108,8 +108,7 @@ def _act_of_gate(model, layer: int, x: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
         model(x)
     h.remove()
-    act = block.act if hasattr(block, "act") else block.mlp.act_fn
-    return act(seen["g"])
+    return block.mlp_act(seen["g"])
 
 
 def test_gate_tensor_uses_the_models_own_activation():

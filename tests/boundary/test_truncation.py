@@ -58,6 +58,9 @@ class EndsAtOnce(torch.nn.Module):
         self.logits_shift = inner.logits_shift  # the model protocol the loop reads
         self.confidence_dtype = inner.confidence_dtype
 
+    def probe_point(self, layer: int, tensor: str):  # ... and the probe reads
+        return self.inner.probe_point(layer, tensor)
+
     def forward(self, *args, **kw):
         out = self.inner(*args, **kw)
         out.logits[..., TOKENS.eos] += 100.0

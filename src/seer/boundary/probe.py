@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from seer.errors import SeerError
+from seer.models.base import DiffusionModel
 
 TENSORS = ("down", "gate")  # probe points: input of the down projection | act(gate)
 
@@ -41,32 +42,15 @@ def n_layers(model: nn.Module) -> int:
     return len(model.layers)
 
 
-def logits_shift(model: nn.Module) -> int:
-    """Columns between a position's hidden state and the token it predicts (Dream: 1)."""
-    return int(getattr(model, "logits_shift", 0))
-
-
-def probe_module(model: nn.Module, layer: int, tensor: str) -> nn.Module:
-    """The module whose input (`down`) or output (`gate`: the model's activation applied to the
-    gate projection) is probed at `layer`."""
-    blocks = model.layers
-    if not 0 <= layer < len(blocks):
-        raise SeerError(f"probe layer {layer} does not exist; the model has {len(blocks)} layers")
+def probe_module(model: DiffusionModel, layer: int, tensor: str) -> nn.Module:
+    """The module whose input (`down`) or output (`gate`: the model's own activation module,
+    applied to the gate projection) is probed at `layer` (the model protocol's probe points)."""
+    n = n_layers(model)
+    if not 0 <= layer < n:
+        raise SeerError(f"probe layer {layer} does not exist; the model has {n} layers")
     if tensor not in TENSORS:
         raise SeerError(f"unknown probe tensor {tensor!r}; choose {', '.join(TENSORS)}")
-    block = blocks[layer]
-    if tensor == "down":
-        return block.down_proj
-    return activation_module(block)
-
-
-def activation_module(block: nn.Module) -> nn.Module:
-    """The MLP activation module of a block (LLaDA: `act`; Llama layout: `mlp.act_fn`)."""
-    for owner, name in ((block, "act"), (getattr(block, "mlp", None), "act_fn")):
-        module = getattr(owner, name, None) if owner is not None else None
-        if isinstance(module, nn.Module):
-            return module
-    raise SeerError(f"{type(block).__name__} exposes no MLP activation to probe; use tensor='down'")
+    return model.probe_point(layer, "down" if tensor == "down" else "act")
 
 
 @dataclass(slots=True)
@@ -85,10 +69,10 @@ class StepZeroProbe:
     _handles: list = field(default_factory=list)
     _cols: tuple[int, int, int] = (0, 0, 0)  # (first column, width, real rows)
 
-    def attach(self, model: nn.Module, start: int, width: int, rows: int) -> StepZeroProbe:
+    def attach(self, model: DiffusionModel, start: int, width: int, rows: int) -> StepZeroProbe:
         """Hook the probe points; the window is columns [start, start + width) of rows [0, rows)
         (a model's logit shift is applied here)."""
-        self._cols = (start - logits_shift(model), width, rows)
+        self._cols = (start - model.logits_shift, width, rows)
         self.profiles.clear()
         self.seconds = 0.0
         try:

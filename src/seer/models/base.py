@@ -12,7 +12,7 @@ how it differs:
 | `confidence_dtype` | loop | dtype of the unmasking confidences (None: the logits') |
 | `default_rule` | DiffusionLM | unmasking rule of the official sampler |
 | `forward_kwargs` | loop, engine | keyword arguments `forward` accepts besides `input_ids` |
-| `probe_point(layer, tensor)` | probe | the module whose input ("down") / output ("gate") is read |
+| `probe_point(layer, tensor)` | probe | module read: input ("down"), output ("gate", "act") |
 | `layers` | probe, calibration | the decoder blocks, in order |
 | `context_length` | DiffusionLM | the longest prompt + answer window the model takes |
 | `banned_token_names` | loader | tokens the official sampler never proposes (-> TokenIds) |

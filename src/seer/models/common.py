@@ -254,8 +254,11 @@ class BidirectionalLM(nn.Module):
         self.config.vocab_size = n
 
     def probe_point(self, layer: int, tensor: str) -> nn.Module:
-        """The module whose input ("down": act(gate) * up) or output ("gate") the probe reads."""
+        """The module whose input ("down": act(gate) * up) or output ("gate": gate(x); "act":
+        act(gate(x)), the block's own activation module) the probe reads."""
         block = self.layers[layer]
+        if tensor == "act":
+            return block.mlp_act
         return block.down_proj if tensor == "down" else block.gate_proj
 
     @classmethod

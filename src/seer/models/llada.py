@@ -142,6 +142,10 @@ class LLaDABlock(nn.Module):
     def gate_proj(self) -> nn.Linear:
         return self.ff_proj
 
+    @property
+    def mlp_act(self) -> nn.Module:  # the activation applied to gate_proj's output
+        return self.act
+
     def forward(self, x, cos_sin, mask, kv=None):
         proj = (self.q_proj, self.k_proj, self.v_proj, self.attn_out)
         h = x + self_attention(

@@ -131,6 +131,10 @@ class LlamaDecoderLayer(nn.Module):
     def gate_proj(self) -> nn.Linear:
         return self.mlp.gate_proj
 
+    @property
+    def mlp_act(self) -> nn.Module:  # the activation applied to gate_proj's output
+        return self.mlp.act_fn
+
     def forward(self, x, cos_sin, mask, kv=None):
         a = self.self_attn
         proj = (a.q_proj, a.k_proj, a.v_proj, a.o_proj)
