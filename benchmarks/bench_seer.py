@@ -1,6 +1,6 @@
 """Seer on a built-in model's held-out split: accuracy, boundary quality, speed.
 
-`--task text|vqa` picks the held-out requests (`seer.boundary.calibrate.heldout_examples`):
+`--task text|vqa` picks the held-out requests (`seer.data`, evaluation side of the built-in tasks):
 the text tasks, or image questions (`seer.demo.vqa`) for a multimodal model, the default for one.
 Each request's prompt is encoded once (`lm.prompt`: for an image, vision tower, projector and
 splicing into the prompt embeddings), timed, and the same `PromptInput` goes to every method.
@@ -43,9 +43,9 @@ from rich.progress import track
 from rich.table import Table
 
 import seer
-from seer.boundary.calibrate import Example, heldout_examples, task_for
 from seer.boundary.truncation import FixedWindowPolicy, SeerConfig, resolve, round_window
-from seer.commands.calibrate import default_model
+from seer.data import Example, builtin_examples
+from seer.errors import SeerError
 
 METHODS = ("baseline", "seer", "seer-noguard", "seer-slack2", "seer-step0", "oracle")
 
@@ -59,10 +59,19 @@ class Row:
     results: dict  # method -> Generation
 
 
+def task_for(lm, task: str | None) -> str:
+    """`task` checked against the model; None -> "vqa" for a multimodal model, else "text"."""
+    if task is None:
+        return "vqa" if lm.multimodal else "text"
+    if task == "vqa" and not lm.multimodal:
+        raise SeerError(f"{lm.name or 'this model'} is a text model; the vqa task needs images")
+    return task
+
+
 def run(args) -> dict:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    lm = seer.load(args.model or default_model(args.task))
+    lm = seer.load(args.model or ("builtin-vqa" if args.task == "vqa" else "builtin"))
     task = task_for(lm, args.task)
     meta = lm.meta.get("seer", {})
     g = args.gen_length or meta.get("gen_length", 64)
@@ -70,14 +79,15 @@ def run(args) -> dict:
     step0 = None
     if meta.get("sparsity_config"):
         step0 = SeerConfig.from_dict({**meta["sparsity_config"], "cut_in_step0": True})
-    examples = heldout_examples(task, args.n, args.seed)
-    first = lm.prompt(examples[0].text, examples[0].image)  # also warms the vision tower
+    source = "builtin-vqa" if task == "vqa" else "builtin"
+    examples = builtin_examples(source, args.n, args.seed, part="eval")
+    first = lm.prompt(examples[0].prompt, examples[0].image)  # also warms the vision tower
     for w in range(cfg.bucket, g + 1, cfg.bucket):  # warm every window shape
         lm.generate(first, gen_length=w)
     rows = []
     for ex in track(examples, description=f"held-out {task} requests"):
         t0 = time.perf_counter()
-        q = lm.prompt(ex.text, ex.image)  # PromptInput: ids (+ spliced embeddings)
+        q = lm.prompt(ex.prompt, ex.image)  # PromptInput: ids (+ spliced embeddings)
         prompt_s = time.perf_counter() - t0
         base = lm.generate(q, gen_length=g)
         res = {"baseline": base}

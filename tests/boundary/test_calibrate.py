@@ -1,9 +1,11 @@
-"""Calibration on image questions: the step-0 profiles come from the spliced canvas that
-`generate` denoises, the task follows the model, and seer.json keeps the keys it does not set."""
+"""Calibration: the step-0 profiles come from the canvas `generate` denoises (images spliced),
+the dataset is split into disjoint, de-duplicated sides, the choice cuts no calibration answer
+short and is reported on the other side, and seer.json keeps the keys it does not set."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -14,7 +16,6 @@ from seer.boundary.probe import end_probability
 from seer.commands.calibrate import run_calibration, write_defaults
 from seer.config import SamplingParams
 from seer.data import builtin_examples
-from seer.demo import vqa
 from seer.errors import SeerError
 from seer.models.factory import make_random_checkpoint
 
@@ -31,29 +32,9 @@ def lavida(lavida_dir):
     return seer.load(lavida_dir)
 
 
-def test_task_follows_the_model_and_is_checked(lavida, tmp_path):
-    text_lm = seer.load(make_random_checkpoint("llada", tmp_path / "t"))
-    assert cal.task_for(lavida, None) == "vqa" and cal.task_for(text_lm, None) == "text"
-    assert cal.task_for(lavida, "text") == "text"  # text prompts suit a multimodal model too
-    with pytest.raises(SeerError, match="text model"):
-        cal.task_for(text_lm, "vqa")
-    with pytest.raises(SeerError, match="unknown task"):
-        cal.task_for(lavida, "audio")
-
-
-def test_heldout_vqa_examples_carry_images_and_the_bare_question():
-    ex = cal.heldout_examples("vqa", 5, seed=3)
-    ref = builtin_examples("builtin-vqa", 5, seed=3, part="eval")
-    assert [e.answer for e in ex] == [r.answer for r in ref]
-    assert all(e.image.size == (vqa.IMAGE_SIZE,) * 2 for e in ex)
-    assert all("<image>" not in e.text for e in ex)  # the processor places the image
-    text = cal.heldout_examples("text", 4, seed=7)
-    assert all(e.image is None for e in text)
-
-
 def test_collect_measures_the_spliced_image_canvas(lavida):
     g = 16
-    ex = cal.heldout_examples("vqa", 3, seed=0)
+    ex = builtin_examples("builtin-vqa", 3, seed=0)
     samples = cal.collect(lavida, ex, g, batch=2)
     assert [s.family for s in samples] == [e.family for e in ex]
     n_layers = len(lavida.model.layers)
@@ -62,13 +43,13 @@ def test_collect_measures_the_spliced_image_canvas(lavida):
         assert s.end_prob.shape == (g,) and 0 <= s.true_len <= g
     # one request alone: the same answer and step-0 P(end) as generate / canvas with its image
     (one,) = cal.collect(lavida, ex[:1], g, batch=1)
-    gen = lavida.generate(ex[0].text, image=ex[0].image, gen_length=g)
+    gen = lavida.generate(ex[0].prompt, image=ex[0].image, gen_length=g)
     assert one.true_len == gen.stats.tokens
     p = SamplingParams(gen_length=g, remasking="low_confidence")
-    logits = lavida.loop.forward(lavida.canvas(ex[0].text, p, ex[0].image), p, 0, g)
+    logits = lavida.loop.forward(lavida.canvas(ex[0].prompt, p, ex[0].image), p, 0, g)
     assert torch.allclose(one.end_prob, end_probability(logits, lavida.tokens.enders)[0])
     # and the image matters: another picture gives another profile
-    (other,) = cal.collect(lavida, [cal.Example(ex[0].family, ex[0].text, "", ex[1].image)], g)
+    (other,) = cal.collect(lavida, [replace(ex[0], image=ex[1].image)], g)
     assert not torch.allclose(one.end_prob, other.end_prob)
 
 
@@ -86,14 +67,76 @@ def test_write_defaults_keeps_other_keys(tmp_path):
 
 
 def test_calibrate_cli_on_a_multimodal_model_writes_defaults_and_plots(lavida_dir, tmp_path):
-    report = run_calibration(lavida_dir, 5, tmp_path / "cal", write=True, max_over=0.5)
-    assert report["task"] == "vqa" and report["n"] == 5
-    assert set(report["baseline_exact_match_per_family"]) <= set(vqa.FAMILIES)
+    report = run_calibration(lavida_dir, 10, tmp_path / "cal", write=True, max_over=0.5,
+                             data="builtin-vqa")  # fmt: skip
+    assert report["data"] == "builtin-vqa"
+    assert report["n"]["calibration"] + report["n"]["evaluation"] == 10
     for png in ("sparsity_aligned.png", "sparsity_aligned_best.png", "end_prob_aligned.png"):
         assert (tmp_path / "cal" / png).is_file()
     meta = json.loads((lavida_dir / "seer.json").read_text())
     assert "system_prompt" in meta and meta["system_prompt"] is None
-    assert meta["calibration"]["task"] == "vqa"
+    assert meta["calibration"]["data"] == "builtin-vqa"
     lm = seer.load(lavida_dir)
     assert lm.processor.system is None  # the kept key still reaches the processor
     assert seer.boundary.truncation.resolve(lm, True).signal == meta["config"]["signal"]
+
+
+def test_choose_takes_the_fastest_setting_that_cuts_nothing():
+    def sc(signal, over, window, detected=1.0):
+        return cal.Score({"signal": signal}, 0.0, over, detected, window)
+
+    scores = [sc("sparsity", 0.0, 30.0), sc("eos_prob", 0.02, 9.0), sc("eos_prob", 0.0, 12.0),
+              sc("combined", 0.0, 11.0, detected=0.0)]  # fmt: skip
+    assert cal.choose(scores).mean_window == 12.0  # 9 cuts an answer; 11 never detects
+    assert cal.choose(scores, max_over=0.05).mean_window == 9.0
+    assert cal.choose(scores, "sparsity").mean_window == 30.0
+    assert cal.choose([sc("eos_prob", 0.2, 9.0), sc("eos_prob", 0.1, 20.0)]).over == 0.1
+
+
+@pytest.fixture(scope="module")
+def text_dir(tmp_path_factory):
+    return make_random_checkpoint("llada", tmp_path_factory.mktemp("txt"), layers=2)
+
+
+def _rows(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_calibrate_on_a_users_file_splits_disjoint_and_deduplicated(text_dir, tmp_path):
+    from seer.data import load_examples
+
+    words = ["red ball", "blue cup", "add 4 and 5", "spell cat", "copy : red hat", "green box"]
+    rows = [{"id": f"r{i}", "prompt": w} for i, w in enumerate(words)]
+    rows += [{"id": "dup0", "prompt": words[0]}, {"id": "dup3", "prompt": words[3]}]  # repeats
+    data = _rows(tmp_path / "prompts.jsonl", rows)
+    report = run_calibration(text_dir, None, tmp_path / "out", False, data=str(data),
+                             gen_length=16)  # fmt: skip
+    calib, ev = report["split"]["calibration_ids"], report["split"]["evaluation_ids"]
+    by_id = {e.id: e.key for e in load_examples(data)}
+    keys_c, keys_e = [by_id[i] for i in calib], [by_id[i] for i in ev]
+    assert not set(keys_c) & set(keys_e)  # disjoint by content, not only by id
+    assert len(set(keys_c)) == len(keys_c) and len(set(keys_e)) == len(keys_e)  # no repeats
+    assert len(calib) + len(ev) == len(words)  # every unique prompt on exactly one side
+    assert report["n"] == {"calibration": len(calib), "evaluation": len(ev)}
+    assert report["baseline_exact_match"]["calibration"] is None  # no reference answers given
+    assert (tmp_path / "out" / "report.json").is_file()
+    assert set(report["evaluation"]) >= {"chosen", "best_eos_prob", "best_sparsity"}
+    assert "paper_defaults" not in report["evaluation"]  # a 2-layer model has no layer 3
+
+
+def test_calibrate_needs_data_for_a_users_model(text_dir, tmp_path):
+    with pytest.raises(SeerError, match="give --data FILE"):
+        run_calibration(text_dir, None, tmp_path / "out", False)
+
+
+def test_calibrating_the_builtin_text_model_cuts_no_answer_and_reports_held_out(tmp_path):
+    report = run_calibration("builtin", 24, tmp_path / "out", False, data="builtin")
+    chosen = report["chosen"]
+    assert chosen["cut"] == 0 and chosen["detected"] > 0  # on the calibration side
+    assert chosen["mean_window"] < report["gen_length"]  # it does truncate
+    ev = report["evaluation"]["chosen"]
+    assert ev["setting"] == chosen["setting"] and ev["n"] == report["n"]["evaluation"]
+    assert report["auc"]["end_prob"] > 0.9  # the built-in model's end probability separates
+    for png in ("sparsity_aligned.png", "sparsity_aligned_best.png", "end_prob_aligned.png"):
+        assert (tmp_path / "out" / png).is_file()

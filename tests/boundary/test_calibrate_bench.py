@@ -63,7 +63,7 @@ def test_prompt_time_is_counted_once_and_end_to_end_is_reported(record, bench, c
 
 
 def test_summarise_reads_rows_of_any_family(bench):
-    from seer.boundary.calibrate import Example
+    from seer.data import Example
 
     class Stats:
         seconds, detect_seconds, nfe, tokens, grown, window = 1.0, 0.0, 16, 3, 0, 16
@@ -72,8 +72,10 @@ def test_summarise_reads_rows_of_any_family(bench):
         text, token_ids, stats, boundary = "red", [1, 2, 3], Stats(), None
 
     rows = [
-        bench.Row(Example(f, "q", "red"), 0.5, {"baseline": Gen(), "oracle": Gen()})
-        for f in ("colour", "chart", "colour")
+        bench.Row(
+            Example(str(i), "q", answer="red", family=f), 0.5, {"baseline": Gen(), "oracle": Gen()}
+        )
+        for i, f in enumerate(("colour", "chart", "colour"))
     ]
     args = Namespace(threads=1)
     lm = Namespace(name="m")

@@ -82,7 +82,8 @@ def test_calibrate_writes_seer_json_that_load_uses(four_layer, tmp_path):
     from seer.boundary.truncation import resolve
     from seer.commands.calibrate import run_calibration
 
-    report = run_calibration(four_layer, 8, tmp_path / "cal", write=True, max_over=0.5)
+    report = run_calibration(four_layer, 16, tmp_path / "cal", write=True, max_over=0.5,
+                             data="builtin")  # fmt: skip
     assert (tmp_path / "cal" / "sparsity_aligned.png").is_file()
     auc = report["auc"]["end_prob"]  # NaN when no answer of the random model ends
     assert auc != auc or 0 <= auc <= 1

@@ -1,22 +1,21 @@
-"""Measure the step-0 signals on held-out data and choose a model's Seer defaults.
+"""Measure every step-0 signal on a model's own answers and choose its Seer defaults.
 
-`collect` runs, for each prompt, the baseline generation (full window) to learn where the
-answer really ends, and one step-0 forward that records, at every layer, the window slice of the
-down-projection input and of act(gate), plus the step-0 end-token probability.
-`sweep` scores detector settings on those samples: boundary MAE, over-truncation (the kept window
-would cut the end token), detection rate and mean kept window. `choose` picks the setting with
-the smallest mean window among those that over-truncate at most `max_over` of the answers,
-falling back to the smallest over-truncation; the result is stored in the model's seer.json.
-`auc` says how well a per-position signal separates answer positions from padding.
+Pure measurement over a list of requests (the dataset comes from the caller: `seer calibrate`
+reads it with `seer.data`; this module imports no data source):
 
-The held-out requests come from one of the demo tasks (`TASKS`): "text" (`seer.demo.tasks`, the
-built-in text model's families) or "vqa" (`seer.demo.vqa`, image questions for the built-in
-multimodal model); `task_for` picks "vqa" for a multimodal model unless told otherwise. Each
-request is encoded once with `DiffusionLM.prompt` (for images: vision tower, projector and the
-features spliced into the prompt embeddings) and that `PromptInput` is what both the baseline
-generation and the measured step-0 forward receive, so the step-0 canvas is exactly the one
-`generate` denoises (`DiffusionLM.canvas`; the loop feeds its prompt embeddings). The benchmark
-(`benchmarks/bench_seer.py`) uses the same example source.
+- `collect` answers each request with the baseline (the full window) to learn where the answer
+  really ends (no reference answers needed: the baseline's own end is the truth), and runs the
+  step-0 probe (`probe.step0`, the one every reader uses) on the same encoded prompt: sparsity at
+  every layer, theta and tensor, and the end-token probability.
+- `sweep` scores every detector setting on those samples: the sparsity signal per tensor, layer
+  and theta under the paper's SNR rule (a grid of tau_jump, gamma, direction) and the
+  change-point rule (z, direction), the end-probability threshold (tau, run), and the combined
+  signal (the best sparsity setting with each threshold). `Score`: how many answers the kept
+  window would cut (`over`: window < true end + 1), detection rate, boundary MAE, mean window.
+- `choose` picks the fastest setting (smallest mean window: the loop's cost grows with it) that
+  cuts no more than `max_over` of the answers (default 0: none) and finds some boundary;
+  `evaluate` scores one setting on other samples (the evaluation split).
+- `auc` / `separation` say how well a per-position signal separates answer from padding.
 """
 
 from __future__ import annotations
@@ -24,76 +23,50 @@ from __future__ import annotations
 import itertools
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import torch
 
-from seer.boundary.detector import ChangePointRule, SNRRule, ThresholdRule
 from seer.boundary.probe import TENSORS, step0
-from seer.boundary.truncation import round_window
+from seer.boundary.truncation import SeerConfig, round_window
 from seer.errors import SeerError
 
 THETAS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
-TASKS = ("text", "vqa")
-
-
-@dataclass(slots=True)
-class Example:
-    """One held-out request of a demo task, as the calibration and the benchmark use it."""
-
-    family: str  # task family
-    text: str  # the prompt (text task) or the question (vqa: the processor places the image)
-    answer: str  # reference answer
-    image: object | None = None  # PIL image (vqa), else None
-
-
-def task_for(lm, task: str | None) -> str:
-    """`task` checked against the model; None -> "vqa" for a multimodal model, else "text"."""
-    if task is None:
-        return "vqa" if lm.multimodal else "text"
-    if task not in TASKS:
-        raise SeerError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
-    if task == "vqa" and not lm.multimodal:
-        raise SeerError(f"{lm.name or 'this model'} is a text model; the vqa task needs images")
-    return task
-
-
-def heldout_examples(task: str, n: int, seed: int, part: str = "eval") -> list[Example]:
-    """`n` unique held-out requests of a demo task (images rendered) from one side of
-    `seer.data.split`: "calib" for calibrations, "eval" (never seen by a calibration, nor by
-    the shipped models' tuning) for benchmarks. See `seer.data.builtin`."""
-    from seer.data import builtin_examples
-
-    source = "builtin-vqa" if task == "vqa" else "builtin"
-    return [
-        Example(e.family, e.prompt, e.answer, e.image)
-        for e in builtin_examples(source, n, seed, part)
-    ]
+SIGNALS = ("sparsity", "eos_prob", "combined")
+PAPER = dict(signal="sparsity", tensor="down", layer=3, theta=1e-3, direction="rising",
+             tau_jump=0.03, gamma=0.6)  # fmt: skip
 
 
 @dataclass(slots=True)
 class Sample:
-    """One held-out prompt, measured."""
+    """One request, measured."""
 
-    family: str  # task family (for per-family tables)
+    id: str  # the request's id in its dataset
+    family: str | None  # its family / category, when the dataset has one (per-family tables)
     true_len: int  # answer tokens before the end token in the baseline answer
-    correct: bool  # baseline answer equals the reference
+    correct: bool | None  # baseline answer equals the reference (None: no reference given)
     sparsity: torch.Tensor  # (2 tensors [down, gate], n_layers, n_thetas, W)
     end_prob: torch.Tensor  # (W,) step-0 probability of an end token
 
 
 @torch.inference_mode()
-def collect(
-    lm, examples: list[Example], gen_length: int, batch: int = 32, progress=None
-) -> list[Sample]:
-    """Baseline answers and step-0 profiles of `examples`, `batch` requests at a time."""
+def collect(lm, examples, gen_length: int | None = None, batch: int = 32, progress=None,
+            encode=None) -> list[Sample]:  # fmt: skip
+    """Baseline answers and step-0 profiles of `examples` (objects with `id`, `prompt`, `image`,
+    `answer`, `family`: `seer.data.Example`), `batch` requests at a time. `encode(lm, example)`
+    makes a request's prompt (default: `lm.prompt(example.prompt, example.image)`); it is
+    encoded once and both the baseline and the step-0 probe receive it."""
+    encode = encode or (lambda lm, e: lm.prompt(e.prompt, e.image))
+    p = lm.sampling(gen_length=gen_length)
     out: list[Sample] = []
     for i in range(0, len(examples), batch):
         chunk = examples[i : i + batch]
-        inputs = [lm.prompt(e.text, e.image) for e in chunk]  # encoded once, used twice
-        gens = lm.generate(inputs, gen_length=gen_length)
-        prof = step0(lm, inputs, gen_length, thetas=THETAS, tensors=TENSORS)
+        inputs = [encode(lm, e) for e in chunk]
+        gens = lm.generate(inputs, p)
+        prof = step0(lm, inputs, params=p, thetas=THETAS, tensors=TENSORS)
         for r, (e, g) in enumerate(zip(chunk, gens, strict=True)):
-            sp = prof.sparsity[:, :, :, r]  # (2 tensors [down, gate], n_layers, n_thetas, W)
-            out.append(Sample(e.family, g.stats.tokens, g.text == e.answer, sp, prof.end_prob[r]))
+            correct = None if e.answer is None else g.text.strip() == e.answer.strip()
+            sp = prof.sparsity[:, :, :, r]  # (2 tensors, n_layers, n_thetas, W)
+            out.append(Sample(e.id, e.family, g.stats.tokens, correct, sp, prof.end_prob[r]))
         if progress is not None:
             progress(len(chunk))
     return out
@@ -108,72 +81,114 @@ class Score:
     over: float  # share of rows whose kept window would cut the end token
     detected: float  # share of rows with a boundary
     mean_window: float  # mean kept window after bucket rounding (gen_length if undetected)
-
-
-def _window(length: int | None, g: int, bucket: int, margin: int) -> int:
-    return g if length is None else round_window(length, g, bucket, margin)
+    cut: int = 0  # rows whose kept window would cut the end token (over x n)
+    n: int = 0  # rows scored
 
 
 def score(setting: dict, lengths: list[int | None], samples, g: int, bucket: int) -> Score:
+    """Score the boundaries `lengths` (L* per sample, None: none found) against the samples."""
     margin = setting.get("margin", 0)
     err, over, det, win = 0.0, 0, 0, 0
     for length, s in zip(lengths, samples, strict=True):
         target = s.true_len + 1
-        w = _window(length, g, bucket, margin)
+        w = g if length is None else round_window(length, g, bucket, margin)
         err += abs((length if length is not None else g) - target)
         over += w < min(target, g)
         det += length is not None
         win += w
     n = len(samples)
-    return Score(setting, err / n, over / n, det / n, win / n)
+    return Score(setting, err / n, over / n, det / n, win / n, over, n)
 
 
-def sweep(samples: list[Sample], g: int, bucket: int = 8) -> list[Score]:
-    """Score the sparsity detector over layers x thetas x tensors x directions x (tau, gamma),
-    and the end-probability detector over thresholds."""
+def _lengths(index: np.ndarray) -> list[int | None]:
+    return [None if i < 0 else i + 1 for i in index.tolist()]
+
+
+class _Profiles:
+    """The samples' profiles on the host, stacked once: every rule reads slices of these."""
+
+    def __init__(self, samples: list[Sample]) -> None:
+        self.sparsity = torch.stack([s.sparsity for s in samples]).double().numpy()
+        self.ends = torch.stack([s.end_prob for s in samples]).double().numpy()  # (N, W)
+
+    def at(self, tensor: str, layer: int, theta: float) -> np.ndarray:
+        """(N, W) sparsity at one probe point."""
+        if theta not in THETAS:
+            raise SeerError(f"theta {theta:g} was not measured; choose one of {THETAS}")
+        if not 0 <= layer < self.sparsity.shape[2]:
+            raise SeerError(f"layer {layer} was not measured (the model has fewer layers)")
+        return self.sparsity[:, TENSORS.index(tensor), layer, THETAS.index(theta)]
+
+
+def lengths_for(setting: dict, samples: list[Sample], profiles: _Profiles | None = None):
+    """L* per sample (None: no boundary) under one setting of any signal."""
+    prof = profiles or _Profiles(samples)
+    cfg = SeerConfig.from_dict({k: v for k, v in setting.items() if k != "signal"})
+    signal = setting.get("signal", cfg.signal)
+    if signal == "eos_prob":
+        return _lengths(cfg.threshold.find_all(prof.ends))
+    layer = 3 if cfg.layer is None else cfg.layer
+    by_sp = _lengths(cfg.snr.find_all(prof.at(cfg.tensor, layer, cfg.theta)))
+    if signal == "sparsity":
+        return by_sp
+    by_eos = _lengths(cfg.threshold.find_all(prof.ends))
+    return [
+        None if a is None or b is None else max(a, b) for a, b in zip(by_sp, by_eos, strict=True)
+    ]
+
+
+def evaluate(setting: dict, samples: list[Sample], g: int, bucket: int = 8) -> Score:
+    """One setting scored on `samples` (e.g. the evaluation split)."""
+    return score(setting, lengths_for(setting, samples), samples, g, bucket)
+
+
+def sweep(samples: list[Sample], g: int, bucket: int = 8, max_over: float = 0.0) -> list[Score]:
+    """Score every signal's settings (see the module docstring) on `samples`."""
     results = []
-    n_layers = samples[0].sparsity.shape[1]
-    grid = itertools.product(
-        enumerate(("down", "gate")),
-        range(n_layers),
-        enumerate(THETAS),
-        ("rising", "falling"),
-        (0.01, 0.02, 0.03, 0.05, 0.1),
-        (0.3, 0.6, 1.0),
-    )
-    # on the host once, as float64: every rule below reads slices of these
-    stacked = torch.stack([s.sparsity for s in samples]).double().numpy()  # (N, 2, L, thetas, W)
-    ends = torch.stack([s.end_prob for s in samples]).double().numpy()  # (N, W)
-    for (ti, tensor), layer, (hi, theta), direction, tau, gamma in grid:
-        index = SNRRule(tau, gamma, 3, direction).find_all(stacked[:, ti, layer, hi])
-        lengths = [None if i < 0 else i + 1 for i in index.tolist()]
-        setting = dict(
-            signal="sparsity", tensor=tensor, layer=layer, theta=theta,
-            direction=direction, tau_jump=tau, gamma=gamma,
-        )  # fmt: skip
-        results.append(score(setting, lengths, samples, g, bucket))
-    grid = itertools.product(enumerate(("down", "gate")), range(n_layers), enumerate(THETAS),
-                             ("rising", "falling"), (2.0, 3.0, 4.0, 6.0, 8.0))  # fmt: skip
-    for (ti, tensor), layer, (hi, theta), direction, z in grid:
-        index = ChangePointRule(z, direction).find_all(stacked[:, ti, layer, hi])
-        lengths = [None if i < 0 else i + 1 for i in index.tolist()]
+    prof = _Profiles(samples)
+    n_layers = prof.sparsity.shape[2]
+    points = list(itertools.product(TENSORS, range(n_layers), THETAS, ("rising", "falling")))
+    for (tensor, layer, theta, direction), tau, gamma in itertools.product(
+        points, (0.01, 0.02, 0.03, 0.05, 0.1), (0.3, 0.6, 1.0)
+    ):
+        setting = dict(signal="sparsity", tensor=tensor, layer=layer, theta=theta,
+                       direction=direction, tau_jump=tau, gamma=gamma)  # fmt: skip
+        results.append(score(setting, lengths_for(setting, samples, prof), samples, g, bucket))
+    for (tensor, layer, theta, direction), z in itertools.product(
+        points, (2.0, 3.0, 4.0, 6.0, 8.0)
+    ):
         setting = dict(signal="sparsity", rule="changepoint", tensor=tensor, layer=layer,
                        theta=theta, direction=direction, z=z)  # fmt: skip
-        results.append(score(setting, lengths, samples, g, bucket))
+        results.append(score(setting, lengths_for(setting, samples, prof), samples, g, bucket))
+    eos = []
     for tau, run in itertools.product((0.2, 0.3, 0.5, 0.7, 0.9), (1, 2, 3)):
-        index = ThresholdRule(tau, run).find_all(ends)
-        lengths = [None if i < 0 else i + 1 for i in index.tolist()]
         setting = dict(signal="eos_prob", eos_tau=tau, eos_run=run)
-        results.append(score(setting, lengths, samples, g, bucket))
+        eos.append(score(setting, lengths_for(setting, samples, prof), samples, g, bucket))
+    results += eos
+    best_sp = choose(results, "sparsity", max_over)
+    sp = {k: v for k, v in best_sp.setting.items() if k != "signal"}
+    for e in eos:
+        setting = {**sp, **{k: e.setting[k] for k in ("eos_tau", "eos_run")}, "signal": "combined"}
+        results.append(score(setting, lengths_for(setting, samples, prof), samples, g, bucket))
     return results
 
 
-def choose(scores: list[Score], signal: str, max_over: float = 0.01) -> Score:
-    pool = [s for s in scores if s.setting["signal"] == signal]
+def choose(scores: list[Score], signal: str | None = None, max_over: float = 0.0) -> Score:
+    """The setting with the smallest mean window (the fastest) among those that cut at most
+    `max_over` of the answers and find some boundary; if none does, the one that cuts fewest.
+    `signal`: choose among that signal's settings only (None: every signal)."""
+    pool = [s for s in scores if signal is None or s.setting["signal"] == signal]
+    if not pool:
+        raise SeerError(f"no {signal} setting was scored")
     safe = [s for s in pool if s.over <= max_over and s.detected > 0]
     if safe:
         return min(safe, key=lambda s: (s.mean_window, s.mae))
-    return min(pool, key=lambda s: (s.over, s.mae))
+    return min(pool, key=lambda s: (s.over, s.mean_window, s.mae))
+
+
+def paper_score(scores: list[Score]) -> Score | None:
+    """The paper's setting (layer 3, theta 1e-3, SNR 0.03 / 0.6), when the model has a layer 3."""
+    return next((s for s in scores if all(s.setting.get(k) == v for k, v in PAPER.items())), None)
 
 
 def auc(pos: torch.Tensor, neg: torch.Tensor) -> float:
@@ -201,6 +216,20 @@ def separation(samples: list[Sample], signal) -> float:
         pos.append(v[:end])
         neg.append(v[end + 1 :])
     return auc(torch.cat(pos), torch.cat(neg))
+
+
+def aligned_mean(samples: list[Sample], signal, k: int = 8) -> torch.Tensor:
+    """Mean of signal(sample) at offsets -k..k from the true end token (positions that exist)."""
+    acc = torch.zeros(2 * k + 1, dtype=torch.float64)
+    cnt = torch.zeros(2 * k + 1, dtype=torch.float64)
+    for s in samples:
+        v = signal(s).double()
+        for o in range(-k, k + 1):
+            j = s.true_len + o
+            if 0 <= j < v.shape[0]:
+                acc[o + k] += v[j]
+                cnt[o + k] += 1
+    return acc / cnt.clamp(min=1)
 
 
 def as_rows(scores: list[Score]) -> list[dict]:

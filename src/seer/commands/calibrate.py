@@ -1,12 +1,19 @@
-"""`seer calibrate`: measure the step-0 signals of a model on the demo tasks' held-out split,
-report how well each separates answer from padding, and choose per-model Seer defaults.
+"""`seer calibrate`: choose a model's Seer defaults on the user's own prompts.
 
-`--task text|vqa` picks the held-out requests (`calibrate.TASKS`; default: vqa, image
-questions, for a multimodal model, else the text tasks). Writes to `--out`: report.json (AUCs,
-the sweep's best settings, the paper's defaults scored), sparsity_aligned.png (mean sparsity
-around the true end, per layer), end_prob_aligned.png, and, with `--write`, the chosen settings
-to the model's seer.json, which `seer.load` picks up. Keys of an existing seer.json that the
-calibration does not set (e.g. a multimodal model's `system_prompt`) are kept.
+    seer calibrate --model DIR --data prompts.jsonl --out calib/ [--write]
+    seer calibrate --model builtin --data builtin          # the built-in synthetic tasks
+
+The dataset (`seer.data`: JSON Lines, CSV, Parquet, a `save_to_disk` folder, `builtin` /
+`builtin-vqa`) is de-duplicated and split by content into a calibration and an evaluation side
+(`seer.data.split`: disjoint, `--calib-fraction`, `--seed`). No reference answers are needed: the
+baseline's own answer (full window) says where each answer ends. On the calibration side every
+signal is measured (`seer.boundary.calibrate`: sparsity per tensor / layer / theta under the
+paper's SNR rule and the change-point rule, the step-0 end probability, the combined signal) and
+the fastest setting (smallest mean window) that cuts no answer short (`--max-over`, default 0)
+is chosen; the evaluation side reports how it, the best setting of each signal and the paper's
+defaults do on requests the choice never saw. Writes to `--out`: report.json (every figure, the
+split's ids), sparsity_aligned.png, sparsity_aligned_best.png and end_prob_aligned.png; with
+`--write`, the choice goes into the model's seer.json (other keys kept), which `seer.load` reads.
 
 torch, rich and the library are imported inside the functions: `seer --help` stays fast.
 """
@@ -19,196 +26,237 @@ from pathlib import Path
 
 from seer.commands import options
 
-PAPER = dict(signal="sparsity", tensor="down", layer=3, theta=1e-3, direction="rising",
-             tau_jump=0.03, gamma=0.6)  # fmt: skip
-SEED = 7  # held-out examples of the calibration (the benchmark uses another seed)
-
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "calibrate",
-        help="measure the step-0 signals on the demo tasks' held-out split and choose Seer "
-        "defaults",
+        help="measure every step-0 signal on your prompts and choose the model's Seer defaults",
     )
-    p.add_argument("--model", default=None, help="model folder (default: builtin; with --task "
-                   "vqa builtin-vqa)")  # fmt: skip
-    p.add_argument("--n", type=options.POSITIVE, default=300, help="held-out requests")
+    options.add_model(p, "builtin")
+    p.add_argument("--data", default=None, help="prompts: .jsonl / .csv / .parquet / a "
+                   "save_to_disk folder, or builtin / builtin-vqa (default: the built-in "
+                   "model's own task)")  # fmt: skip
+    p.add_argument("--n", type=options.POSITIVE, default=None,
+                   help="use the first N rows (builtin: draw N requests; default 300)")  # fmt: skip
+    p.add_argument("--calib-fraction", type=options.number(float, 0, 1, open_lo=True),
+                   default=0.5, help="share of the unique rows used to choose (the rest "
+                   "evaluates the choice)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0, help="seed of the calibration/evaluation split")
+    p.add_argument("--gen-length", type=options.POSITIVE, default=None,
+                   help="answer window (default: the model's)")  # fmt: skip
     p.add_argument("--out", default="calibration", help="folder for the report and plots")
     p.add_argument("--write", action="store_true", help="store the choice in the model's seer.json")
     p.add_argument("--max-over", type=options.number(float, 0, 1), default=0.0,
-                   help="over-truncation allowed (share, 0..1)")  # fmt: skip
-    p.add_argument("--task", choices=("text", "vqa"), default=None,
-                   help="held-out requests: text prompts or image questions (default: vqa for a "
-                   "multimodal model, else text)")  # fmt: skip
+                   help="share of calibration answers it may cut short (default 0)")  # fmt: skip
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
-    run_calibration(args.model, args.n, args.out, args.write, args.max_over, args.task)
+    run_calibration(args.model, args.n, args.out, args.write, args.max_over, data=args.data,
+                    calib_fraction=args.calib_fraction, seed=args.seed,
+                    gen_length=args.gen_length, load_args=args)  # fmt: skip
     return 0
 
 
-def aligned_mean(samples, signal, k: int = 8):
-    """Mean of signal(sample) at offsets -k..k from the true end token (NaN-aware)."""
-    import torch
+def data_for(model, data: str | None) -> str:
+    """`--data`, or the built-in model's own task when it is one of the built-in models."""
+    if data is not None:
+        return data
+    if str(model) in options.BUILTIN:
+        return str(model)
+    from seer.errors import SeerError
 
-    acc = torch.zeros(2 * k + 1, dtype=torch.float64)
-    cnt = torch.zeros(2 * k + 1, dtype=torch.float64)
-    for s in samples:
-        v = signal(s).double()
-        for o in range(-k, k + 1):
-            j = s.true_len + o
-            if 0 <= j < v.shape[0]:
-                acc[o + k] += v[j]
-                cnt[o + k] += 1
-    return acc / cnt.clamp(min=1)
+    raise SeerError("give --data FILE (your prompts: .jsonl, .csv, .parquet or a save_to_disk "
+                    "folder; or builtin / builtin-vqa)")  # fmt: skip
 
 
-def combined_score(samples, sp_setting: dict, eos_setting: dict, g: int, bucket: int):
+def encoder(lm):
+    """How a dataset row becomes a prompt: its text (and image), or a whole chat's ids."""
+    from seer.batch import chat_ids
+    from seer.errors import SeerError
+    from seer.models.multimodal import PromptInput
+
+    def encode(lm, ex):
+        if ex.messages is None or ex.messages == [{"role": "user", "content": ex.prompt}]:
+            return lm.prompt(ex.prompt, ex.image)
+        if lm.processor is not None:
+            raise SeerError(f"row {ex.id}: {lm.name} takes one user turn per request, not a chat")
+        return PromptInput(chat_ids(lm.tokenizer, ex.messages))
+
+    return encode
+
+
+def run_calibration(model, n, out, write: bool, max_over: float = 0.0, *, data=None,
+                    calib_fraction: float = 0.5, seed: int = 0, gen_length=None,
+                    load_args=None) -> dict:  # fmt: skip
+    """Calibrate `model` on `data` (see the module docstring); returns the report."""
+    from seer import progress
     from seer.boundary import calibrate as cal
-    from seer.boundary.detector import ThresholdRule
-    from seer.boundary.truncation import SeerConfig
+    from seer.data import load_examples, split
 
-    ti = ("down", "gate").index(sp_setting["tensor"])
-    hi = cal.THETAS.index(sp_setting["theta"])
-    rule = SeerConfig.from_dict({k: v for k, v in sp_setting.items() if k != "signal"}).snr
-    thr = ThresholdRule(eos_setting["eos_tau"], eos_setting["eos_run"])
-    lengths = []
-    for s in samples:
-        a = rule.find(s.sparsity[ti, sp_setting["layer"], hi])
-        b = thr.find(s.end_prob)
-        lengths.append(None if a is None or b is None else max(a[0], b[0]) + 1)
-    return cal.score(
-        {**sp_setting, **eos_setting, "signal": "combined"}, lengths, samples, g, bucket
-    )
+    model = str(model or "builtin")
+    data = data_for(model, data)
+    folder = Path(options.model_path(model))
+    lm = options.load(load_args, str(folder)) if load_args else _load(folder)
+    with progress.status(f"reading {data}"):
+        examples = load_examples(data, n=n)
+        calib, evaluation = split(examples, calib_fraction, seed)
+    g = lm.sampling(gen_length=gen_length).gen_length
+    samples = {}
+    for side, rows in (("calibration", calib), ("evaluation", evaluation)):
+        with progress.bar(f"{side}: baseline answers + step-0 profiles", len(rows)) as advance:
+            samples[side] = cal.collect(lm, rows, g, progress=advance, encode=encoder(lm))
+    with progress.status("scoring every detector setting"):
+        scores = cal.sweep(samples["calibration"], g, max_over=max_over)
+    report = _report(lm, data, g, samples, scores, max_over, (calib, evaluation))
+    report["split"].update(calib_fraction=calib_fraction, seed=seed)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    _plots(lm, samples["calibration"], report, out)
+    (out / "report.json").write_text(json.dumps(report, indent=2))
+    _show(lm, report)
+    if write:
+        chosen = report["chosen"]
+        config = {k: v for k, v in chosen["setting"].items() if k != "margin"}
+        calibration = {
+            "data": data,
+            "n_calibration": len(calib),
+            "n_evaluation": len(evaluation),
+            "split_seed": seed,
+            "calib_fraction": calib_fraction,
+            "over_truncation": chosen["over"],
+            "mean_window": chosen["mean_window"],
+            "evaluation": {k: report["evaluation"]["chosen"][k] for k in ("cut", "mean_window")},
+        }
+        sparsity = report["calibration"]["best_sparsity"]["setting"]
+        path = write_defaults(folder, g, config, dict(sparsity), calibration)
+        _console().print(f"wrote {path}: {config}")
+    return report
 
 
-def default_model(task: str | None) -> str:
-    """The built-in model for a task: the multimodal one for vqa, else the text one."""
-    return "builtin-vqa" if task == "vqa" else "builtin"
+def _load(folder: Path):
+    import seer
+    from seer import progress
+
+    with progress.status(f"loading {folder.name}"):
+        return seer.load(folder)
 
 
-def run_calibration(
-    model, n: int, out, write: bool, max_over: float, task: str | None = None
-) -> dict:
+def _report(lm, data, g: int, samples: dict, scores, max_over: float, sides) -> dict:
+    from seer.boundary import calibrate as cal
+
+    cal_s, ev_s = samples["calibration"], samples["evaluation"]
+    best = {
+        "best_sparsity_snr": cal.choose([s for s in scores if "rule" not in s.setting
+                                         and s.setting["signal"] == "sparsity"], None, max_over),
+        "best_sparsity": cal.choose(scores, "sparsity", max_over),
+        "best_eos_prob": cal.choose(scores, "eos_prob", max_over),
+        "best_combined": cal.choose(scores, "combined", max_over),
+    }  # fmt: skip
+    paper = cal.paper_score(scores)
+    if paper is not None:
+        best["paper_defaults"] = paper
+    chosen = cal.choose(scores, None, max_over)
+    on_eval = {k: cal.evaluate(s.setting, ev_s, g) for k, s in best.items()}
+    on_eval["chosen"] = cal.evaluate(chosen.setting, ev_s, g)
+    n_layers = cal_s[0].sparsity.shape[1]
+    return {
+        "model": lm.name,
+        "data": data,
+        "gen_length": g,
+        "max_over": max_over,
+        "split": {
+            "calibration_ids": [e.id for e in sides[0]],
+            "evaluation_ids": [e.id for e in sides[1]],
+        },
+        "n": {"calibration": len(cal_s), "evaluation": len(ev_s)},
+        "baseline_exact_match": {side: _accuracy(s) for side, s in samples.items()},
+        "auc": {
+            "thetas": list(cal.THETAS),
+            **{
+                t: [
+                    [
+                        cal.separation(cal_s, lambda s, ti=ti, k=k, h=h: s.sparsity[ti, k, h])
+                        for h in range(len(cal.THETAS))
+                    ]
+                    for k in range(n_layers)
+                ]
+                for ti, t in enumerate(("down", "gate"))
+            },
+            "end_prob": cal.separation(cal_s, lambda s: s.end_prob),
+        },  # fmt: skip
+        "chosen": asdict(chosen),
+        "calibration": {k: asdict(s) for k, s in best.items()},
+        "evaluation": {k: asdict(s) for k, s in on_eval.items()},
+    }
+
+
+def _accuracy(samples) -> float | None:
+    known = [s.correct for s in samples if s.correct is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _console():
     from rich.console import Console
+
+    return Console()
+
+
+def _show(lm, report: dict) -> None:
     from rich.table import Table
 
-    import seer
+    n = report["n"]
+    table = Table(title=f"{lm.name}: Seer detectors, chosen on {n['calibration']} requests, "
+                  f"evaluated on {n['evaluation']} others")  # fmt: skip
+    for col in ("detector", "setting", "calib cut", "calib window", "eval cut", "eval window",
+                "eval found", "eval MAE"):  # fmt: skip
+        table.add_column(col, overflow="fold")
+    names = {"chosen": "chosen", "paper_defaults": "paper's defaults",
+             "best_sparsity_snr": "sparsity, SNR rule", "best_sparsity": "sparsity, best rule",
+             "best_eos_prob": "end probability", "best_combined": "combined"}  # fmt: skip
+    for key, label in names.items():
+        ev = report["evaluation"].get(key)
+        if ev is None:
+            continue
+        cal_s = report["chosen"] if key == "chosen" else report["calibration"][key]
+        setting = ", ".join(f"{k}={v}" for k, v in ev["setting"].items() if k != "signal")
+        table.add_row(
+            label, f"{ev['setting']['signal']}: {setting}", f"{cal_s['cut']}/{cal_s['n']}",
+            f"{cal_s['mean_window']:.1f}", f"{ev['cut']}/{ev['n']}", f"{ev['mean_window']:.1f}",
+            f"{ev['detected']:.0%}", f"{ev['mae']:.1f}",
+        )  # fmt: skip
+    console = _console()
+    console.print(table)
+    em = report["baseline_exact_match"]
+    if em["calibration"] is not None:
+        auc = report["auc"]["end_prob"]
+        console.print(f"baseline exact match: calibration {em['calibration']:.1%}, evaluation "
+                      f"{em['evaluation']:.1%}; end-probability AUC {auc:.3f}")  # fmt: skip
+
+
+def _plots(lm, samples, report: dict, out: Path) -> None:
     from seer import progress
     from seer.boundary import calibrate as cal
     from seer.eval import plots
 
-    console = Console()
-    from seer.models.loader import model_folder
-
-    folder = model_folder(model or default_model(task))
-    with progress.status(f"loading {model or folder.name}"):
-        lm = seer.load(folder)
-    task = cal.task_for(lm, task)
-    g = lm.meta.get("seer", {}).get("gen_length", 64)
-    examples = cal.heldout_examples(task, n, seed=SEED, part="calib")
-    with progress.bar(f"step-0 profiles + baseline answers ({task})", len(examples)) as advance:
-        samples = cal.collect(lm, examples, g, progress=advance)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    acc = sum(s.correct for s in samples) / len(samples)
-    per_family = {
-        f: sum(s.correct for s in samples if s.family == f) / sum(s.family == f for s in samples)
-        for f in sorted({s.family for s in samples})
-    }
-
-    n_layers = samples[0].sparsity.shape[1]
-    aucs = {
-        t: [
-            [cal.separation(samples, lambda s, ti=ti, k=k, h=h: s.sparsity[ti, k, h])
-             for h in range(len(cal.THETAS))]
-            for k in range(n_layers)
-        ]
-        for ti, t in enumerate(("down", "gate"))
-    }  # fmt: skip
-    eos_auc = cal.separation(samples, lambda s: s.end_prob)
-
-    scores = cal.sweep(samples, g)
-    best_sp = cal.choose(scores, "sparsity", max_over)
-    best_eos = cal.choose(scores, "eos_prob", max_over)
-    # the paper's setting (layer 3: None for models with fewer layers)
-    paper = next((s for s in scores if all(s.setting.get(k) == v for k, v in PAPER.items())), None)
-    sp_setting = {k: v for k, v in best_sp.setting.items() if k != "signal"}
-    comb = combined_score(
-        samples,
-        sp_setting,
-        {k: best_eos.setting[k] for k in ("eos_tau", "eos_run")},
-        g,
-        8,
-    )
-    candidates = [best_sp, best_eos, comb]
-    safe = [c for c in candidates if c.over <= max_over and c.detected > 0]
-    chosen = (
-        min(safe, key=lambda c: c.mean_window) if safe else min(candidates, key=lambda c: c.over)
-    )
-
-    table = Table(title=f"{lm.name}: boundary detectors on {len(samples)} held-out {task} requests")
-    for col in ("detector", "MAE", "over-trunc", "detected", "mean window"):
-        table.add_column(col)
-    best_snr = cal.choose([s for s in scores if "rule" not in s.setting], "sparsity", max_over)
-    for name, s in (("paper defaults", paper), ("best sparsity (SNR)", best_snr),
-                    (f"best sparsity ({best_sp.setting.get('rule', 'snr')})", best_sp),
-                    ("best eos_prob", best_eos), ("combined", comb)):  # fmt: skip
-        if s is None:
-            continue
-        table.add_row(
-            name, f"{s.mae:.2f}", f"{s.over:.1%}", f"{s.detected:.1%}", f"{s.mean_window:.1f}"
-        )
-    console.print(table)
-    fams = ", ".join(f"{f} {v:.0%}" for f, v in per_family.items())
-    console.print(f"baseline exact match: {acc:.1%} ({fams}); end-prob AUC {eos_auc:.3f}")
-
-    k = 8
-    curves = {
-        f"layer {layer}": aligned_mean(samples, lambda s, layer=layer: s.sparsity[0, layer, 2], k)
-        for layer in range(n_layers)
-    }
-    plots.aligned(curves, out / "sparsity_aligned.png",
-                  f"{lm.name}: step-0 sparsity (down input, θ=1e-3) around the true end",
-                  "fraction |a| < 1e-3")  # fmt: skip
-    ti = ("down", "gate").index(best_sp.setting["tensor"])
-    hi = cal.THETAS.index(best_sp.setting["theta"])
-    curves = {
-        f"layer {layer}": aligned_mean(samples, lambda s, layer=layer: s.sparsity[ti, layer, hi], k)
-        for layer in range(n_layers)
-    }
-    plots.aligned(curves, out / "sparsity_aligned_best.png",
-                  f"step-0 sparsity ({best_sp.setting['tensor']}, θ={best_sp.setting['theta']:g})"
-                  " around the true end", "sparsity")  # fmt: skip
-    plots.aligned({"P(end token)": aligned_mean(samples, lambda s: s.end_prob, k)},
-                  out / "end_prob_aligned.png", "step-0 end-token probability around the true end",
-                  "probability")  # fmt: skip
-
-    report = {
-        "model": lm.name,
-        "task": task,
-        "n": len(samples),
-        "gen_length": g,
-        "baseline_exact_match": acc,
-        "baseline_exact_match_per_family": per_family,
-        "auc": {"thetas": list(cal.THETAS), **aucs, "end_prob": eos_auc},
-        "paper_defaults": None if paper is None else asdict(paper),
-        "best_sparsity": asdict(best_sp),
-        "best_sparsity_snr": asdict(best_snr),
-        "best_eos_prob": asdict(best_eos),
-        "combined": asdict(comb),
-        "chosen": asdict(chosen),
-    }
-    (out / "report.json").write_text(json.dumps(report, indent=2))
-    if write:
-        config = {k: v for k, v in chosen.setting.items() if k != "margin"}
-        calibration = {"n": len(samples), "task": task, "split": f"calib part, seed {SEED}",
-                       "mae": chosen.mae, "over_truncation": chosen.over,
-                       "mean_window": chosen.mean_window}  # fmt: skip
-        path = write_defaults(folder, g, config, dict(best_sp.setting), calibration)
-        console.print(f"wrote {path}: {config}")
-    return report
+    k, n_layers = 8, samples[0].sparsity.shape[1]
+    theta = cal.THETAS.index(1e-3)
+    with progress.status("drawing the plots"):
+        curves = {f"layer {i}": cal.aligned_mean(samples, lambda s, i=i: s.sparsity[0, i, theta], k)
+                  for i in range(n_layers)}  # fmt: skip
+        plots.aligned(curves, out / "sparsity_aligned.png",
+                      f"{lm.name}: step-0 sparsity (down input, θ=1e-3) around the true end",
+                      "fraction |a| < 1e-3")  # fmt: skip
+        best = report["calibration"]["best_sparsity"]["setting"]
+        ti, hi = ("down", "gate").index(best["tensor"]), cal.THETAS.index(best["theta"])
+        curves = {f"layer {i}": cal.aligned_mean(samples, lambda s, i=i: s.sparsity[ti, i, hi], k)
+                  for i in range(n_layers)}  # fmt: skip
+        plots.aligned(curves, out / "sparsity_aligned_best.png",
+                      f"step-0 sparsity ({best['tensor']}, θ={best['theta']:g}) around the true "
+                      "end", "sparsity")  # fmt: skip
+        plots.aligned({"P(end token)": cal.aligned_mean(samples, lambda s: s.end_prob, k)},
+                      out / "end_prob_aligned.png",
+                      "step-0 P(end token) around the true end", "probability")  # fmt: skip
 
 
 def write_defaults(folder: Path, g: int, config: dict, sparsity: dict, calibration: dict) -> Path:
