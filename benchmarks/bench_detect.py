@@ -12,10 +12,14 @@ held-out request (`seer.data`, evaluation side: never used for calibration) is a
             the canvas and the cache to the cut window and the new step plan
             (`Generation.stats.detect_seconds`, the figure the README reported as "detection")
 
-and prints, per model and signal, the medians per request and the median of the per-request
-shares detect / loop and policy / loop (the JSON also has sum(detect) / sum(loop), which one
-descheduled moment on a shared machine can inflate). Every window shape is warmed up first.
-Last line: one JSON record.
+  cpu       this thread's CPU time for the whole `generate` call (engine, loop, detection) and for
+            detection alone (`SeerPolicy.detect_cpu_seconds`): CPU time does not count the moments
+            another process holds the core, so it is the figure to trust on a shared machine
+
+and prints, per model and signal, the medians per request, the median of the per-request wall
+shares detect / loop and policy / loop, sum(detect) / sum(loop) (which one descheduled moment
+can inflate), and the CPU share sum(detect cpu) / sum(generate cpu). Every window shape is warmed
+up first. Last line: one JSON record.
 
     python benchmarks/bench_detect.py --n 60
 """
@@ -57,12 +61,16 @@ def run_model(name: str, n: int) -> dict:
         lm.generate(prompts[0], gen_length=w)
     for cfg in configs.values():
         lm.generate(prompts[0], gen_length=g, policy=policy_for(lm, cfg))
-    rows = {k: {"loop": [], "detect": [], "policy": [], "window": []} for k in configs}
+    keys = ("loop", "detect", "policy", "window", "cpu", "detect_cpu")
+    rows = {k: {f: [] for f in keys} for k in configs}
     for q in prompts:
         for key, cfg in configs.items():  # interleaved: the machine's noise hits every signal
             policy = policy_for(lm, cfg)
+            c0 = time.thread_time()
             gen = lm.generate(q, gen_length=g, policy=policy)
             r = rows[key]
+            r["cpu"].append(time.thread_time() - c0)
+            r["detect_cpu"].append(policy.detect_cpu_seconds)
             r["loop"].append(gen.stats.seconds)
             r["detect"].append(policy.detect_seconds)
             r["policy"].append(gen.stats.detect_seconds)
@@ -84,6 +92,9 @@ def run_model(name: str, n: int) -> dict:
                 p / t for p, t in zip(r["policy"], r["loop"], strict=True)
             ),
             "detect_share_of_sums": sum(r["detect"]) / loop,
+            "generate_cpu_ms": 1e3 * statistics.median(r["cpu"]),
+            "detect_cpu_ms": 1e3 * statistics.median(r["detect_cpu"]),
+            "detect_cpu_share": sum(r["detect_cpu"]) / sum(r["cpu"]),
             "policy_share_of_sums": sum(r["policy"]) / loop,
             "mean_window": sum(r["window"]) / len(r["window"]),
         }
@@ -101,8 +112,9 @@ def main() -> None:
     t0 = time.perf_counter()
     results = {name: run_model(name, args.n) for name in args.models}
     head = ("model", "signal", "n", "window", "loop ms", "detect ms", "detect %", "policy ms",
-            "policy %", "det % sums")  # fmt: skip
-    print("{:12s} {:20s} {:>4s} {:>6s} {:>8s} {:>9s} {:>8s} {:>9s} {:>8s} {:>10s}".format(*head))
+            "policy %", "det % sums", "cpu ms", "det cpu ms", "det cpu %")  # fmt: skip
+    print("{:12s} {:20s} {:>4s} {:>6s} {:>8s} {:>9s} {:>8s} {:>9s} {:>8s} {:>10s} {:>8s} {:>10s} "
+          "{:>9s}".format(*head))  # fmt: skip
     for name, res in results.items():
         for key, r in res["signals"].items():
             label = f"{key} ({r['signal']})"
@@ -110,7 +122,8 @@ def main() -> None:
                 f"{name:12s} {label:20s} {r['requests']:4d} {r['mean_window']:6.1f} "
                 f"{r['loop_ms']:8.2f} {r['detect_ms']:9.3f} {r['detect_share']:8.2%} "
                 f"{r['policy_ms']:9.3f} {r['policy_share']:8.2%} "
-                f"{r['detect_share_of_sums']:10.2%}"
+                f"{r['detect_share_of_sums']:10.2%} {r['generate_cpu_ms']:8.2f} "
+                f"{r['detect_cpu_ms']:10.3f} {r['detect_cpu_share']:9.2%}"
             )
     record = {
         "bench": "detect",

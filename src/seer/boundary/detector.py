@@ -194,9 +194,9 @@ def detect_rows(profiles, rule: Rule, signal: str) -> list[BoundaryReport]:
     """Apply `rule` to every row of `profiles` (R, W) at once; one report per row."""
     s = _rows(profiles)
     index, jump, spread = rule.locate(s)
+    rows = s.astype(np.float32).tolist()
     out = []
-    for i, j, sp, v in zip(index.tolist(), jump.tolist(), spread.tolist(), s, strict=True):
-        values = v.astype(np.float32).tolist()
+    for i, j, sp, values in zip(index.tolist(), jump.tolist(), spread.tolist(), rows, strict=True):
         if i < 0:
             out.append(BoundaryReport(None, None, None, None, signal, profile=values))
         else:

@@ -65,7 +65,8 @@ class StepZeroProbe:
     tensors: tuple[str, ...] = ("down",)  # probe points, see TENSORS
     profiles: dict[tuple[str, int], torch.Tensor] = field(default_factory=dict)
     # (tensor, layer) -> (B, n_thetas, W) float32 sparsity of the window's real rows
-    seconds: float = 0.0  # time spent inside the hooks (part of the cost of detection)
+    seconds: float = 0.0  # wall time spent inside the hooks (part of the cost of detection)
+    cpu_seconds: float = 0.0  # the same in this thread's CPU time (robust on a shared machine)
     _handles: list = field(default_factory=list)
     _cols: tuple[int, int, int] = (0, 0, 0)  # (first column, width, real rows)
 
@@ -74,7 +75,7 @@ class StepZeroProbe:
         (a model's logit shift is applied here)."""
         self._cols = (start - model.logits_shift, width, rows)
         self.profiles.clear()
-        self.seconds = 0.0
+        self.seconds = self.cpu_seconds = 0.0
         try:
             for tensor in self.tensors:
                 for layer in self.layers:
@@ -112,13 +113,14 @@ class StepZeroProbe:
     def _record(self, key: tuple[str, int], a: torch.Tensor) -> None:
         if key in self.profiles:  # only the first forward after attach (step 0)
             return
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         lo, width, rows = self._cols
         win = a[:rows, lo : lo + width].abs()  # (B, W, I); columns may be fewer if cut
         # (B, n_thetas, W): one comparison per theta keeps the temporary at B x W x I
         frac = torch.stack([(win < t).sum(-1, dtype=torch.float32) for t in self.thetas], 1)
         self.profiles[key] = frac / win.shape[-1]
         self.seconds += time.perf_counter() - t0
+        self.cpu_seconds += time.thread_time() - c0
 
     def _pre_hook(self, layer: int):
         def hook(module, args):
@@ -133,7 +135,7 @@ class StepZeroProbe:
         return hook
 
 
-def end_probability(logits: torch.Tensor, enders: tuple[int, ...]) -> torch.Tensor:
+def end_probability(logits: torch.Tensor, enders) -> torch.Tensor:
     """Step-0 probability that each window position holds an end token. (B, W, V) -> (B, W)."""
     prob = logits.softmax(dim=-1, dtype=torch.float32)
     return prob[..., list(enders)].sum(dim=-1)

@@ -26,6 +26,7 @@ import time
 import weakref
 from dataclasses import dataclass, fields, replace
 
+import numpy as np
 import torch
 
 from seer.boundary.detector import (
@@ -46,9 +47,12 @@ SIGNALS = ("sparsity", "eos_prob", "combined")
 PAPER_LAYER = 3  # the paper's detection layer (0-based)
 
 
-# What `seer=True` uses on a checkpoint without seer.json (chosen by measurement, see the
-# README's "Uncalibrated models" and docs/uncalibrated.txt).
-UNCALIBRATED: dict = {}
+# What `seer=True` uses on a checkpoint without seer.json: the paper's sparsity rule (SeerConfig's
+# defaults). Chosen by measurement (`benchmarks/bench_uncalibrated.py`, docs/bench_uncalibrated.txt:
+# each signal's defaults on both built-in models with their calibration removed, fewest answers
+# cut, then fastest): it cut no answer on either model (it rarely fires, so it rarely helps),
+# where the end probability, 4.6x / 8.4x faster, cut 2 of 60 image answers short.
+UNCALIBRATED: dict = {"signal": "sparsity"}
 
 _INTS = ("lookahead", "eos_run", "margin", "bucket", "guard_slack")
 _FLOATS = ("theta", "z", "tau_jump", "gamma", "eos_tau", "growth")
@@ -201,9 +205,9 @@ def resolve(lm, seer) -> SeerConfig:
         base = SeerConfig.from_dict(UNCALIBRATED)
         notice(
             lm.model,
-            f"Seer: {lm.name or 'this model'} is uncalibrated (no seer.json); using the default "
-            f"for unknown checkpoints (signal {base.signal}). Calibrate it with: seer calibrate "
-            "--model DIR --data FILE --write",
+            f"Seer: {lm.name or 'this model'} is uncalibrated (no seer.json); using the safe "
+            f"default for unknown checkpoints (signal {base.signal}, the paper's rule: it seldom "
+            "cuts). Calibrate it with: seer calibrate --model DIR --data FILE --write",
         )
     else:
         base = SeerConfig.from_dict(stored, "seer.json option")
@@ -225,13 +229,16 @@ class SeerPolicy:
         self.reports: list[BoundaryReport] = []
         self.windows: torch.Tensor | None = None
         self.guard_fired = 0
-        self.detect_seconds = 0.0  # probe hooks + detector, this run
+        self.detect_seconds = 0.0  # probe hooks + detector, this run (wall time)
+        self.detect_cpu_seconds = 0.0  # the same in this thread's CPU time
 
     # -- WindowPolicy -------------------------------------------------------------------------
     def start(self, model, canvas) -> dict:
         self.reports, self.windows, self.guard_fired = [], None, 0
-        self.detect_seconds = 0.0
+        self.detect_seconds = self.detect_cpu_seconds = 0.0
         self.cfg = fit(self.cfg, model)
+        self._rules = (self.cfg.snr, self.cfg.threshold)  # (sparsity rule, end-probability rule)
+        self._enders = list(self.tokens.enders)
         self.probe = None
         if self.cfg.uses_sparsity:
             rows = canvas.x.shape[0]
@@ -268,29 +275,33 @@ class SeerPolicy:
             "boundaries": self.reports,
             "guard_fired": self.guard_fired,
             "detect_seconds": self.detect_seconds,
+            "detect_cpu_seconds": self.detect_cpu_seconds,
         }
 
     # -- detection ----------------------------------------------------------------------------
     def _decide(self, canvas, logits: torch.Tensor | None) -> torch.Tensor:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         g, cfg = canvas.width, self.cfg
         sparsity = self.probe.profile(cfg.layer) if self.probe is not None else None
         signal = f"sparsity@L{cfg.layer}"
         if cfg.signal == "sparsity":
-            reports = detect_rows(sparsity, cfg.snr, signal)
+            reports = detect_rows(sparsity, self._rules[0], signal)
         else:
-            ends = end_probability(logits[:, :g], self.tokens.enders)  # (B, W)
-            reports = detect_rows(ends, cfg.threshold, "eos_prob")
+            ends = end_probability(logits if logits.shape[1] == g else logits[:, :g], self._enders)
+            reports = detect_rows(ends, self._rules[1], "eos_prob")
             if cfg.signal == "combined":
-                by_sp = detect_rows(sparsity, cfg.snr, signal)
+                by_sp = detect_rows(sparsity, self._rules[0], signal)
                 reports = [_combine(a, b) for a, b in zip(by_sp, reports, strict=True)]
         for r in reports:
             r.window = g if r.length is None else self._round(r.length, g)
         self.reports.extend(reports)
-        windows = torch.tensor([r.window for r in reports], device=canvas.x.device)
+        windows = torch.from_numpy(np.array([r.window for r in reports], dtype=np.int64))
+        windows = windows.to(canvas.x.device)
         if self.probe is not None:
             self.detect_seconds += self.probe.seconds
+            self.detect_cpu_seconds += self.probe.cpu_seconds
         self.detect_seconds += time.perf_counter() - t0
+        self.detect_cpu_seconds += time.thread_time() - c0
         missed = sum(r.length is None for r in reports)
         if missed:
             log.warning(
