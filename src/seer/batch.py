@@ -30,6 +30,7 @@ from pathlib import Path
 
 from seer.data import Example
 from seer.errors import SeerError
+from seer.models import tokens
 
 log = logging.getLogger("seer.batch")
 
@@ -91,13 +92,7 @@ def chat_ids(tokenizer, messages: list[dict]) -> list[int]:
     """A whole chat through the tokenizer's template (+ the assistant header), as a flat list."""
     if tokenizer is None or not getattr(tokenizer, "chat_template", None):
         raise SeerError("a chat (messages) needs a tokenizer with a chat template")
-    out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-    if hasattr(out, "keys") and "input_ids" in out:
-        out = out["input_ids"]
-    out = out.tolist() if hasattr(out, "tolist") else list(out)
-    if out and isinstance(out[0], list):
-        (out,) = out
-    return [int(i) for i in out]
+    return tokens.chat_ids(tokenizer, messages)
 
 
 # -- the output file ------------------------------------------------------------------------------

@@ -101,13 +101,14 @@ def plain_ids(tokenizer, text: str) -> list[int]:
         return [int(i) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
 
 
-def chat_ids(tokenizer, prompt: str) -> list[int]:
-    """Ids of a one-turn user chat plus the assistant header, as a flat list of ints.
+def chat_ids(tokenizer, prompt: str | list[dict]) -> list[int]:
+    """Ids of a chat plus the assistant header, as a flat list of ints. `prompt` is one user
+    turn's text, or a whole chat as OpenAI-style `messages` (role/content dicts).
 
     `apply_chat_template(..., tokenize=True)` returns a list in transformers 4.x and a
     `BatchEncoding` in 5.x (sometimes batched, [1, n]); this always returns `list[int]`.
     """
-    messages = [{"role": "user", "content": prompt}]
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
     where = "the chat_template in tokenizer_config.json, or pass chat=False (--no-chat)"
     with _no_length_warning(), _encoding(where):
         out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)

@@ -9,12 +9,12 @@ them; nothing is ever fetched from the network.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from seer.boundary.truncation import resolve
 from seer.errors import SeerError
+from seer.models.tokens import chat_ids
 from seer.serve.engine_api import sampling
 from seer.serve.errors import bad_request, too_large
 from seer.serve.protocol import ChatRequest, CompletionRequest, ImagePart, SamplingFields
@@ -60,7 +60,7 @@ def chat_prompt(lm, body: ChatRequest, limits: Limits) -> Prompt:
     if tok is None or not getattr(tok, "chat_template", None):
         raise bad_request("this model has no chat template: send one user message", "messages")
     turns = [{"role": _role(m.role), "content": _text(m)} for m in messages]
-    return Prompt(_template_ids(tok, turns), False, None)
+    return Prompt(chat_ids(tok, turns), False, None)
 
 
 def completion_prompt(lm, body: CompletionRequest) -> Prompt:
@@ -112,18 +112,6 @@ def _text(message) -> str:
 
 def _role(role: str) -> str:
     return "system" if role == "developer" else role
-
-
-def _template_ids(tokenizer, turns: list[dict]) -> list[int]:
-    out = tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=True)
-    if isinstance(out, Mapping) or hasattr(out, "input_ids"):
-        out = out["input_ids"]
-    if hasattr(out, "tolist"):
-        out = out.tolist()
-    ids = list(out)
-    if ids and isinstance(ids[0], Sequence):  # batched shape [1, n]
-        (ids,) = ids
-    return [int(i) for i in ids]
 
 
 def _image_source(url: str, limits: Limits) -> str:
