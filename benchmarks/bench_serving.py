@@ -122,8 +122,9 @@ def capacity(lm, examples, params) -> float:
 
 
 def bench_model(name: str, args) -> tuple[list[dict], dict]:
-    lm = seer.load(name)
-    examples = load_examples(name, n=args.n, part="eval", seed=args.seed)[: args.n]
+    lm = seer.load(name, dtype=args.dtype, device=args.device)
+    data = args.data or name  # a model folder (e.g. a random LLaDA) takes --data's prompts
+    examples = load_examples(data, n=args.n, part="eval", seed=args.seed)[: args.n]
     params = lm.sampling(gen_length=args.gen_length, steps=args.steps, block_length=args.block)
     cap = capacity(lm, examples, params)
     rates = [f * cap for f in args.rates] + ([math.inf] if args.all_at_once else [])
@@ -202,7 +203,11 @@ def plot(rows: list[dict], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", nargs="+", default=["builtin", "builtin-vqa"])
+    ap.add_argument("--models", nargs="+", default=["builtin", "builtin-vqa"],
+                    help="built-in names or model folders")  # fmt: skip
+    ap.add_argument("--data", default=None, help="prompt source (default: the model's name)")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default=None, help="e.g. bfloat16 (default: the model's)")
     ap.add_argument("--n", type=int, default=20, help="requests per case (unique, held out)")
     ap.add_argument("--rates", type=float, nargs="+", default=[0.5, 2.0, 8.0],
                     help="arrival rates as multiples of one-at-a-time+Seer capacity (the "
@@ -217,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--plot", type=Path, default=None, help="write the latency-vs-rate PNG")
     args = ap.parse_args(argv)
-    torch.set_num_threads(1)
+    if torch.device(args.device).type == "cpu":
+        torch.set_num_threads(1)
     torch.manual_seed(args.seed)
     print(f"{'model':<12} {'rate':>6} {'win':<5} {'method':<15}{'tok/s':>9} {'p50 s':>8}"
           f" {'p99 s':>8} {'mean s':>8} {'ttfb50':>8} {'peak KiB':>9}")  # fmt: skip

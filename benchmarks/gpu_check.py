@@ -11,6 +11,8 @@ writing its result under `--out` (default docs/gpu/), a summary table and a last
   engine   the engine's throughput with a mid-size random LLaDA (bf16) at batch 64 and 256:
            no truncation / Seer with naive padding / Seer routed / oracle routed
            (`seer.engine.bench.run`, held-out and synthetic long-tailed workloads)
+  serving  `bench_serving.py` with that random LLaDA (bf16) on the device: Poisson arrivals up to
+           saturation, one-at-a-time / static / fcfs / shortest_first (issue 14's GPU run)
   compare  `bench_compare.py` on the built-in text model at one budget (4 tokens per step)
 
 `--tiny` shrinks every size so that the whole check runs on a CPU in a few minutes (`--device
@@ -49,6 +51,8 @@ def sync(device: str) -> None:
 def random_llada(folder: Path, tiny: bool) -> Path:
     from seer.models.factory import make_random_checkpoint
 
+    if (folder / "config.json").is_file():  # made by an earlier section
+        return folder
     width, layers = (64, 2) if tiny else (1024, 12)
     return make_random_checkpoint("llada", folder, layers=layers, width=width, seed=0)
 
@@ -211,15 +215,41 @@ def check_engine(args, tmp: Path) -> dict:
             "results": rows}  # fmt: skip
 
 
-def check_compare(args, tmp: Path) -> dict:
+def _bench_module(name: str):
     import importlib.util
     import sys
 
-    spec = importlib.util.spec_from_file_location("bench_compare", ROOT / "benchmarks" /
-                                                  "bench_compare.py")  # fmt: skip
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
+    return mod
+
+
+def check_serving(args, tmp: Path) -> dict:
+    import contextlib
+    import io
+
+    folder = random_llada(tmp / "engine", args.tiny)  # the engine section's model, if made
+    n, rates = ("6", ["2"]) if args.tiny else ("48", ["1", "8"])
+    argv = ["--models", str(folder), "--data", "builtin", "--device", args.device,
+            "--n", n, "--rates", *rates, "--gen-length", "64", "--steps", "64",
+            "--max-batch", "8" if args.tiny else "64", "--budget", "0",
+            "--plot", str(args.out / "serving.png")]  # fmt: skip
+    if not args.tiny:
+        argv += ["--dtype", "bfloat16"]
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        _bench_module("bench_serving").main(argv)
+    lines = buf.getvalue().splitlines()
+    print("\n".join(lines[:-1]), flush=True)  # the table; the last line is the JSON record
+    rec = json.loads(lines[-1])
+    (args.out / "serving.json").write_text(json.dumps(rec))
+    return {"ok": True, "verdicts": rec["verdicts"]}
+
+
+def check_compare(args, tmp: Path) -> dict:
+    mod = _bench_module("bench_compare")
     n, rep = ("3", "1") if args.tiny else ("48", "3")
     argv = ["--model", "builtin", "--budgets", "4", "--n", n, "--repeats", rep,
             "--device", args.device, "--raw", str(args.out / "compare_raw.jsonl"),
@@ -238,6 +268,7 @@ SECTIONS = {
     "triton": check_triton,
     "bf16": check_bf16,
     "engine": check_engine,
+    "serving": check_serving,
     "compare": check_compare,
 }
 
