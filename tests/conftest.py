@@ -35,3 +35,16 @@ def tiny_dream():
 @pytest.fixture(autouse=True)
 def _threads():
     torch.set_num_threads(1)  # small tensors: threads only add overhead on 2-core CI machines
+
+
+@pytest.fixture()
+def offline(monkeypatch):
+    """Offline for real: datasets / huggingface_hub read their offline switches at import, so
+    the environment variables alone come too late; set the switches themselves too."""
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for module, name in (
+        ("datasets.config", "HF_DATASETS_OFFLINE"),
+        ("huggingface_hub.constants", "HF_HUB_OFFLINE"),
+    ):
+        monkeypatch.setattr(pytest.importorskip(module), name, True)

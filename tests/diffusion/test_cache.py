@@ -3,30 +3,22 @@ with padding, and Seer's truncation and guard on top of a cache."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import torch
 from conftest import TOKENS, tiny
+from fastdllm_golden import GOLDEN, GOLDEN_TOKENS, cases, golden_params
 
 from seer.boundary.truncation import FixedWindowPolicy, SeerConfig, SeerPolicy
-from seer.config import SamplingParams, TokenIds
+from seer.config import SamplingParams
 from seer.diffusion.cache import DualCache, NoCache, PrefixCache, make_cache
 from seer.diffusion.loop import DenoisingLoop, make_canvas
 from seer.errors import SeerError
 from seer.models.common import KVCache
 from seer.models.loader import load_model
 
-GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden" / "llada"
-GOLDEN_TOKENS = TokenIds(mask=310, eos=300, pad=300)
-CACHE_OF = {
-    "generate": "none",
-    "generate_with_prefix_cache": "prefix",
-    "generate_with_dual_cache": "dual",
-}
-CASES = json.loads((GOLDEN / "golden_cache.json").read_text())["generations"]
+CASES = cases("cache")
 
 
 def prompts_of(lengths: list[int], seed: int = 0) -> list[list[int]]:
@@ -50,14 +42,7 @@ def golden_llada():
 def _golden_params(case: dict) -> SamplingParams:
     kw = case["kwargs"]
     assert kw["threshold"] is None and kw["remasking"] == "low_confidence"
-    return SamplingParams(
-        gen_length=kw["gen_length"],
-        steps=kw["steps"],
-        block_length=kw["block_length"],
-        temperature=kw["temperature"],
-        remasking=kw["remasking"],
-        cache=CACHE_OF[case["function"]],
-    )
+    return golden_params(case)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c["name"])

@@ -11,22 +11,16 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import TOKENS, tiny
+from fastdllm_golden import GOLDEN, GOLDEN_TOKENS, cases, golden_params
 
 from seer.boundary.truncation import FixedWindowPolicy
-from seer.config import SamplingParams, TokenIds
+from seer.config import SamplingParams
 from seer.diffusion.loop import DenoisingLoop, make_canvas
 from seer.diffusion.unmask import parallel_count
 from seer.errors import SeerError
 from seer.models.loader import load_model
 
-GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden" / "llada"
-GOLDEN_TOKENS = TokenIds(mask=310, eos=300, pad=300)
-CACHE_OF = {
-    "generate": "none",
-    "generate_with_prefix_cache": "prefix",
-    "generate_with_dual_cache": "dual",
-}
-CASES = json.loads((GOLDEN / "golden_parallel.json").read_text())["generations"]
+CASES = cases("parallel")
 
 
 @pytest.fixture(scope="module")
@@ -34,23 +28,9 @@ def golden_llada():
     return load_model(GOLDEN)
 
 
-def _params(case: dict) -> SamplingParams:
-    kw = case["kwargs"]
-    return SamplingParams(
-        gen_length=kw["gen_length"],
-        steps=kw["steps"],
-        block_length=kw["block_length"],
-        temperature=kw["temperature"],
-        remasking=kw["remasking"],
-        threshold=kw["threshold"],
-        factor=kw["factor"],
-        cache=CACHE_OF[case["function"]],
-    )
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c["name"])
 def test_tokens_and_nfe_match_fast_dllm(golden_llada, case):
-    p = _params(case)
+    p = golden_params(case)
     canvas = make_canvas(case["prompt_ids"], p.gen_length, GOLDEN_TOKENS, "cpu")
     out = DenoisingLoop(golden_llada, GOLDEN_TOKENS).run(canvas, p)
     got = torch.cat([torch.tensor(case["prompt_ids"]), out.answer], dim=1)

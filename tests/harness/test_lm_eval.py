@@ -23,19 +23,6 @@ from seer.likelihood import log_likelihood  # noqa: E402
 TASKS = Path(__file__).parent / "tasks"
 
 
-@pytest.fixture()
-def offline(monkeypatch):
-    """Offline for real: datasets / huggingface_hub read their offline switches at import, so
-    the environment variables alone come too late; set the switches themselves too."""
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    for module, name in (
-        ("datasets.config", "HF_DATASETS_OFFLINE"),
-        ("huggingface_hub.constants", "HF_HUB_OFFLINE"),
-    ):
-        monkeypatch.setattr(pytest.importorskip(module), name, True)
-
-
 def _rows(name: str) -> list[dict]:
     return [json.loads(line) for line in (TASKS / name).read_text().splitlines()]
 

@@ -25,19 +25,6 @@ TASKS = Path(__file__).parent / "lmms_tasks"
 IMAGES = Path(seer.__file__).parent / "assets" / "images"
 
 
-@pytest.fixture()
-def offline(monkeypatch):
-    """Offline for real: datasets / huggingface_hub read their offline switches at import, so
-    the environment variables alone come too late; set the switches themselves too."""
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    for module, name in (
-        ("datasets.config", "HF_DATASETS_OFFLINE"),
-        ("huggingface_hub.constants", "HF_HUB_OFFLINE"),
-    ):
-        monkeypatch.setattr(pytest.importorskip(module), name, True)
-
-
 @pytest.fixture(scope="module")
 def vlm():
     return HarnessOptions(pretrained="builtin-vqa").load()
