@@ -11,6 +11,8 @@ import torch
 from PIL import Image
 
 import seer
+from seer.boundary.probe import step0
+from seer.boundary.truncation import resolve
 from seer.errors import CheckpointError, SeerError
 from seer.models.factory import make_random_checkpoint
 from seer.models.vision import IMAGE_TOKEN_INDEX, best_resolution, grid_shape, merge
@@ -204,9 +206,17 @@ def test_prefix_lm_batches_like_single_runs_and_runs_under_seer(lavida):
     assert plain.token_ids != both[0].token_ids  # a different model of the sequence
     cut = lavida.generate(prompts[0], image=images[0], seer=True, **kw)
     assert cut.boundary is not None and len(cut.token_ids) == 16
-    assert len(cut.boundary.profile) == 16  # step 0 probed the whole window in one forward
+    assert len(cut.boundary.profile) == 16  # step 0 probed the whole window
+    # the probe reads step 0 as it runs: under prefix_lm the prompt prefill, then the answer
+    # forward; under cache="none" one full forward. Each equals what calibration measures.
     plain_cut = lavida.generate(prompts[0], image=images[0], seer=True, **{**kw, "cache": "none"})
-    assert cut.boundary.profile == plain_cut.boundary.profile
+    cfg = resolve(lavida, True)
+    for run, cache in ((cut, "prefix_lm"), (plain_cut, "none")):
+        p = lavida.sampling(**{**kw, "cache": cache})
+        prof = step0(lavida, lavida.prompt(prompts[0], images[0]), params=p, layers=(cfg.layer,),
+                     thetas=(cfg.theta,), tensors=(cfg.tensor,))  # fmt: skip
+        assert run.boundary.profile == prof.at(cfg.layer, cfg.theta, cfg.tensor)[0].tolist()
+    assert cut.boundary.profile != plain_cut.boundary.profile  # the prompt never sees the answer
 
 
 def test_shift_schedule_reveals_every_mask_few_first():
@@ -220,14 +230,21 @@ def test_shift_schedule_reveals_every_mask_few_first():
     assert shift_counts(23, 12) == (1, 1, 1, 1, 1, 1, 2, 2, 2, 3, 4, 4)  # LaViDa's get_num_..._sch
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug (reported to engine/boundary): under the prefix_lm cache, Seer's step-0 "
-    "probe runs the plain full forward and step 0 reveals from its logits, so a detector that "
-    "never cuts still changes the answer; LaViDa-LLaDA's official default is prefix_lm",
-)
 def test_seer_that_never_cuts_leaves_prefix_lm_answers_unchanged(lavida):
     kw = dict(gen_length=16, steps=8, cache="prefix_lm")
     base = lavida.generate("describe", image=_image(), **kw)
     never = seer.SeerConfig(signal="eos_prob", eos_tau=2.0)
     assert lavida.generate("describe", image=_image(), seer=never, **kw).token_ids == base.token_ids
+    # the sparsity probe's hooks on both step-0 forwards change nothing either, and a sampled
+    # run draws the same numbers (step 0 reveals from its own positions' logits only)
+    flat = seer.SeerConfig(signal="sparsity", tau_jump=2.0)  # no step of 2 in a fraction
+    for extra in ({}, {"temperature": 0.7, "seed": 3, "block_length": 8}):
+        base = lavida.generate("describe", image=_image(), **kw, **extra)
+        got = lavida.generate("describe", image=_image(), seer=flat, **kw, **extra)
+        assert got.boundary.length is None and got.token_ids == base.token_ids
+
+
+def test_cut_inside_step0_under_prefix_lm_is_a_clear_error(lavida):
+    cfg = seer.SeerConfig(cut_in_step0=True)
+    with pytest.raises(SeerError, match="cut_in_step0 cannot run under cache='prefix_lm'"):
+        lavida.generate("describe", image=_image(), gen_length=16, cache="prefix_lm", seer=cfg)

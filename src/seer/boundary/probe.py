@@ -17,7 +17,12 @@ Every reader of step-0 signals goes through this module: the window policy insid
 
 Column bookkeeping: every row's window starts at column `start` (the prompt length after left
 padding, or after image splicing); a model whose hidden state at column j-1 predicts token j
-(Dream: `logits_shift` 1) is read at columns [start - shift, start - shift + width).
+(Dream: `logits_shift` 1) is read at columns [start - shift, start - shift + width). Step 0 may
+be more than one forward: under LaViDa's prefix_lm cache the prompt runs alone first (a prefill)
+and the answer columns then run against its keys/values. A hook on the model reads which canvas
+columns each forward runs (`cache_start` and the input's width), so each window column is read
+from the forward that computes it; the probe stops after the forward that reaches the window's
+end (step 0's last), and the profile is the same whichever way step 0 was laid out.
 
 `step0(lm, prompts, gen_length, ...)` runs one step-0 forward on `lm`'s own canvas (the canvas
 `generate` denoises) with a probe attached and returns both signals (`Step0Profiles`).
@@ -31,6 +36,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from seer.diffusion.cache import make_cache
+from seer.diffusion.state import LoopState
 from seer.errors import SeerError
 from seer.models.base import DiffusionModel
 
@@ -57,8 +64,10 @@ def probe_module(model: DiffusionModel, layer: int, tensor: str) -> nn.Module:
 class StepZeroProbe:
     """Records step-0 sparsity profiles at (tensor, layer) points for one or more thetas.
 
-    Only the first forward after `attach` is recorded (step 0); later forwards are ignored until
-    the probe is detached and attached again."""
+    Only step 0 is recorded: the forwards after `attach` up to the first whose columns reach the
+    window's end (one full forward, or a prompt prefill and then the answer forward); each
+    window column is read from the first of them that computes it. Later forwards are ignored
+    until the probe is detached and attached again."""
 
     layers: tuple[int, ...]  # layers to record
     thetas: tuple[float, ...] = (1e-3,)  # |a| < theta counts as zero
@@ -69,6 +78,8 @@ class StepZeroProbe:
     cpu_seconds: float = 0.0  # the same in this thread's CPU time (robust on a shared machine)
     _handles: list = field(default_factory=list)
     _cols: tuple[int, int, int] = (0, 0, 0)  # (first column, width, real rows)
+    _run: tuple[int, int] | None = None  # canvas columns [a, b) of the running forward
+    _done: bool = False  # step 0's forwards are over: record nothing more
 
     def attach(self, model: DiffusionModel, start: int, width: int, rows: int) -> StepZeroProbe:
         """Hook the probe points; the window is columns [start, start + width) of rows [0, rows)
@@ -76,6 +87,9 @@ class StepZeroProbe:
         self._cols = (start - model.logits_shift, width, rows)
         self.profiles.clear()
         self.seconds = self.cpu_seconds = 0.0
+        self._run, self._done = None, False
+        self._handles.append(model.register_forward_pre_hook(self._begin, with_kwargs=True))
+        self._handles.append(model.register_forward_hook(self._end))
         try:
             for tensor in self.tensors:
                 for layer in self.layers:
@@ -110,15 +124,38 @@ class StepZeroProbe:
             ]
         )
 
+    def _begin(self, model, args, kwargs) -> None:
+        """Model pre-hook: the canvas columns this forward runs (a cached forward's inputs
+        start at `cache_start`)."""
+        x = args[0] if args and args[0] is not None else kwargs.get("input_ids")
+        if x is None:
+            x = kwargs["inputs_embeds"]
+        a = kwargs.get("cache_start", 0)
+        self._run = (a, a + x.shape[1])
+
+    def _end(self, model, args, output) -> None:
+        """Model hook: a forward that ran up to the window's end was step 0's last."""
+        lo, width, _ = self._cols
+        if self._run is not None and self._run[1] >= lo + width:
+            self._done = True
+        self._run = None
+
     def _record(self, key: tuple[str, int], a: torch.Tensor) -> None:
-        if key in self.profiles:  # only the first forward after attach (step 0)
+        if self._done:  # only step 0's forwards
             return
         t0, c0 = time.perf_counter(), time.thread_time()
         lo, width, rows = self._cols
-        win = a[:rows, lo : lo + width].abs()  # (B, W, I); columns may be fewer if cut
-        # (B, n_thetas, W): one comparison per theta keeps the temporary at B x W x I
+        have = self.profiles.get(key)
+        first = lo + (0 if have is None else have.shape[-1])  # first column not yet read
+        at = 0 if self._run is None else self._run[0]  # canvas column of a's column 0
+        # (B, W', I): the window's unread columns this forward computes; fewer if cut inside it
+        win = a[:rows, max(0, first - at) : max(0, lo + width - at)].abs()
+        if first < at or win.shape[1] == 0:  # not contiguous with what was read: skip
+            return
+        # (B, n_thetas, W'): one comparison per theta keeps the temporary at B x W' x I
         frac = torch.stack([(win < t).sum(-1, dtype=torch.float32) for t in self.thetas], 1)
-        self.profiles[key] = frac / win.shape[-1]
+        frac /= win.shape[-1]
+        self.profiles[key] = frac if have is None else torch.cat([have, frac], -1)
         self.seconds += time.perf_counter() - t0
         self.cpu_seconds += time.thread_time() - c0
 
@@ -173,7 +210,8 @@ def step0(
     `PromptInput`s; `image` for a multimodal model) with a window of [MASK]; returns the sparsity
     at every requested point (every layer by default) and the end probability. `params`: the
     request's `SamplingParams` (default: the model's, `lm.sampling(gen_length=gen_length)`), so
-    the forward is the one `generate` runs at step 0 (classifier-free guidance included)."""
+    the forward is the one `generate` runs at step 0 (classifier-free guidance included, laid
+    out by `p.cache`: under prefix_lm the prompt prefill and then the answer forward)."""
     model = lm.model
     layers = tuple(range(n_layers(model))) if layers is None else tuple(layers)
     p = lm.sampling(gen_length=gen_length) if params is None else params
@@ -181,8 +219,11 @@ def step0(
     canvas = lm.canvas(prompts, p, image)
     probe = StepZeroProbe(layers, tuple(thetas), tuple(tensors))
     probe.attach(model, canvas.prompt_len, gen_length, canvas.x.shape[0])
-    try:
-        logits = lm.loop.forward(canvas, p, 0, gen_length)
+    try:  # step 0 as the loop runs it under a window policy (`DenoisingLoop.step`)
+        cache = make_cache(p.cache)
+        plan = lm.loop.plan(canvas.window, p, cache.lead(model.logits_shift))
+        s = LoopState(canvas, p, plan, None, None, cache=cache)
+        logits = lm.loop.cached(s, s.rows_now(), 0, gen_length, {})
     finally:
         probe.detach()
     ends = end_probability(logits, lm.tokens.enders)

@@ -21,8 +21,9 @@ reuses them:
   column predicts it), so the policy asks the plan for a `lead` of one position revealed alone at
   step 0 from those logits, as LaViDa-Dream fixes its first token to the prefill's argmax; the
   plan's first block then starts after it with its full share of steps. Under a window policy
-  (Seer) step 0 stays one full forward, as the probe and the detector were calibrated on; the
-  prompt's cache is filled at step 1, so only step 0 differs from a run without the policy.
+  (Seer) step 0 runs the same way (the prefill, then the whole window's answer columns) and the
+  probe reads those forwards, as calibration does (`seer.boundary.probe.step0`): a policy that
+  never cuts leaves the answer unchanged. (`cut_in_step0` cannot run here: it is refused.)
 
 A cache only changes which columns the model recomputes, never which tokens are revealed: the
 loop keeps its plan (how many tokens each step reveals) and its unmasking rule; the revealed

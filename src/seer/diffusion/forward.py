@@ -115,7 +115,9 @@ class EagerForward:
 
 
 class CachedForward:
-    """The step's forward laid out by the state's cache policy (never with hooks)."""
+    """The step's forward laid out by the state's cache policy (never with hooks). A window
+    policy's step 0 runs as any step 0 does (under prefix_lm: the prompt prefill, then the
+    answer columns); its probe reads each forward's columns (`seer.boundary.probe`)."""
 
     def __init__(self, eager: EagerForward) -> None:
         self.eager = eager
@@ -126,9 +128,9 @@ class CachedForward:
     def __call__(self, s, rows: StepRows, lo: int, hi: int, hooks: dict) -> torch.Tensor:
         c, n, shift = s.canvas, s.canvas.rows, self.eager.shift
         span = None if hooks else s.cache.span(c, rows, lo, hi, shift)
-        prefill = span is not None and span.fill and span.hi < c.prompt_len + hi - shift
-        if span is None or (prefill and s.first_kw is not None):
-            return self.eager(s, rows, lo, hi, hooks)  # a policy's step 0: one whole forward
+        if span is None:  # no cache, or a step-0 hook that changes the sequence: one forward
+            return self.eager(s, rows, lo, hi, hooks)
+        prefill = span.fill and span.hi < c.prompt_len + hi - shift
         head = None
         if prefill:  # the prompt alone, then the step's remaining positions
             mid = max(lo, span.hi - c.prompt_len + shift)  # positions it has logits for

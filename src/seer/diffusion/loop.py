@@ -118,7 +118,9 @@ class DenoisingLoop:
         now = s.rows_now()
         if s.first_kw is not None:  # step 0 under a window policy: full window, then cut
             logits = fwd(s, now, 0, s.canvas.width, s.first_kw)
-            lo, now, logits = 0, *self._cut(s, logits)
+            now, logits = self._cut(s, logits)
+            lo, hi = now.span()  # reveal from this step's positions only, as without a policy
+            logits = logits[:, lo:hi]
         else:
             lo, hi = now.span()
             logits = fwd(s, now, lo, hi, {})
@@ -177,7 +179,6 @@ class DenoisingLoop:
         if window is not None:  # cut rows refill their cache at the next step
             self._resize(s, window, window != c.window)
             s.plan = self.plan(s.canvas.window, s.params, s.cache.lead(self.shift))
-            logits = logits[:, : s.canvas.width]
         s.policy_seconds += time.perf_counter() - tp
         s.first_kw, s.now = None, None
         return s.rows_now(), logits

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from seer.boundary.truncation import resolve
+from seer.boundary.truncation import SeerPolicy, resolve
 from seer.config import LLADA_RULES, SamplingParams
 from seer.engine.config import EngineConfig
 from seer.engine.request import PartialResult, Request, RequestResult
@@ -170,6 +170,14 @@ class Engine:
             kind = ("seer", resolve(self.lm, req.seer)) if req.seer else ("none",)
         if p.suffix and (kind[0] != "none" or p.cache != "none"):
             raise SeerError("a generation suffix needs cache='none' and no window policy (Seer)")
+        cfg = (
+            policy.cfg if isinstance(policy, SeerPolicy) else kind[1] if kind[0] == "seer" else None
+        )
+        if cfg is not None and cfg.cut_in_step0 and p.cache == "prefix_lm":
+            raise SeerError(
+                "Seer's cut_in_step0 cannot run under cache='prefix_lm' (its prompt is "
+                "encoded alone, before step 0): turn cut_in_step0 off or pick a cache"
+            )
         return kind
 
     # -- execute ------------------------------------------------------------------------------
