@@ -35,7 +35,9 @@ from typing import Any
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
+from seer.demo import vqa
 from seer.demo.tasks import all_words
+from seer.models.tokens import IMAGE_TOKEN
 
 BOS_TOKEN = "<|startoftext|>"
 EOS_TOKEN = "<|endoftext|>"
@@ -57,9 +59,8 @@ SPECIAL_TOKENS: tuple[str, ...] = (
 )
 """Special tokens; their ids are their positions (0..6)."""
 
-IMAGE_TOKEN = "<image>"
-"""LLaVA's image placeholder (``DEFAULT_IMAGE_TOKEN``); only the multimodal tokenizer has it, as
-one more special token right after :data:`SPECIAL_TOKENS` (id 7)."""
+# IMAGE_TOKEN (LLaVA's image placeholder, `seer.models.tokens`): only the multimodal tokenizer
+# has it, as one more special token right after SPECIAL_TOKENS (id 7)
 
 CHAT_ROLES: tuple[str, ...] = ("system", "user", "assistant")
 """Role names that the chat template writes as plain words."""
@@ -125,8 +126,6 @@ def build_tokenizer(
 
 def multimodal_words() -> list[str]:
     """The multimodal demo's words: the text tasks' words and the VQA words (sorted union)."""
-    from seer.demo import vqa  # vqa imports IMAGE_TOKEN from here
-
     return sorted(set(all_words()) | set(vqa.all_words()))
 
 

@@ -55,8 +55,8 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from seer.demo.tasks import HELDOUT_PERCENT, TaskSet, check_split, draw_examples
-from seer.demo.tokenizer import IMAGE_TOKEN
 from seer.errors import SeerError
+from seer.models.tokens import IMAGE_TOKEN
 
 IMAGE_SIZE = 96
 """Default rendered side in pixels (patch 8 -> 12x12 patches -> 6x6 pooled image tokens)."""

@@ -30,8 +30,7 @@ from tqdm import tqdm
 from seer.engine import Request
 from seer.errors import SeerError
 from seer.harness.options import CHUNK, HarnessOptions, answer_text, request_params, run_engine
-
-IMAGE_TOKEN = "<image>"  # LLaVA's placeholder, as lmms-eval's tasks write it
+from seer.models.tokens import IMAGE_TOKEN  # LLaVA's placeholder, as lmms-eval's tasks write it
 
 
 class SeerLMMs(lmms):

@@ -34,9 +34,9 @@ from seer.models.dream import LEGACY_TOP_K, DreamConfig, DreamModel, inherited_t
 from seer.models.image_processor import ImageProcessor
 from seer.models.llada import LLaDAConfig, LLaDAModelLM
 from seer.models.multimodal import PromptInput
+from seer.models.tokens import IMAGE_TOKEN
 from seer.models.vision import IMAGE_TOKEN_INDEX, VisionConfig, VisionEncoder, attach_vision
 
-IMAGE_TOKEN = "<image>"  # LLaVA's DEFAULT_IMAGE_TOKEN
 LAVIDA_SYSTEM = (
     "You are a helpful language and vision assistant. You are able to understand the visual "
     "content that the user provides, and assist the user with a variety of tasks using natural "

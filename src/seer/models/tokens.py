@@ -25,6 +25,8 @@ def first_line(e: BaseException, limit: int = 200) -> str:
 
 END_OF_TURN = ("<|eot_id|>", "<|im_end|>")
 MASK_NAMES = ("<|mdm_mask|>", "<|mask|>")
+IMAGE_TOKEN = "<image>"  # LLaVA's DEFAULT_IMAGE_TOKEN: where a prompt's image goes (LaViDa,
+# LLaDA-V, lmms-eval's tasks, the built-in multimodal model); its id is IMAGE_TOKEN_INDEX
 
 
 @contextlib.contextmanager
