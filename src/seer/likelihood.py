@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from seer.errors import SeerError
+from seer.models.base import DiffusionModel
 
 
 def mask_counts(k: int, n: int, b: int) -> torch.Tensor:
@@ -79,7 +80,7 @@ def _logits(model, x: torch.Tensor, prompt_len: int, mask_id: int, cfg_scale: fl
 
 @torch.no_grad()
 def log_likelihood(
-    model,
+    model: DiffusionModel,
     prompt: Sequence[int] | torch.Tensor,
     answer: Sequence[int] | torch.Tensor,
     *,
@@ -91,9 +92,9 @@ def log_likelihood(
 ) -> float:
     """Monte-Carlo estimate of log p(answer | prompt) (see the module docstring).
 
-    `model(ids).logits` must give (B, L, V) logits; `model.logits_shift` (default 0) says how
-    far its predictions are shifted. `generator`: a CPU `torch.Generator` (default: a fresh
-    one seeded 0)."""
+    `model` is a `DiffusionModel` (`seer.models.base`): `model(ids).logits` gives (B, L, V)
+    logits and `model.logits_shift` says how far its predictions are shifted. `generator`: a
+    CPU `torch.Generator` (default: a fresh one seeded 0)."""
     if batch_size < 1 or mc_num < batch_size or mc_num % batch_size:
         raise SeerError(
             f"mc_num ({mc_num}) must be a positive multiple of the Monte-Carlo batch size "
@@ -108,7 +109,7 @@ def log_likelihood(
     device = next(model.parameters()).device
     seq = torch.cat([prompt, answer])[None].repeat(batch_size, 1).to(device)  # (b, L)
     p = prompt.numel()
-    shift = int(getattr(model, "logits_shift", 0))
+    shift = model.logits_shift  # the model protocol (seer.models.base)
     losses = []
     for _ in range(mc_num // batch_size):
         noisy, ratio = noise(seq, p, mask_id, generator)
