@@ -33,7 +33,8 @@ import torch.nn.functional as F
 
 from seer.demo.tasks import Example, generate_examples
 from seer.demo.tokenizer import build_tokenizer, encode_chat
-from seer.models.factory import llada_config, random_model, save_checkpoint
+from seer.models.configs import llada_config
+from seer.models.factory import random_model, save_checkpoint
 from seer.models.loader import load_tokenizer
 
 

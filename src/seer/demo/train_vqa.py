@@ -31,12 +31,8 @@ from safetensors.torch import load_file
 from seer.demo import vqa
 from seer.demo.tokenizer import build_multimodal_tokenizer
 from seer.demo.train import Run, loss_fn, lr_at, parse_args
-from seer.models.factory import (
-    lavida_config,
-    llada_config,
-    random_model,
-    siglip_config,
-)
+from seer.models.configs import lavida_config, llada_config, siglip_config
+from seer.models.factory import random_model
 from seer.models.loader import load_tokenizer
 from seer.models.vision import IMAGE_TOKEN_INDEX
 
