@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seer.demo import vqa
+from seer.demo import scenes, vqa
 from seer.demo.tokenizer import (
     IMAGE_TOKEN,
     SPECIAL_TOKENS,
@@ -223,7 +223,7 @@ def test_images_size_mode_and_colours(train: list[VQAExample]) -> None:
 
 
 def test_every_text_line_fits() -> None:
-    font = vqa._font(vqa.TEXT_SIZE)
+    font = scenes._font(scenes.TEXT_SIZE)  # the pictures moved to seer.demo.scenes
     pairs = [
         f"{a} {b}" for a in READ_WORDS for b in READ_WORDS if len(a) + len(b) + 1 <= LINE_CHARS
     ]

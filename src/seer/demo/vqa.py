@@ -3,23 +3,17 @@
 Design
 ------
 The multimodal demo trains a tiny LaViDa-LLaDA-architecture model (small SigLIP-style vision
-tower, projector, small LLaDA) on two CPU cores, so the images are made for a model that sees a
-96 px picture as 12x12 patches of 8 px, pooled 2x2 into 6x6 image tokens of 16 px each:
+tower, projector, small LLaDA) on two CPU cores; its pictures (colours, shapes, the font, the
+96 px canvas, rendering) are :mod:`seer.demo.scenes`. The questions about them:
 
-* seven saturated colours far apart in RGB (:data:`COLOURS`) on a white, grey or cream
-  background; four shape kinds (circle, square, triangle, bar = a 3:1 flat rectangle);
 * multi-object scenes sit on a 3x3 grid of 32 px cells (one cell = 2x2 image tokens) with a
   little jitter, so the *reading order* (rows top to bottom, left to right within a row) of the
   ``describe`` answer is always well defined;
-* printed words are 2-4 letters, Pillow's built-in Aileron font at 22 px (cap height about
-  16 px), at most 3 words on one or two lines of at most :data:`LINE_CHARS` characters;
+* printed words are 2-4 letters, at most 3 words on one or two lines of at most
+  :data:`LINE_CHARS` characters;
 * bar charts identify each bar by its colour through a fixed fruit table (:data:`FRUITS`: red
   bar = apples, ...), because labels written under 4 bars of 12 px would be unreadable at 96 px.
-  Values 1-5 sit on light grid lines; the maximum is unique by construction.
-
-An example is stored as an :class:`ImageSpec` (shapes / text / bars in canvas units, 0..96) and
-rendered on demand by :func:`render` at any size, so a data set of specs is cheap to keep and
-training renders thousands of images per second.
+  Values 1-5; the maximum is unique by construction.
 
 Families, questions and answer lengths (in words; answers are space-separated words from the
 closed vocabulary :func:`all_words`):
@@ -47,38 +41,53 @@ import json
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image
 
+from seer.demo.scenes import (  # re-exported: the pictures' names lived here
+    BACKGROUNDS,
+    CANVAS,
+    CHART_VALUES,
+    COLOURS,
+    IMAGE_SIZE,
+    KINDS,
+    ImageSpec,
+    Shape,
+    render,
+    render_batch,
+)
 from seer.demo.tasks import HELDOUT_PERCENT, TaskSet, check_split, draw_examples
 from seer.errors import SeerError
 from seer.models.tokens import IMAGE_TOKEN
 
-IMAGE_SIZE = 96
-"""Default rendered side in pixels (patch 8 -> 12x12 patches -> 6x6 pooled image tokens)."""
+__all__ = [
+    "BACKGROUNDS",
+    "CANVAS",
+    "CELL",
+    "COLOURS",
+    "FAMILIES",
+    "FRUITS",
+    "IMAGE_SIZE",
+    "KINDS",
+    "LINE_CHARS",
+    "QUESTIONS",
+    "READ_WORDS",
+    "VQA_TASKS",
+    "ImageSpec",
+    "Shape",
+    "VQAExample",
+    "all_words",
+    "generate_example",
+    "generate_examples",
+    "is_heldout",
+    "render",
+    "render_batch",
+    "save_contact_sheet",
+    "save_samples",
+    "wrap_words",
+]
 
-CANVAS = 96
-"""Side of the spec coordinate system; :func:`render` scales it to the requested size."""
-
-COLOURS: dict[str, tuple[int, int, int]] = {
-    "red": (215, 25, 25),
-    "green": (20, 160, 50),
-    "blue": (25, 75, 225),
-    "yellow": (245, 210, 0),
-    "orange": (255, 120, 0),
-    "purple": (140, 40, 185),
-    "black": (20, 20, 20),
-}
-BACKGROUNDS: dict[str, tuple[int, int, int]] = {
-    "white": (255, 255, 255),
-    "grey": (236, 236, 236),
-    "cream": (250, 244, 222),
-}
-KINDS = ("circle", "square", "triangle", "bar")
 FRUITS: dict[str, str] = {
     "red": "apples",
     "green": "pears",
@@ -96,16 +105,13 @@ READ_WORDS = (
     "big", "car", "bus", "map", "box", "cup", "hat", "pen", "cold", "stop", "fish", "tree",
     "moon", "star", "bird", "ship", "door",
 )  # fmt: skip
-TEXT_SIZE = 22  # font size in canvas units
 LINE_CHARS = 6  # most characters (with spaces) on one printed line: at most 79 px at 22 px
 TEXT_JITTER = (6, 8)  # largest x / y offset of the text block's centre from the middle
 READ_WORDS_RANGE = (1, 3)
 COUNT_RANGE = (1, 9)
 DESCRIBE_RANGE = (1, 6)
 CHART_BARS_RANGE = (2, 4)
-CHART_VALUES = (1, 5)
 CELL = CANVAS // 3  # grid cell side
-CHART_BASE, CHART_UNIT, CHART_MARGIN = 88, 15, 8  # baseline y, height of value 1, side margin
 MAX_ANSWER_WORDS = 25
 
 QUESTIONS: dict[str, tuple[str, ...]] = {
@@ -115,54 +121,6 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
     "describe": ("describe every object", "list the objects"),
     "chart": ("summarise the chart", "what does the chart show ?"),
 }
-
-
-@dataclass(slots=True, frozen=True)
-class Shape:
-    """One filled shape; coordinates in canvas units (0..CANVAS)."""
-
-    kind: str  # one of KINDS
-    colour: str  # key of COLOURS
-    x: int  # centre x
-    y: int  # centre y
-    size: int  # width of the shape (a bar is size wide and size // 3 high)
-
-
-@dataclass(slots=True, frozen=True)
-class ImageSpec:
-    """Everything needed to draw one image; the pixels are a pure function of it."""
-
-    background: str  # key of BACKGROUNDS
-    shapes: tuple[Shape, ...] = ()  # drawn in order
-    text: tuple[str, ...] = ()  # printed lines, top to bottom, centred on text_xy
-    text_colour: str = "black"  # key of COLOURS
-    text_xy: tuple[int, int] = (CANVAS // 2, CANVAS // 2)  # centre of the text block
-    bars: tuple[tuple[str, int], ...] = ()  # bar chart, left to right: (colour, value 1..5)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "background": self.background,
-            "shapes": [[s.kind, s.colour, s.x, s.y, s.size] for s in self.shapes],
-            "text": list(self.text),
-            "text_colour": self.text_colour,
-            "text_xy": list(self.text_xy),
-            "bars": [list(b) for b in self.bars],
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ImageSpec:
-        return cls(
-            background=d["background"],
-            shapes=tuple(Shape(*s) for s in d["shapes"]),
-            text=tuple(d["text"]),
-            text_colour=d["text_colour"],
-            text_xy=(int(d["text_xy"][0]), int(d["text_xy"][1])),
-            bars=tuple((c, int(v)) for c, v in d["bars"]),
-        )
-
-    def canonical(self) -> str:
-        """A stable string of the spec (sorted-key compact JSON), used for the split hash."""
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
 
 
 @dataclass(slots=True, frozen=True)
@@ -323,33 +281,6 @@ def generate_examples(
     return draw_examples(VQA_TASKS, n, seed, split, families, unique=unique)
 
 
-def render(spec: ImageSpec, size: int = IMAGE_SIZE) -> Image.Image:
-    """Draw ``spec`` as a ``size`` x ``size`` RGB image (canvas units scaled by size / CANVAS)."""
-    s = size / CANVAS
-    img = Image.new("RGB", (size, size), BACKGROUNDS[spec.background])
-    draw = ImageDraw.Draw(img)
-    for shape in spec.shapes:
-        _draw_shape(draw, shape, s)
-    if spec.bars:
-        _draw_chart(draw, spec.bars, s)
-    if spec.text:
-        x, y = spec.text_xy
-        draw.multiline_text(
-            (x * s, y * s),
-            "\n".join(spec.text),
-            fill=COLOURS[spec.text_colour],
-            font=_font(round(TEXT_SIZE * s)),
-            anchor="mm",
-            align="center",
-        )
-    return img
-
-
-def render_batch(specs: Iterable[ImageSpec], size: int = IMAGE_SIZE) -> np.ndarray:
-    """Render many specs into one uint8 array: [B, size, size, 3]."""
-    return np.stack([np.asarray(render(spec, size)) for spec in specs])
-
-
 def all_words() -> list[str]:
     """Every word of any question or answer, sorted and deduplicated (no image placeholder)."""
     template = " ".join(q for qs in QUESTIONS.values() for q in qs).replace("{kind}", "")
@@ -431,47 +362,3 @@ VQA_TASKS = TaskSet(
     noun="examples",
     error=SeerError,
 )
-
-
-@lru_cache(maxsize=8)
-def _font(size: int) -> ImageFont.FreeTypeFont:
-    """Pillow's built-in scalable font (Aileron), loaded once per size."""
-    try:
-        font = ImageFont.load_default(size=size)
-    except TypeError as e:  # Pillow < 10.1 has no size argument
-        raise SeerError("the VQA demo images need Pillow >= 10.1 (pip install -U pillow)") from e
-    if not isinstance(font, ImageFont.FreeTypeFont):
-        raise SeerError("the VQA demo images need Pillow built with FreeType")
-    return font
-
-
-def _draw_shape(draw: ImageDraw.ImageDraw, shape: Shape, s: float) -> None:
-    fill = COLOURS[shape.colour]
-    x, y, half = shape.x * s, shape.y * s, shape.size * s / 2
-    if shape.kind == "circle":
-        draw.ellipse((x - half, y - half, x + half, y + half), fill=fill)
-    elif shape.kind == "square":
-        draw.rectangle((x - half, y - half, x + half, y + half), fill=fill)
-    elif shape.kind == "triangle":
-        h = 0.9 * half  # half the height of a slightly flattened upward triangle
-        draw.polygon(((x, y - h), (x - half, y + h), (x + half, y + h)), fill=fill)
-    elif shape.kind == "bar":
-        draw.rectangle((x - half, y - half / 3, x + half, y + half / 3), fill=fill)
-    else:
-        raise SeerError(f"unknown shape kind {shape.kind!r}; choose from {KINDS}")
-
-
-def _draw_chart(draw: ImageDraw.ImageDraw, bars: tuple[tuple[str, int], ...], s: float) -> None:
-    left, right = CHART_MARGIN * s, (CANVAS - CHART_MARGIN) * s
-    for v in range(CHART_VALUES[0], CHART_VALUES[1] + 1):  # light grid lines at each value
-        y = (CHART_BASE - v * CHART_UNIT) * s
-        draw.line((left, y, right, y), fill=(190, 190, 190), width=max(1, round(s)))
-    slot = (right - left) / len(bars)
-    for i, (colour, value) in enumerate(bars):
-        cx = left + (i + 0.5) * slot
-        top = (CHART_BASE - value * CHART_UNIT) * s
-        draw.rectangle(
-            (cx - 0.3 * slot, top, cx + 0.3 * slot, CHART_BASE * s), fill=COLOURS[colour]
-        )
-    base = CHART_BASE * s
-    draw.line((left, base, right, base), fill=COLOURS["black"], width=max(2, round(2 * s)))
