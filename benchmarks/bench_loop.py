@@ -2,12 +2,17 @@
 
     python benchmarks/bench_loop.py                       # our loop only
     python benchmarks/bench_loop.py --official-generate /path/to/LLaDA/generate.py
-    python benchmarks/bench_loop.py --sizes tiny --baseline /tmp/seer-before  # before vs now
+    python benchmarks/bench_loop.py --sizes tiny --baseline    # before the loop refactor vs now
 
-With `--baseline DIR` (another checkout of Seer, e.g. `git worktree add DIR <commit>`), the same
-cases run in `--rounds` alternating subprocesses of this script, one with `DIR/src` on the
-Python path and one with this checkout's `src`, and the table gives the median of each case's
-median wall time and their ratio (now / before; < 1 = now is faster).
+With `--baseline [DIR|COMMIT]` the loop of this checkout is timed against another tree of Seer:
+a folder (a checkout, or its `src`) or a commit of this repository (extracted with `git
+archive`); with no value, `BEFORE` (458d42d: the tree before the loop refactor, the parent of
+the step-level engine's commit). One long-lived worker process per tree (this script in
+`--worker` mode, with that tree's `src` on the Python path) loads the same random checkpoints;
+`--rounds` rounds then run every case once in each tree, alternating which goes first (ABBA),
+and each round gives one ratio now / before per case. The table gives, per case, the median
+ratio with its quartiles and range (the spread is the machine's noise), on wall time and on
+process CPU time, whether both trees produced the same token ids, and the median over the cases.
 
 For each size (tiny: d 64 x 2 layers; mid: d 1024 x 12 layers x 16 heads, MLP 2816, vocab 2048)
 a random checkpoint in the official LLaDA layout is written to a temporary folder and loaded with
@@ -32,6 +37,7 @@ The last line of stdout is one JSON record of the whole run.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import statistics
@@ -241,38 +247,161 @@ def table(rows, with_official: bool) -> str:
     return "\n".join(out + [fmt(x) for x in lines[1:]] + ["", legend])
 
 
-def compare(args, argv: list[str]) -> None:
-    """Alternate subprocess runs of this checkout and `args.baseline`; print the ratio table."""
-    import os
+BEFORE = "458d42d"  # the tree before the loop refactor (the parent of a9843c7, the engine)
+
+
+def _tree(spec: str, tmp: Path) -> Path:
+    """`spec` as a Seer checkout's `src`: a folder (a checkout or its src), or a commit of this
+    repository extracted with `git archive` into `tmp`."""
     import subprocess
 
-    here = Path(__file__).resolve().parents[1] / "src"
-    trees = {"before": Path(args.baseline).resolve() / "src", "now": here}
-    rest, skip = [], False
-    for a in argv:  # the same options, without --baseline / --rounds
-        if skip:
-            skip = False
-        elif a in ("--baseline", "--rounds"):
-            skip = True
-        elif not a.startswith(("--baseline=", "--rounds=")):
-            rest.append(a)
-    times: dict[str, dict[tuple, list[float]]] = {"before": {}, "now": {}}
-    for k in range(args.rounds):
-        for name in ("before", "now") if k % 2 == 0 else ("now", "before"):
-            env = dict(os.environ, PYTHONPATH=str(trees[name]))
-            out = subprocess.run([sys.executable, __file__, *rest], env=env, check=True,
-                                 capture_output=True, text=True).stdout  # fmt: skip
-            for r in json.loads(out.strip().splitlines()[-1])["results"]:
-                key = (r["size"], r["batch"], r["steps"], r["block_length"])
-                times[name].setdefault(key, []).append(r["ours_s"])
+    path = Path(spec)
+    if path.is_dir():
+        return (path / "src").resolve() if (path / "src").is_dir() else path.resolve()
+    repo = Path(__file__).resolve().parents[1]
+    out = tmp / f"tree-{spec}"
+    out.mkdir()
+    archive = subprocess.run(["git", "-C", str(repo), "archive", spec, "src"], check=True,
+                             capture_output=True).stdout  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    return out / "src"
+
+
+class Worker:
+    """This script in `--worker` mode under one tree's `src`: it loads the checkpoints once and
+    answers one timed generation per request (a JSON line in, a JSON line out)."""
+
+    def __init__(self, src: Path, folder: Path, threads: int) -> None:
+        import os
+        import subprocess
+
+        env = dict(os.environ, PYTHONPATH=str(src), OMP_NUM_THREADS=str(threads))
+        cmd = [sys.executable, __file__, "--worker", str(folder), "--threads", str(threads)]
+        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)  # fmt: skip
+
+    def run(self, **job) -> dict:
+        self.proc.stdin.write(json.dumps(job) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            sys.exit("a worker died (see its stderr above)")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def worker(folder: Path, threads: int) -> None:
+    """`--worker`: one timed generation per stdin line `{"size", "batch", "steps", "block",
+    "gen", "prompt_len", "seed"}`; prints `{"wall", "cpu", "nfe", "ids"}` (ids: a hash)."""
+    torch.set_num_threads(threads)
+    torch.set_num_interop_threads(1)
+    models = {}
+    for line in sys.stdin:
+        job = json.loads(line)
+        if job["size"] not in models:
+            models[job["size"]] = seer.load(folder / job["size"], tokenizer=False)
+        lm = models[job["size"]]
+        ids = prompts(job["batch"], job["prompt_len"], job["seed"]).tolist()
+        kw = dict(gen_length=job["gen"], steps=job["steps"], block_length=job["block"],
+                  temperature=0.0, remasking="low_confidence")  # fmt: skip
+        wall, cpu = time.perf_counter(), time.process_time()
+        out = lm.generate(ids, **kw)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        tokens = [g.token_ids for g in out]
+        record = {
+            "wall": wall,
+            "cpu": cpu,
+            "nfe": out[0].stats.nfe,
+            "ids": hashlib.md5(str(tokens).encode()).hexdigest(),
+        }
+        print(json.dumps(record), flush=True)
+
+
+def _spread(xs: list[float]) -> dict:
+    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
+    return {"median": statistics.median(xs), "q1": q[0], "q3": q[2], "min": min(xs),
+            "max": max(xs), "n": len(xs)}  # fmt: skip
+
+
+def compare(args) -> None:
+    """Before vs now, interleaved at the level of single generations.
+
+    One long-lived worker per tree (the same random checkpoints, loaded once by each). Every
+    round runs each case once in each tree, in ABBA order (before/now, then now/before, ...), so
+    drift on a shared machine hits both alike; each round gives one ratio now/before per case.
+    Reported: the median of those ratios, their quartiles and range (the spread is the noise),
+    on wall time and on process CPU time (robust to other jobs sharing the cores)."""
+    sizes = [s for s in args.sizes.split(",") if s]
+    batches = [int(b) for b in args.batches.split(",") if b]
+    schedules = [tuple(map(int, s.split("/"))) for s in args.schedules.split(",") if s]
+    skip = {s for s in args.skip.split(",") if s}
+    cases = [(size, b, st, bl) for size in sizes for b in batches for st, bl in schedules
+             if f"{size}:{b}:{st}/{bl}" not in skip]  # fmt: skip
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for size in sizes:
+            build(size, folder, args.seed)
+        trees = {"before": _tree(args.baseline, folder), "now": Path(__file__).parents[1] / "src"}
+        workers = {name: Worker(src, folder, args.threads) for name, src in trees.items()}
+        job = lambda c, steps: dict(size=c[0], batch=c[1], steps=steps, block=c[3],  # noqa: E731
+                                    gen=args.gen_length, prompt_len=args.prompt_len,
+                                    seed=args.seed)  # fmt: skip
+        for c in cases:  # warm-up: the same shapes, one step per block
+            for w in workers.values():
+                w.run(**job(c, args.gen_length // c[3]))
+        runs = {c: {"before": [], "now": []} for c in cases}
+        t0 = time.perf_counter()
+        for k in range(args.rounds):
+            for i, c in enumerate(cases):
+                order = ("before", "now") if (k + i) % 2 == 0 else ("now", "before")
+                for name in order:
+                    runs[c][name].append(workers[name].run(**job(c, c[2])))
+            print(f"# round {k + 1}/{args.rounds} ({time.perf_counter() - t0:.0f} s)",
+                  file=sys.stderr, flush=True)  # fmt: skip
+        for w in workers.values():
+            w.close()
     rows = []
-    print("size  B  steps/block  before s  now s  now/before")
-    for key in times["now"]:
-        b, n = statistics.median(times["before"][key]), statistics.median(times["now"][key])
-        rows.append({"case": list(key), "before_s": b, "now_s": n, "ratio": n / b})
-        print(f"{key[0]:>4} {key[1]:>2} {key[2]:>6}/{key[3]:<4} {b:>8.3f} {n:>6.3f} {n / b:>10.3f}")
+    for c in cases:
+        b, n = runs[c]["before"], runs[c]["now"]
+        row = {
+            "case": list(c),
+            "nfe": n[0]["nfe"],
+            "same_ids": all(x["ids"] == y["ids"] for x, y in zip(b, n, strict=True))
+            and b[0]["nfe"] == n[0]["nfe"],
+        }
+        for clock in ("wall", "cpu"):
+            row[f"before_{clock}_s"] = statistics.median(r[clock] for r in b)
+            row[f"now_{clock}_s"] = statistics.median(r[clock] for r in n)
+            ratios = [y[clock] / x[clock] for x, y in zip(b, n, strict=True)]
+            row[f"ratio_{clock}"] = _spread(ratios)
+        rows.append(row)
+    pooled = {clock: _spread([r[f"ratio_{clock}"]["median"] for r in rows])
+              for clock in ("wall", "cpu")}  # fmt: skip
+    print(
+        f"before = {args.baseline}, now = this checkout; {args.rounds} interleaved rounds "
+        f"(ABBA), {args.threads} thread(s); ratio = now / before per round (< 1: now faster)"
+    )
+    print("size  B  steps/block  NFE  before s  now s  wall ratio: median [q1, q3] (min-max)"
+          "   cpu ratio: median [q1, q3] (min-max)  same ids")  # fmt: skip
+    for r in rows:
+        w, u = r["ratio_wall"], r["ratio_cpu"]
+        size, b, st, bl = r["case"]
+        print(
+            f"{size:>4} {b:>2} {st:>6}/{bl:<4} {r['nfe']:>4} {r['before_wall_s']:>8.3f} "
+            f"{r['now_wall_s']:>6.3f}  {w['median']:.3f} [{w['q1']:.3f}, {w['q3']:.3f}] "
+            f"({w['min']:.2f}-{w['max']:.2f})    {u['median']:.3f} [{u['q1']:.3f}, "
+            f"{u['q3']:.3f}] ({u['min']:.2f}-{u['max']:.2f})  {'yes' if r['same_ids'] else 'NO'}"
+        )
+    print(f"over the cases: wall {pooled['wall']['median']:.3f} (cases {pooled['wall']['min']:.3f}"
+          f"-{pooled['wall']['max']:.3f}), cpu {pooled['cpu']['median']:.3f} (cases "
+          f"{pooled['cpu']['min']:.3f}-{pooled['cpu']['max']:.3f})")  # fmt: skip
     record = {"benchmark": "bench_loop --baseline", "machine": machine_info(),
-              "baseline": str(args.baseline), "rounds": args.rounds, "results": rows}  # fmt: skip
+              "baseline": args.baseline, "rounds": args.rounds, "threads": args.threads,
+              "results": rows, "pooled": pooled}  # fmt: skip
     print(json.dumps(record))
 
 
@@ -306,11 +435,21 @@ def main(argv=None) -> None:
         default=None,
         help="path to the official LLaDA generate.py, imported by path",
     )
-    ap.add_argument("--baseline", default=None, help="another Seer checkout to compare with")
-    ap.add_argument("--rounds", type=int, default=4, help="--baseline: alternating runs each")
+    ap.add_argument(
+        "--baseline",
+        nargs="?",
+        const=BEFORE,
+        default=None,
+        help="compare with another Seer tree: a folder, or a commit of this "
+        f"repository (no value: {BEFORE}, the tree before the loop refactor)",
+    )
+    ap.add_argument("--rounds", type=int, default=15, help="--baseline: interleaved rounds")
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.worker:
+        return worker(Path(args.worker), args.threads)
     if args.baseline:
-        return compare(args, sys.argv[1:] if argv is None else argv)
+        return compare(args)
 
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
