@@ -1,7 +1,12 @@
-"""Ray Data scaling for `seer batch`: rows per second of the single-process batch against Ray
-with 1 and 2 actors on one local cluster, and what Ray adds per row.
+"""Ray scaling: `seer batch` (Ray Data) and, with `--serve`, `seer serve` (Ray Serve).
 
     python benchmarks/bench_ray.py --n 64 --repeats 2
+    python benchmarks/bench_ray.py --serve --requests 48 --concurrency 8 --repeats 3
+
+Serving (`--serve`, see `serve_main`): requests per second of `seer serve` against
+`seer serve --replicas 1` and `--replicas 2`, and the latency Ray Serve's proxy adds per request.
+
+Batch:
 
 Every method answers the same `--n` unique held-out requests of the built-in text model
 (`seer.data` source ``builtin``, Seer on with the model's defaults, greedy, engine batch
@@ -90,6 +95,11 @@ def _plumbing(ray, examples, max_batch: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    if "--serve" in argv:
+        return serve_main([a for a in argv if a != "--serve"])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=64, help="held-out requests")
     ap.add_argument("--repeats", type=int, default=2)
@@ -150,6 +160,162 @@ def main(argv: list[str] | None = None) -> int:
     record = {"bench": "ray", "n": args.n, "max_batch": args.max_batch, "repeats": args.repeats,
               "model_load_s": load_s, "median": med, "ray_overhead_per_row_s": overhead,
               "runs": runs, "machine": machine}  # fmt: skip
+    print(json.dumps(record))
+    return 0
+
+
+# -- serving: seer serve against seer serve --replicas N ------------------------------------------
+class _Server:
+    """`seer serve --model builtin ARGS` on a free 127.0.0.1 port, one torch thread per process."""
+
+    def __init__(self, name: str, *args: str) -> None:
+        import socket
+        import subprocess
+        import sys
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.name, self.url = name, f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "SEER_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
+        cmd = [sys.executable, "-m", "seer.cli", "serve", "--model", "builtin", "--host",
+               "127.0.0.1", "--port", str(self.port), "--log-level", "warning", *args]  # fmt: skip
+        self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed in stop)
+        self.t0 = time.perf_counter()
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def wait(self, httpx, timeout: float = 600) -> float:
+        """Seconds from the start until /health answers 200."""
+        while time.perf_counter() - self.t0 < timeout:
+            if self.proc.poll() is not None:
+                self.log.seek(0)
+                raise RuntimeError(f"{self.name} exited: {self.log.read()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return time.perf_counter() - self.t0
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"{self.name} did not start in {timeout} s")
+
+    def stop(self) -> int:
+        import signal
+        import subprocess
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+def _load(httpx, url: str, prompts: list[str], concurrency: int) -> dict:
+    """All `prompts` as chat requests from `concurrency` client threads: wall time, answers."""
+    import threading
+
+    answers: dict[int, str] = {}
+    todo = list(enumerate(prompts))
+    lock = threading.Lock()
+    errors: list[str] = []
+
+    def client() -> None:
+        with httpx.Client(timeout=600) as c:
+            while True:
+                with lock:
+                    if not todo:
+                        return
+                    i, p = todo.pop(0)
+                body = {"model": "builtin", "messages": [{"role": "user", "content": p}]}
+                r = c.post(f"{url}/v1/chat/completions", json=body)
+                if r.status_code != 200:
+                    errors.append(f"{r.status_code} {r.text[:200]}")
+                    continue
+                answers[i] = r.json()["choices"][0]["message"]["content"]
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=client) for _ in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seconds = time.perf_counter() - t0
+    assert not errors, errors[:3]
+    return {"seconds": seconds, "rps": len(prompts) / seconds,
+            "answers": [answers[i] for i in range(len(prompts))]}  # fmt: skip
+
+
+def _overhead(httpx, url: str, n: int) -> float:
+    """Median seconds of `n` sequential GET /v1/models (no engine work: the HTTP path only)."""
+    times = []
+    with httpx.Client(timeout=60) as c:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            c.get(f"{url}/v1/models").raise_for_status()
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def serve_main(argv: list[str]) -> int:
+    """`--serve`: `seer serve` against `seer serve --replicas 1` and `--replicas 2`.
+
+    The three servers run at once (each its own process; each Ray one its own local cluster,
+    one CPU and one torch thread per replica, like the plain server's one thread), so the rounds
+    can interleave them. Per round and server: `--requests` held-out built-in chat requests
+    (Seer on, greedy, the model's defaults) from `--concurrency` client threads; requests/s over
+    the wall time; every server's answers must equal the plain server's. Ray's cost per request
+    is the median latency of sequential GET /v1/models (the HTTP path, no engine) minus the plain
+    server's. Medians over `--repeats` rounds, after a warm-up round."""
+    import httpx
+
+    ap = argparse.ArgumentParser(description=serve_main.__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=48)
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--pings", type=int, default=200, help="sequential GETs for the overhead")
+    args = ap.parse_args(argv)
+    prompts = [ex.prompt for ex in load_examples("builtin", n=args.requests)]
+    servers = {"serve": _Server("serve"), "replicas-1": _Server("replicas-1", "--replicas", "1"),
+               "replicas-2": _Server("replicas-2", "--replicas", "2")}  # fmt: skip
+    runs: dict[str, list[dict]] = {name: [] for name in servers}
+    try:
+        ready = {name: s.wait(httpx) for name, s in servers.items()}
+        print("ready after " + ", ".join(f"{n} {t:.0f} s" for n, t in ready.items()), flush=True)
+        for name, s in servers.items():  # warm-up, and the reference answers
+            ref = _load(httpx, s.url, prompts, args.concurrency)["answers"]
+            if name == "serve":
+                reference = ref
+            assert ref == reference, f"{name}: answers differ from seer serve's"
+        for rep in range(args.repeats):
+            for name, s in servers.items():
+                r = _load(httpx, s.url, prompts, args.concurrency)
+                assert r.pop("answers") == reference, f"{name}: answers differ"
+                r["ping_s"] = _overhead(httpx, s.url, args.pings)
+                runs[name].append(r)
+                print(f"round {rep}: {name:10s} {r['seconds']:6.1f} s {r['rps']:6.2f} req/s "
+                      f"ping {r['ping_s'] * 1000:.1f} ms", flush=True)  # fmt: skip
+    finally:
+        codes = {name: s.stop() for name, s in servers.items()}
+    med = {n: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for n, rs in runs.items()}
+    base = med["serve"]
+    print(f"\nseer serve vs Ray Serve replicas: {args.requests} built-in chat requests (Seer on, "
+          f"greedy), {args.concurrency} client threads, median of {args.repeats}")  # fmt: skip
+    print(f"{'server':12s} {'ready s':>7s} {'wall s':>7s} {'req/s':>7s} {'vs serve':>8s} "
+          f"{'GET ms':>7s} {'+Ray ms':>7s}")  # fmt: skip
+    for name, m in med.items():
+        print(f"{name:12s} {ready[name]:7.0f} {m['seconds']:7.1f} {m['rps']:7.2f} "
+              f"{m['rps'] / base['rps']:7.2f}x {m['ping_s'] * 1000:7.1f} "
+              f"{(m['ping_s'] - base['ping_s']) * 1000:7.1f}")  # fmt: skip
+    machine = {"cpus": os.cpu_count(), "python": platform.python_version(),
+               "torch": torch.__version__, "load": os.getloadavg()}  # fmt: skip
+    overhead = {n: m["ping_s"] - base["ping_s"] for n, m in med.items()}
+    record = {"bench": "ray_serve", "requests": args.requests, "concurrency": args.concurrency,
+              "repeats": args.repeats, "ready_s": ready, "median": med, "runs": runs,
+              "ray_overhead_per_request_s": overhead,
+              "exit_codes": codes, "machine": machine}  # fmt: skip
     print(json.dumps(record))
     return 0
 

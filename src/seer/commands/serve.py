@@ -34,34 +34,89 @@ def add_parser(sub) -> None:
     p.add_argument("--drain-timeout", type=options.number(float, 0), default=60.0,
                    help="seconds SIGTERM waits for running requests (default 60)")  # fmt: skip
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    g = p.add_argument_group(
+        "Ray Serve (pip install 'seer[ray]')",
+        "N replicas of this server behind Ray Serve's proxy (--host/--port), each with its own "
+        "model and engine (one GPU each when the cluster has GPUs, else one CPU). /metrics is "
+        "aggregated: any replica answers with the sum over all replicas.",
+    )
+    g.add_argument(
+        "--replicas",
+        type=options.POSITIVE,
+        default=None,
+        metavar="N",
+        help="serve with N Ray Serve replicas (the initial number when autoscaling)",
+    )
+    g.add_argument(
+        "--min-replicas",
+        type=options.POSITIVE,
+        default=None,
+        metavar="N",
+        help="autoscaling: the fewest replicas (default --replicas)",
+    )
+    g.add_argument(
+        "--max-replicas",
+        type=options.POSITIVE,
+        default=None,
+        metavar="N",
+        help="autoscaling: the most replicas (default --replicas)",
+    )
+    g.add_argument(
+        "--ray-address",
+        default=None,
+        help="join this Ray cluster, e.g. auto (default: start a local one)",
+    )
     p.set_defaults(func=main)
+
+
+def _build(args) -> dict:
+    """`seer.serve.build`'s options from the flags (the model names apart)."""
+    return dict(api_key=args.api_key, seer=not args.no_seer, max_batch=args.max_batch,
+                max_queue=args.max_queue, max_tokens_per_step=args.max_tokens_per_step,
+                allow_local_images=args.allow_local_images, max_image_bytes=args.max_image_mb,
+                max_body_bytes=args.max_body_mb)  # fmt: skip
+
+
+def _replicas(args) -> int:
+    import sys
+    from pathlib import Path
+
+    from seer.distributed.serve import serve
+    from seer.models.loader import read_config
+
+    def ready(url: str, n: int, device: str) -> None:
+        print(f"seer: serving {args.model} on {url} with {n} Ray Serve replica(s) on {device}; "
+              "Ctrl-C stops", file=sys.stderr, flush=True)  # fmt: skip
+
+    model = args.model
+    if model not in options.BUILTIN:
+        if not args.ray_address:  # a local cluster: a bad folder is an error here, not in Ray
+            read_config(model)
+        model = str(Path(model).expanduser().resolve())  # the replicas' working folder differs
+    serve(model,
+          replicas=args.replicas, min_replicas=args.min_replicas, max_replicas=args.max_replicas,
+          address=args.ray_address, host=args.host, port=args.port, device=args.device,
+          dtype=args.dtype, model_arg=args.model, served_model_name=args.served_model_name,
+          drain_timeout=args.drain_timeout, ready=ready, **_build(args))  # fmt: skip
+    return 0
 
 
 def main(args) -> int:
     from seer.errors import SeerError
 
     try:
-        from seer.serve import serve
+        from seer.serve import model_names, serve
     except ImportError as e:
         raise SeerError(f"seer serve needs the serve extra ({e.name} is missing): "
                         "pip install 'seer[serve]'") from None  # fmt: skip
+    if args.replicas is None:
+        for flag in ("min_replicas", "max_replicas", "ray_address"):
+            if getattr(args, flag) is not None:
+                raise SeerError(f"--{flag.replace('_', '-')} needs --replicas N")
+    else:
+        return _replicas(args)
     lm = options.load(args)
-    names = [args.served_model_name] if args.served_model_name else []
-    names += [n for n in (lm.name, args.model) if n and n not in names]
-    serve(
-        lm,
-        host=args.host,
-        port=args.port,
-        drain_timeout=args.drain_timeout,
-        log_level=args.log_level,
-        model_names=tuple(names),
-        api_key=args.api_key,
-        seer=not args.no_seer,
-        max_batch=args.max_batch,
-        max_queue=args.max_queue,
-        max_tokens_per_step=args.max_tokens_per_step,
-        allow_local_images=args.allow_local_images,
-        max_image_bytes=args.max_image_mb,
-        max_body_bytes=args.max_body_mb,
-    )
+    serve(lm, host=args.host, port=args.port, drain_timeout=args.drain_timeout,
+          log_level=args.log_level, model_names=model_names(lm, args.model, args.served_model_name),
+          **_build(args))  # fmt: skip
     return 0

@@ -33,6 +33,14 @@ def build(lm, *, model_names=None, api_key=None, seer=True, max_batch=64, max_qu
     return create_app(lm, engine, options)
 
 
+def model_names(lm, model: str | None = None, served: str | None = None) -> tuple[str, ...]:
+    """The names a request's `model` may use: `served` (the one listed) if given, then the
+    model's own name and the `--model` argument."""
+    names = [served] if served else []
+    names += [n for n in (lm.name, model) if n and n not in names]
+    return tuple(names)
+
+
 def serve(lm, host: str = "127.0.0.1", port: int = 8000, drain_timeout: float = 60.0,
           log_level: str = "info", **options) -> None:  # fmt: skip
     """Serve `lm` until SIGTERM (drains) or SIGINT; `options` as in `build`."""
@@ -41,4 +49,4 @@ def serve(lm, host: str = "127.0.0.1", port: int = 8000, drain_timeout: float = 
     run(build(lm, **options), host, port, drain_timeout, log_level)
 
 
-__all__ = ["build", "serve"]
+__all__ = ["build", "model_names", "serve"]

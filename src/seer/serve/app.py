@@ -63,6 +63,9 @@ class Service:
         self.worker = EngineWorker(engine)
         self.live: set[Ticket] = set()  # requests in the engine, not yet answered
         self.draining = False
+        # async bytes -> bytes over this server's /metrics text: None, or (Ray Serve replicas,
+        # seer.distributed.serve) the sum over every replica
+        self.gather = None
         # read from the engine's thread's objects at scrape time: plain ints, a stale value at worst
         self.metrics.watch(lambda: engine_counts(engine)[0] + self.worker.pending,
                            lambda: engine_counts(engine)[1])  # fmt: skip
@@ -108,6 +111,8 @@ def create_app(lm, engine, options: ServeOptions) -> FastAPI:
     @app.get("/metrics")
     async def metrics():
         data = service.metrics.exposition()
+        if service.gather is not None:
+            data = await service.gather(data)
         return Response(data, media_type="text/plain; version=0.0.4; charset=utf-8")
 
     @app.get("/v1/models")

@@ -43,8 +43,11 @@ class DrainingServer(uvicorn.Server):
 
 
 def run(app, host: str, port: int, drain_timeout: float = 60.0, log_level: str = "info") -> None:
+    # loop/http/ws pinned: uvicorn's "auto" would switch to uvloop + httptools (+ websockets)
+    # whenever another extra installs them (ray[serve] does); the server runs the same everywhere
     config = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=drain_timeout
-    )
+        app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=drain_timeout,
+        loop="asyncio", http="h11", ws="none",
+    )  # fmt: skip
     server = DrainingServer(config, app.state.service, drain_timeout)
     server.run()
