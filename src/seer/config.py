@@ -44,15 +44,21 @@ def _is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
+# DAEDAL's options (seer.diffusion.daedal), named after the official `generate` arguments
+DAEDAL_INTS = ("daedal_initial", "daedal_block", "daedal_expand", "daedal_eos_tokens")
+DAEDAL_FLOATS = ("daedal_high", "daedal_low", "daedal_eos", "daedal_expand_eos")
+
 # SamplingParams fields -> their kind (numbers.Integral / numbers.Real / str / bool)
 _KINDS = {
     **dict.fromkeys(("gen_length", "steps", "block_length", "top_k", "seed"), numbers.Integral),
+    **dict.fromkeys(DAEDAL_INTS, numbers.Integral),
     **dict.fromkeys(
         ("temperature", "alg_temp", "top_p", "cfg_scale", "eps", "threshold", "factor"),
         numbers.Real,
     ),
+    **dict.fromkeys(DAEDAL_FLOATS, numbers.Real),
     **dict.fromkeys(("remasking", "cache", "schedule"), str),
-    **dict.fromkeys(("logits_eos_inf", "confidence_eos_eot_inf"), bool),
+    **dict.fromkeys(("logits_eos_inf", "confidence_eos_eot_inf", "daedal"), bool),
 }
 _KINDS_TEXT = {numbers.Integral: "an integer", numbers.Real: "a number", str: "a string",
                bool: "True or False"}  # fmt: skip
@@ -90,6 +96,17 @@ class SamplingParams:
     # confident position is revealed while its confidence is >= 1 - factor / (n + 1))
     early_stop: bool = False  # dInfer: a row ends once a filled block holds [EOS] (the rest of
     # its window becomes [EOS]); needs semi-AR blocks (block_length < gen_length) to save steps
+    daedal: bool = False  # DAEDAL (seer.diffusion.daedal): the window starts at daedal_initial,
+    # grows by end-token confidence, and grows inside during denoising; gen_length is its cap
+    # (the official max_gen_length). Defaults: the official script's (scripts/eval_LLaDA_DAEDAL)
+    daedal_initial: int = 64  # initial_gen_length: the first window
+    daedal_block: int = 32  # block_length: DAEDAL's blocks over the growing window
+    daedal_expand: int = 8  # expansion_factor: masks added per sizing step / per inserted point
+    daedal_high: float = 0.9  # high_conf_threshold: reveal every block mask above it (>= 1)
+    daedal_low: float = 0.1  # low_conf_threshold: a mask below it may become an insertion point
+    daedal_eos: float = 0.5  # eos_confidence_threshold: stop sizing once the end is this sure
+    daedal_expand_eos: float = 0.9  # expand_eos_confidence_threshold: no insertion above it
+    daedal_eos_tokens: int = 32  # eos_check_tokens: end-token positions averaged (from the end)
 
     def __post_init__(self) -> None:
         self._check_types()
@@ -131,6 +148,7 @@ class SamplingParams:
         if self.cfg_scale < 0:
             raise SeerError(f"cfg_scale must be >= 0, got {self.cfg_scale}")
         self._check_parallel()
+        self._check_daedal()
         for name in ("banned_ids", "suffix"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, tuple):
@@ -169,6 +187,39 @@ class SamplingParams:
             raise SeerError(
                 "threshold/factor rank positions by confidence: use a top-k rule "
                 "(not remasking='origin', no alg_temp)"
+            )
+
+    def _check_daedal(self) -> None:
+        """DAEDAL's options in range, and nothing it does not compose with."""
+        for name in DAEDAL_FLOATS:
+            value = getattr(self, name)
+            if not math.isfinite(value) or not 0 <= value <= 1:
+                raise SeerError(f"{name} is a confidence in [0, 1], got {value}")
+        for name in DAEDAL_INTS:
+            if getattr(self, name) < 1:
+                raise SeerError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not self.daedal:
+            return
+        if self.daedal_initial > self.gen_length:
+            raise SeerError(
+                f"daedal_initial {self.daedal_initial} exceeds gen_length {self.gen_length} (the "
+                "longest window DAEDAL may grow to): lower daedal_initial or raise gen_length"
+            )
+        if self.remasking not in (None, "low_confidence"):
+            raise SeerError(
+                "daedal reveals by confidence as LLaDA's sampler does: use "
+                f"remasking='low_confidence', not {self.remasking!r}"
+            )
+        clash = [name for name, on in (
+            ("cache", self.cache != "none"), ("threshold", self.threshold is not None),
+            ("factor", self.factor is not None), ("early_stop", self.early_stop),
+            ("stop", bool(self.stop)), ("suffix", bool(self.suffix)),
+            ("logits_eos_inf", self.logits_eos_inf),
+            ("confidence_eos_eot_inf", self.confidence_eos_eot_inf)) if on]  # fmt: skip
+        if clash:
+            raise SeerError(
+                f"daedal does not combine with {clash[0]} (it inserts masks inside the window "
+                "and has its own reveal and end rules); drop one of them"
             )
 
     @property

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from seer.config import CACHES, RULES, SCHEDULES
+from seer.config import CACHES, DAEDAL_FLOATS, DAEDAL_INTS, RULES, SCHEDULES
 
 IMAGE_HELP = "image file or data:image/...;base64 URI (multimodal models)"
 BUILTIN = ("builtin", "builtin-vqa")  # the models shipped in the package, loadable by name
@@ -88,7 +88,7 @@ def load(args, name=None):
 # -- sampling ---------------------------------------------------------------------------------
 SAMPLING = ("gen_length", "steps", "block_length", "temperature", "remasking", "alg_temp",
             "top_p", "top_k", "cfg_scale", "seed", "schedule", "threshold", "factor",
-            "early_stop", "cache")  # fmt: skip
+            "early_stop", "cache", "daedal", *DAEDAL_INTS, *DAEDAL_FLOATS)  # fmt: skip
 
 
 def add_sampling(p: argparse.ArgumentParser, cache: bool = True) -> None:
@@ -125,6 +125,7 @@ def add_sampling(p: argparse.ArgumentParser, cache: bool = True) -> None:
         default=None,
         help="dInfer: end once a completed block holds [EOS] (needs --block-length < gen-length)",
     )
+    add_daedal(p)
     if cache:
         g.add_argument(
             "--cache",
@@ -135,9 +136,45 @@ def add_sampling(p: argparse.ArgumentParser, cache: bool = True) -> None:
         )
 
 
+# (flag, SamplingParams field, type, the official `generate` argument it is)
+DAEDAL_FLAGS = (
+    ("--daedal-initial", "daedal_initial", POSITIVE, "initial_gen_length: the first window"),
+    ("--daedal-block", "daedal_block", POSITIVE, "block_length: blocks over the growing window"),
+    ("--daedal-expand", "daedal_expand", POSITIVE,
+     "expansion_factor: masks added per sizing step and per insertion point"),
+    ("--daedal-high", "daedal_high", number(float, 0, 1),
+     "high_conf_threshold: reveal every block mask above it (at least one)"),
+    ("--daedal-low", "daedal_low", number(float, 0, 1),
+     "low_conf_threshold: a mask below it may become an insertion point"),
+    ("--daedal-eos", "daedal_eos", number(float, 0, 1),
+     "eos_confidence_threshold: sizing stops once the end confidence reaches it"),
+    ("--daedal-expand-eos", "daedal_expand_eos", number(float, 0, 1),
+     "expand_eos_confidence_threshold: no insertion once the end confidence reaches it"),
+    ("--daedal-eos-tokens", "daedal_eos_tokens", POSITIVE,
+     "eos_check_tokens: end-token positions averaged from the window's end"),
+)  # fmt: skip
+
+
+def add_daedal(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "DAEDAL", "variable-length denoising (Li et al. 2025, arXiv 2508.00819): the window starts "
+        "short, grows while the end is unsure, and grows inside at unsure masks; --gen-length is "
+        "its cap. Defaults: the official script's"
+    )  # fmt: skip
+    g.add_argument("--daedal", action="store_true", default=None,
+                   help="turn DAEDAL on (the --daedal-* options do too)")  # fmt: skip
+    for flag, field, kind, help in DAEDAL_FLAGS:
+        g.add_argument(flag, dest=field, type=kind, default=None, help=help,
+                       metavar="N" if kind is POSITIVE else "X")  # fmt: skip
+
+
 def sampling(args) -> dict:
-    """The sampling options the user gave (others are left to the model's defaults)."""
-    return {k: getattr(args, k) for k in SAMPLING if getattr(args, k, None) is not None}
+    """The sampling options the user gave (others are left to the model's defaults); a
+    --daedal-* option turns DAEDAL on."""
+    out = {k: getattr(args, k) for k in SAMPLING if getattr(args, k, None) is not None}
+    if any(k.startswith("daedal_") for k in out):
+        out["daedal"] = True
+    return out
 
 
 def params(lm, args):

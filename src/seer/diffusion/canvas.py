@@ -89,6 +89,20 @@ def resize(c: Canvas, window: torch.Tensor, tokens: TokenIds) -> Canvas:
     return Canvas(x, am, pp, window.clone(), c.prompt_embeds)
 
 
+def insert_masks(c: Canvas, at: torch.Tensor, n: int, cap: int, tokens: TokenIds) -> Canvas:
+    """`c` with answer position `at[r]` of each row with at[r] >= 0 replaced by `n` [MASK]s
+    (DAEDAL's mask insertion): what follows moves right by n - 1 and the window grows by n - 1,
+    to at most `cap` positions; what moves past `cap` is dropped."""
+    pp = c.prompt_len
+    window = torch.where(at >= 0, (c.window + n - 1).clamp(max=cap), c.window)
+    out = resize(c, window, tokens)
+    for r in torch.nonzero(at >= 0).flatten().tolist():
+        a, w, new = int(at[r]), int(c.window[r]), int(window[r])
+        tail = c.x[r, pp + a + 1 : pp + w]
+        out.x[r, pp + a : pp + new] = torch.cat([tail.new_full((n,), tokens.mask), tail])[: new - a]
+    return out
+
+
 def add_suffix(c: Canvas, suffix: tuple[int, ...]) -> Canvas:
     """`c` with fixed suffix columns after the answer window (attended, never revealed)."""
     b, n = c.rows, len(suffix)

@@ -9,6 +9,9 @@
   step runs and which keys/values it reuses; it follows every change of the canvas layout;
 - stop sequences (`SamplingParams.stop`, see `stop.py`): rows whose answer holds one reveal
   only the masks before it and end once those are filled;
+- a re-planning policy (`LoopState.replan`: DAEDAL, `SamplingParams.daedal`, see `daedal.py`):
+  it takes each step's logits over the whole window in place of the reveal, may grow the
+  window or insert masks inside it, and re-lays each row's remaining blocks (`Plan.replan`);
 - the executor (`Forward`, see `forward.py`): how a step's forward runs (eager, cached, packed,
   CUDA-graphed). A state may carry its own; otherwise the loop's cached forward runs it.
 Banned ids (`SamplingParams.banned_ids`) are a logits transform of the unmasking rule.
@@ -27,6 +30,7 @@ import torch
 from seer.config import SamplingParams, TokenIds
 from seer.diffusion.cache import CachePolicy, make_cache
 from seer.diffusion.canvas import Canvas, add_suffix, end_positions, make_canvas, resize
+from seer.diffusion.daedal import Daedal
 from seer.diffusion.forward import CachedForward, EagerForward, Forward, StepRows
 from seer.diffusion.schedule import COUNTS, Plan, Stage, lay_blocks, reveal_prob
 from seer.diffusion.schedule import steps_per_block as _steps_per_block
@@ -103,6 +107,9 @@ class DenoisingLoop:
             c = add_suffix(c, p.suffix)
         plan = self.plan(c.window, p, cache.lead(self.shift))
         s = LoopState(c, p, plan, policy, generator, t0=t0, cache=cache)
+        if p.daedal:  # a re-planning policy: sizes each row's window, re-plans every step
+            s.replan = Daedal(self)
+            s.replan.start(s, policy)
         if p.stop:
             s.stop = StopWords.new(p.stop, c.rows, c.x.device)
         if policy is not None:
@@ -122,12 +129,15 @@ class DenoisingLoop:
             lo, hi = now.span()  # reveal from this step's positions only, as without a policy
             logits = logits[:, lo:hi]
         else:
-            lo, hi = now.span()
+            lo, hi = now.span() if s.replan is None else (0, s.canvas.width)  # DAEDAL: all
             logits = fwd(s, now, lo, hi, {})
         s.nfe += 1
         s.row_nfe += (~s.finished).long()
-        stop = {} if s.stop is None else {"stop": s.stop}
-        self.decode(s.canvas, logits, lo, now, s.params, s.generator, **stop)
+        if s.replan is not None:  # its own reveal, then it re-plans the rows' blocks
+            s.replan.step(s, logits, now)
+        else:
+            stop = {} if s.stop is None else {"stop": s.stop}
+            self.decode(s.canvas, logits, lo, now, s.params, s.generator, **stop)
         s.plan.step += 1
         s.now = None
         p = s.params

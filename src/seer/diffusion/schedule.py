@@ -118,6 +118,16 @@ class Plan:
         self._flat[row].extend((st, j) for st in more for j in range(st.steps))
         self.stages[row].extend(more)
 
+    def replan(self, row: int, more: list[Stage]) -> None:
+        """Replace a row's steps after the current one by `more` (a re-planning policy, e.g.
+        DAEDAL, called during a step); no stages: the row ends with this step."""
+        flat = self._flat[row]
+        now = flat[self.step][0] if self.step < len(flat) else None
+        del flat[self.step + 1 :]
+        flat.extend([(None, 0)] * (self.step + 1 - len(flat)))  # keep the lockstep index
+        flat.extend((st, j) for st in more for j in range(st.steps))
+        self.stages[row] = ([now] if now is not None else []) + list(more)
+
     def select(self, rows: list[int]) -> Plan:
         """A plan for some of the rows, at the same global step (for splitting a batch)."""
         out = Plan([list(self.stages[r]) for r in rows])

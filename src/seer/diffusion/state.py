@@ -81,6 +81,8 @@ class LoopState:
     forward: object | None = None  # the `Forward` this state runs with (None: the loop's)
     path: str = ""  # the engine's execution path this layout was formed for ("": step 0's)
     now: StepRows | None = None  # the current step's rows (None: read it from the plan)
+    replan: object | None = None  # a policy that takes each step's reveal and re-plans (DAEDAL)
+    phase: torch.Tensor | None = None  # (B,) long: each row's phase under `replan`
 
     def __post_init__(self) -> None:
         b, dev = self.canvas.rows, self.canvas.x.device
@@ -128,4 +130,6 @@ def gather(parts: list[tuple[LoopState, int]], prompt_width: int, width: int,
         t0=first.t0,
         cache=cache,
         stop=stop,
+        replan=first.replan,
+        phase=None if first.phase is None else cat("phase"),
     )

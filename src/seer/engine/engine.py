@@ -168,6 +168,9 @@ class Engine:
             kind = ("fixed", min(req.window, p.gen_length))
         else:
             kind = ("seer", resolve(self.lm, req.seer)) if req.seer else ("none",)
+        if p.daedal and kind[0] != "none":  # checked here too: refused at add, not at step 0
+            raise SeerError("daedal sets the answer length itself: drop Seer / the fixed window "
+                            "(they do not compose: both decide the length)")  # fmt: skip
         if p.suffix and (kind[0] != "none" or p.cache != "none"):
             raise SeerError("a generation suffix needs cache='none' and no window policy (Seer)")
         cfg = (
