@@ -155,3 +155,68 @@ def test_cli_flags(builtin, capsys):
     assert main(["generate", "--model", "builtin", "--daedal-low", "2", "--prompt", "x"]) == 2
     err = capsys.readouterr().err
     assert "--daedal-low" in err and len(err.strip().splitlines()) == 1
+
+
+def test_bench_compare_daedal_configs(builtin):
+    """`bench_compare.py --daedal`: its configs are valid options of the built-in model."""
+    import importlib.util
+    import sys
+
+    path = GOLDEN.parents[3] / "benchmarks" / "bench_compare.py"
+    spec = importlib.util.spec_from_file_location("bench_compare_daedal", path)
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    try:
+        spec.loader.exec_module(bench)
+        configs = bench.build_configs(builtin, 64, [1], True, daedal=True)
+    finally:
+        del sys.modules[spec.name]
+    daedal = [c for c in configs if c.method == "daedal"]
+    assert [c.budget for c in daedal] == ["official", "i16", "i8"]
+    for c in daedal:
+        assert builtin.sampling(gen_length=64, **c.params).daedal and not c.seer
+
+
+def test_engine_rows_arriving_at_other_ticks_equal_their_solo_run(builtin):
+    """Continuous batching: DAEDAL rows at other phases and windows share forwards (gather,
+    routing by window) and each still gets its solo answer and NFE."""
+    from seer.engine import Engine, EngineConfig, Request
+
+    case = next(c for c in CASES if c["name"] == "builtin_inserts_mixed_batch2")
+    p = builtin.sampling(**options(case))
+    want = expected(case, builtin.tokens.eos)
+    eng = Engine(builtin, EngineConfig(max_batch=4))
+    ids = [eng.add(Request(case["prompt_ids"][1], params=p))]
+    got = {}
+    for tick in range(200):
+        if tick in (2, 5):  # arrivals while the first row is sizing / denoising
+            ids.append(eng.add(Request(case["prompt_ids"][0], params=p)))
+        for r in eng.step():
+            got[r.request_id] = r
+        if len(got) == 3:
+            break
+    assert got[ids[0]].token_ids == want[1] and got[ids[0]].nfe == case["solo_nfe"][1]
+    for i in ids[1:]:
+        assert got[i].token_ids == want[0] and got[i].nfe == case["solo_nfe"][0]
+
+
+def test_masks_predicted_everywhere_still_reveal_one_token_per_step():
+    """The official fallback when every candidate's prediction is [MASK]: the best other token
+    (a softmax without [MASK]) is revealed, one per step; [EOS] never predicted: the window
+    grows to the cap (8 -> 12 -> 16, three sizing forwards) and takes no [EOS] tail."""
+    from conftest import TOKENS, tiny
+
+    model = tiny("llada")
+    forward = model.forward
+
+    def masks_first(*a, **kw):
+        out = forward(*a, **kw)
+        out.logits[..., TOKENS.mask] += 100.0
+        return out
+
+    model.forward = masks_first
+    p = SamplingParams(gen_length=16, remasking="low_confidence", daedal=True, daedal_initial=8,
+                       daedal_block=8, daedal_expand=4, daedal_eos_tokens=4)  # fmt: skip
+    res = DenoisingLoop(model, TOKENS).run(make_canvas([[5, 6, 7]], 16, TOKENS, "cpu"), p)
+    assert TOKENS.mask not in res.answer[0].tolist()
+    assert res.nfe == 3 + 16 and res.window.tolist() == [16]

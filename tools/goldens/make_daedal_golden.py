@@ -66,6 +66,9 @@ BUILTIN_TEXTS = (  # held-out style requests of the built-in text model (seer.da
     "copy : orange goat hen cube owl fish blue pig duck",
     "copy : white box duck blue table bird bag",  # the same length as the next: a batch of 2
     "copy : orange goat hen cube owl fish blue",
+    # as long as the first (no padding in a batch): rows that change phase at different steps
+    "copy : white box duck blue table bird bag pink orange orange dog owl fish blue pig duck hen "
+    "red cube",
 )
 
 
@@ -84,6 +87,7 @@ def builtin_cases(ids) -> list[tuple[str, list[list[int]], dict]]:
         ("builtin_inserts_copy", [ids[1]], inserts),
         ("builtin_inserts_cap32_copy", [ids[1]], dict(inserts, max_gen_length=32)),
         ("builtin_inserts_batch2", [ids[2], ids[3]], inserts),
+        ("builtin_inserts_mixed_batch2", [ids[0], ids[4]], inserts),
     ]
 
 

@@ -18,10 +18,9 @@ rule, the same test: a filled block holding [EOS] ends the row). With rows in lo
 row's block ends at the same position, except a shorter last block of a cut row (Seer): rows
 then see up to one block more of scratchpad than `keep`.
 
-Not implemented: DAEDAL (Li et al. 2025, arXiv 2508.00819, Li-Jinsong/DAEDAL): its initial
-length search runs forwards over growing windows before denoising, and its mask insertion
-shifts tokens inside the window during denoising; the loop's window policy sees one step-0
-forward (cut) and the end of the plan (grow), so DAEDAL needs a per-step hook that can re-plan.
+DAEDAL (Li et al. 2025, arXiv 2508.00819) is in `daedal.py`: it grows windows and inserts masks
+mid-run, so it is a re-planning policy of the loop (`LoopState.replan`), set by
+`SamplingParams.daedal`.
 """
 
 from __future__ import annotations

@@ -46,8 +46,16 @@ Where Seer differs from the official code:
   official returns each row's prompt and window).
 - The official `torch.autocast("cuda")` (reduced precision on GPU) is not applied: the model's
   dtype is used. Its "stagnant" batch break cannot fire: every step reveals in every row.
-- It does not compose with a window policy (Seer, a fixed window: both set the length), KV
-  caches, threshold/factor, early stop, stop words or a suffix (`SamplingParams` refuses them).
+- It does not compose with KV caches, threshold/factor, early stop, stop words or a suffix
+  (`SamplingParams` refuses them): it moves tokens inside the window and has its own reveal
+  and end rules.
+
+Seer does not compose with it, and is refused (`Daedal.start`, `Engine.add`): both decide the
+answer length. Seer cuts a full window at step 0 from a probe of that window's forward and grows
+a cut window only when the answer reaches the cut; DAEDAL never runs a full-window step 0 — its
+first forward sees `daedal_initial` masks — and only grows. Running both would need a method
+neither paper defines (e.g. Seer's cut as DAEDAL's initial length, with no sizing); a fixed
+window (`Request.window`) is refused for the same reason.
 """
 
 from __future__ import annotations
@@ -98,7 +106,7 @@ class Daedal:
         prob, pred = logits.softmax(dim=-1), logits.argmax(dim=-1)
         eos_prob = prob[..., self.tokens.eos]
         windows, phase = c.window.tolist(), s.phase.tolist()
-        rows = [r for r in torch.nonzero(now.active).flatten().tolist()]
+        rows = torch.nonzero(now.active).flatten().tolist()
         conf = {r: self.end_confidence(pred[r], eos_prob[r], windows[r], p.daedal_eos_tokens)
                 for r in rows}  # fmt: skip
         denoise = [r for r in rows if phase[r] == DENOISING]
