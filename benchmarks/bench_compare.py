@@ -22,7 +22,13 @@ Every method is a policy of the one denoising loop (`seer.diffusion.loop`), set 
   dpad             (`--dpad`) DPad's suffix dropout (`seer.diffusion.alternatives.SuffixDropout`,
                    a sliding window of 16 suffix positions) with its early termination, blocks of
                    8 (batch 1 only: the engine takes no custom cache policy)
-  (DAEDAL is not implemented: see `seer.diffusion.alternatives`.)
+  daedal           (`--daedal`) DAEDAL (Li-Jinsong/DAEDAL, `seer.diffusion.daedal`): the window
+                   starts short, grows by end-token confidence, and grows inside at unsure
+                   masks, capped at gen_length; `official` = the official script's settings
+                   (initial 64 = the whole 64-token window here: no sizing, no insertion);
+                   `i16` / `i8` = scaled to this window (initial 16 / 8, blocks of 8, end
+                   confidence over 8 positions). Seer does not compose with it (both set the
+                   length)
 
 Requests: `seer.data.load_examples(source, part="eval")` — unique held-out requests, disjoint
 from the calibration side of the split and from the draw the shipped seer.json was tuned on
@@ -85,7 +91,8 @@ class Config:
         return f"{self.method}@{self.budget}"
 
 
-def build_configs(lm, g: int, budgets: list[int], quick: bool, dpad: bool = False) -> list[Config]:
+def build_configs(lm, g: int, budgets: list[int], quick: bool, dpad: bool = False,
+                  daedal: bool = False) -> list[Config]:  # fmt: skip
     enders = tuple((t,) for t in lm.tokens.enders)  # ids from the tokenizer, never literals
     out: list[Config] = []
     for k in budgets:
@@ -127,6 +134,13 @@ def build_configs(lm, g: int, budgets: list[int], quick: bool, dpad: bool = Fals
         out += [
             Config("dual+threshold", "t=0.9", dt, ref=ref1),
             Config("seer+dual+threshold", "t=0.9", dt, seer=True, ref=ref1),
+        ]
+    if daedal:  # its own length and reveal rule: compared with the k = 1 baseline
+        scaled = dict(daedal=True, daedal_block=8, daedal_eos_tokens=8)
+        out += [
+            Config("daedal", "official", dict(daedal=True), ref=ref1),
+            Config("daedal", "i16", dict(scaled, daedal_initial=16), ref=ref1),
+            Config("daedal", "i8", dict(scaled, daedal_initial=8), ref=ref1),
         ]
     return out
 
@@ -494,6 +508,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--no-engine", action="store_true", help="skip the batch-32 engine runs")
     ap.add_argument("--quick", action="store_true", help="baseline, seer, stop, oracle only")
     ap.add_argument("--dpad", action="store_true", help="add DPad (suffix dropout) and seer+DPad")
+    ap.add_argument("--daedal", action="store_true", help="add DAEDAL (variable-length denoising)")
     ap.add_argument("--raw", type=Path, default=None, help="per-request JSON Lines (resumable)")
     ap.add_argument("--plot", type=Path, default=None, help="Pareto PNG")
     ap.add_argument("--threads", type=int, default=1)
@@ -508,7 +523,7 @@ def main(argv=None) -> dict:
     budgets = [int(k) for k in args.budgets.split(",")]
     examples = held_out(source, args.n, args.seed)
     seer_cfg = resolve(lm, True)
-    configs = build_configs(lm, g, budgets, args.quick, args.dpad)
+    configs = build_configs(lm, g, budgets, args.quick, args.dpad, args.daedal)
     settings = {"model": args.model, "source": source, "n": args.n, "seed": args.seed,
                 "repeats": args.repeats, "budgets": budgets, "quick": args.quick,
                 "configs": [c.name for c in configs], "threads": args.threads}  # fmt: skip
