@@ -98,7 +98,8 @@ class SamplingParams:
     # its window becomes [EOS]); needs semi-AR blocks (block_length < gen_length) to save steps
     daedal: bool = False  # DAEDAL (seer.diffusion.daedal): the window starts at daedal_initial,
     # grows by end-token confidence, and grows inside during denoising; gen_length is its cap
-    # (the official max_gen_length). Defaults: the official script's (scripts/eval_LLaDA_DAEDAL)
+    # (the official max_gen_length); steps and block_length do not apply (daedal_block does).
+    # Defaults: the official script's (scripts/eval_LLaDA_DAEDAL.sh)
     daedal_initial: int = 64  # initial_gen_length: the first window
     daedal_block: int = 32  # block_length: DAEDAL's blocks over the growing window
     daedal_expand: int = 8  # expansion_factor: masks added per sizing step / per inserted point

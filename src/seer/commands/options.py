@@ -159,7 +159,7 @@ def add_daedal(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "DAEDAL", "variable-length denoising (Li et al. 2025, arXiv 2508.00819): the window starts "
         "short, grows while the end is unsure, and grows inside at unsure masks; --gen-length is "
-        "its cap. Defaults: the official script's"
+        "its cap; --steps and --block-length do not apply. Defaults: the official script's"
     )  # fmt: skip
     g.add_argument("--daedal", action="store_true", default=None,
                    help="turn DAEDAL on (the --daedal-* options do too)")  # fmt: skip
