@@ -1,7 +1,7 @@
 """Ray scaling: `seer batch` (Ray Data) and, with `--serve`, `seer serve` (Ray Serve).
 
     python benchmarks/bench_ray.py --n 64 --repeats 2
-    python benchmarks/bench_ray.py --serve --requests 48 --concurrency 8 --repeats 3
+    python benchmarks/bench_ray.py --serve --requests 96 --concurrency 8 --repeats 5 [--full-window]
 
 Serving (`--serve`, see `serve_main`): requests per second of `seer serve` against
 `seer serve --replicas 1` and `--replicas 2`, and the latency Ray Serve's proxy adds per request.
@@ -213,7 +213,7 @@ class _Server:
         return self.proc.returncode
 
 
-def _load(httpx, url: str, prompts: list[str], concurrency: int) -> dict:
+def _load(httpx, url: str, prompts: list[str], concurrency: int, seer: bool) -> dict:
     """All `prompts` as chat requests from `concurrency` client threads: wall time, answers."""
     import threading
 
@@ -229,7 +229,8 @@ def _load(httpx, url: str, prompts: list[str], concurrency: int) -> dict:
                     if not todo:
                         return
                     i, p = todo.pop(0)
-                body = {"model": "builtin", "messages": [{"role": "user", "content": p}]}
+                body = {"model": "builtin", "messages": [{"role": "user", "content": p}],
+                        "seer": seer}  # fmt: skip
                 r = c.post(f"{url}/v1/chat/completions", json=body)
                 if r.status_code != 200:
                     errors.append(f"{r.status_code} {r.text[:200]}")
@@ -265,10 +266,11 @@ def serve_main(argv: list[str]) -> int:
     The three servers run at once (each its own process; each Ray one its own local cluster,
     one CPU and one torch thread per replica, like the plain server's one thread), so the rounds
     can interleave them. Per round and server: `--requests` held-out built-in chat requests
-    (Seer on, greedy, the model's defaults) from `--concurrency` client threads; requests/s over
-    the wall time; every server's answers must equal the plain server's. Ray's cost per request
-    is the median latency of sequential GET /v1/models (the HTTP path, no engine) minus the plain
-    server's. Medians over `--repeats` rounds, after a warm-up round."""
+    (Seer on unless `--full-window`, greedy, the model's defaults) from `--concurrency` client
+    threads; requests/s over the wall time; every server's answers must equal the plain
+    server's. Ray's cost per request is the median latency of sequential GET /v1/models (the
+    HTTP path, no engine) minus the plain server's. Medians over `--repeats` rounds, after a
+    warm-up round."""
     import httpx
 
     ap = argparse.ArgumentParser(description=serve_main.__doc__.splitlines()[0])
@@ -276,7 +278,13 @@ def serve_main(argv: list[str]) -> int:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--pings", type=int, default=200, help="sequential GETs for the overhead")
+    ap.add_argument(
+        "--full-window",
+        action="store_true",
+        help='requests send "seer": false (the whole 64-token window: more compute)',
+    )
     args = ap.parse_args(argv)
+    seer = not args.full_window
     prompts = [ex.prompt for ex in load_examples("builtin", n=args.requests)]
     servers = {"serve": _Server("serve"), "replicas-1": _Server("replicas-1", "--replicas", "1"),
                "replicas-2": _Server("replicas-2", "--replicas", "2")}  # fmt: skip
@@ -285,13 +293,13 @@ def serve_main(argv: list[str]) -> int:
         ready = {name: s.wait(httpx) for name, s in servers.items()}
         print("ready after " + ", ".join(f"{n} {t:.0f} s" for n, t in ready.items()), flush=True)
         for name, s in servers.items():  # warm-up, and the reference answers
-            ref = _load(httpx, s.url, prompts, args.concurrency)["answers"]
+            ref = _load(httpx, s.url, prompts, args.concurrency, seer)["answers"]
             if name == "serve":
                 reference = ref
             assert ref == reference, f"{name}: answers differ from seer serve's"
         for rep in range(args.repeats):
             for name, s in servers.items():
-                r = _load(httpx, s.url, prompts, args.concurrency)
+                r = _load(httpx, s.url, prompts, args.concurrency, seer)
                 assert r.pop("answers") == reference, f"{name}: answers differ"
                 r["ping_s"] = _overhead(httpx, s.url, args.pings)
                 runs[name].append(r)
@@ -301,7 +309,8 @@ def serve_main(argv: list[str]) -> int:
         codes = {name: s.stop() for name, s in servers.items()}
     med = {n: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for n, rs in runs.items()}
     base = med["serve"]
-    print(f"\nseer serve vs Ray Serve replicas: {args.requests} built-in chat requests (Seer on, "
+    what = "Seer on" if seer else "full window"
+    print(f"\nseer serve vs Ray Serve replicas: {args.requests} built-in chat requests ({what}, "
           f"greedy), {args.concurrency} client threads, median of {args.repeats}")  # fmt: skip
     print(f"{'server':12s} {'ready s':>7s} {'wall s':>7s} {'req/s':>7s} {'vs serve':>8s} "
           f"{'GET ms':>7s} {'+Ray ms':>7s}")  # fmt: skip
@@ -312,9 +321,9 @@ def serve_main(argv: list[str]) -> int:
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(),
                "torch": torch.__version__, "load": os.getloadavg()}  # fmt: skip
     overhead = {n: m["ping_s"] - base["ping_s"] for n, m in med.items()}
-    record = {"bench": "ray_serve", "requests": args.requests, "concurrency": args.concurrency,
-              "repeats": args.repeats, "ready_s": ready, "median": med, "runs": runs,
-              "ray_overhead_per_request_s": overhead,
+    record = {"bench": "ray_serve", "seer": seer, "requests": args.requests,
+              "concurrency": args.concurrency, "repeats": args.repeats, "ready_s": ready,
+              "median": med, "runs": runs, "ray_overhead_per_request_s": overhead,
               "exit_codes": codes, "machine": machine}  # fmt: skip
     print(json.dumps(record))
     return 0
