@@ -97,7 +97,8 @@ def _replicas(args) -> int:
           replicas=args.replicas, min_replicas=args.min_replicas, max_replicas=args.max_replicas,
           address=args.ray_address, host=args.host, port=args.port, device=args.device,
           dtype=args.dtype, model_arg=args.model, served_model_name=args.served_model_name,
-          drain_timeout=args.drain_timeout, ready=ready, **_build(args))  # fmt: skip
+          drain_timeout=args.drain_timeout, log_level=args.log_level, ready=ready,
+          **_build(args))  # fmt: skip
     return 0
 
 

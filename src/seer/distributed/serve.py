@@ -33,6 +33,7 @@ Serve and its other applications keep running.
 
 from __future__ import annotations
 
+import logging
 import signal
 import socket
 import sys
@@ -101,7 +102,8 @@ def serve(model: str, *, replicas: int = 2, min_replicas: int | None = None,
           max_replicas: int | None = None, address: str | None = None, host: str = "127.0.0.1",
           port: int = 8000, device: str | None = None, dtype: str | None = None,
           model_arg: str | None = None, served_model_name: str | None = None,
-          drain_timeout: float = 60.0, ready=None, **build) -> None:  # fmt: skip
+          drain_timeout: float = 60.0, log_level: str = "info", ready=None,
+          **build) -> None:  # fmt: skip
     """Serve `model` (a folder every node can read, or builtin / builtin-vqa) with Ray Serve
     replicas until SIGINT / SIGTERM. `build`: `seer.serve.build`'s options (max_batch, api_key,
     ...); `ready(url, replicas, device)` is called once the replicas answer."""
@@ -112,7 +114,12 @@ def serve(model: str, *, replicas: int = 2, min_replicas: int | None = None,
     from seer.distributed.metrics import MetricsBoard
     from seer.distributed.replica import SeerReplica
 
+    logs = {"log_level": log_level.upper()}  # Serve's own logs: the driver's, proxy's, replicas'
+    logging.getLogger("ray.serve").setLevel(logs["log_level"])
+
     started = _connect(ray, address, max(hi, 1))
+    stop = _StopSignals()  # after ray.init, which installs its own SIGTERM handler
+    deployed = False
     try:
         gpu = (device or "").startswith("cuda") or (
             device is None and ray.cluster_resources().get("GPU", 0) > 0
@@ -121,38 +128,54 @@ def serve(model: str, *, replicas: int = 2, min_replicas: int | None = None,
         load = {"device": device, **({"dtype": dtype} if dtype else {})}
         opts = deployment_options(replicas, lo, hi, gpu, build.get("max_batch", 64),
                                   build.get("max_queue"), drain_timeout)  # fmt: skip
-        rserve.start(http_options={"host": host, "port": port})
+        rserve.start(http_options={"host": host, "port": port}, logging_config=logs)
         board = ray.remote(num_cpus=0)(MetricsBoard).remote()
-        app = rserve.deployment(SeerReplica, name="SeerReplica", **opts).bind(
+        deployment = rserve.deployment(SeerReplica, name="SeerReplica", logging_config=logs, **opts)
+        app = deployment.bind(
             model, load, build, model_arg, served_model_name, None if gpu else 1, board
         )
+        deployed = True
         try:
             rserve.run(app, name=APP, route_prefix="/", blocking=False)
         except RuntimeError as e:  # the replicas failed to start (each one's log has why)
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise SeerError(f"the Ray Serve replicas did not start: {first}") from None
+        stop.ready()
         if ready is not None:
             ready(f"http://{host}:{port}", replicas, device)
-        _wait_for_signal()
-        rserve.delete(APP)
+        stop.wait()
+        print("seer: stopping the replicas", file=sys.stderr, flush=True)
     finally:
-        if started:
-            rserve.shutdown()
-            ray.shutdown()
+        stop.restore()
+        try:
+            if deployed:  # replicas answer their running requests first (drain_timeout)
+                rserve.delete(APP)
+        finally:
+            if started:
+                rserve.shutdown()
+                ray.shutdown()
 
 
-def _wait_for_signal() -> None:
-    """Block until SIGINT or SIGTERM (in the main thread)."""
-    stop = threading.Event()
+class _StopSignals:
+    """SIGINT / SIGTERM: while starting, interrupt the start (KeyboardInterrupt: the caller
+    cleans up); once the replicas serve, let `wait` return."""
 
-    def handler(sig, frame):
-        stop.set()
+    def __init__(self) -> None:
+        self._event, self._serving = threading.Event(), False
+        self._old = {s: signal.signal(s, self._handle) for s in (signal.SIGINT, signal.SIGTERM)}
 
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        while not stop.wait(0.5):
+    def _handle(self, sig, frame) -> None:
+        if not self._serving:
+            raise KeyboardInterrupt
+        self._event.set()
+
+    def ready(self) -> None:
+        self._serving = True
+
+    def wait(self) -> None:
+        while not self._event.wait(0.5):
             pass
-    finally:
-        for s, h in old.items():
+
+    def restore(self) -> None:
+        for s, h in self._old.items():
             signal.signal(s, h)
-    print("seer: stopping the replicas", file=sys.stderr, flush=True)
