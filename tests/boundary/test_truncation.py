@@ -57,6 +57,7 @@ class EndsAtOnce(torch.nn.Module):
         self.layers = inner.layers
         self.logits_shift = inner.logits_shift  # the model protocol the loop reads
         self.confidence_dtype = inner.confidence_dtype
+        self.compact_topk = inner.compact_topk
 
     def probe_point(self, layer: int, tensor: str):  # ... and the probe reads
         return self.inner.probe_point(layer, tensor)

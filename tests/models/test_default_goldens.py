@@ -12,18 +12,16 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 import seer
 
 GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden"
 CASES = sorted(p.stem for p in (GOLDEN / "defaults").glob("*.json"))
 CONTEXT_FIELDS = ("max_sequence_length", "max_position_embeddings")
-# known, not yet explained: Seer's tokens leave the official ones (from index 2 on); float32 and
-# every other family in bfloat16 match. Strict: the test fails once it passes, to be unmarked.
-KNOWN = {
-    ("lavida_dream", "bfloat16"): "LaViDa-Dream in bfloat16 differs from the official code "
-    "from the 3rd answer token (cause not found yet: image path or sampling in bf16)",
-}
+# (family, dtype) -> reason, for a known difference (strict xfail: the test fails once it passes);
+# none at present
+KNOWN: dict[tuple[str, str], str] = {}
 PARAMS = [
     pytest.param(f, d, marks=pytest.mark.xfail(strict=True, reason=KNOWN[f, d]))
     if (f, d) in KNOWN
@@ -65,3 +63,26 @@ def test_default_call_matches_the_official_readme_call(tmp_path, family, dtype):
     else:
         assert len(want) == window  # the README call's window is the model's default
     assert out.token_ids[: len(want)] == want
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_lavida_dream_first_forward_is_bit_exact(dtype):
+    """The official README call's first forward, recorded inside the official generate: the
+    spliced prompt (SigLIP in its eager attention, projector, pool, merge) and the raw logits of
+    the first answer positions (rotary frequencies rounded as `model.to(bfloat16)` rounds them),
+    bit for bit in both dtypes. A mismatch here is where a token mismatch above comes from."""
+    from safetensors.torch import load_file
+
+    g = json.loads((GOLDEN / "defaults" / "lavida_dream.json").read_text())
+    want = load_file(GOLDEN / "defaults" / "lavida_dream.safetensors")
+    folder = GOLDEN / g["checkpoint"]
+    lm = seer.load(folder, dtype=dtype, tokenizer=True)
+    question = g["call"]["question"].removeprefix("<image>\n")
+    embeds = lm.prompt(question, folder / g["call"]["image"]).embeds
+    assert embeds.dtype == getattr(torch, dtype)
+    assert torch.equal(embeds, want[f"{dtype}.inputs_embeds"])
+    mask = lm.model.get_input_embeddings()(torch.tensor([lm.tokens.mask] * len(g[dtype][0])))
+    with torch.no_grad():
+        logits = lm.model(inputs_embeds=torch.cat([embeds, mask])[None]).logits[0]
+    n = len(want[f"{dtype}.logits_answer"])
+    assert torch.equal(logits[len(embeds) : len(embeds) + n], want[f"{dtype}.logits_answer"])

@@ -83,13 +83,13 @@ def _config(folder: Path) -> dict:
 
 
 def llada(args):
-    import make_goldens as mg
+    import goldens_common as gc
 
     model_dir = args.fast_dllm / "llada" / "model"
-    mods = mg._import_dir_as_package(
+    mods = gc.import_dir_as_package(
         "official_llada", model_dir, ["configuration_llada", "modeling_llada"]
     )
-    gen = mg._import_file("official_llada_generate", args.llada / "generate.py")
+    gen = gc.import_file("official_llada_generate", args.llada / "generate.py")
     folder = GOLDEN / "llada"
     mask = _config(folder)["mask_token_id"]
     prompt = _prompt(7, _config(folder)["eos_token_id"])
@@ -105,11 +105,11 @@ def llada(args):
 
 
 def dream(args):
-    import make_goldens as mg
+    import goldens_common as gc
 
     model_dir = args.fast_dllm / "dream" / "model"
     names = ["configuration_dream", "modeling_dream", "generation_utils"]
-    mods = mg._import_dir_as_package("official_dream", model_dir, names)
+    mods = gc.import_dir_as_package("official_dream", model_dir, names)
     folder = GOLDEN / "dream"
     prompt = _prompt(7, _config(folder)["eos_token_id"])
     call = dict(max_new_tokens=512, output_history=True, return_dict_in_generate=True,
@@ -164,6 +164,8 @@ def _lavida(args, kind: str):
         tok, model, processor = mm.load_official(off, kind, folder, dtype)
         inp = mm.Inputs(off, kind, tok, model, processor, image)
         holder["prompt"] = inp.image_ids
+        if kind == "dream":  # the first forward's inputs and raw logits, for a fast test
+            TENSORS[str(dtype).removeprefix("torch.")] = first_forward(model)
         torch.manual_seed(SEED)
         kw = (
             dict(call, tokenizer=tok, mask_id=mm._mask_id(kind, model)) if kind == "llada" else call
@@ -188,6 +190,31 @@ def _lavida(args, kind: str):
     return folder, Prompt(), {**call, **record}, SEED, run, source
 
 
+TENSORS: dict[str, dict] = {}  # dtype name -> tensors of the official first forward
+N_LOGITS = 64  # answer positions whose step-0 logits are kept
+
+
+def first_forward(model) -> dict:
+    """Record, during the official generate, the spliced prompt embeddings and the first
+    forward's raw LM-head output at the first N_LOGITS answer positions (before any shift)."""
+    out: dict = {}
+    prepare = model.prepare_inputs_labels_for_multimodal
+
+    def spy(*a, **k):
+        res = prepare(*a, **k)
+        out.setdefault("inputs_embeds", res[4][0].detach().clone())
+        return res
+
+    def hook(_module, _args, logits):
+        if "logits_answer" not in out:
+            n = out["inputs_embeds"].shape[0]
+            out["logits_answer"] = logits[0, n : n + N_LOGITS].detach().clone()
+
+    model.prepare_inputs_labels_for_multimodal = spy
+    model.lm_head.register_forward_hook(hook)
+    return out
+
+
 def lavida_llada(args):
     return _lavida(args, "llada")
 
@@ -197,15 +224,15 @@ def lavida_dream(args):
 
 
 def llada_v(args):
+    import importlib
+
     import make_llada_v_goldens as lv
     from PIL import Image
 
     off = lv.import_official(args.llada_v)
+    builder = importlib.import_module("llava.model.builder")
     folder = (GOLDEN / "llada_v").resolve()
     os.chdir(folder)  # the checkpoint names its tower by the relative folder "siglip2-tiny"
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(folder)
     image = Image.open(folder / "test.png").convert("RGB")
     call = dict(
         steps=128, gen_length=128, block_length=128, stopping_criteria=["<|eot_id|>"]
@@ -213,22 +240,45 @@ def llada_v(args):
     holder = {}
 
     def run(dtype):
-        model = off["llava_llada"].LlavaLLaDAModelLM.from_pretrained(
-            folder, attn_implementation="sdpa"
-        )
-        model = model.eval().to(dtype)
-        info, _t, images, sizes, ids = lv.run_official(off, model, tok, image)
+        # generate_demo.py: load_pretrained_model(path, None, "llava_llada",
+        # attn_implementation="sdpa", device_map=...) (its torch_dtype, "float16" by default,
+        # goes to from_pretrained; no model.to(dtype) after), images cast to the model's dtype.
+        # "float32" is no dtype the loader knows: it stops in `pdb.set_trace()` there and then
+        # passes none (float32); the breakpoint is skipped.
+        import pdb
+
+        name = str(dtype).removeprefix("torch.")
+        stop, pdb.set_trace = pdb.set_trace, lambda *a, **k: None
+        try:
+            tok, model, processor, _ = builder.load_pretrained_model(
+                str(folder), None, "llava_llada", attn_implementation="sdpa",
+                device_map="auto", torch_dtype=name,
+            )  # fmt: skip
+        finally:
+            pdb.set_trace = stop
+        assert next(model.parameters()).dtype == dtype
+        model = model.eval()
+        _prompt, ids = lv.prompt_and_ids(off, tok)
         holder["prompt"] = ids
+        tiles = off["mm_utils"].process_images([image], processor, model.config)
+        images = [t.to(dtype=dtype) for t in tiles]
+        prompt_len = int(
+            model.prepare_inputs_labels_for_multimodal(
+                ids, None, None, None, None, images, ["image"], image_sizes=[image.size]
+            )[4].shape[1]
+        )
         lv.CASES = [dict(name="readme", **call)]
-        images = [im.to(dtype) for im in images]
-        (gen,) = lv.run_generations(off, model, tok, ids, images, sizes, info["prompt_embed_len"])
+        (gen,) = lv.run_generations(off, model, tok, ids, images, [image.size], prompt_len)
         return torch.tensor([gen["output_ids"]])
 
     class Prompt:
         def tolist(self):
             return holder["prompt"].tolist()
 
-    source = {"model+sampler": "ML-GSAI/LLaDA-V train/llava (LlavaLLaDAModelLM.generate)"}
+    source = {
+        "loader": "ML-GSAI/LLaDA-V train/llava/model/builder.py load_pretrained_model",
+        "model+sampler": "ML-GSAI/LLaDA-V train/llava (LlavaLLaDAModelLM.generate)",
+    }
     record = {"question": lv.QUESTION, "image": "test.png"}
     return folder, Prompt(), {**call, **record}, None, run, source
 
@@ -253,6 +303,13 @@ def main(argv=None) -> int:
     ap.add_argument("--llada-v", type=Path, help="checkout of ML-GSAI/LLaDA-V")
     ap.add_argument("--out", type=Path, default=GOLDEN / "defaults")
     ap.add_argument("--verify", action="store_true", help="compare with the stored golden")
+    ap.add_argument(
+        "--dtype",
+        choices=sorted(DTYPES),
+        action="append",
+        help="run only this dtype (repeatable); the others are kept from the stored golden, "
+        "so a long run (LLaDA-V) can be done, or resumed, one dtype at a time",
+    )
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
@@ -267,19 +324,40 @@ def main(argv=None) -> int:
         "source": source,
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
     }
+    names = args.dtype or list(DTYPES)
     with torch.no_grad():
-        for name, dtype in DTYPES.items():
-            record[name] = run(dtype).tolist()
+        for name in names:
+            record[name] = run(DTYPES[name]).tolist()
             print(f"{args.family} {name}: {record[name][0][:24]} ...", flush=True)
     record["prompt_ids"] = prompt.tolist()  # (multimodal: known once the official code ran)
     path = args.out / f"{args.family}.json"
     if args.verify:
         stored = json.loads(path.read_text())
-        same = all(stored[k] == record[k] for k in DTYPES)
+        same = all(stored[k] == record[k] for k in names)
         print(f"{path}: {'reproduced' if same else 'DIFFERS'}")
         return 0 if same else 1
+    if set(names) != set(DTYPES):  # keep the other dtypes' answers if they came from this call
+        old = json.loads(path.read_text()) if path.is_file() else {}
+        same = all(old.get(k) == record[k] for k in ("call", "seed", "prompt_ids", "source"))
+        for k in DTYPES:
+            if k not in names and same and k in old:
+                record[k] = old[k]
+        record = {**{k: v for k, v in record.items() if k not in DTYPES}, **{
+            k: record[k] for k in DTYPES if k in record}}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1) + "\n")
+    if TENSORS:
+        from safetensors.torch import save_file
+
+        flat = {f"{d}.{k}": v.contiguous() for d, t in TENSORS.items() for k, v in t.items()}
+        tpath = args.out / f"{args.family}.safetensors"
+        if set(names) != set(DTYPES) and tpath.is_file():  # keep the other dtypes' tensors
+            from safetensors.torch import load_file
+
+            flat = {**{k: v for k, v in load_file(tpath).items() if k.split(".")[0] not in names},
+                    **flat}  # fmt: skip
+        save_file(flat, tpath, metadata={"format": "pt"})
+        print(f"wrote {tpath}")
     print(f"wrote {path}")
     return 0
 

@@ -51,6 +51,7 @@ class DenoisingLoop:
         self.shift = model.logits_shift  # the model protocol (seer.models.base)
         # dtype of the official sampler's confidences (LLaDA-V: float64), else the logits'
         self.confidence_dtype = model.confidence_dtype
+        self.compact_topk = model.compact_topk  # the official top-k's layout (unmask.select)
         self.eager = EagerForward(model, tokens, self.shift)
         self.cached: Forward = CachedForward(self.eager)
 
@@ -178,7 +179,7 @@ class DenoisingLoop:
             x0, _ = propose(logits, p, self.tokens, g, chosen)
         else:  # sampled tokens are drawn at masked positions only, as the official samplers do
             x0, conf = propose(logits, p, self.tokens, g, masked)
-            chosen = select(conf, eligible, k, p, None, g)
+            chosen = select(conf, eligible, k, p, None, g, self.compact_topk)
         c.x[:, pp + lo : pp + lo + n] = torch.where(chosen, x0, win)
 
     # -- windows ------------------------------------------------------------------------------

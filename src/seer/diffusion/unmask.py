@@ -130,11 +130,17 @@ def select(
     p: SamplingParams,
     reveal_prob: torch.Tensor | None,
     generator,
+    compact: bool = False,
 ) -> torch.Tensor:
     """Choose positions to reveal. conf, eligible: (B, W); k: (B,) -> (B, W) bool.
 
     `reveal_prob` (B,) is only used by `origin`, which reveals each eligible position
     independently with that probability instead of a top-k.
+
+    `compact` takes each row's top-k over its eligible confidences alone, in position order,
+    instead of over the window with -inf elsewhere. The two differ only in which of tied
+    confidences (common in bfloat16) wins: `torch.topk` breaks ties by the layout of the vector
+    it is given, so the layout is the official sampler's (`DiffusionModel.compact_topk`).
     """
     if p.remasking == "origin":  # one U(0, 1) per eligible position, in row-major order
         u = torch.ones(eligible.shape, device=eligible.device)
@@ -156,6 +162,13 @@ def select(
             if n:
                 idx = torch.multinomial(weights[r], n, generator=generator)
                 chosen[r, idx] = True
+        return chosen
+    if compact:
+        for r in range(conf.shape[0]):
+            pos = torch.nonzero(eligible[r]).flatten()
+            n = min(int(k[r]), pos.numel())
+            if n:
+                chosen[r, pos[conf[r, pos].topk(n).indices]] = True
         return chosen
     idx = conf.topk(kmax, dim=-1).indices  # (B, kmax), best first
     keep = torch.arange(kmax, device=k.device)[None, :] < k[:, None]

@@ -10,6 +10,7 @@ how it differs:
 |---|---|---|
 | `logits_shift` | loop, probe | 1 when position j-1 predicts token j (Dream), else 0 |
 | `confidence_dtype` | loop | dtype of the unmasking confidences (None: the logits') |
+| `compact_topk` | loop | top-k over the masked confidences alone, not the window (tie order) |
 | `default_rule` | DiffusionLM | unmasking rule of the official sampler |
 | `forward_kwargs` | loop, engine | keyword arguments `forward` accepts besides `input_ids` |
 | `probe_point(layer, tensor)` | probe | module read: input ("down"), output ("gate", "act") |
@@ -51,6 +52,7 @@ class DiffusionModel(Protocol):
     config: object  # the architecture's typed config (its config.json fields)
     logits_shift: int  # 1: the logit for token j is read at position j-1 (Dream); else 0
     confidence_dtype: torch.dtype | None  # unmasking confidences' dtype; None: the logits'
+    compact_topk: bool  # top-k over the masked confidences alone (ties: see unmask.select)
     default_rule: str  # the official sampler's unmasking rule (config.RULES)
     forward_kwargs: frozenset[str]  # keyword arguments `forward` accepts (FORWARD_KWARGS)
     banned_token_names: tuple[str, ...]  # never proposed at masked positions (LLaDA-V)

@@ -69,17 +69,29 @@ class Rotary(nn.Module):
 
     `full_precision=True` rotates q/k in float32 and casts back (LLaDA's `rope_full_precision`);
     otherwise cos/sin are cast to the activation dtype first (Qwen2/Dream).
+
+    `rounded_freqs=True` rounds the inverse frequencies to the activation dtype before use, as an
+    official model does whose whole module is cast after loading (`model.to(torch.bfloat16)`
+    casts Hugging Face's `inv_freq` buffer; `from_pretrained(torch_dtype=...)` leaves it float32).
     """
 
-    def __init__(self, head_dim: int, theta: float, full_precision: bool) -> None:
+    def __init__(
+        self, head_dim: int, theta: float, full_precision: bool, rounded_freqs: bool = False
+    ) -> None:
         super().__init__()
         self.head_dim, self.theta, self.full_precision = head_dim, theta, full_precision
+        self.rounded_freqs = rounded_freqs
 
-    def cos_sin(self, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def cos_sin(
+        self, position_ids: torch.Tensor, dtype: torch.dtype | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         # position_ids: (B, L) -> cos/sin: (B, 1, L, head_dim) in float32. The frequencies are
-        # computed per call (head_dim / 2 values) so no buffer can be cast to a low precision.
+        # computed per call (head_dim / 2 values) so no buffer can be cast to a low precision
+        # (unless `rounded_freqs`, to `dtype`, the activations').
         exps = torch.arange(0, self.head_dim, 2, dtype=torch.float32, device=position_ids.device)
         inv_freq = 1.0 / (self.theta ** (exps / self.head_dim))
+        if self.rounded_freqs and dtype is not None:
+            inv_freq = inv_freq.to(dtype).float()
         freqs = position_ids.float()[..., None] * inv_freq
         emb = torch.cat((freqs, freqs), dim=-1)[:, None]
         return emb.cos(), emb.sin()
@@ -225,6 +237,7 @@ class BidirectionalLM(nn.Module):
     # -- the `seer.models.base.DiffusionModel` protocol, with the LLaDA family's values --------
     logits_shift: int = 0  # Dream predicts token j from position j-1: the loop applies the shift
     confidence_dtype: torch.dtype | None = None  # unmasking confidences in the logits' dtype
+    compact_topk: bool = False  # top-k over the masked confidences alone (LaViDa-Dream)
     default_rule: str = "low_confidence"  # the official sampler's unmasking rule
     forward_kwargs: frozenset[str] = FORWARD_KWARGS
     banned_token_names: tuple[str, ...] = ()
@@ -301,7 +314,7 @@ class BidirectionalLM(nn.Module):
         b, n, _ = h.shape
         if position_ids is None:
             position_ids = default_positions(b, n, h.device)
-        cos_sin = self.rotary.cos_sin(position_ids)
+        cos_sin = self.rotary.cos_sin(position_ids, h.dtype)
         io = None
         if use_cache or past_key_values is not None:
             io = CacheIO(past_key_values, cache_start, replace)
@@ -315,7 +328,7 @@ class BidirectionalLM(nn.Module):
                     if io is not None:
                         raise ValueError("after_layer cannot change the sequence under a KV cache")
                     h, mask, position_ids = changed
-                    cos_sin = self.rotary.cos_sin(position_ids)
+                    cos_sin = self.rotary.cos_sin(position_ids, h.dtype)
         if logits_positions is not None:
             h = h[:, logits_positions]
         h = norm(h)

@@ -79,6 +79,9 @@ class LavidaDream(DreamModel):
     alg_temp 0) with the top_k Dream's `diffusion_generate` inherits from the config."""
 
     resize_to_tokenizer = True  # load_pretrained_model(resize_embeddings=True) by default
+    # LaViDa's Dream `_sample` ranks `confidence` of `logits[mask_index]` (the masked positions
+    # alone, `torch.topk(confidence, n)`); the hub Dream ranks a full-length row with -inf
+    compact_topk = True
 
     @classmethod
     def sampling_defaults(cls, raw: dict, tokenizer) -> dict:
@@ -88,6 +91,10 @@ class LavidaDream(DreamModel):
         super().__init__(cfg)
         vcfg = VisionConfig.from_dict(cfg.extra, pool_stride=LAVIDA_POOL)
         self.vision = attach_vision(self.model, vcfg, cfg.hidden_size)
+        # LaViDa's predict.py loads, then casts the whole model (`model.to(torch.bfloat16)`): the
+        # rotary `inv_freq` buffers are rounded to bfloat16 with it (Dream's own README loads with
+        # `torch_dtype` only, which keeps them float32)
+        self.rotary.rounded_freqs = True
 
 
 class LlavaProcessor:

@@ -128,7 +128,10 @@ class SiglipTower(nn.Module):
         from transformers import SiglipVisionConfig, SiglipVisionModel
 
         fields = {k: v for k, v in cfg.tower.items() if k not in ("model_type", "architectures")}
+        # LLaVA's own `SigLipAttention` (LaViDa, LLaDA-V): matmul, softmax in float32 cast back,
+        # matmul -- transformers' "eager"; SDPA rounds otherwise in bfloat16
         fields.update(num_hidden_layers=cfg.kept_layers, vision_use_head=False)
+        fields.update(attn_implementation="eager")
         model = SiglipVisionModel(SiglipVisionConfig(**fields))
         if hasattr(model, "vision_model"):  # transformers 4.x keeps the inner transformer
             self.vision_tower = model
