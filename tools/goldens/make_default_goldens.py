@@ -24,6 +24,56 @@ has literals):
   `model.mmu_generate(input_ids, max_new_tokens=512, steps=256, block_length=128, mask_id=...)`
   on the framed prompt of the MMaDA golden (image codes + chat text).
 
+* lavida_llada / lavida_dream  jacklishufan/LaViDa predict.py: `load_pretrained_model(...,
+  torch_dtype='bfloat16')`, `model.eval(); model.tie_weights(); model.to(torch.bfloat16)`, then
+  `model.generate(...)` (Dream: its own defaults). For lavida_dream the first forward (spliced
+  prompt embeddings and raw logits of the first 64 answer positions) is also written, per dtype,
+  to `defaults/lavida_dream.safetensors`.
+* llada_v  ML-GSAI/LLaDA-V train/generate_demo.py: `load_pretrained_model(path, None,
+  "llava_llada", attn_implementation="sdpa", device_map=...)` and `model.generate(input_ids,
+  images=..., image_sizes=..., steps=128, gen_length=128, block_length=128, tokenizer=...,
+  stopping_criteria=['<|eot_id|>'])` (the demo runs float16 on a GPU: here float32 and bfloat16
+  through the loader's `torch_dtype`). The official sampler indexes literal LLaDA ids, so it runs
+  in the real id space through `make_llada_v_goldens.py`'s shim. About 11 CPU-minutes per dtype
+  (each of the 128 steps takes a float64 softmax over 2047 positions x 126464 real ids, about
+  5 s; measured with cProfile on a 2-step run): run it in the background, one dtype at a time
+  (`--dtype`); glibc's allocator returns the 2-4 GB buffers to the kernel at every step (page
+  faults: 16 of 29 s were system time), `LD_PRELOAD=libjemalloc.so.2` with
+  `MALLOC_CONF=retain:true,dirty_decay_ms:-1,muzzy_decay_ms:-1` halves the time.
+
+What each official loader does besides reading the weights (checked for every family, because
+such steps change tokens; Seer mirrors each one unless noted):
+
+* LLaDA (`AutoModel.from_pretrained(..., torch_dtype=torch.bfloat16)`): nothing. Its rotary
+  table is a float32 cache computed per call, never cast.
+* Dream (`AutoModel.from_pretrained(..., torch_dtype=torch.bfloat16).to("cuda")`): no resize,
+  no cast after loading: the rotary `inv_freq` buffers stay float32 (checked under transformers
+  4.49). The generation config inherits transformers 4.x's legacy `top_k=50` (mirrored).
+* MMaDA (inference_mmu.py: `MMadaModelLM.from_pretrained(..., torch_dtype=torch.bfloat16)`):
+  no resize; `UniversalPrompting` adds its special tokens to the tokenizer, and image codes are
+  offset by the grown `len(tokenizer)` (mirrored). Confidences in float64 (mirrored).
+* LaViDa (`load_pretrained_model(resize_embeddings=True)`, attention forced to "eager"):
+  `resize_token_embeddings(len(tokenizer))` (mirrored: cut to the tokenizer's rows), then
+  predict.py's `model.tie_weights()` (mirrored by `tie_word_embeddings`) and
+  `model.to(torch.bfloat16)`: that cast also rounds Dream's rotary `inv_freq` buffers to
+  bfloat16 (mirrored since this golden: `Rotary.rounded_freqs` on LaViDa-Dream; LaViDa's LLaDA
+  has no such buffer). The SigLIP tower is LLaVA's own (`SigLipAttention`: matmul, float32
+  softmax cast back, matmul), transformers' "eager" (mirrored since this golden; SDPA rounded
+  differently in bfloat16 and was the first difference). Its Dream `_sample` ranks the masked
+  positions' confidences alone (`torch.topk(confidence, n)`), which decides ties in bfloat16
+  (mirrored: `compact_topk`).
+* LLaDA-V (`load_pretrained_model`, `torch_dtype="float16"` by default, no cast after): the same
+  `resize_token_embeddings(len(tokenizer))` (mirrored; tested against this loader itself on a
+  release-shaped checkpoint: `make_llada_v_goldens.py --resize-out`), the rotary buffers stay in
+  float32 (checked), the tower goes to float16 on the GPU when `device_map != "auto"`; a
+  `torch_dtype` other than float16/bfloat16 stops in `pdb.set_trace()` (skipped here).
+* Not mirrored: both LLaVA loaders add `<im_patch>` to the tokenizer (and resize to it) when the
+  config has no `mm_use_im_patch_token` (default True there), `<im_start>`/`<im_end>` when
+  `mm_use_im_start_end`. LLaVA's train.py writes `mm_use_im_patch_token: false` into the configs
+  it saves, and every golden fixture has it; for a config without the field the official model
+  would get one more, randomly initialised row, which Seer cannot reproduce (it keeps the rows
+  it has; the built-in VQA model, trained by Seer, is such a config).
+
 No official code is in this repository; it is imported at run time from checkouts outside it
 (see the per-family options) with the shims the other scripts in this folder document
 (`make_goldens.py`, `make_mmada_goldens.py`). Environments (venvs outside the repo, each a
@@ -33,7 +83,10 @@ No official code is in this repository; it is imported at run time from checkout
 * llada, dream: /work/venvs/fastdllm, ``pip install transformers==4.49.0 einops
   accelerate==0.34.2`` (Fast-dLLM's pins);
 * mmada: /work/venvs/models-mmada, ``pip install transformers==4.46.0 diffusers==0.32.2
-  torchvision==0.28.0 omegaconf jaxtyping typeguard einops accelerate`` (MMaDA's pins).
+  torchvision==0.28.0 omegaconf jaxtyping typeguard einops accelerate`` (MMaDA's pins);
+* lavida_*: /work/venvs/models-lavida (transformers 4.50.3, see make_mm_goldens.py);
+* llada_v: /work/venvs/models-lladav (transformers 4.40.2, see make_llada_v_goldens.py); the
+  checkout: ``git -C <mirror of ML-GSAI/LLaDA-V> archive HEAD | tar -x -C DIR`` (HEAD 22527697).
 
 Usage (from the repository root)::
 
@@ -43,6 +96,11 @@ Usage (from the repository root)::
         --fast-dllm /src/Fast-dLLM
     /work/venvs/models-mmada/bin/python tools/goldens/make_default_goldens.py --family mmada \
         --mmada /src/MMaDA
+    /work/venvs/models-lavida/bin/python tools/goldens/make_default_goldens.py \
+        --family lavida_dream --lavida /src/LaViDa
+    nohup nice -n 5 env LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
+        /work/venvs/models-lladav/bin/python tools/goldens/make_default_goldens.py \
+        --family llada_v --llada-v /src/LLaDA-V --dtype bfloat16 > llada_v.log &
     ... --verify     # re-run the official code and compare with the stored goldens, no writes
 """
 

@@ -38,6 +38,16 @@ Usage::
         --out tests/fixtures/golden/llada_v            # build (about 7 minutes on 1 CPU thread)
     python tools/goldens/make_llada_v_goldens.py --llada-v /src/LLaDA-V \
         --out tests/fixtures/golden/llada_v --verify   # re-run the official code, compare
+    python tools/goldens/make_llada_v_goldens.py --llada-v /src/LLaDA-V \
+        --out tests/fixtures/golden/llada_v \
+        --resize-out tests/fixtures/golden/llada_v_resize   # the loader's resize (3 minutes)
+
+``--resize-out`` builds a checkpoint shaped like the release (config vocab_size =
+len(tokenizer) + 16; the release has 126464 and 126349): the fixture's weights with 16 extra
+embedding and head rows (large head rows: kept, their ids would win), saved by the official
+class, then loaded with the official ``load_pretrained_model``, which resizes the embeddings and
+the head to len(tokenizer). It records that model's logits on a text prompt + 16 masks and two
+greedy generations (official ``generate``, real id space): tests/models/test_llada_v_resize.py.
 """
 
 from __future__ import annotations
@@ -333,11 +343,11 @@ def build_model(off, out: Path):
 # --------------------------------------------------------------------------------------
 
 
-def real_ids() -> torch.Tensor:
-    m = torch.arange(VOCAB)
+def real_ids(n: int = VOCAB) -> torch.Tensor:
+    m = torch.arange(n)
     for t, r in REAL_SPECIAL.items():
         m[t] = r
-    assert len(set(m.tolist())) == VOCAB
+    assert len(set(m.tolist())) == n
     return m
 
 
@@ -348,7 +358,7 @@ class RealEmbed(torch.nn.Module):
         super().__init__()
         self.tiny = tiny
         back = torch.full((REAL_VOCAB,), -1, dtype=torch.long)
-        back[to_real] = torch.arange(VOCAB)
+        back[to_real] = torch.arange(len(to_real))
         self.register_buffer("back", back, persistent=False)
 
     @property
@@ -622,6 +632,109 @@ def verify(args, off) -> int:
     return 1 if bad else 0
 
 
+# --------------------------------------------------------------------------------------
+# The loader's embedding resize (`--resize-out`)
+# --------------------------------------------------------------------------------------
+
+PAD_ROWS = 16  # the release: vocab_size 126464, len(tokenizer) 126349 (115 rows no token names)
+RESIZE_QUESTION = "What is in the picture? Describe the colors."
+RESIZE_CASES = [
+    dict(name="steps8_gen16_block16_stop", steps=8, gen_length=16, block_length=16,
+         stopping_criteria=["<|eot_id|>"]),
+    dict(name="steps8_gen16_block8_nostop", steps=8, gen_length=16, block_length=8,
+         stopping_criteria=None),
+]  # fmt: skip
+
+
+def official_loader(off, folder: Path, dtype: str = "float32"):
+    """`load_pretrained_model` as generate_demo.py calls it (attn_implementation="sdpa"); its
+    torch_dtype only knows "float16"/"bfloat16", else it stops in `pdb.set_trace()` and then
+    passes none (float32): the breakpoint is skipped."""
+    import importlib
+    import pdb
+
+    builder = importlib.import_module("llava.model.builder")
+    stop, pdb.set_trace = pdb.set_trace, lambda *a, **k: None
+    try:
+        tok, model, processor, _ = builder.load_pretrained_model(
+            str(folder), None, "llava_llada", attn_implementation="sdpa", device_map="auto",
+            torch_dtype=dtype,
+        )  # fmt: skip
+    finally:
+        pdb.set_trace = stop
+    return tok, model.eval(), processor
+
+
+def text_ids(off, tok, question: str) -> torch.Tensor:
+    conv = copy.deepcopy(off["conversation"].conv_templates["llava_llada"])
+    conv.tokenizer = tok
+    conv.append_message(conv.roles[0], question)
+    conv.append_message(conv.roles[1], None)
+    tii = off["mm_utils"].tokenizer_image_token  # as the demo tokenizes (no <image> here)
+    image_index = off["constants"].IMAGE_TOKEN_INDEX
+    return tii(conv.get_prompt(), tok, image_index, return_tensors="pt")[None]
+
+
+def build_resize(args, off) -> None:
+    """A checkpoint shaped like the release: config vocab_size = len(tokenizer) + PAD_ROWS, the
+    LLaDA-V fixture's weights with PAD_ROWS extra embedding and head rows whose logits would win
+    everywhere if they were kept. Loaded with the official `load_pretrained_model`, which resizes
+    the embeddings and the head to len(tokenizer) (`model.resize_token_embeddings`); the logits of
+    a text prompt (+ masks) and generations are recorded from that model."""
+    import shutil
+
+    from safetensors.torch import save_file
+    from transformers import AutoTokenizer
+
+    src, out = Path(args.llada_v_fixture).resolve(), Path(args.resize_out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                 "generation_config.json"):  # fmt: skip
+        shutil.copy(src / name, out / name)
+    shutil.copytree(src / TOWER_DIR, out / TOWER_DIR, dirs_exist_ok=True)
+    os.chdir(src)
+    model = off["llava_llada"].LlavaLLaDAModelLM.from_pretrained(src, attn_implementation="sdpa")
+    tok = AutoTokenizer.from_pretrained(src)
+    n = len(tok)
+    assert model.get_input_embeddings().num_embeddings == n == VOCAB
+    model.resize_token_embeddings(n + PAD_ROWS)
+    torch.manual_seed(SEED + 2)
+    with torch.no_grad():  # rows no token names; their head rows large: they would be argmax
+        d = LM["hidden_size"]
+        model.get_input_embeddings().weight[n:] = WEIGHT_STD * torch.randn(PAD_ROWS, d)
+        model.lm_head.weight[n:] = 4 * WEIGHT_STD * torch.randn(PAD_ROWS, d)
+    assert model.config.vocab_size == n + PAD_ROWS
+    os.chdir(out)
+    model.save_pretrained(out, safe_serialization=True)
+    del model
+
+    tok, model, _ = official_loader(off, out)  # the loader under test
+    rows = model.get_input_embeddings().num_embeddings
+    assert rows == model.lm_head.weight.shape[0] == len(tok) == n, rows
+    ids = text_ids(off, tok, RESIZE_QUESTION)
+    with torch.no_grad():
+        masks = torch.full((1, N_LOGIT_MASKS), MASK_ID)
+        x = model.model.embed_tokens(torch.cat([ids, masks], dim=1))
+        logits = model.lm_head(model.model(inputs_embeds=x)[0]).float()
+    global CASES
+    CASES = RESIZE_CASES
+    gens = run_generations(off, model, tok, ids, None, None, ids.shape[1])
+    save_file({"input_ids": ids.contiguous(), "logits": logits.contiguous()},
+              out / "golden.safetensors", metadata={"format": "pt"})  # fmt: skip
+    meta = dict(
+        source=dict(repo="github.com/ML-GSAI/LLaDA-V", commit=git_rev(Path(args.llada_v))),
+        versions=dict(torch=torch.__version__, transformers=__import__("transformers").__version__),
+        loader="llava.model.builder.load_pretrained_model(folder, None, 'llava_llada', "
+        "attn_implementation='sdpa', device_map='auto') (float32)",
+        config_vocab_size=n + PAD_ROWS, tokenizer_len=n, rows_after_load=rows,
+        weights=f"tests/fixtures/golden/llada_v + {PAD_ROWS} rows (seed {SEED + 2})",
+        n_logit_masks=N_LOGIT_MASKS,
+    )  # fmt: skip
+    golden = dict(meta=meta, question=RESIZE_QUESTION, generations=gens)
+    (out / "golden.json").write_text(json.dumps(golden, indent=1) + "\n")
+    print(json.dumps(golden, indent=1)[:2000])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -632,9 +745,14 @@ def main() -> int:
         "--verify", action="store_true", help="re-run the official code on the saved fixture"
     )
     ap.add_argument("--verify-dtype", choices=["float32", "float64"], default="float32")
+    ap.add_argument("--resize-out", help="build the resize golden here (from --out's fixture)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     off = import_official(Path(args.llada_v).resolve())
+    if args.resize_out:
+        args.llada_v_fixture = args.out
+        build_resize(args, off)
+        return 0
     if args.verify:
         return verify(args, off)
     build(args, off)
