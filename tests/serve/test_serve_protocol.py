@@ -25,6 +25,21 @@ def test_options_map_openai_fields_to_sampling_and_leave_defaults_out():
     assert CompletionRequest(model="m", prompt=[1, 2, 3]).prompt == [1, 2, 3]
 
 
+def test_daedal_and_early_stop_options_as_the_cli_takes_them():
+    body = ChatRequest(model="m", messages=HI, daedal_initial=8, daedal_low=0.2, early_stop=True)
+    assert body.options() == {
+        "daedal": True,
+        "daedal_initial": 8,
+        "daedal_low": 0.2,
+        "early_stop": True,
+    }  # fmt: skip  (a daedal_* option turns it on)
+    assert ChatRequest(model="m", messages=HI, daedal=True).options() == {"daedal": True}
+    with pytest.raises(ValueError, match="daedal false"):
+        ChatRequest(model="m", messages=HI, daedal=False, daedal_initial=8).options()
+    with pytest.raises(ValidationError):
+        ChatRequest(model="m", messages=HI, daedal_high=1.5)
+
+
 @pytest.mark.parametrize(
     "extra",
     [{"stepz": 3}, {"n": 2}, {"logprobs": True}, {"presence_penalty": 0.5}, {"max_tokens": 0},

@@ -130,6 +130,22 @@ def test_seer_off_per_request_and_completions(client, vqa_lm):
     check_same(c.choices[0], c.usage, g, 16)
 
 
+def test_daedal_request_equals_generate_and_turns_the_default_seer_off(client, vqa_lm):
+    q = "describe the picture ."
+    extra = {"daedal": True, "daedal_initial": 8, "daedal_block": 8}
+    r = client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": q}], max_tokens=32, extra_body=extra
+    )
+    g = offline(vqa_lm, q, seer=False, gen_length=32, **extra)
+    check_same(r.choices[0], r.usage, g, 32)
+    assert r.choices[0].seer["detected"] is None
+    with pytest.raises(openai.BadRequestError, match="DAEDAL sets the answer length"):
+        msgs = [{"role": "user", "content": q}]
+        client.chat.completions.create(
+            model=MODEL, messages=msgs, max_tokens=32, extra_body={**extra, "seer": True}
+        )
+
+
 def test_streaming_concatenates_to_the_answer(client, server, vqa_lm):
     s = CHART
     messages = image_message(s["question"], data_uri(s["file"]))

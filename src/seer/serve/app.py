@@ -169,7 +169,7 @@ def _check(request: Request, service: Service, body: SamplingFields) -> None:
 async def _answer(service: Service, request: Request, body, prompt, envelope: Envelope):
     lm, options = service.lm, service.options
     params = convert.params_for(lm, body)
-    seer = convert.seer_for(lm, body, options.seer)
+    seer = convert.seer_for(lm, body, options.seer, params)
     image = None
     if prompt.image is not None:
         try:

@@ -91,11 +91,16 @@ def params_for(lm, body: SamplingFields):
     return p
 
 
-def seer_for(lm, body: SamplingFields, default_on: bool):
-    """None (full window) or a validated `SeerConfig`."""
+def seer_for(lm, body: SamplingFields, default_on: bool, params=None):
+    """None (full window) or a validated `SeerConfig`. A DAEDAL request (`params.daedal`) sets
+    its own length: the server's default leaves Seer off for it, and asking for both is a 400."""
     seer = body.seer
+    daedal = params is not None and params.daedal
     if seer is None:
-        seer = default_on
+        seer = default_on and not daedal
+    if seer is not False and daedal:
+        raise bad_request("DAEDAL sets the answer length itself and Seer cannot run with it: "
+                          'drop "seer" or "daedal"', "seer")  # fmt: skip
     if seer is False:
         return None
     try:

@@ -4,8 +4,8 @@ Unknown fields are refused (400 naming the field), so a mistyped option of ours 
 `steps`) never passes silently. OpenAI fields that we accept but cannot honour differently from
 their neutral value (`n` > 1, `logprobs`, penalties) are refused with a message saying so.
 Our own options (`steps`, `block_length`, `remasking`, `cache`, `schedule`, `top_k`, `alg_temp`,
-`cfg_scale`, `threshold`, `factor`, `seer`) sit beside the OpenAI ones; the OpenAI client sends
-them via `extra_body`.
+`cfg_scale`, `threshold`, `factor`, `early_stop`, `daedal` and its `daedal_*` options, `seer`)
+sit beside the OpenAI ones; the OpenAI client sends them via `extra_body`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from seer.config import DAEDAL_FLOATS, DAEDAL_INTS
 
 
 class _Strict(BaseModel):
@@ -71,7 +73,19 @@ class SamplingFields(_Strict):
     cfg_scale: float | None = Field(None, ge=0)
     threshold: float | None = None  # Fast-dLLM parallel decoding (confidence threshold)
     factor: float | None = None  # Fast-dLLM factor-based parallel decoding
-    seer: bool | dict | None = None  # None: the server's default (on unless --no-seer)
+    early_stop: bool | None = None  # dInfer: end once a filled block holds the end token
+    # DAEDAL (seer.diffusion.daedal): max_tokens is its cap; the server's Seer default is off
+    # for such a request (both set the length)
+    daedal: bool | None = None
+    daedal_initial: int | None = Field(None, ge=1)
+    daedal_block: int | None = Field(None, ge=1)
+    daedal_expand: int | None = Field(None, ge=1)
+    daedal_eos_tokens: int | None = Field(None, ge=1)
+    daedal_high: float | None = Field(None, ge=0, le=1)
+    daedal_low: float | None = Field(None, ge=0, le=1)
+    daedal_eos: float | None = Field(None, ge=0, le=1)
+    daedal_expand_eos: float | None = Field(None, ge=0, le=1)
+    seer: bool | dict | None = None  # None: the server's default (on unless --no-seer/DAEDAL)
 
     @field_validator("n")
     @classmethod
@@ -106,7 +120,12 @@ class SamplingFields(_Strict):
         """The sampling options given (None left out: the model's default applies)."""
         names = ("temperature", "top_p", "seed", "steps", "block_length", "remasking", "cache")
         names += ("schedule", "top_k", "alg_temp", "cfg_scale", "threshold", "factor")
+        names += ("early_stop", "daedal", *DAEDAL_INTS, *DAEDAL_FLOATS)
         out = {k: getattr(self, k) for k in names if getattr(self, k) is not None}
+        if any(k.startswith("daedal_") for k in out):  # as `--daedal-*`: any option turns it on
+            if out.get("daedal") is False:
+                raise ValueError("daedal_* options were given with daedal false: drop one")
+            out["daedal"] = True
         if self.max_tokens is not None:
             out["gen_length"] = self.max_tokens
         return out
