@@ -45,3 +45,20 @@ def test_a_taken_port_is_an_error_before_ray_starts(capsys):
     with socket.create_server(("127.0.0.1", 0)) as s:
         port = str(s.getsockname()[1])
         assert "choose another --port" in _error(capsys, "--replicas", "1", "--port", port)
+
+
+def test_deployment_options_fixed_autoscaled_gpu_and_cpu():
+    from seer.distributed.serve import deployment_options
+
+    fixed = deployment_options(2, 2, 2, gpu=False, max_batch=16, max_queue=None, drain_timeout=30)
+    assert fixed["num_replicas"] == 2 and "autoscaling_config" not in fixed
+    assert fixed["ray_actor_options"] == {"num_cpus": 1}
+    assert fixed["max_ongoing_requests"] == 32  # a batch running and a batch waiting
+    assert fixed["graceful_shutdown_timeout_s"] == 30
+    auto = deployment_options(2, 1, 4, gpu=True, max_batch=16, max_queue=4, drain_timeout=60)
+    assert "num_replicas" not in auto
+    scaling = {"min_replicas": 1, "max_replicas": 4, "initial_replicas": 2,
+               "target_ongoing_requests": 8}  # fmt: skip
+    assert auto["autoscaling_config"] == scaling
+    assert auto["ray_actor_options"] == {"num_gpus": 1}
+    assert auto["max_ongoing_requests"] == 20  # past the engine's queue the engine says 429
