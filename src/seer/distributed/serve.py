@@ -8,7 +8,8 @@ Design
 HTTP proxy (one per node, bound to `host`: 127.0.0.1 by default) routes each request to a
 replica (power of two choices on their ongoing requests). A replica takes up to its engine batch
 plus its queue (`max_ongoing_requests`); past that the proxy holds the request until a replica
-has room, so a full replica never gets more than its engine can queue.
+has room; with `max_queue`, a proxy holding that many already answers 429 (Ray's plain-text
+body), as a single server's full queue does.
 
 Replicas: `replicas` fixed, or between `min_replicas` and `max_replicas` with Ray Serve's
 autoscaler (starting at `replicas`; it adds one when the replicas average more than half an
@@ -86,6 +87,9 @@ def deployment_options(replicas: int, lo: int, hi: int, gpu: bool, max_batch: in
         "graceful_shutdown_timeout_s": drain_timeout,
         "max_constructor_retry_count": 3,  # a replica that cannot load the model: fail soon
     }
+    if max_queue is not None:  # past it, each proxy answers 429 at once (as the engine's queue)
+        opts["max_queued_requests"] = max_queue
+        opts["backpressure_config"] = {"status_code": 429}
     if lo == hi == replicas:
         opts["num_replicas"] = replicas
     else:
