@@ -112,6 +112,8 @@ def build_configs(lm, g: int, budgets: list[int], quick: bool, dpad: bool = Fals
             Config("blocks8", b, b8, ref=ref),
             Config("early-stop", b, dict(b8, early_stop=True), ref=ref),
             Config("seer+early-stop", b, dict(b8, early_stop=True), seer=True, ref=ref),
+            Config("prefix", b, dict(b8, cache="prefix"), ref=ref),
+            Config("seer+prefix", b, dict(b8, cache="prefix"), seer=True, ref=ref),
             Config("dual", b, dict(b8, cache="dual"), ref=ref),
             Config("seer+dual", b, dict(b8, cache="dual"), seer=True, ref=ref),
         ]
@@ -210,83 +212,138 @@ def run_one(lm, q, cfg: Config, g: int, seer_cfg, refs: dict) -> Run:
     return Run(out.text, s.tokens, s.window, s.nfe, s.seconds, hash(tuple(out.token_ids)))
 
 
-def same_run(a: dict | None, b: dict) -> bool:
+def same_run(a: dict | None, b: dict, free: tuple[str, ...] = ("n", "configs")) -> bool:
     """Records of the same run: equal settings but `n` (the pool of n requests is a prefix of the
-    pool of n + 1, so a run can be stopped and summarised, or extended, at any n)."""
+    pool of n + 1, so a run can be stopped and summarised, or extended, at any n) and the list of
+    configs (a config added later is run on its own, beside the anchors: see `batch1`)."""
     if a is None:
         return False
-    return {k: v for k, v in a.items() if k != "n"} == {k: v for k, v in b.items() if k != "n"}
+    return {k: v for k, v in a.items() if k not in free} == {
+        k: v for k, v in b.items() if k not in free
+    }
+
+
+def recorded(raw: Path, settings: dict, n: int, key: str) -> dict:
+    """The raw records of this run, merged per `key` value (a request index, or an engine config):
+    the first record of a config wins, later ones only add configs."""
+    out: dict = {}
+    if not raw.exists():
+        return out
+    for line in raw.read_text().splitlines():
+        rec = json.loads(line)
+        k = rec.get(key)
+        if k is None or not same_run(rec.get("settings"), settings):
+            continue
+        if key == "request" and k >= n:
+            continue
+        if k in out:
+            for name, res in rec["results"].items():
+                out[k]["results"].setdefault(name, res)
+        else:
+            out[k] = rec
+    return out
+
+
+def is_anchor(cfg: Config) -> bool:
+    """The full-window baselines: re-run beside configs added to a finished request, so that the
+    added configs' times can be put on the first pass's scale (the machine's load changes)."""
+    return cfg.method == "baseline"
+
+
+def timed(lm, q, todo, g, seer_cfg, repeats, refs0: dict) -> tuple[dict, dict]:
+    """`todo` interleaved, `repeats` times: first results and median seconds per config."""
+    results: dict[str, Run] = {}
+    secs: dict[str, list[float]] = {c.name: [] for c in todo}
+    for r in range(repeats):
+        refs = dict(refs0)
+        for cfg in todo:
+            run = run_one(lm, q, cfg, g, seer_cfg, refs)
+            refs[cfg.name] = run
+            secs[cfg.name].append(run.seconds)
+            if r == 0:
+                results[cfg.name] = run
+            elif run.ids_hash != results[cfg.name].ids_hash:
+                raise AssertionError(f"{cfg.name}: a repeat gave other tokens (not greedy?)")
+    return results, {k: statistics.median(v) for k, v in secs.items()}
 
 
 def batch1(lm, examples, configs, g, seer_cfg, repeats, raw: Path, settings: dict, progress):
-    """Every request through every config; per-request records appended to `raw`."""
-    done = {}
-    if raw.exists():
-        for line in raw.read_text().splitlines():
-            rec = json.loads(line)
-            i = rec.get("request", len(examples))
-            if same_run(rec.get("settings"), settings) and i < len(examples):
-                assert rec["id"] == examples[i].id, "raw records of other data"
-                done[i] = rec
+    """Every request through every config; per-request records appended to `raw`.
+
+    A request recorded with fewer configs (a method added after the run) gets only the missing
+    configs, run interleaved with the anchors (`is_anchor`); the added configs' times are scaled
+    by (anchors' time in the first pass) / (anchors' time now), and the record keeps both."""
+    done = recorded(raw, settings, len(examples), "request")
     rows = []
     for i, ex in enumerate(examples):
-        if i in done:
-            rows.append(done[i])
-            continue
+        have = done.get(i)
+        if have is not None:
+            assert have["id"] == ex.id, "raw records of other data"
+            missing = [c for c in configs if c.name not in have["results"]]
+            if not missing:
+                rows.append(have)
+                continue
         prompt_s, q = [], None
         for _ in range(repeats):
             t0 = time.perf_counter()
             q = lm.prompt(ex.prompt, ex.image)
             prompt_s.append(time.perf_counter() - t0)
-        results: dict[str, Run] = {}
-        secs: dict[str, list[float]] = {c.name: [] for c in configs}
-        for r in range(repeats):
-            refs: dict[str, Run] = {}
-            for cfg in configs:
-                run = run_one(lm, q, cfg, g, seer_cfg, refs)
-                refs[cfg.name] = run
-                secs[cfg.name].append(run.seconds)
-                if r == 0:
-                    results[cfg.name] = run
-                elif run.ids_hash != results[cfg.name].ids_hash:
-                    raise AssertionError(f"{cfg.name}: a repeat gave other tokens (not greedy?)")
-        rec = {
-            "settings": settings,
-            "request": i,
-            "id": ex.id,
-            "family": ex.family,
-            "answer": ex.answer,
-            "prompt_seconds": statistics.median(prompt_s),
-            "results": {
-                name: dict(asdict(run), seconds=statistics.median(secs[name]))
-                for name, run in results.items()
-            },
-        }
+        if have is None:
+            results, secs = timed(lm, q, configs, g, seer_cfg, repeats, {})
+            rec = {
+                "settings": settings,
+                "request": i,
+                "id": ex.id,
+                "family": ex.family,
+                "answer": ex.answer,
+                "prompt_seconds": statistics.median(prompt_s),
+                "results": {
+                    name: dict(asdict(run), seconds=secs[name]) for name, run in results.items()
+                },
+            }
+            line = rec
+        else:
+            names = {c.name for c in missing}
+            anchors = [c for c in configs if is_anchor(c) and c.name not in names]
+            todo = [c for c in configs if c.name in names or c in anchors]
+            results, secs = timed(lm, q, todo, g, seer_cfg, repeats, {})
+            old = sum(have["results"][c.name]["seconds"] for c in anchors)
+            scale = old / sum(secs[c.name] for c in anchors) if anchors else 1.0
+            added = {
+                name: dict(asdict(results[name]), seconds=secs[name] * scale,
+                           seconds_measured=secs[name], scale=scale)
+                for name in names
+            }  # fmt: skip
+            line = {
+                "settings": settings, "request": i, "id": ex.id, "added": sorted(names),
+                "scale": scale, "results": added,
+                "anchors": {c.name: dict(asdict(results[c.name]), seconds=secs[c.name])
+                            for c in anchors},
+            }  # fmt: skip
+            for c in anchors:  # the anchors must give the same tokens as in the first pass
+                if results[c.name].ids_hash != have["results"][c.name]["ids_hash"]:
+                    raise AssertionError(f"{c.name}: other tokens than the recorded run")
+            rec = have
+            rec["results"].update(added)
         with raw.open("a") as f:
-            f.write(json.dumps(rec) + "\n")
+            f.write(json.dumps(line) + "\n")
         rows.append(rec)
         progress(i + 1, len(examples))
     return rows
 
 
 def batch32(lm, examples, configs, g, seer_cfg, repeats, rows, raw: Path, settings: dict, progress):
-    """Each engine config over all requests at max_batch 32 (wall time, end to end)."""
+    """Each engine config over the requests at max_batch 32 (wall time, end to end).
+
+    Configs added after a finished engine run are timed beside a re-run of the cheapest anchor
+    (the baseline at the largest tokens per step) and scaled like `batch1`'s."""
     from seer.engine import Engine, EngineConfig, Request
 
     fields = getattr(Request, "__dataclass_fields__", {})
-    done = {}
-    if raw.exists():
-        for line in raw.read_text().splitlines():
-            rec = json.loads(line)
-            if rec.get("settings") == settings and "engine" in rec:  # same n too
-                done[rec["engine"]] = rec
-    out = {}
-    for cfg in configs:
-        if not cfg.engine or (cfg.oracle and "window" not in fields):
-            continue
-        if cfg.name in done:
-            out[cfg.name] = done[cfg.name]
-            continue
+    done = recorded(raw, settings, len(examples), "engine")
+    done = {k: v for k, v in done.items() if v["settings"].get("engine_n") == settings["engine_n"]}
+
+    def wall_of(cfg):
         p = lm.sampling(gen_length=g, **cfg.params)  # the model's defaults under the options
         reqs = []
         for i, ex in enumerate(examples):
@@ -306,17 +363,34 @@ def batch32(lm, examples, configs, g, seer_cfg, repeats, rows, raw: Path, settin
             res = eng.generate(reqs)
             walls.append(time.perf_counter() - t0)
             results = results or res
+        return statistics.median(walls), results
+
+    runnable = [c for c in configs if c.engine and not (c.oracle and "window" not in fields)]
+    scale = 1.0
+    if done and any(c.name not in done for c in runnable):
+        anchor = [c for c in runnable if is_anchor(c) and c.name in done]
+        if anchor:
+            a = max(anchor, key=lambda c: int(c.budget.split("=")[1]))
+            scale = done[a.name]["wall_seconds"] / wall_of(a)[0]
+    out = {}
+    for cfg in runnable:
+        if cfg.name in done:
+            out[cfg.name] = done[cfg.name]
+            continue
+        wall, results = wall_of(cfg)
         correct = [r.text == ex.answer for r, ex in zip(results, examples, strict=True)]
         same = [r.text == rows[i]["results"][cfg.name]["text"] for i, r in enumerate(results)]
         rec = {
             "settings": settings,
             "engine": cfg.name,
-            "wall_seconds": statistics.median(walls),
+            "wall_seconds": wall * scale,
             "correct": correct,
             "same_text_as_batch1": sum(same) / len(same),
             "nfe": [r.nfe for r in results],
             "windows": [r.window for r in results],
         }
+        if done:
+            rec.update(wall_measured=wall, scale=scale)
         with raw.open("a") as f:
             f.write(json.dumps(rec) + "\n")
         out[cfg.name] = rec
@@ -327,10 +401,13 @@ def batch32(lm, examples, configs, g, seer_cfg, repeats, rows, raw: Path, settin
 # -- statistics ----------------------------------------------------------------------------------
 
 
-def bootstrap(xs: list[bool], seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap 95 % interval of the mean."""
+def bootstrap(xs: list[bool], seed: int = 0, ys: list[bool] | None = None) -> tuple[float, float]:
+    """Percentile bootstrap 95 % interval of the mean of `xs`, or (with `ys`, paired: the same
+    resampled requests for both) of the difference of the means, mean(xs) - mean(ys)."""
     g = torch.Generator().manual_seed(seed)
     t = torch.tensor(xs, dtype=torch.float64)
+    if ys is not None:
+        t = t - torch.tensor(ys, dtype=torch.float64)
     idx = torch.randint(0, len(xs), (BOOT, len(xs)), generator=g)
     means = t[idx].mean(dim=1).sort().values
     return float(means[int(0.025 * BOOT)]), float(means[int(0.975 * BOOT) - 1])
@@ -343,6 +420,7 @@ def summarise(rows, eng, configs, g) -> dict:
         res = [r["results"][cfg.name] for r in rows]
         ref = [r["results"][cfg.ref] for r in rows]
         correct = [x["text"] == r["answer"] for x, r in zip(res, rows, strict=True)]
+        ref_ok = [x["text"] == r["answer"] for x, r in zip(ref, rows, strict=True)]
         lo, hi = bootstrap(correct)
         loop_s = sum(x["seconds"] for x in res) / n
         e2e_s = loop_s + sum(r["prompt_seconds"] for r in rows) / n
@@ -360,13 +438,20 @@ def summarise(rows, eng, configs, g) -> dict:
             "loop_ms": 1000 * loop_s,
             "e2e_ms": 1000 * e2e_s,
             "ref": cfg.ref,
+            "accuracy_minus_ref": (sum(correct) - sum(ref_ok)) / n,
+            "ci95_minus_ref": list(bootstrap(correct, ys=ref_ok)),
+            "later_pass": sum("scale" in x for x in res),
+            "correct": correct,
         }  # fmt: skip
         if cfg.name in eng:
             e = eng[cfg.name]
-            rec["b32_ms"] = 1000 * e["wall_seconds"] / n
-            rec["b32_accuracy"] = sum(e["correct"]) / n
+            ne = len(e["correct"])
+            rec["b32_n"] = ne
+            rec["b32_ms"] = 1000 * e["wall_seconds"] / ne
+            rec["b32_accuracy"] = sum(e["correct"]) / ne
             rec["b32_same_as_b1"] = e["same_text_as_batch1"]
-            rec["b32_nfe"] = sum(e["nfe"]) / n
+            rec["b32_nfe"] = sum(e["nfe"]) / ne
+            rec["b32_later_pass"] = "scale" in e
         out[cfg.name] = rec
     base = out[f"baseline@k={configs[0].budget.split('=')[1]}"] if configs else {}
     for rec in out.values():
@@ -381,7 +466,10 @@ def summarise(rows, eng, configs, g) -> dict:
         near = min(bases, key=lambda b: (abs(math.log(b["nfe"] / rec["nfe"])), b["nfe"]))
         rec["equal_nfe_baseline"] = f"baseline@{near['budget']}"
         rec["accuracy_minus_equal_nfe_baseline"] = rec["accuracy"] - near["accuracy"]
+        rec["ci95_minus_equal_nfe_baseline"] = list(bootstrap(rec["correct"], ys=near["correct"]))
         rec["loop_speedup_vs_equal_nfe_baseline"] = near["loop_ms"] / rec["loop_ms"]
+    for rec in out.values():
+        del rec["correct"]
     return out
 
 
@@ -506,6 +594,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--engine-repeats", type=int, default=None, help="default: --repeats")
     ap.add_argument("--budgets", default="1,2,4,8", help="tokens per step")
     ap.add_argument("--no-engine", action="store_true", help="skip the batch-32 engine runs")
+    ap.add_argument(
+        "--engine-n",
+        type=int,
+        default=None,
+        help="the engine runs take the first N requests (default: all)",
+    )
+    ap.add_argument("--progress", type=Path, default=None, help="also append progress lines here")
     ap.add_argument("--quick", action="store_true", help="baseline, seer, stop, oracle only")
     ap.add_argument("--dpad", action="store_true", help="add DPad (suffix dropout) and seer+DPad")
     ap.add_argument("--daedal", action="store_true", help="add DAEDAL (variable-length denoising)")
@@ -535,14 +630,19 @@ def main(argv=None) -> dict:
 
     def progress(i, n=None):
         what = f"request {i}/{n}" if n else i
-        print(f"[bench_compare] {args.model}: {what} ({time.time() - t0:.0f} s)", flush=True)
+        line = f"[bench_compare] {args.model}: {what} ({time.time() - t0:.0f} s)"
+        print(line, flush=True)
+        if args.progress:
+            with args.progress.open("a") as f:
+                f.write(f"{time.strftime('%H:%M:%S')} {line}\n")
 
     rows = batch1(lm, examples, configs, g, seer_cfg, args.repeats, raw, settings, progress)
     eng = {}
     if not args.no_engine:
         er = args.engine_repeats or args.repeats
-        eng = batch32(lm, examples, configs, g, seer_cfg, er, rows, raw,
-                      dict(settings, engine_repeats=er), progress)  # fmt: skip
+        en = min(args.engine_n or len(rows), len(rows))
+        eng = batch32(lm, examples[:en], configs, g, seer_cfg, er, rows[:en], raw,
+                      dict(settings, engine_repeats=er, engine_n=en), progress)  # fmt: skip
     results = summarise(rows, eng, configs, g)
     mark_frontier(results)
     record = {

@@ -65,3 +65,39 @@ def test_a_quick_run_and_its_resume(bench, tmp_path):
     again = bench.main(argv)  # resumes: every request is read back, nothing is run or appended
     assert len(raw.read_text().splitlines()) == 3
     assert again["results"]["seer@k=8"]["accuracy"] == res["seer@k=8"]["accuracy"]
+
+
+def test_a_config_added_later_runs_alone_beside_the_anchors(bench, tmp_path, monkeypatch):
+    """Resume per config: a method added after a finished run (DAEDAL, say) is run on the
+    recorded requests beside the full-window baselines only; its times are put on the first
+    pass's scale; its tokens equal a run that had it from the start."""
+    raw = tmp_path / "raw.jsonl"
+    argv = ["--model", "builtin", "--n", "2", "--repeats", "1", "--budgets", "8", "--quick",
+            "--engine-n", "1", "--raw", str(raw)]  # fmt: skip
+    full = bench.build_configs
+    added = "seer+threshold@t=0.9"
+    monkeypatch.setattr(bench, "build_configs",
+                        lambda *a, **k: [c for c in full(*a, **k) if c.name != added])  # fmt: skip
+    first = bench.main(argv)
+    assert added not in first["results"]
+    monkeypatch.setattr(bench, "build_configs", full)
+    again = bench.main(argv)
+    lines = [json.loads(x) for x in raw.read_text().splitlines()]
+    supp = [x for x in lines if "added" in x]
+    assert [x["request"] for x in supp] == [0, 1] and all(x["added"] == [added] for x in supp)
+    assert all(set(x["anchors"]) == {"baseline@k=8"} for x in supp)  # --quick: one baseline
+    for x in supp:
+        r = x["results"][added]
+        assert r["seconds"] == pytest.approx(r["seconds_measured"] * x["scale"])
+    eng = [x for x in lines if x.get("engine") == added]
+    assert len(eng) == 1 and "scale" in eng[0] and len(eng[0]["correct"]) == 1
+    res = again["results"]
+    assert res[added]["later_pass"] == 2 and res[added]["b32_n"] == 1
+    assert res["seer@k=8"]["later_pass"] == 0 and res["seer@k=8"]["loop_ms"] == pytest.approx(
+        first["results"]["seer@k=8"]["loop_ms"]
+    )
+    fresh = bench.main([*argv[:-1], str(tmp_path / "fresh.jsonl"), "--no-engine"])
+    assert fresh["results"][added]["accuracy"] == res[added]["accuracy"]
+    assert fresh["results"][added]["nfe"] == res[added]["nfe"]
+    lo, hi = res[added]["ci95_minus_ref"]
+    assert lo <= res[added]["accuracy_minus_ref"] <= hi
