@@ -531,6 +531,79 @@ def show(record: dict) -> None:
     )
 
 
+def markdown(record: dict) -> str:
+    """The README's tables from the record: the grid (method x tokens per step) and every config
+    against the 64-step baseline, with intervals."""
+    res, g = record["results"], record["gen_length"]
+    ks = sorted({int(r["budget"][2:]) for r in res.values() if r["budget"].startswith("k=")})
+    grid = [k for k in ks if any(r["method"] != "baseline" and r["budget"] == f"k={k}"
+                                 for r in res.values())]  # fmt: skip
+    methods = list(dict.fromkeys(r["method"] for r in res.values() if r["budget"] in
+                                 {f"k={k}" for k in grid}))  # fmt: skip
+    pct = lambda x: f"{100 * x:.1f}"  # noqa: E731
+    out = [
+        f"{record['model']}, n = {record['n']} (batch 32: first {_b32n(res)} requests). Cell: "
+        "accuracy % · mean NFE · loop speedup over the baseline with the same k at batch 1 / "
+        "the same at batch 32 (engine, end to end).",
+        "",
+        "| method | " + " | ".join(f"k={k} ({g // k} steps)" for k in grid) + " |",
+        "|---" * (len(grid) + 1) + "|",
+    ]
+    for m in methods:
+        cells = []
+        for k in grid:
+            r = res.get(f"{m}@k={k}")
+            if r is None:
+                cells.append("")
+                continue
+            b32 = f"{r['b32_speedup_vs_ref']:.1f}×" if "b32_speedup_vs_ref" in r else "—"
+            cells.append(f"{pct(r['accuracy'])} · {r['nfe']:.1f} · "
+                         f"{r['loop_speedup_vs_ref']:.1f}× / {b32}")  # fmt: skip
+        out.append(f"| {m} | " + " | ".join(cells) + " |")
+    base = res[f"baseline@k={ks[0]}"]
+    out += [
+        "",
+        f"Every config against the {g // ks[0]}-step baseline (accuracy {pct(base['accuracy'])} %"
+        f"), sorted by batch-1 loop time. Δ acc: paired bootstrap 95 % interval (points); "
+        "shorter / cuts: answers shorter than the reference's / cut by their window; front: on the "
+        "accuracy-vs-time Pareto front (point estimates) at batch 1 / batch 32.",
+        "",
+        "| config | accuracy % [95 % CI] | Δ acc vs ref [CI] | Δ acc vs equal-NFE baseline [CI] "
+        f"| shorter | cuts | NFE | loop ms | e2e ms | vs {g // ks[0]} steps | b32 ms "
+        f"| vs {g // ks[0]} steps | front |",
+        "|---" * 13 + "|",
+    ]
+    for name, r in sorted(res.items(), key=lambda kv: -kv[1]["loop_ms"]):
+        lo, hi = r["ci95"]
+        dlo, dhi = r["ci95_minus_ref"]
+        elo, ehi = r["ci95_minus_equal_nfe_baseline"]
+        ref = r["ref"].split("@")[1]
+        eq = r["equal_nfe_baseline"].split("@")[1]
+        b32 = f"{r['b32_ms']:.0f}" if "b32_ms" in r else "—"
+        b32x = f"{base['b32_ms'] / r['b32_ms']:.1f}×" if "b32_ms" in r and "b32_ms" in base else "—"
+        front = ("b1" if r["pareto_b1"] else "") + (" b32" if r.get("pareto_b32") else "")
+        later = "¹" if r.get("later_pass") else ""
+        out.append(
+            f"| {name}{later} | {pct(r['accuracy'])} [{pct(lo)}, {pct(hi)}] | "
+            f"{100 * r['accuracy_minus_ref']:+.1f} [{100 * dlo:+.1f}, {100 * dhi:+.1f}] ({ref}) | "
+            f"{100 * r['accuracy_minus_equal_nfe_baseline']:+.1f} [{100 * elo:+.1f}, "
+            f"{100 * ehi:+.1f}] ({eq}) | {r['shorter_than_ref']} | {r['window_cuts']} | "
+            f"{r['nfe']:.1f} | {r['loop_ms']:.0f} | {r['e2e_ms']:.0f} | "
+            f"{base['loop_ms'] / r['loop_ms']:.1f}× | {b32} | {b32x} | {front.strip()} |"
+        )
+    if any(r.get("later_pass") for r in res.values()):
+        out += [
+            "",
+            "¹ added after the first pass: run beside the full-window baselines, its times "
+            "scaled by the baselines' first-pass / later-pass time ratio (per request).",
+        ]
+    return "\n".join(out) + "\n"
+
+
+def _b32n(res: dict) -> int:
+    return max((r.get("b32_n", 0) for r in res.values()), default=0)
+
+
 def plot(record: dict, path: Path) -> None:
     import matplotlib
 
@@ -606,6 +679,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--daedal", action="store_true", help="add DAEDAL (variable-length denoising)")
     ap.add_argument("--raw", type=Path, default=None, help="per-request JSON Lines (resumable)")
     ap.add_argument("--plot", type=Path, default=None, help="Pareto PNG")
+    ap.add_argument("--markdown", type=Path, default=None, help="the README's tables (Markdown)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args(argv)
@@ -662,6 +736,9 @@ def main(argv=None) -> dict:
     if args.plot:
         plot(record, args.plot)
         print(f"[bench_compare] wrote {args.plot}")
+    if args.markdown:
+        args.markdown.write_text(markdown(record))
+        print(f"[bench_compare] wrote {args.markdown}")
     print(json.dumps(record))
     return record
 

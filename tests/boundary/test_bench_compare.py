@@ -60,6 +60,9 @@ def test_a_quick_run_and_its_resume(bench, tmp_path):
     assert res["oracle@k=8"]["window_cuts"] == 0
     assert any(r["pareto_b1"] for r in res.values())
     assert (tmp_path / "p.png").stat().st_size > 10_000
+    md = bench.markdown(rec)  # the README's tables: one grid row per method, one row per config
+    assert all(f"| {m} | " in md for m in ("baseline", "seer", "stop", "oracle"))
+    assert all(f"| {name} | " in md for name in res)
     lines = raw.read_text().splitlines()
     assert len(lines) == 3 and all(json.loads(x)["request"] in (0, 1, 2) for x in lines)
     again = bench.main(argv)  # resumes: every request is read back, nothing is run or appended
