@@ -244,10 +244,14 @@ def recorded(raw: Path, settings: dict, n: int, key: str) -> dict:
     return out
 
 
+ANCHORS: tuple[str, ...] = ()  # config names (--anchors); empty: every full-window baseline
+
+
 def is_anchor(cfg: Config) -> bool:
-    """The full-window baselines: re-run beside configs added to a finished request, so that the
-    added configs' times can be put on the first pass's scale (the machine's load changes)."""
-    return cfg.method == "baseline"
+    """The configs re-run beside configs added to a finished request, so that the added configs'
+    times can be put on the first pass's scale (the machine's load changes): the full-window
+    baselines, or those named by `--anchors` (cheaper: a later pass then costs less)."""
+    return cfg.name in ANCHORS if ANCHORS else cfg.method == "baseline"
 
 
 def timed(lm, q, todo, g, seer_cfg, repeats, refs0: dict) -> tuple[dict, dict]:
@@ -370,7 +374,7 @@ def batch32(lm, examples, configs, g, seer_cfg, repeats, rows, raw: Path, settin
     if done and any(c.name not in done for c in runnable):
         anchor = [c for c in runnable if is_anchor(c) and c.name in done]
         if anchor:
-            a = max(anchor, key=lambda c: int(c.budget.split("=")[1]))
+            a = max(anchor, key=lambda c: float(c.budget.split("=")[1]))
             scale = done[a.name]["wall_seconds"] / wall_of(a)[0]
     out = {}
     for cfg in runnable:
@@ -673,6 +677,12 @@ def main(argv=None) -> dict:
         default=None,
         help="the engine runs take the first N requests (default: all)",
     )
+    ap.add_argument(
+        "--anchors",
+        default="",
+        help="configs re-run beside configs added to a finished run, to scale their times "
+        "(comma-separated names, e.g. baseline@k=8; default: every full-window baseline)",
+    )
     ap.add_argument("--progress", type=Path, default=None, help="also append progress lines here")
     ap.add_argument("--quick", action="store_true", help="baseline, seer, stop, oracle only")
     ap.add_argument("--dpad", action="store_true", help="add DPad (suffix dropout) and seer+DPad")
@@ -684,6 +694,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
+    global ANCHORS
+    ANCHORS = tuple(a for a in args.anchors.split(",") if a)
     t0 = time.time()
     lm = load_model(args.model, args.device)
     multimodal = getattr(lm, "multimodal", False)
@@ -693,6 +705,9 @@ def main(argv=None) -> dict:
     examples = held_out(source, args.n, args.seed)
     seer_cfg = resolve(lm, True)
     configs = build_configs(lm, g, budgets, args.quick, args.dpad, args.daedal)
+    unknown = set(ANCHORS) - {c.name for c in configs}
+    if unknown:
+        ap.error(f"--anchors: no config named {', '.join(sorted(unknown))}")
     settings = {"model": args.model, "source": source, "n": args.n, "seed": args.seed,
                 "repeats": args.repeats, "budgets": budgets, "quick": args.quick,
                 "configs": [c.name for c in configs], "threads": args.threads}  # fmt: skip
