@@ -417,6 +417,17 @@ def bootstrap(xs: list[bool], seed: int = 0, ys: list[bool] | None = None) -> tu
     return float(means[int(0.025 * BOOT)]), float(means[int(0.975 * BOOT) - 1])
 
 
+def bootstrap_ratio(num: list[float], den: list[float], seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap 95 % interval of sum(num) / sum(den), the requests resampled paired
+    (a speedup: the reference's time over the method's, on the same requests)."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.tensor(num, dtype=torch.float64)
+    b = torch.tensor(den, dtype=torch.float64)
+    idx = torch.randint(0, len(num), (BOOT, len(num)), generator=g)
+    r = (a[idx].sum(dim=1) / b[idx].sum(dim=1)).sort().values
+    return float(r[int(0.025 * BOOT)]), float(r[int(0.975 * BOOT) - 1])
+
+
 def summarise(rows, eng, configs, g) -> dict:
     out = {}
     n = len(rows)
@@ -445,6 +456,9 @@ def summarise(rows, eng, configs, g) -> dict:
             "accuracy_minus_ref": (sum(correct) - sum(ref_ok)) / n,
             "ci95_minus_ref": list(bootstrap(correct, ys=ref_ok)),
             "later_pass": sum("scale" in x for x in res),
+            "loop_speedup_vs_ref_ci95": list(
+                bootstrap_ratio([y["seconds"] for y in ref], [x["seconds"] for x in res])
+            ),
             "correct": correct,
         }  # fmt: skip
         if cfg.name in eng:
@@ -573,14 +587,15 @@ def markdown(record: dict) -> str:
         "accuracy-vs-time Pareto front (point estimates) at batch 1 / batch 32.",
         "",
         "| config | accuracy % [95 % CI] | Δ acc vs ref [CI] | Δ acc vs equal-NFE baseline [CI] "
-        f"| shorter | cuts | NFE | loop ms | e2e ms | vs {g // ks[0]} steps | b32 ms "
-        f"| vs {g // ks[0]} steps | front |",
-        "|---" * 13 + "|",
+        f"| shorter | cuts | NFE | loop ms | e2e ms | loop × ref [CI] | vs {g // ks[0]} steps "
+        f"| b32 ms | vs {g // ks[0]} steps | front |",
+        "|---" * 14 + "|",
     ]
     for name, r in sorted(res.items(), key=lambda kv: -kv[1]["loop_ms"]):
         lo, hi = r["ci95"]
         dlo, dhi = r["ci95_minus_ref"]
         elo, ehi = r["ci95_minus_equal_nfe_baseline"]
+        slo, shi = r["loop_speedup_vs_ref_ci95"]
         ref = r["ref"].split("@")[1]
         eq = r["equal_nfe_baseline"].split("@")[1]
         b32 = f"{r['b32_ms']:.0f}" if "b32_ms" in r else "—"
@@ -593,6 +608,7 @@ def markdown(record: dict) -> str:
             f"{100 * r['accuracy_minus_equal_nfe_baseline']:+.1f} [{100 * elo:+.1f}, "
             f"{100 * ehi:+.1f}] ({eq}) | {r['shorter_than_ref']} | {r['window_cuts']} | "
             f"{r['nfe']:.1f} | {r['loop_ms']:.0f} | {r['e2e_ms']:.0f} | "
+            f"{r['loop_speedup_vs_ref']:.2f}× [{slo:.2f}, {shi:.2f}] | "
             f"{base['loop_ms'] / r['loop_ms']:.1f}× | {b32} | {b32x} | {front.strip()} |"
         )
     if any(r.get("later_pass") for r in res.values()):
