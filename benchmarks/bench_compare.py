@@ -703,6 +703,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--quick", action="store_true", help="baseline, seer, stop, oracle only")
     ap.add_argument("--dpad", action="store_true", help="add DPad (suffix dropout) and seer+DPad")
     ap.add_argument("--daedal", action="store_true", help="add DAEDAL (variable-length denoising)")
+    ap.add_argument("--skip", default="", help="methods to leave out (comma-separated)")
     ap.add_argument("--raw", type=Path, default=None, help="per-request JSON Lines (resumable)")
     ap.add_argument("--plot", type=Path, default=None, help="Pareto PNG")
     ap.add_argument("--markdown", type=Path, default=None, help="the README's tables (Markdown)")
@@ -721,6 +722,10 @@ def main(argv=None) -> dict:
     examples = held_out(source, args.n, args.seed)
     seer_cfg = resolve(lm, True)
     configs = build_configs(lm, g, budgets, args.quick, args.dpad, args.daedal)
+    skip = {m for m in args.skip.split(",") if m}
+    if skip - {c.method for c in configs}:
+        ap.error(f"--skip: no method named {', '.join(sorted(skip - {c.method for c in configs}))}")
+    configs = [c for c in configs if c.method not in skip]
     unknown = set(ANCHORS) - {c.name for c in configs}
     if unknown:
         ap.error(f"--anchors: no config named {', '.join(sorted(unknown))}")
