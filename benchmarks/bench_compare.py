@@ -12,6 +12,7 @@ Every method is a policy of the one denoising loop (`seer.diffusion.loop`), set 
   blocks8          baseline with semi-AR blocks of 8 (the reference of the block methods)
   early-stop       dInfer's early stop (inclusionAI/dInfer `BlockWiseDiffusionLLM`): blocks of 8,
                    a row ends once a filled block holds [EOS]
+  prefix           Fast-dLLM's prefix KV cache (`generate_with_prefix_cache`), blocks of 8
   dual             Fast-dLLM's dual KV cache (NVlabs/Fast-dLLM `generate_with_dual_cache`),
                    blocks of 8
   threshold        Fast-dLLM parallel decoding (`get_transfer_index` with `threshold`), one block
@@ -36,21 +37,31 @@ from the calibration side of the split and from the draw the shipped seer.json w
 
 Batch 1: each request is encoded once (timed: tokenizer, and for images the vision tower and
 splicing), then every method runs on it, `--repeats` times, interleaved (method order within a
-repeat is fixed; the machine is shared and noisy, so the median per call is kept). Reported per
-method: exact-match accuracy with a bootstrap 95 % interval (2000 resamples of the requests),
-answers shorter than the reference's (the baseline with the same k, or k = 1 for the
-confidence-driven methods), window cuts (the final window is shorter than gen_length and holds
-no end token: an answer cut by its window), mean NFE, loop time (the denoising loop) and
-end-to-end time (prompt encoding + loop), per request. Batch 32: the same requests through the
-engine (`seer.engine.Engine`, max_batch 32), wall time per request (end to end: the engine
-encodes the prompts), median over repeats.
+repeat is fixed; the machine is shared and noisy, so the median per call is kept; with
+`--repeats 1` each time is one call, and the mean over the requests does the smoothing).
+Reported per method: exact-match accuracy with a bootstrap 95 % interval (2000 resamples of the
+requests), the accuracy difference to the reference and to the full-window baseline of nearest
+NFE with paired bootstrap intervals (the same resampled requests for both), answers shorter than
+the reference's (the baseline with the same k, or k = 1 for the confidence-driven methods),
+window cuts (the final window is shorter than gen_length and holds no end token: an answer cut
+by its window), mean NFE, loop time (the denoising loop) and end-to-end time (prompt encoding +
+loop) per request, the loop speedup over the reference with a paired bootstrap interval. Batch
+32: the first `--engine-n` requests through the engine (`seer.engine.Engine`, max_batch 32),
+wall time per request (end to end: the engine encodes the prompts), median over
+`--engine-repeats`.
 
 Raw per-request results go to `--raw` (JSON Lines, one line per request, then one per engine
-method); a run with the same settings resumes from it. Outputs: a table, a Pareto plot of
-accuracy against time (`--plot`), and a last-line JSON record.
+method); a run with the same settings resumes from it, at any `--n` (the pool of n requests is
+a prefix of the pool of n + 1). Resume is per config: a method added after a finished run
+(`--daedal`, say) is run on the recorded requests beside the anchors (`--anchors`, default the
+full-window baselines), and its times are multiplied by the anchors' first-pass / later-pass
+time ratio (per request; the record keeps both times). Outputs: a table, a Pareto plot of
+accuracy against time (`--plot`), the README's tables (`--markdown`) and a last-line JSON
+record.
 
-    python benchmarks/bench_compare.py --model builtin --n 48 --repeats 3
-    python benchmarks/bench_compare.py --model builtin-vqa --n 32 --repeats 3
+    python benchmarks/bench_compare.py --model builtin --n 100 --repeats 1 --dpad --daedal \
+        --skip blocks8,prefix,seer+prefix --engine-n 32 --engine-repeats 1   # the README's run
+    python benchmarks/bench_compare.py --model builtin-vqa --n 32 --repeats 3 --dpad --daedal
     python benchmarks/bench_compare.py --model builtin --n 4 --repeats 1 --budgets 4 --quick
 """
 
