@@ -630,8 +630,8 @@ def markdown(record: dict) -> str:
     if any(r.get("later_pass") for r in res.values()):
         out += [
             "",
-            "¹ added after the first pass: run beside the full-window baselines, its times "
-            "scaled by the baselines' first-pass / later-pass time ratio (per request).",
+            "¹ added after the first pass: run in a later pass beside the anchors (`--anchors`), "
+            "its times scaled by the anchors' first-pass / later-pass time ratio (per request).",
         ]
     return "\n".join(out) + "\n"
 
@@ -680,14 +680,13 @@ def plot(record: dict, path: Path) -> None:
         ax.set_xlabel(title)
         ax.set_ylabel("exact-match accuracy % (bootstrap 95 % CI)")
         ax.grid(alpha=0.3)
-    (axes[1] if axes[1].get_legend_handles_labels()[0] else axes[0]).legend(
-        fontsize=7, loc="lower right", ncol=2
-    )
+    handles, labels = axes[0].get_legend_handles_labels()  # batch 1 has every method
+    fig.legend(handles, labels, loc="lower center", ncol=9, fontsize=7)
     fig.suptitle(
         f"{record['model']}: accuracy vs time, {record['n']} held-out requests, "
         f"gen_length {record['gen_length']} (k = tokens per step, t = threshold)"
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
