@@ -31,9 +31,10 @@ cp "$run"/export/special_tokens_map.json "$dst"/
 seer calibrate --n 300 --out docs/calibration --write
 # 5. measure and show:
 python benchmarks/bench_seer.py --n 300 | tee docs/bench_seer.txt
-python benchmarks/bench_compare.py --model builtin --n 25 --repeats 3 --engine-repeats 1 \
+python benchmarks/bench_compare.py --model builtin --n 200 --repeats 1 --dpad --daedal \
+  --skip blocks8,prefix,seer+prefix --engine-n 32 --engine-repeats 1 --anchors baseline@k=1 \
   --raw docs/compare/raw_builtin.jsonl --plot docs/figures/compare_builtin.png \
-  | tee docs/compare/bench_compare_builtin.txt
+  --markdown docs/compare/bench_compare_builtin.md | tee docs/compare/bench_compare_builtin.txt
 seer demo --text --out docs/figures/seer-demo.png | tee docs/demo.txt
 seer profile --prompt "describe : red ball , blue cube , green shoe , pink hat" \
   --out docs/figures/profile-describe.png
