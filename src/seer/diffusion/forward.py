@@ -45,9 +45,12 @@ class StepRows:
     j: torch.Tensor  # (B,) long: the step's index inside the block
     steps: torch.Tensor  # (B,) long: the block's steps
     active: torch.Tensor  # (B,) bool: the row takes this step (False: finished or idle)
+    bounds: tuple[int, int, int] | None = None  # `span()` and the active rows, read on the host
 
     def span(self) -> tuple[int, int]:
         """The answer positions touched by the step of any active row."""
+        if self.bounds is not None:
+            return self.bounds[:2]
         if not bool(self.active.any()):
             return 0, 1
         return int(self.start[self.active].min()), int(self.end[self.active].max())
@@ -72,6 +75,16 @@ class EagerForward:
 
     def __init__(self, model: torch.nn.Module, tokens: TokenIds, shift: int) -> None:
         self.model, self.tokens, self.shift = model, tokens, shift
+        self._layout: tuple | None = None  # (attention_mask, positions, mask or None)
+
+    def positions(self, am: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Positions (cumsum(mask) - 1) and the attention mask to pass (None: attend to all) of
+        a canvas's `attention_mask` (B, S); kept while the canvas keeps that mask (a canvas's
+        mask is never written in place: a new layout is a new tensor)."""
+        if self._layout is None or self._layout[0] is not am:
+            pos = (am.cumsum(-1) - 1).clamp(min=0)
+            self._layout = (am, pos, None if bool(am.all()) else am)
+        return self._layout[1], self._layout[2]
 
     def __call__(self, s, rows, lo: int, hi: int, hooks: dict) -> torch.Tensor:
         s.forwarded += s.canvas.rows * s.canvas.x.shape[1]
@@ -83,9 +96,8 @@ class EagerForward:
     def call(self, c: Canvas, p: SamplingParams, lo: int, hi: int, span: Span | None,
              kv: KVCache | None, kw: dict) -> tuple[torch.Tensor, KVCache | None]:  # fmt: skip
         """Logits (B, hi - lo, V) for answer positions [lo, hi), and the model's cache."""
-        x, am, pp = c.x, c.attention_mask, c.prompt_len
-        pos = (am.cumsum(-1) - 1).clamp(min=0)
-        mask = None if bool(am.all()) else am
+        x, pp = c.x, c.prompt_len
+        pos, mask = self.positions(c.attention_mask)
         replace = None if span is None else span.replace
         if p.cfg_scale > 0:  # the unconditional half: the prompt masked out
             un = x.clone()

@@ -153,7 +153,10 @@ class DenoisingLoop:
             for r in torch.nonzero(done).flatten().tolist():
                 s.plan.finish(r)
             s.finished |= done
-        ended = ~s.rows_now().active & ~s.finished
+        nxt = s.rows_now()
+        if nxt.bounds is not None and nxt.bounds[2] == s.canvas.rows:
+            return  # every row has a step left: none ended
+        ended = ~nxt.active & ~s.finished
         if s.policy is not None and bool(ended.any()):
             self._guard(s, ended)
             ended &= ~s.rows_now().active

@@ -155,6 +155,17 @@ class Plan:
         t = torch.tensor(rows, dtype=torch.long, device=device)
         return t[:, 0], t[:, 1], t[:, 2], t[:, 3], t[:, 4].bool()
 
+    def bounds(self) -> tuple[int, int, int]:
+        """(first start, last end, rows) over the rows active at the current global step, read
+        on the host (no device work): what `StepRows.span` needs every step."""
+        lo, hi, n = 0, 1, 0
+        for flat in self._flat:
+            if self.step < len(flat) and flat[self.step][0] is not None:
+                st = flat[self.step][0]
+                lo, hi = (st.start, st.end) if n == 0 else (min(lo, st.start), max(hi, st.end))
+                n += 1
+        return lo, hi, n
+
 
 def linear_count(
     j: torch.Tensor, n: torch.Tensor, remaining: torch.Tensor, size: torch.Tensor, eps: float

@@ -96,7 +96,7 @@ class LoopState:
     def rows_now(self) -> StepRows:
         """The current step's `StepRows` (cached until the plan changes)."""
         if self.now is None:
-            self.now = StepRows(*self.plan.current(self.canvas.x.device))
+            self.now = StepRows(*self.plan.current(self.canvas.x.device), self.plan.bounds())
         return self.now
 
 

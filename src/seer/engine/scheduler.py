@@ -89,6 +89,7 @@ class Scheduler:
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
         self._buckets: dict[int, tuple[int, ...]] = {}  # gen_length -> buckets
+        self._plans: dict[tuple, list[BatchPlan]] = {}  # `plan`'s answers (the same each tick)
 
     def schedule(
         self, waiting: list[Sequence], running: list[Sequence], tick: int, masks: dict
@@ -130,7 +131,17 @@ class Scheduler:
         self, windows: list[int], prompt_lens: list[int], gen_length: int, no_pack: bool = False
     ) -> list[BatchPlan]:
         """One plan per group; every row appears in exactly one plan. `no_pack`: never route to
-        varlen (classifier-free guidance doubles the batch; a KV cache needs row layouts)."""
+        varlen (classifier-free guidance doubles the batch; a KV cache needs row layouts).
+        A pure function of its arguments (plans are never changed): asked again every tick
+        with the same windows, it answers from a small memo."""
+        key = (tuple(windows), tuple(prompt_lens), gen_length, no_pack)
+        if key not in self._plans:
+            if len(self._plans) >= 4096:
+                self._plans.clear()
+            self._plans[key] = self._plan(windows, prompt_lens, gen_length, no_pack)
+        return self._plans[key]
+
+    def _plan(self, windows, prompt_lens, gen_length, no_pack) -> list[BatchPlan]:
         cfg_ = self.config
         order = sorted(range(len(windows)), key=lambda r: (windows[r], r))
         if cfg_.routing == "naive":
