@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from conftest import TOKENS, tiny
 
@@ -161,3 +162,27 @@ def test_step0_equals_what_seer_reads_inside_generate():
     for r in range(2):
         want = prof.at(2, 0.1, "gate")[r]
         torch.testing.assert_close(torch.tensor(policy.reports[r].profile), want)
+
+
+@pytest.mark.parametrize("arch", ["llada", "dream"])
+def test_step0_under_prefix_lm_reads_the_prefill_and_answer_forwards(arch):
+    """Under LaViDa's prefix_lm cache step 0 is two forwards: the prompt alone, then the answer
+    columns against its K/V. The probe reads each window column from the forward computing it
+    (Dream, shift 1: position 0 from the prompt's last column), as generate's step 0 runs."""
+    from seer.pipeline import DiffusionLM
+
+    model = tiny(arch, layers=2)
+    lm = DiffusionLM(model, None, TOKENS, name="tiny")
+    prompts = [[5, 6, 7, 8, 9], [11, 12]]
+    p = lm.sampling(gen_length=12, cache="prefix_lm")
+    seen = []
+    hook = model.layers[1].down_proj.register_forward_pre_hook(lambda m, a: seen.append(a[0]))
+    prof = step0(lm, prompts, params=p, layers=(1,), thetas=(0.05,))
+    hook.remove()
+    canvas = lm.canvas(prompts, p)
+    pp, shift = canvas.prompt_len, model.logits_shift
+    prompt, answer = seen  # (B, P, I) the prefill, then (B, W, I) the answer columns
+    assert prompt.shape[1] == pp and answer.shape[1] == 12
+    cols = torch.cat([prompt, answer], 1)[:, pp - shift : pp - shift + 12]
+    torch.testing.assert_close(prof.at(1, 0.05), (cols.abs() < 0.05).float().mean(-1))
+    assert _hooks(model) == 0
