@@ -60,7 +60,7 @@ accuracy against time (`--plot`), the README's tables (`--markdown`) and a last-
 record.
 
     python benchmarks/bench_compare.py --model builtin --n 100 --repeats 1 --dpad --daedal \
-        --skip blocks8,prefix,seer+prefix --engine-n 32 --engine-repeats 1   # the README's run
+        --skip blocks8,prefix,seer+prefix --engine-n 32 --engine-repeats 3   # the README's run
     python benchmarks/bench_compare.py --model builtin-vqa --n 32 --repeats 3 --dpad --daedal
     python benchmarks/bench_compare.py --model builtin --n 4 --repeats 1 --budgets 4 --quick
 """

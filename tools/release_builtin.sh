@@ -32,7 +32,7 @@ seer calibrate --n 300 --out docs/calibration --write
 # 5. measure and show:
 python benchmarks/bench_seer.py --n 300 | tee docs/bench_seer.txt
 python benchmarks/bench_compare.py --model builtin --n 200 --repeats 1 --dpad --daedal \
-  --skip blocks8,prefix,seer+prefix --engine-n 32 --engine-repeats 1 --anchors baseline@k=1 \
+  --skip blocks8,prefix,seer+prefix --engine-n 32 --engine-repeats 3 --anchors baseline@k=1 \
   --raw docs/compare/raw_builtin.jsonl --plot docs/figures/compare_builtin.png \
   --markdown docs/compare/bench_compare_builtin.md | tee docs/compare/bench_compare_builtin.txt
 seer demo --text --out docs/figures/seer-demo.png | tee docs/demo.txt

@@ -22,7 +22,7 @@ seer calibrate --model "$dst" --n 300 --out docs/calibration-vqa --write
 # 3. measure and show:
 python benchmarks/bench_seer.py --model "$dst" --n 300 | tee docs/bench_seer_vqa.txt
 python benchmarks/bench_compare.py --model builtin-vqa --n 200 --repeats 1 --dpad --daedal \
-  --skip blocks8,prefix,seer+prefix --engine-n 32 --engine-repeats 1 --anchors baseline@k=1 \
+  --skip blocks8,prefix,seer+prefix --engine-n 32 --engine-repeats 3 --anchors baseline@k=1 \
   --raw docs/compare/raw_builtin-vqa.jsonl --plot docs/figures/compare_builtin-vqa.png \
   --markdown docs/compare/bench_compare_builtin-vqa.md | tee docs/compare/bench_compare_builtin-vqa.txt
 seer demo --out docs/figures/seer-demo-vqa.png | tee docs/demo-vqa.txt
