@@ -15,7 +15,7 @@ from seer.errors import SeerError
 LLADA_RULES = ("low_confidence", "random")  # LLaDA's remasking: linear schedule, semi-AR blocks
 DREAM_RULES = ("origin", "maskgit_plus", "topk_margin", "entropy")  # Dream's algorithms
 RULES = LLADA_RULES + DREAM_RULES
-CACHES = ("none", "prefix", "dual", "prefix_lm")  # KV-cache policies (seer.diffusion.cache)
+CACHES = ("none", "prefix", "dual", "prefix_lm", "dpad")  # KV-cache policies (seer.diffusion.cache)
 SCHEDULES = ("linear", "timestep", "shift")  # reveal counts per step (seer.diffusion.schedule)
 
 
@@ -50,7 +50,9 @@ DAEDAL_FLOATS = ("daedal_high", "daedal_low", "daedal_eos", "daedal_expand_eos")
 
 # SamplingParams fields -> their kind (numbers.Integral / numbers.Real / str / bool)
 _KINDS = {
-    **dict.fromkeys(("gen_length", "steps", "block_length", "top_k", "seed"), numbers.Integral),
+    **dict.fromkeys(
+        ("gen_length", "steps", "block_length", "top_k", "seed", "dpad_window"), numbers.Integral
+    ),
     **dict.fromkeys(DAEDAL_INTS, numbers.Integral),
     **dict.fromkeys(
         ("temperature", "alg_temp", "top_p", "cfg_scale", "eps", "threshold", "factor"),
@@ -81,7 +83,10 @@ class SamplingParams:
     confidence_eos_eot_inf: bool = False  # LLaDA: end-of-turn gets zero confidence (official quirk)
     eps: float = 1e-3  # Dream: last time step of linspace(1, eps, steps + 1)
     seed: int | None = None  # seeds the torch.Generator used for every random draw
-    cache: str = "none"  # KV cache: none | prefix | dual (Fast-dLLM) | prefix_lm (LaViDa)
+    cache: str = "none"  # KV cache: none | prefix | dual (Fast-dLLM) | prefix_lm (LaViDa) |
+    # dpad (DPad's suffix dropout: the masked suffix past the block is left out of the forward)
+    dpad_window: int = 16  # cache="dpad": suffix positions kept after the current block (DPad's
+    # `window`; the official generate has no default: 16 is ours, bench_compare's setting)
     schedule: str | None = None  # reveal counts: linear | timestep | shift (default: the rule's)
     banned_ids: tuple[int, ...] | None = None  # logits -inf at masked positions (None: the
     # model's TokenIds.banned, e.g. LLaDA-V's EOS/BOS/header tokens; () bans nothing)
@@ -129,8 +134,10 @@ class SamplingParams:
             raise SeerError(
                 f"unknown cache {self.cache!r}; choose one of {', '.join(CACHES)} "
                 "(prefix/dual reuse keys and values within each semi-AR block; prefix_lm "
-                "encodes the prompt once, on its own)"
+                "encodes the prompt once, on its own; dpad drops the suffix past the block)"
             )
+        if self.dpad_window < 0:
+            raise SeerError(f"dpad_window must be >= 0, got {self.dpad_window}")
         if self.schedule is not None and self.schedule not in SCHEDULES:
             raise SeerError(
                 f"unknown schedule {self.schedule!r}; choose one of {', '.join(SCHEDULES)} "

@@ -181,3 +181,32 @@ def test_suffix_dropout_runs_only_the_scratchpad_after_the_block():
     assert (cut.answer[:, 8:] == TOKENS.eos).all()
     with pytest.raises(ValueError):
         SuffixDropout(-1)
+
+
+def test_dpad_by_name_runs_through_generate_the_engine_and_the_cli(capsys):
+    """`cache="dpad"` (`--cache dpad --dpad-window N`) is `SuffixDropout(N)`: the tokens of the
+    loop run with the policy object, alone and batched through the engine."""
+    import json
+
+    import seer
+    from seer.cli import main
+    from seer.diffusion.alternatives import SuffixDropout
+
+    lm = seer.load("builtin")
+    qs = ["what is 3 + 4 ?", "spell cat backwards ."]
+    p = lm.sampling(gen_length=32, steps=16, block_length=8, cache="dpad", dpad_window=4)
+    want = [lm.loop.run(lm.canvas([q], p), p, cache=SuffixDropout(4)) for q in qs]
+    solo = [lm.generate(q, p) for q in qs]
+    for g, w in zip(solo, want, strict=True):  # the answer, then [EOS] padding
+        n = len(g.token_ids)
+        assert g.token_ids == w.answer[0, :n].tolist() and (w.answer[0, n:] == lm.tokens.eos).all()
+    assert [g.stats.nfe for g in solo] == [w.nfe for w in want]
+    batch = lm.generate(qs, p)
+    assert [g.token_ids for g in batch] == [g.token_ids for g in solo]
+    argv = ["generate", "--model", "builtin", "--prompt", qs[0], "--gen-length", "32",
+            "--steps", "16", "--block-length", "8", "--cache", "dpad", "--dpad-window", "4",
+            "--json"]  # fmt: skip
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["answer"] == solo[0].text
+    with pytest.raises(seer.SeerError, match="dpad_window must be >= 0"):
+        lm.sampling(cache="dpad", dpad_window=-1)

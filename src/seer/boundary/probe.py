@@ -220,7 +220,7 @@ def step0(
     probe = StepZeroProbe(layers, tuple(thetas), tuple(tensors))
     probe.attach(model, canvas.prompt_len, gen_length, canvas.x.shape[0])
     try:  # step 0 as the loop runs it under a window policy (`DenoisingLoop.step`)
-        cache = make_cache(p.cache)
+        cache = make_cache(p.cache, p.dpad_window)
         plan = lm.loop.plan(canvas.window, p, cache.lead(model.logits_shift))
         s = LoopState(canvas, p, plan, None, None, cache=cache)
         logits = lm.loop.cached(s, s.rows_now(), 0, gen_length, {})

@@ -88,7 +88,8 @@ def load(args, name=None):
 # -- sampling ---------------------------------------------------------------------------------
 SAMPLING = ("gen_length", "steps", "block_length", "temperature", "remasking", "alg_temp",
             "top_p", "top_k", "cfg_scale", "seed", "schedule", "threshold", "factor",
-            "early_stop", "cache", "daedal", *DAEDAL_INTS, *DAEDAL_FLOATS)  # fmt: skip
+            "early_stop", "cache", "dpad_window", "daedal", *DAEDAL_INTS,
+            *DAEDAL_FLOATS)  # fmt: skip
 
 
 def add_sampling(p: argparse.ArgumentParser, cache: bool = True) -> None:
@@ -132,7 +133,15 @@ def add_sampling(p: argparse.ArgumentParser, cache: bool = True) -> None:
             choices=CACHES,
             default=None,
             help="KV cache: prefix or dual (Fast-dLLM, per semi-AR block), prefix_lm (LaViDa: "
-            "the prompt encoded once, alone) (default none)",
+            "the prompt encoded once, alone), dpad (DPad's suffix dropout: the masks past the "
+            "block's --dpad-window are left out of each forward) (default none)",
+        )
+        g.add_argument(
+            "--dpad-window",
+            type=number(int, 0),
+            default=None,
+            metavar="N",
+            help="--cache dpad: suffix positions kept past the block (default 16)",
         )
 
 

@@ -1,4 +1,4 @@
-"""Alternatives to Seer's window policy, as policies of the one loop (for `bench_compare.py`).
+"""Alternatives to Seer's window policy, as policies of the one loop.
 
 `SuffixDropout` — DPad (Chen et al. 2025, "DPad: Efficient Diffusion Language Models with
 Suffix Dropout", arXiv 2508.14148; official code Crys-Chen/DPad, `llada/generate_dropout.py`):
@@ -8,7 +8,10 @@ positions (DPad passes `q_indices` for RoPE; here the kept columns are a contigu
 the canvas, so the loop's positions are already the original ones). It is a `CachePolicy`: it
 decides which canvas columns each step runs through the model (columns [0, P + block end +
 keep)), reuses no keys or values, and never changes which tokens are revealed. Pass it to
-`DenoisingLoop.run(..., cache=SuffixDropout(keep))`.
+`DenoisingLoop.run(..., cache=SuffixDropout(keep))`, or ask for it by name: `cache="dpad"` with
+`dpad_window` (`SamplingParams`, `--cache dpad --dpad-window N`, the server's `cache`), which
+runs through `generate`, the engine and every front end. The class lives in `cache.py` beside
+the other cache policies; it is re-exported here.
 
 What differs from the official code: DPad samples the kept suffix positions inside its window
 (Gaussian distance decay, or uniform); here every position of the window is kept (the sliding
@@ -25,33 +28,6 @@ mid-run, so it is a re-planning policy of the loop (`LoopState.replan`), set by
 
 from __future__ import annotations
 
-from seer.diffusion.cache import CachePolicy, Span
+from seer.diffusion.cache import SuffixDropout
 
-
-class SuffixDropout(CachePolicy):
-    """DPad's suffix dropout (sliding window): each step runs the columns up to `keep` answer
-    positions past the current block's end; the suffix beyond is not in the forward at all."""
-
-    name = "dpad"
-
-    def __init__(self, keep: int = 16) -> None:
-        super().__init__()
-        if keep < 0:
-            raise ValueError(f"keep must be >= 0, got {keep}")
-        self.keep = keep
-
-    def span(self, canvas, now, lo: int, hi: int, shift: int) -> Span | None:
-        end, active = now.end, now.active
-        total = canvas.x.shape[1]
-        if not bool(active.any()):
-            return None
-        last = canvas.prompt_len + int(end[active].max()) + self.keep
-        if last >= total:
-            return None  # the window holds no more than the scratchpad: a plain forward
-        return Span(0, max(last, canvas.prompt_len + hi - shift), True, None)
-
-    def store(self, kv) -> None:  # nothing is reused: the forward's cache is dropped
-        self.kv, self.stale = None, None
-
-    def relayout(self, rows, batch: int, offset: int, width: int) -> CachePolicy:
-        return SuffixDropout(self.keep)
+__all__ = ["SuffixDropout"]

@@ -1,5 +1,5 @@
-"""KV-cache policies for the one denoising loop: none, prefix and dual (Fast-dLLM v1), and
-prefix_lm (LaViDa).
+"""KV-cache policies for the one denoising loop: none, prefix and dual (Fast-dLLM v1),
+prefix_lm (LaViDa), and dpad (DPad's suffix dropout, `SuffixDropout`: see `alternatives.py`).
 
 Semi-autoregressive decoding only changes the current block's tokens, so the keys and values of
 the other columns change little within a block. Fast-dLLM (NVlabs/Fast-dLLM, `llada/generate.py`)
@@ -242,9 +242,41 @@ def gather_cache(parts: list[tuple[CachePolicy, int, int, int]], width: int) -> 
     return out
 
 
-def make_cache(name: str) -> CachePolicy:
-    """The cache policy called `name` ("none" | "prefix" | "dual" | "prefix_lm")."""
+class SuffixDropout(CachePolicy):
+    """DPad's suffix dropout (sliding window): each step runs the columns up to `keep` answer
+    positions past the current block's end; the suffix beyond is not in the forward at all."""
+
+    name = "dpad"
+
+    def __init__(self, keep: int = 16) -> None:
+        super().__init__()
+        if keep < 0:
+            raise ValueError(f"keep must be >= 0, got {keep}")
+        self.keep = keep
+
+    def span(self, canvas, now, lo: int, hi: int, shift: int) -> Span | None:
+        end, active = now.end, now.active
+        total = canvas.x.shape[1]
+        if not bool(active.any()):
+            return None
+        last = canvas.prompt_len + int(end[active].max()) + self.keep
+        if last >= total:
+            return None  # the window holds no more than the scratchpad: a plain forward
+        return Span(0, max(last, canvas.prompt_len + hi - shift), True, None)
+
+    def store(self, kv) -> None:  # nothing is reused: the forward's cache is dropped
+        self.kv, self.stale = None, None
+
+    def relayout(self, rows, batch: int, offset: int, width: int) -> CachePolicy:
+        return SuffixDropout(self.keep)
+
+
+def make_cache(name: str, dpad_window: int = 16) -> CachePolicy:
+    """The cache policy called `name` ("none" | "prefix" | "dual" | "prefix_lm" | "dpad";
+    `dpad_window`: DPad's scratchpad, `SamplingParams.dpad_window`)."""
     kinds = {"none": NoCache, "prefix": PrefixCache, "dual": DualCache, "prefix_lm": PrefixLMCache}
+    if name == "dpad":
+        return SuffixDropout(dpad_window)
     if name not in kinds:
         raise SeerError(f"unknown cache {name!r}; choose one of {', '.join(CACHES)}")
     return kinds[name]()

@@ -101,7 +101,7 @@ class DenoisingLoop:
         t0 = time.perf_counter()
         if generator is None and p.seed is not None:
             generator = torch.Generator(device=c.x.device).manual_seed(p.seed)
-        cache = cache if cache is not None else make_cache(p.cache)
+        cache = cache if cache is not None else make_cache(p.cache, p.dpad_window)
         if p.suffix:
             if policy is not None or p.cache != "none":
                 raise SeerError("a generation suffix needs cache='none' and no window policy")

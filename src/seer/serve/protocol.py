@@ -73,6 +73,7 @@ class SamplingFields(_Strict):
     cfg_scale: float | None = Field(None, ge=0)
     threshold: float | None = None  # Fast-dLLM parallel decoding (confidence threshold)
     factor: float | None = None  # Fast-dLLM factor-based parallel decoding
+    dpad_window: int | None = Field(None, ge=0)  # cache="dpad": DPad's scratchpad
     early_stop: bool | None = None  # dInfer: end once a filled block holds the end token
     # DAEDAL (seer.diffusion.daedal): max_tokens is its cap; the server's Seer default is off
     # for such a request (both set the length)
@@ -120,7 +121,7 @@ class SamplingFields(_Strict):
         """The sampling options given (None left out: the model's default applies)."""
         names = ("temperature", "top_p", "seed", "steps", "block_length", "remasking", "cache")
         names += ("schedule", "top_k", "alg_temp", "cfg_scale", "threshold", "factor")
-        names += ("early_stop", "daedal", *DAEDAL_INTS, *DAEDAL_FLOATS)
+        names += ("early_stop", "dpad_window", "daedal", *DAEDAL_INTS, *DAEDAL_FLOATS)
         out = {k: getattr(self, k) for k in names if getattr(self, k) is not None}
         if any(k.startswith("daedal_") for k in out):  # as `--daedal-*`: any option turns it on
             if out.get("daedal") is False:
