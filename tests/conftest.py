@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -48,3 +53,18 @@ def offline(monkeypatch):
         ("huggingface_hub.constants", "HF_HUB_OFFLINE"),
     ):
         monkeypatch.setattr(pytest.importorskip(module), name, True)
+
+
+@contextlib.contextmanager
+def benchmark(name: str):
+    """The script `benchmarks/<name>.py` imported as a module (registered in `sys.modules`
+    while in use: dataclasses look their module up while defining)."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        del sys.modules[spec.name]

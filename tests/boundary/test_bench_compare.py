@@ -4,26 +4,18 @@ the bootstrap interval and resuming from the raw records."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
+from conftest import benchmark
 
 from seer.data import example_key, in_calibration, load_examples
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_compare.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_compare", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while defining
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+    with benchmark("bench_compare") as module:
+        yield module
 
 
 @pytest.mark.parametrize("source,n", [("builtin", 48), ("builtin-vqa", 32)])

@@ -4,28 +4,20 @@ counted once, apart from the denoising loop."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from argparse import Namespace
-from pathlib import Path
 
 import pytest
+from conftest import benchmark
 
 from seer.demo import vqa
 from seer.models.factory import make_random_checkpoint
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_seer.py"
-
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_seer", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while defining
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
+    with benchmark("bench_seer") as module:
+        yield module
 
 
 @pytest.fixture(scope="module")

@@ -159,18 +159,10 @@ def test_cli_flags(builtin, capsys):
 
 def test_bench_compare_daedal_configs(builtin):
     """`bench_compare.py --daedal`: its configs are valid options of the built-in model."""
-    import importlib.util
-    import sys
+    from conftest import benchmark
 
-    path = GOLDEN.parents[3] / "benchmarks" / "bench_compare.py"
-    spec = importlib.util.spec_from_file_location("bench_compare_daedal", path)
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    try:
-        spec.loader.exec_module(bench)
+    with benchmark("bench_compare") as bench:
         configs = bench.build_configs(builtin, 64, [1], True, daedal=True)
-    finally:
-        del sys.modules[spec.name]
     daedal = [c for c in configs if c.method == "daedal"]
     assert [c.budget for c in daedal] == ["official", "i16", "i8"]
     for c in daedal:
