@@ -40,27 +40,12 @@ def add_parser(sub) -> None:
         "model and engine (one GPU each when the cluster has GPUs, else one CPU). /metrics is "
         "aggregated: any replica answers with the sum over all replicas.",
     )
-    g.add_argument(
-        "--replicas",
-        type=options.POSITIVE,
-        default=None,
-        metavar="N",
-        help="serve with N Ray Serve replicas (the initial number when autoscaling)",
-    )
-    g.add_argument(
-        "--min-replicas",
-        type=options.POSITIVE,
-        default=None,
-        metavar="N",
-        help="autoscaling: the fewest replicas (default --replicas)",
-    )
-    g.add_argument(
-        "--max-replicas",
-        type=options.POSITIVE,
-        default=None,
-        metavar="N",
-        help="autoscaling: the most replicas (default --replicas)",
-    )
+    for flag, help in (
+        ("--replicas", "serve with N Ray Serve replicas (the initial number when autoscaling)"),
+        ("--min-replicas", "autoscaling: the fewest replicas (default --replicas)"),
+        ("--max-replicas", "autoscaling: the most replicas (default --replicas)"),
+    ):
+        g.add_argument(flag, type=options.POSITIVE, default=None, metavar="N", help=help)
     g.add_argument(
         "--ray-address",
         default=None,

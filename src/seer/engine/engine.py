@@ -174,7 +174,7 @@ class Engine:
         if p.suffix and (kind[0] != "none" or p.cache != "none"):
             raise SeerError("a generation suffix needs cache='none' and no window policy (Seer)")
         cfg = (
-            policy.cfg if isinstance(policy, SeerPolicy) else kind[1] if kind[0] == "seer" else None
+            kind[1] if kind[0] == "seer" else policy.cfg if isinstance(policy, SeerPolicy) else None
         )
         if cfg is not None and cfg.cut_in_step0 and p.cache == "prefix_lm":
             raise SeerError(
