@@ -3,7 +3,7 @@ results out as soon as each request is done."""
 
 from seer.engine.config import EngineConfig
 from seer.engine.engine import Engine, EngineStats, QueueFull
-from seer.engine.request import PartialResult, Request, RequestResult
+from seer.engine.request import PartialResult, Request, RequestResult, StepView
 from seer.engine.scheduler import BatchPlan, Scheduler
 
 __all__ = [
@@ -16,4 +16,5 @@ __all__ = [
     "Request",
     "RequestResult",
     "Scheduler",
+    "StepView",
 ]

@@ -10,7 +10,8 @@ Every `step()` is one tick, schedule -> execute -> update (vLLM v1's engine core
    and padding waste (static / varlen / eager) and each group takes one step in one forward,
    whatever step each row is at (`runner.py`);
 3. update: rows whose answer is complete leave at once and their results are returned this tick;
-   blocks that became final are reported to their request's `on_block`.
+   blocks that became final are reported to their request's `on_block`, and each step's canvas
+   to its `on_step` (read back only for the states of rows that ask for it).
 
 A row's answer does not depend on what runs beside it (temperature 0): layouts only add padding
 that attention never sees, and every row keeps its own plan, stop position and cache columns.
@@ -27,7 +28,7 @@ import torch
 from seer.boundary.truncation import SeerPolicy, resolve
 from seer.config import LLADA_RULES, SamplingParams
 from seer.engine.config import EngineConfig
-from seer.engine.request import PartialResult, Request, RequestResult
+from seer.engine.request import PartialResult, Request, RequestResult, StepView
 from seer.engine.runner import Runner
 from seer.engine.scheduler import BatchPlan, Scheduler
 from seer.engine.sequence import Sequence
@@ -240,6 +241,8 @@ class Engine:
             for q in seqs:
                 q._window = windows[q.row]
             revealed = self._revealed(s) if any(q.needs_blocks() for q in seqs) else None
+            if any(q.request.on_step is not None for q in seqs):
+                self._views(s, seqs, finished)
             for q in seqs:
                 if revealed is not None or finished[q.row]:
                     self._partials(q, revealed[q.row] if revealed else 0, finished[q.row], now)
@@ -248,6 +251,15 @@ class Engine:
                     out.append(self._result(q, now))
         self.running = [q for q in self.running if not q.done]
         return out
+
+    def _views(self, s, seqs: list[Sequence], finished: list[bool]) -> None:
+        """Each watching row's canvas after this step, to its request's `on_step`."""
+        canvas, nfe = self.runner.loop.answers(s).tolist(), s.row_nfe.tolist()
+        for q in seqs:
+            if q.request.on_step is not None:
+                view = StepView(q.id, nfe[q.row], canvas[q.row], q.window, q.params.gen_length,
+                                q.boundary, finished[q.row])  # fmt: skip
+                q.request.on_step(view)
 
     def _revealed(self, s) -> list[int]:
         """Per row: answer positions before the first [MASK] (all of the window if none)."""

@@ -1,5 +1,6 @@
-"""What goes into the engine (`Request`) and what comes out (`RequestResult`, and the
-`PartialResult`s a request's `on_block` callback receives while it runs)."""
+"""What goes into the engine (`Request`) and what comes out (`RequestResult`, the
+`PartialResult`s a request's `on_block` callback receives while it runs, and the `StepView`s
+its `on_step` callback receives after each of its denoising steps)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,23 @@ class PartialResult:
 
 
 @dataclass(slots=True)
+class StepView:
+    """A request's answer window after one of its denoising steps (for watching it denoise).
+
+    Built only for requests that ask for it (`Request.on_step`): one device-to-host copy of
+    the answer rows per tick."""
+
+    request_id: int  # the id `Engine.add` returned
+    step: int  # forward passes this request has taken part in (1 after its step 0)
+    token_ids: list[int]  # (gen_length,) the canvas: [MASK] where not revealed yet, [EOS] past
+    # `window` (positions a window policy cut: never computed after step 0)
+    window: int  # answer positions being denoised (Seer's cut after step 0; the guard may grow it)
+    gen_length: int  # the window the request asked for
+    boundary: BoundaryReport | None  # Seer's step-0 report (from step 0 on), when Seer ran
+    final: bool  # True on the request's last step: `token_ids` equals its result's
+
+
+@dataclass(slots=True)
 class Request:
     """One prompt and how to answer it. Validated by `Engine.add`."""
 
@@ -50,6 +68,7 @@ class Request:
     image: object = None  # multimodal models: a path, data URI, PIL image or array
     chat: bool = True  # apply the tokenizer's chat template to a text prompt
     on_block: Callable[[PartialResult], None] | None = None  # called when a block is final
+    on_step: Callable[[StepView], None] | None = None  # called after each of its steps
     window: int | None = None  # fixed window after step 0 (oracle truncation); excludes seer
 
 
