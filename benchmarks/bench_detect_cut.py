@@ -3,7 +3,7 @@
 Times the end-probability detector after step 0 (softmax at the end tokens, the rule, the
 reports, the new windows) in this thread's CPU time (a shared machine's load does not inflate
 it), best of 5 x 500 calls, at the given batch sizes. It uses only API that older trees have too,
-so an old and a new source tree can be compared on the same machine (docs/detect_cut.txt):
+so an old and a new source tree can be compared on the same machine (docs/results/detect_cut.txt):
 
     PYTHONPATH=OLD/src python benchmarks/bench_detect_cut.py OLD/src 1 64
     PYTHONPATH=src python benchmarks/bench_detect_cut.py src 1 64

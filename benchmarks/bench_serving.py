@@ -1,6 +1,6 @@
 """Serving benchmark of the engine alone (no HTTP): Poisson arrivals at several rates.
 
-    python benchmarks/bench_serving.py --plot docs/figures/serving_latency.png  # both models
+    python benchmarks/bench_serving.py --plot docs/results/figures/serving_latency.png  # 2 models
     python benchmarks/bench_serving.py --models builtin --n 12 --rates 1 4
 
 Methods, each with and without Seer (same prompts, same `lm.sampling(...)` params, temperature 0):

@@ -1,5 +1,5 @@
 """The prepared GPU check (run by `benchmarks/gpu_check.sh`): five sections, each timed, each
-writing its result under `--out` (default docs/gpu/), a summary table and a last-line JSON.
+writing its result under `--out` (default docs/results/gpu/), a summary table and a last-line JSON.
 
   graphs   the engine's static path with CUDA graphs against the same path run eagerly
            (`EngineConfig(cuda_graphs=False)`): same tokens; time of a second (warm) pass
@@ -19,7 +19,7 @@ writing its result under `--out` (default docs/gpu/), a summary table and a last
 cpu --tiny`): it proves that each step runs, not what a GPU does (no graphs, no Triton on CPU:
 those sections then say "skipped" with the reason).
 
-    python benchmarks/gpu_check.py --device cuda --out docs/gpu
+    python benchmarks/gpu_check.py --device cuda --out docs/results/gpu
     python benchmarks/gpu_check.py --device cpu --tiny --out /tmp/gpu_check
 """
 
@@ -277,7 +277,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--tiny", action="store_true", help="CPU-sized: proves every step runs")
-    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "gpu")
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "gpu")
     ap.add_argument("--only", nargs="+", choices=list(SECTIONS), default=list(SECTIONS))
     ap.add_argument("--budget", type=float, default=450, help="seconds; later sections skip")
     args = ap.parse_args(argv)

@@ -28,13 +28,13 @@ dst=src/seer/assets/builtin
 mkdir -p "$dst"
 cp "$run"/export/{config.json,model.safetensors,tokenizer.json,tokenizer_config.json} "$dst"/
 cp "$run"/export/special_tokens_map.json "$dst"/
-seer calibrate --n 300 --out docs/calibration --write
+seer calibrate --n 300 --out docs/results/calibration --write
 # 5. measure and show:
-python benchmarks/bench_seer.py --n 300 | tee docs/bench_seer.txt
+python benchmarks/bench_seer.py --n 300 | tee docs/results/bench_seer.txt
 python benchmarks/bench_compare.py --model builtin --n 200 --repeats 1 --dpad --daedal \
   --skip blocks8,prefix,seer+prefix --engine-n 32 --engine-repeats 3 --anchors baseline@k=1 \
-  --raw docs/compare/raw_builtin.jsonl --plot docs/figures/compare_builtin.png \
-  --markdown docs/compare/bench_compare_builtin.md | tee docs/compare/bench_compare_builtin.txt
-seer demo --text --out docs/figures/seer-demo.png | tee docs/demo.txt
+  --raw docs/results/compare/raw_builtin.jsonl --plot docs/results/figures/compare_builtin.png \
+  --markdown docs/results/compare/bench_compare_builtin.md | tee docs/results/compare/bench_compare_builtin.txt
+seer demo --text --out docs/results/figures/seer-demo.png | tee docs/results/demo.txt
 seer profile --prompt "describe : red ball , blue cube , green shoe , pink hat" \
-  --out docs/figures/profile-describe.png
+  --out docs/results/figures/profile-describe.png

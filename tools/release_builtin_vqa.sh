@@ -18,13 +18,13 @@ dst=src/seer/assets/builtin-vqa
 mkdir -p "$dst"
 cp "$run"/export/{config.json,model.safetensors,tokenizer.json,tokenizer_config.json} "$dst"/
 cp "$run"/export/{special_tokens_map.json,seer.json,preprocessor_config.json} "$dst"/
-seer calibrate --model "$dst" --n 300 --out docs/calibration-vqa --write
+seer calibrate --model "$dst" --n 300 --out docs/results/calibration-vqa --write
 # 3. measure and show:
-python benchmarks/bench_seer.py --model "$dst" --n 300 | tee docs/bench_seer_vqa.txt
+python benchmarks/bench_seer.py --model "$dst" --n 300 | tee docs/results/bench_seer_vqa.txt
 python benchmarks/bench_compare.py --model builtin-vqa --n 200 --repeats 1 --dpad --daedal \
   --skip blocks8,prefix,seer+prefix --engine-n 32 --engine-repeats 3 --anchors baseline@k=1 \
-  --raw docs/compare/raw_builtin-vqa.jsonl --plot docs/figures/compare_builtin-vqa.png \
-  --markdown docs/compare/bench_compare_builtin-vqa.md | tee docs/compare/bench_compare_builtin-vqa.txt
-seer demo --out docs/figures/seer-demo-vqa.png | tee docs/demo-vqa.txt
+  --raw docs/results/compare/raw_builtin-vqa.jsonl --plot docs/results/figures/compare_builtin-vqa.png \
+  --markdown docs/results/compare/bench_compare_builtin-vqa.md | tee docs/results/compare/bench_compare_builtin-vqa.txt
+seer demo --out docs/results/figures/seer-demo-vqa.png | tee docs/results/demo-vqa.txt
 seer profile --image src/seer/assets/images/03_describe.png --prompt "describe every object" \
-  --out docs/figures/profile-vqa-describe.png
+  --out docs/results/figures/profile-vqa-describe.png

@@ -48,10 +48,11 @@ PAPER_LAYER = 3  # the paper's detection layer (0-based)
 
 
 # What `seer=True` uses on a checkpoint without seer.json: the paper's sparsity rule (SeerConfig's
-# defaults). Chosen by measurement (`benchmarks/bench_uncalibrated.py`, docs/bench_uncalibrated.txt:
-# each signal's defaults on both built-in models with their calibration removed, fewest answers
-# cut, then fastest): it cut no answer on either model (it rarely fires, so it rarely helps),
-# where the end probability, 4.6x / 8.4x faster, cut 2 of 60 image answers short.
+# defaults). Chosen by measurement (`benchmarks/bench_uncalibrated.py`,
+# docs/results/bench_uncalibrated.txt: each signal's defaults on both built-in models with their
+# calibration removed, fewest answers cut, then fastest): it cut no answer on either model (it
+# rarely fires, so it rarely helps), where the end probability, 4.6x / 8.4x faster, cut 2 of 60
+# image answers short.
 UNCALIBRATED: dict = {"signal": "sparsity"}
 
 _INTS = ("lookahead", "eos_run", "margin", "bucket", "guard_slack")

@@ -1,4 +1,5 @@
-"""Every Python block of README.md runs as written, on the shipped models.
+"""Every Python block of README.md and of the documentation site (docs/*.md) runs as written,
+on the shipped models; the site's pages are all in its navigation and the README's links resolve.
 
 The only substitutions: a model folder passed to `seer.load` becomes "builtin" (or
 "builtin-vqa" for a multimodal checkpoint's folder), `device="cuda"` becomes "cpu", and a block
@@ -18,17 +19,23 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).parents[1] / "README.md"
+ROOT = Path(__file__).parents[1]
+README = ROOT / "README.md"
+PAGES = sorted((ROOT / "docs").glob("*.md"))  # the site's prose; docs/results/ holds artifacts
 MULTIMODAL = re.compile(r"lavida|llava|llada-v|mmada|vqa", re.I)
 
 
-def python_blocks() -> list[tuple[int, str]]:
-    """(first line number, code) of every ```python block."""
-    text = README.read_text()
+def python_blocks(path: Path = README) -> list[tuple[str, str]]:
+    """("file:first line", code) of every ```python block of one Markdown file."""
+    text = path.read_text()
     return [
-        (text[: m.start()].count("\n") + 2, m.group(1))
+        (f"{path.relative_to(ROOT)}:{text[: m.start()].count(chr(10)) + 2}", m.group(1))
         for m in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M)
     ]
+
+
+def all_blocks() -> list[tuple[str, str]]:
+    return [block for path in [README, *PAGES] for block in python_blocks(path)]
 
 
 def on_builtin_models(code: str) -> str:
@@ -40,8 +47,9 @@ def on_builtin_models(code: str) -> str:
     return code.replace('device="cuda"', 'device="cpu"')
 
 
-def test_the_readme_has_python_blocks():
-    assert len(python_blocks()) >= 2
+def test_the_readme_and_the_site_have_python_blocks():
+    assert len(python_blocks()) >= 1
+    assert len(all_blocks()) >= 5
 
 
 SERVER = "http://127.0.0.1:8000"
@@ -55,8 +63,8 @@ def _files(folder: Path) -> None:
     (folder / "prompts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-@pytest.mark.parametrize(("line", "code"), python_blocks(), ids=lambda v: str(v)[:20])
-def test_readme_block_runs(line, code, tmp_path, monkeypatch):
+@pytest.mark.parametrize(("line", "code"), all_blocks(), ids=lambda v: str(v)[:30])
+def test_docs_block_runs(line, code, tmp_path, monkeypatch):
     _files(tmp_path)
     monkeypatch.chdir(tmp_path)
     code = on_builtin_models(code)
@@ -69,7 +77,7 @@ def test_readme_block_runs(line, code, tmp_path, monkeypatch):
         code = code.replace(SERVER, server.url)
     namespace: dict = {"__name__": "readme"}
     try:
-        exec(compile(code, f"README.md:{line}", "exec"), namespace)
+        exec(compile(code, line, "exec"), namespace)
     finally:
         if server is not None:
             server.stop()
@@ -84,3 +92,18 @@ def test_the_substitution():
     assert on_builtin_models(code) == (
         'lm = seer.load("builtin", device="cpu")\nvlm = seer.load("builtin-vqa")'
     )
+
+
+def test_every_page_is_in_the_sites_navigation():
+    nav = re.findall(r":\s*(\S+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(), re.M)
+    assert sorted(nav) == sorted(p.name for p in PAGES)
+
+
+@pytest.mark.parametrize("path", [README, *PAGES], ids=lambda p: p.name)
+def test_relative_links_resolve(path):
+    """A link or image to a file of this repository names a file that exists (the site build checks
+    its own pages too; this covers the README, which the site does not build)."""
+    for target in re.findall(r"\]\(([^)\s]+)\)", path.read_text()):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue
+        assert (path.parent / target.split("#")[0]).exists(), f"{path.name}: {target}"
