@@ -1,0 +1,331 @@
+"""Image questions of the built-in multimodal model v2: reading, charts, tables, counting,
+attributes, any-order and multi-answer lists, and long descriptions.
+
+Design
+------
+The v1 tasks (:mod:`seer.demo.vqa`) had a 64-position window, and their answers were either one
+word or a long fixed-order list, so no decoding method could be seen to win or lose on them. These
+families follow the issue's real VQA mix (pictures: :mod:`seer.demo.scenes2`), for a 128-position
+answer window with LaViDa's evaluation convention (one token per step):
+
+==============  ===========================================  ============================  =====
+family          question                                     answer                        tokens
+==============  ===========================================  ============================  =====
+``read``        what does the text say ?                     ``stop go`` (1-2 words)       1-2
+``number``      what number is written ?                     ``407`` (1-4 digits)          1-4
+``chart``       what is the value of bar C ? / tallest bar   ``4`` / ``C``                 1
+``table``       what is the value of B in the table ?        ``42`` / ``B``                1-2
+``colour``      what colour is the circle ?                  ``red``                       1
+``count``       how many (red) shapes are there ?            ``5``                         1
+``list``        list every object in the picture             ``red circle, blue bar`` *    5-14
+``pair``        name two things of the same colour          ``red circle and red bar`` *  5
+``describe``    describe every object                        5-9 objects, place and size   49-86
+==============  ===========================================  ============================  =====
+
+(* several valid answers: ``list`` in any order, ``pair`` any two objects of the repeated colour
+in any order; :func:`score` checks them.) Tokens are those of the v2 tokenizer
+(:mod:`seer.demo.vocab_vqa2`: one token per word, digit or punctuation mark), so a number is read
+digit by digit, one digit per glyph cell. The median answer is 1-2 tokens, far below a quarter of
+the window; ``describe`` is the long-answer (caption) family.
+
+A request belongs to the held-out split iff the MD5 of its picture's canonical string plus the
+question falls in the lowest :data:`HELDOUT_PERCENT` percent (as v1), so the splits never share a
+request and the split does not depend on the renderer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from PIL import Image
+
+from seer.demo.scenes2 import (
+    BACKGROUNDS,
+    CELLS,
+    CHART_VALUES,
+    COLOURS,
+    KINDS,
+    POSITIONS,
+    SHAPE_SIZES,
+    Item,
+    Picture,
+    Text,
+    render,
+)
+from seer.demo.tasks import HELDOUT_PERCENT, TaskSet, check_split, draw_examples
+from seer.errors import SeerError
+from seer.models.tokens import IMAGE_TOKEN
+
+WORDS = (
+    "go", "up", "no", "on", "yes", "off", "top", "hot", "cat", "dog", "sun", "sky", "red",
+    "big", "car", "bus", "map", "box", "cup", "hat", "pen", "cold", "stop", "fish", "tree",
+    "moon", "star", "bird", "ship", "door", "exit", "open", "shop", "park", "book", "rain",
+    "cake", "milk", "home", "road", "sale", "taxi", "menu", "gate", "room", "left", "right",
+    "north", "south", "water", "bread", "hotel", "train", "music", "apple", "lemon",
+)  # fmt: skip
+"""Words printed in `read` pictures (at most 5 letters: they fit a row of 8 glyph cells)."""
+LETTERS = "ABCDEFGH"  # chart bar and table row labels
+TEXT_COLOURS = ("black", "blue", "red", "purple", "green")
+QUESTIONS: dict[str, tuple[str, ...]] = {
+    "read": ("what does the text say ?", "read the text"),
+    "number": ("what number is written ?", "read the number"),
+    "chart": ("what is the value of bar {label} ?", "which bar is the tallest ?"),
+    "table": ("what is the value of {label} in the table ?", "which row has the largest value ?"),
+    "colour": ("what colour is the {kind} ?", "which colour is the {kind} ?"),
+    "count": ("how many shapes are there ?", "how many {colour} shapes are there ?"),
+    "list": ("list every object in the picture", "what objects are in the picture ?"),
+    "pair": ("name two things of the same colour", "which two objects share a colour ?"),
+    "describe": ("describe every object", "describe the picture in detail"),
+}
+WEIGHTS = {"read": 2.0, "number": 2.0, "chart": 1.5, "table": 1.5}
+"""Training draw weight per family (others 1): reading takes the tower longest to learn."""
+WINDOW = 128  # the model's answer window
+
+
+@dataclass(slots=True, frozen=True)
+class VQA2Example:
+    """One image question: the picture, the question and one valid answer (the reference)."""
+
+    family: str  # one of FAMILIES
+    picture: Picture  # render with image()
+    question: str  # without the image placeholder
+    answer: str  # the reference answer (exact text)
+
+    @property
+    def prompt(self) -> str:
+        """The user turn as LaViDa writes it: the image placeholder, a newline, the question."""
+        return f"{IMAGE_TOKEN}\n{self.question}"
+
+    @property
+    def key(self) -> str:
+        """The request's identity (picture + question): split and de-duplication key."""
+        return f"{self.picture.canonical()}\n{self.question}"
+
+    def image(self) -> Image.Image:
+        return render(self.picture)
+
+
+# --------------------------------------------------------------------------- generators
+Draw = tuple[Picture, str, str]
+
+
+def _background(rng: random.Random) -> str:
+    return rng.choice(tuple(BACKGROUNDS))
+
+
+def _items(rng: random.Random, n: int, colours=None, distinct_names: bool = False) -> list[Item]:
+    """`n` shapes in distinct slots, in reading order; `colours` fixes their colours."""
+    while True:
+        slots = sorted(rng.sample(range(9), n))
+        cols = colours or [rng.choice(tuple(COLOURS)) for _ in range(n)]
+        items = [
+            Item(rng.choice(KINDS), c, s, rng.choice(tuple(SHAPE_SIZES)))
+            for s, c in zip(slots, cols, strict=True)
+        ]
+        if not distinct_names or len({i.name for i in items}) == n:
+            return items
+
+
+def _read(rng: random.Random) -> Draw:
+    words = [rng.choice(WORDS) for _ in range(rng.randint(1, 2))]
+    rows = sorted(rng.sample(range(CELLS), len(words)))
+    colour = rng.choice(TEXT_COLOURS)
+    texts = tuple(
+        Text(r, rng.randint(0, CELLS - len(w)), w, colour) for r, w in zip(rows, words, strict=True)
+    )
+    return Picture(_background(rng), texts=texts), rng.choice(QUESTIONS["read"]), " ".join(words)
+
+
+def _number(rng: random.Random) -> Draw:
+    digits = rng.randint(1, 4)
+    value = str(rng.randint(0 if digits == 1 else 10 ** (digits - 1), 10**digits - 1))
+    text = Text(rng.randrange(CELLS), rng.randint(0, CELLS - digits), value,
+                rng.choice(TEXT_COLOURS))  # fmt: skip
+    return Picture(_background(rng), texts=(text,)), rng.choice(QUESTIONS["number"]), value
+
+
+def _chart(rng: random.Random) -> Draw:
+    n = rng.randint(2, 4)
+    labels = sorted(rng.sample(LETTERS, n))
+    while True:  # the tallest bar must be unique
+        values = [rng.randint(*CHART_VALUES) for _ in labels]
+        if values.count(max(values)) == 1:
+            break
+    colours = [rng.choice(tuple(COLOURS)) for _ in labels]
+    bars = tuple(zip(labels, colours, values, strict=True))
+    picture = Picture(_background(rng), bars=bars)
+    if rng.random() < 0.7:
+        i = rng.randrange(n)
+        return picture, QUESTIONS["chart"][0].format(label=labels[i]), str(values[i])
+    return picture, QUESTIONS["chart"][1], labels[values.index(max(values))]
+
+
+def _table(rng: random.Random) -> Draw:
+    n = rng.randint(2, 5)
+    labels = sorted(rng.sample(LETTERS, n))
+    while True:
+        values = [rng.randint(1, 99) for _ in labels]
+        if values.count(max(values)) == 1:
+            break
+    top, col = rng.randint(0, CELLS - n), rng.randint(0, CELLS - 4)
+    colour = rng.choice(TEXT_COLOURS)
+    texts = tuple(
+        Text(top + r, col, f"{lab} {v}", colour)
+        for r, (lab, v) in enumerate(zip(labels, values, strict=True))
+    )
+    picture = Picture(_background(rng), texts=texts)
+    if rng.random() < 0.7:
+        i = rng.randrange(n)
+        return picture, QUESTIONS["table"][0].format(label=labels[i]), str(values[i])
+    return picture, QUESTIONS["table"][1], labels[values.index(max(values))]
+
+
+def _colour(rng: random.Random) -> Draw:
+    n = rng.randint(1, 4)
+    kinds = rng.sample(KINDS, n)
+    items = [
+        Item(k, rng.choice(tuple(COLOURS)), s, rng.choice(tuple(SHAPE_SIZES)))
+        for k, s in zip(kinds, sorted(rng.sample(range(9), n)), strict=True)
+    ]
+    target = rng.choice(items)
+    question = rng.choice(QUESTIONS["colour"]).format(kind=target.kind)
+    return Picture(_background(rng), items=tuple(items)), question, target.colour
+
+
+def _count(rng: random.Random) -> Draw:
+    items = _items(rng, rng.randint(1, 9))
+    picture = Picture(_background(rng), items=tuple(items))
+    if rng.random() < 0.5:
+        return picture, QUESTIONS["count"][0], str(len(items))
+    colour = rng.choice([i.colour for i in items])
+    n = sum(i.colour == colour for i in items)
+    return picture, QUESTIONS["count"][1].format(colour=colour), str(n)
+
+
+def _list(rng: random.Random) -> Draw:
+    items = _items(rng, rng.randint(2, 5), distinct_names=True)
+    answer = ", ".join(i.name for i in items)
+    return Picture(_background(rng), items=tuple(items)), rng.choice(QUESTIONS["list"]), answer
+
+
+def _pair(rng: random.Random) -> Draw:
+    n = rng.randint(3, 6)
+    shared = rng.randint(2, min(3, n))  # objects of the one repeated colour
+    colours = rng.sample(tuple(COLOURS), n - shared + 1)
+    cols = [colours[0]] * shared + colours[1:]
+    rng.shuffle(cols)
+    items = _items(rng, n, colours=cols)
+    two = [i for i in items if i.colour == colours[0]][:2]
+    answer = f"{two[0].name} and {two[1].name}"
+    return Picture(_background(rng), items=tuple(items)), rng.choice(QUESTIONS["pair"]), answer
+
+
+def _describe(rng: random.Random) -> Draw:
+    items = _items(rng, rng.randint(5, 9))
+    parts = [f"a {i.size} {i.name} {_place(i.slot)}" for i in items]
+    answer = f"there are {len(items)} objects: " + ", ".join(parts) + "."
+    return Picture(_background(rng), items=tuple(items)), rng.choice(QUESTIONS["describe"]), answer
+
+
+def _place(slot: int) -> str:
+    return "in the middle" if POSITIONS[slot] == "middle" else f"at the {POSITIONS[slot]}"
+
+
+_GENERATORS: dict[str, Callable[[random.Random], Draw]] = {
+    "read": _read,
+    "number": _number,
+    "chart": _chart,
+    "table": _table,
+    "colour": _colour,
+    "count": _count,
+    "list": _list,
+    "pair": _pair,
+    "describe": _describe,
+}
+FAMILIES: tuple[str, ...] = tuple(_GENERATORS)
+READING = ("read", "number", "chart", "table")  # families answered by reading printed glyphs
+
+
+# --------------------------------------------------------------------------- public API
+def is_heldout(picture: Picture, question: str) -> bool:
+    """Whether (picture, question) is held out (stable across runs and platforms)."""
+    digest = hashlib.md5(f"{picture.canonical()}\n{question}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % 100 < HELDOUT_PERCENT
+
+
+def generate_example(family: str, rng: random.Random, split: str) -> VQA2Example:
+    """One example of `family` in `split` (rejection sampling on :func:`is_heldout`)."""
+    check_split(split, SeerError)
+    if family not in _GENERATORS:
+        raise SeerError(f"unknown family {family!r}; choose from {', '.join(FAMILIES)}")
+    while True:
+        picture, question, answer = _GENERATORS[family](rng)
+        if is_heldout(picture, question) == (split == "heldout"):
+            return VQA2Example(family, picture, question, answer)
+
+
+def generate_examples(
+    n: int, seed: int, split: str, families: tuple[str, ...] | None = None, *, unique=False
+) -> list[VQA2Example]:
+    """`n` examples balanced round-robin over `families`, shuffled; deterministic in the
+    arguments, each family from its own RNG stream (see `seer.demo.tasks.draw_examples`)."""
+    return draw_examples(VQA2_TASKS, n, seed, split, families, unique=unique)
+
+
+def training_examples(n: int, rng: random.Random) -> list[VQA2Example]:
+    """`n` training examples, each family drawn with its :data:`WEIGHTS` weight."""
+    weights = [WEIGHTS.get(f, 1.0) for f in FAMILIES]
+    return [generate_example(f, rng, "train") for f in rng.choices(FAMILIES, weights, k=n)]
+
+
+def normalise(text: str) -> str:
+    """Case-folded, surrounding and repeated whitespace removed, a final full stop kept."""
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def score(example: VQA2Example, text: str) -> float:
+    """1.0 if `text` is a right answer to `example`, else 0.0: exact match (after
+    :func:`normalise`), or any order for ``list``, any two same-coloured objects for ``pair``."""
+    got = normalise(text)
+    if example.family == "list":
+        names = [x.strip() for x in got.split(",")]
+        return float(Counter(names) == Counter(i.name for i in example.picture.items))
+    if example.family == "pair":
+        return float(_valid_pair(example.picture, got))
+    return float(got == normalise(example.answer))
+
+
+def _valid_pair(picture: Picture, text: str) -> bool:
+    parts = text.split(" and ")
+    if len(parts) != 2:
+        return False
+    have = Counter(i.name for i in picture.items)
+    want = Counter(p.strip() for p in parts)
+    colours = {p.split(" ")[0] for p in want.elements()}
+    return len(colours) == 1 and all(have[name] >= k for name, k in want.items())
+
+
+def all_texts() -> list[str]:
+    """Every fixed piece of text a question or an answer is made of (the vocabulary's source)."""
+    template = " ".join(q for qs in QUESTIONS.values() for q in qs)
+    template = re.sub(r"\{\w+\}", " ", template)
+    words = [template, "there are objects: a and in the at", " ".join(WORDS), " ".join(LETTERS)]
+    words += [" ".join(COLOURS), " ".join(KINDS), " ".join(SHAPE_SIZES), " ".join(POSITIONS)]
+    return words + [", ."]
+
+
+# the v2 image questions: RNG streams apart from v1's, dedup on (picture, question)
+VQA2_TASKS = TaskSet(
+    families=FAMILIES,
+    draw=generate_example,
+    key=lambda ex: ex.key,
+    stream="vqa2/",
+    shuffle="vqa2-shuffle",
+    noun="examples",
+    error=SeerError,
+)
