@@ -70,3 +70,12 @@ def test_one_window_per_batch_mode(tmp_path):
     assert len(seen) > 1
     with pytest.raises(ValueError, match="windows"):
         train.TrainConfig(windows="column")
+
+
+def test_vqa2_release_phase_parses_and_matches_the_trainer_defaults():
+    from seer.demo import train_vqa2
+
+    (args,) = phases("release_builtin_vqa2.sh", "python -m seer.demo.train_vqa2 ")
+    c = train.parse_args(args, train_vqa2.TrainConfig, "x", Path("r"), 1.0)[1]
+    assert c == train_vqa2.TrainConfig()  # the run in progress uses the defaults
+    assert c.window == 128 and c.init_from == "builtin"

@@ -16,7 +16,7 @@ from seer.models.vision import IMAGE_TOKEN_INDEX
 
 TINY = dict(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, vision_hidden=16,
             vision_layers=2, vision_heads=2, batch_size=4, total_steps=2, window=16,
-            init_from="")  # fmt: skip
+            init_from="", eval_n=2)  # fmt: skip
 
 
 def test_batches_match_the_inference_prompt(tmp_path):
@@ -56,7 +56,7 @@ def test_grouped_batches_sort_answers_by_length(tmp_path):
 
 def test_training_exports_a_loadable_model_and_resumes(tmp_path):
     c = train_vqa2.TrainConfig(**TINY)
-    train_vqa2.train(tmp_path, minutes=5, c=c, eval_every=2, eval_n=2)
+    train_vqa2.train(tmp_path, minutes=5, c=c, eval_every=2)
     log = torch.load(tmp_path / "state.pt", weights_only=False)["log"]
     assert log[-1]["step"] == 2 and 0 <= log[-1]["heldout_exact_match"]["all"] <= 1
     loaded = seer.load(tmp_path / "export")
@@ -68,3 +68,20 @@ def test_training_exports_a_loadable_model_and_resumes(tmp_path):
     more = train_vqa2.TrainConfig(**{**saved, "total_steps": 3})
     train_vqa2.train(tmp_path, minutes=5, c=more, eval_every=100)
     assert torch.load(tmp_path / "state.pt", weights_only=False)["step"] == 3
+
+
+def test_realism_benchmark_reports_every_family_and_mode(tmp_path):
+    from conftest import benchmark
+
+    c = train_vqa2.TrainConfig(**{**TINY, "total_steps": 1})
+    train_vqa2.train(tmp_path, minutes=5, c=c, eval_every=100)
+    with benchmark("bench_vqa2") as bench:
+        mean, (lo, hi) = bench.paired_interval([1, 1, 0, 1], [0, 1, 0, 1])
+        assert mean == 0.25 and lo <= mean <= hi
+        argv = ["--model", str(tmp_path / "export"), "--n", "1", "--window", "16",
+                "--tokens-per-step", "1,8", "--batch", "9"]  # fmt: skip
+        record = bench.main(argv)
+    assert set(record["accuracy"]) == {"k=1", "k=8", "seer"}
+    assert set(record["accuracy"]["k=1"]) == {*vqa2.FAMILIES, "all"}
+    assert record["drop"]["k=1"]["points"] == 0.0  # the baseline against itself
+    assert record["seer_mean_window"] <= 16 and record["median_answer"]["reference"] <= 4

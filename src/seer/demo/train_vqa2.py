@@ -41,6 +41,11 @@ from seer.models.loader import load_tokenizer
 from seer.models.vision import IMAGE_TOKEN_INDEX
 
 GROUP = 4  # batches drawn at once and grouped by answer length
+SEER_JSON = {
+    "system_prompt": None,
+    "gen_length": vqa2.WINDOW,
+    "config": {"signal": "eos_prob", "eos_tau": 0.5, "eos_run": 3},
+}
 
 
 @dataclass(slots=True)
@@ -65,6 +70,7 @@ class TrainConfig:
     full_window_prob: float = 0.2  # share of batches whose rows all get the full window
     cycle_start: int = 0
     init_from: str = "builtin"  # the text model whose LM weights start the LM ("" for none)
+    eval_n: int = 45  # held-out requests per evaluation (balanced over the families)
     seed: int = 0
 
 
@@ -165,9 +171,11 @@ def heldout_score(lm, examples, window: int, batch: int = 48, **kw) -> dict:
 
 
 def write_tokenizer(export: Path) -> None:
-    """The export's tokenizer files, SigLIP processor config and `seer.json` (no system prompt)."""
+    """The export's tokenizer files, SigLIP processor config and `seer.json`: no system prompt,
+    the 128 window, and the end-token detector with the v1 model's calibrated setting (not yet
+    calibrated on this model)."""
     build_tokenizer(export)
-    (export / "seer.json").write_text(json.dumps({"system_prompt": None}, indent=2) + "\n")
+    (export / "seer.json").write_text(json.dumps(SEER_JSON, indent=2) + "\n")
     side = scenes2.SIZE
     processor = {"image_processor_type": "SiglipImageProcessor", "do_resize": True, "resample": 3,
                  "size": {"height": side, "width": side}, "do_rescale": True,
@@ -216,7 +224,6 @@ def train(
     minutes: float,
     c: TrainConfig,
     eval_every: int = 1000,
-    eval_n: int = 90,
     save_seconds: float = 300,
 ):
     torch.manual_seed(c.seed)
@@ -226,7 +233,7 @@ def train(
     batcher = Batcher(proc, tok, c.window)
     rng = random.Random(f"train-vqa2/{c.seed}/{run.step}")
     gen = torch.Generator().manual_seed(c.seed * 1000 + run.step)
-    heldout = vqa2.generate_examples(eval_n, seed=1, split="heldout", unique=True)
+    heldout = vqa2.generate_examples(c.eval_n, seed=1, split="heldout", unique=True)
     run.start(minutes)
     t0, done0 = time.time(), run.step
     mask, batches = lm.tokens.mask, []

@@ -289,25 +289,42 @@ def normalise(text: str) -> str:
 
 
 def score(example: VQA2Example, text: str) -> float:
-    """1.0 if `text` is a right answer to `example`, else 0.0: exact match (after
-    :func:`normalise`), or any order for ``list``, any two same-coloured objects for ``pair``."""
-    got = normalise(text)
-    if example.family == "list":
-        names = [x.strip() for x in got.split(",")]
-        return float(Counter(names) == Counter(i.name for i in example.picture.items))
-    if example.family == "pair":
-        return float(_valid_pair(example.picture, got))
-    return float(got == normalise(example.answer))
+    """1.0 if `text` is a right answer to `example`, else 0.0: the family's checker
+    (:data:`CHECKERS`) on :func:`reference`, else exact match after :func:`normalise`."""
+    checker = CHECKERS.get(example.family)
+    if checker is None:
+        return float(normalise(text) == normalise(example.answer))
+    return checker(text, reference(example))
 
 
-def _valid_pair(picture: Picture, text: str) -> bool:
-    parts = text.split(" and ")
+def reference(example: VQA2Example) -> list[str] | str:
+    """What the family's checker needs: the picture's object names for ``list`` and ``pair``
+    (in reading order), else the reference answer."""
+    if example.family in CHECKERS:
+        return [i.name for i in example.picture.items]
+    return example.answer
+
+
+def any_order(text: str, names: list[str], strict: bool = False) -> float:
+    """``list``: every object named once, comma-separated, in any order."""
+    got = [x.strip() for x in normalise(text).split(",")]
+    return float(Counter(got) == Counter(names))
+
+
+def same_colour_pair(text: str, names: list[str], strict: bool = False) -> float:
+    """``pair``: ``X and Y``, two objects of the picture (two instances if X == Y) of one colour,
+    in either order."""
+    parts = normalise(text).split(" and ")
     if len(parts) != 2:
-        return False
-    have = Counter(i.name for i in picture.items)
-    want = Counter(p.strip() for p in parts)
+        return 0.0
+    have, want = Counter(names), Counter(p.strip() for p in parts)
     colours = {p.split(" ")[0] for p in want.elements()}
-    return len(colours) == 1 and all(have[name] >= k for name, k in want.items())
+    return float(len(colours) == 1 and all(have[name] >= k for name, k in want.items()))
+
+
+CHECKERS: dict[str, Callable[..., float]] = {"list": any_order, "pair": same_colour_pair}
+"""Families with several valid answers -> checker(text, reference(example)) (the signature of
+`seer.data`'s metrics: text, reference, strict)."""
 
 
 def all_texts() -> list[str]:
