@@ -192,6 +192,8 @@ def _fresh_python(code: str) -> subprocess.CompletedProcess:
         ["generate", "--model", "m", "--prompt", "hi", "--gen-length", "0"],
         ["calibrate", "--n", "0"],
         ["demo", "--bogus"],
+        ["ui", "--help"],
+        ["ui", "--port", "-1"],
     ],
 )
 def test_help_and_option_errors_import_neither_torch_nor_transformers(argv):

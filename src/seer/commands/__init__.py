@@ -6,5 +6,5 @@ transformers and the library come inside `main`, so `seer --help` and option err
 """
 
 COMMANDS = (
-    "generate", "demo", "profile", "calibrate", "bench", "batch", "serve", "make_checkpoint",
+    "generate", "demo", "profile", "calibrate", "bench", "batch", "serve", "ui", "make_checkpoint",
 )  # fmt: skip

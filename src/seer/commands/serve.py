@@ -34,6 +34,11 @@ def add_parser(sub) -> None:
     p.add_argument("--drain-timeout", type=options.number(float, 0), default=60.0,
                    help="seconds SIGTERM waits for running requests (default 60)")  # fmt: skip
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    p.add_argument(
+        "--ui",
+        action="store_true",
+        help="also serve the web page of `seer ui` at /ui/ (needs seer[ui]; no API key)",
+    )
     g = p.add_argument_group(
         "Ray Serve (pip install 'seer[ray]')",
         "N replicas of this server behind Ray Serve's proxy (--host/--port), each with its own "
@@ -95,6 +100,9 @@ def main(args) -> int:
     except ImportError as e:
         raise SeerError(f"seer serve needs the serve extra ({e.name} is missing): "
                         "pip install 'seer[serve]'") from None  # fmt: skip
+    if args.ui and (args.replicas is not None or args.api_key):
+        raise SeerError("--ui runs on one server without an API key (the page has none): "
+                        "drop --replicas / --api-key, or run `seer ui` apart")  # fmt: skip
     if args.replicas is None:
         for flag in ("min_replicas", "max_replicas", "ray_address"):
             if getattr(args, flag) is not None:
@@ -103,6 +111,7 @@ def main(args) -> int:
         return _replicas(args)
     lm = options.load(args)
     serve(lm, host=args.host, port=args.port, drain_timeout=args.drain_timeout,
-          log_level=args.log_level, model_names=model_names(lm, args.model, args.served_model_name),
+          log_level=args.log_level, ui=args.ui,
+          model_names=model_names(lm, args.model, args.served_model_name),
           **_build(args))  # fmt: skip
     return 0

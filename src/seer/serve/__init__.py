@@ -42,11 +42,17 @@ def model_names(lm, model: str | None = None, served: str | None = None) -> tupl
 
 
 def serve(lm, host: str = "127.0.0.1", port: int = 8000, drain_timeout: float = 60.0,
-          log_level: str = "info", **options) -> None:  # fmt: skip
-    """Serve `lm` until SIGTERM (drains) or SIGINT; `options` as in `build`."""
+          log_level: str = "info", ui: bool = False, **options) -> None:  # fmt: skip
+    """Serve `lm` until SIGTERM (drains) or SIGINT; `options` as in `build`. `ui`: the page
+    of `seer ui` too, at /ui/ (`seer.ui`)."""
     from seer.serve.server import run
 
-    run(build(lm, **options), host, port, drain_timeout, log_level)
+    app = build(lm, **options)
+    if ui:
+        from seer.ui import mount
+
+        mount(app, lm)
+    run(app, host, port, drain_timeout, log_level)
 
 
 __all__ = ["build", "model_names", "serve"]

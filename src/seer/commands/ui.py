@@ -1,0 +1,41 @@
+"""`seer ui`: the web page that shows denoising step by step, baseline and Seer side by side
+(see `seer.ui`; needs `seer[serve,ui]`). The OpenAI API of `seer serve` is served beside it."""
+
+from __future__ import annotations
+
+from seer.commands import options
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("ui", help="web page: watch denoising step by step, with and without Seer")
+    options.add_model(p, default="builtin", help="model folder, or builtin / builtin-vqa "
+                      "(default builtin; builtin-vqa takes images)")  # fmt: skip
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
+    p.add_argument("--port", type=options.number(int, 0, 65535), default=7860,
+                   help="port (default 7860)")  # fmt: skip
+    p.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"))
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    import sys
+
+    from seer.errors import SeerError
+
+    try:
+        import gradio  # noqa: F401
+
+        from seer.serve import build, model_names
+        from seer.serve.server import run
+    except ImportError as e:
+        raise SeerError(f"seer ui needs the serve and ui extras ({e.name} is missing): "
+                        "pip install 'seer[serve,ui]'") from None  # fmt: skip
+    from seer.ui import PATH, mount
+
+    lm = options.load(args)
+    app = build(lm, model_names=model_names(lm, args.model))
+    mount(app, lm)
+    print(f"seer: the page for {args.model} is at http://{args.host}:{args.port}{PATH}/ "
+          "(Ctrl-C stops)", file=sys.stderr, flush=True)  # fmt: skip
+    run(app, args.host, args.port, log_level=args.log_level)
+    return 0

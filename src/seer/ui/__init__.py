@@ -1,0 +1,40 @@
+"""`seer ui`: a web page that shows a request denoise step by step, with and without Seer.
+
+    page.py     the Gradio page: prompt (+ image), options, the two canvases, the profile
+    render.py   HTML of a canvas after a step, the numbers, the comparison (no Gradio)
+
+The page is mounted on the OpenAI server's FastAPI app (`seer ui`, or `seer serve --ui`) and
+runs its requests on the server's engine thread; the engine's per-step view
+(`Request.on_step`) feeds it. Needs the `ui` extra: `pip install "seer[ui]"`.
+"""
+
+from __future__ import annotations
+
+from seer.errors import SeerError
+
+PATH = "/ui"  # where the page is mounted
+
+
+def mount(app, lm, path: str = PATH):
+    """Mount the page for `lm` on `app` (the server's FastAPI app, `seer.serve.build`) at
+    `path`; `/` redirects to it."""
+    try:
+        import gradio as gr
+    except ImportError as e:
+        raise SeerError(f"the page needs the ui extra ({e.name} is missing): "
+                        "pip install 'seer[ui]'") from None  # fmt: skip
+    from fastapi.responses import RedirectResponse
+
+    from seer.ui import page, render
+
+    blocks = page.build(lm, app.state.service)
+
+    @app.get("/", include_in_schema=False)
+    async def root():
+        return RedirectResponse(f"{path}/")
+
+    return gr.mount_gradio_app(app, blocks, path=path, css=render.CSS, theme=page.theme(),
+                               footer_links=[], run_history=False, show_error=True)  # fmt: skip
+
+
+__all__ = ["PATH", "mount"]
