@@ -10,20 +10,22 @@ pytest.importorskip("gradio", reason="the ui extra is not installed (pip install
 pytest.importorskip("fastapi", reason="the serve extra is not installed")
 
 
-def test_seer_ui_serves_the_page_beside_the_api(monkeypatch, capsys):
+@pytest.mark.parametrize("argv", [["ui"], ["serve", "--model", "builtin", "--ui"]])
+def test_the_page_is_served_beside_the_api(argv, monkeypatch, capsys):
     from fastapi.testclient import TestClient
 
     import seer.serve.server
 
     served = {}
 
-    def run(app, host, port, **kw):
+    def run(app, host, port, *args, **kw):
         served.update(app=app, at=(host, port))
 
     monkeypatch.setattr(seer.serve.server, "run", run)
-    assert main(["--quiet", "ui", "--port", "7999"]) == 0
+    assert main(["--quiet", *argv, "--port", "7999"]) == 0
     assert served["at"] == ("127.0.0.1", 7999)  # loopback by default
-    assert "http://127.0.0.1:7999/ui/" in capsys.readouterr().err
+    if argv[0] == "ui":
+        assert "http://127.0.0.1:7999/ui/" in capsys.readouterr().err
     with TestClient(served["app"]) as client:
         page = client.get("/ui/")
         assert page.status_code == 200 and "Seer" in page.text

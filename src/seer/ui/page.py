@@ -62,7 +62,8 @@ class Page:
     def __init__(self, lm, service) -> None:
         self.lm, self.service = lm, service
         self.labels: dict[int, str] = {}
-        self.plots = Path(tempfile.mkdtemp(prefix="seer-ui-"))
+        self.plots = Path(tempfile.mkdtemp(prefix="seer-ui-"))  # the profile PNGs
+        self.drawn = 0
 
     def label(self, ids: list[int]) -> dict[int, str]:
         """Token id -> its text on a chip (decoded once per id)."""
@@ -122,7 +123,8 @@ class Page:
             "true_end": true_end,
             "image": image,
         }
-        out = self.plots / f"profile-{id(boundary)}.png"
+        self.drawn += 1  # a few files in turn: Gradio copies each to its cache when shown
+        out = self.plots / f"profile-{self.drawn % 8}.png"
         return str(plots.profiles([row], out, ylabel=f"step-0 {boundary.signal}"))
 
 
