@@ -170,3 +170,37 @@ def _tokenizer_config(extra_special: tuple[str, ...] = ()) -> dict[str, Any]:
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+# ---------------------------------------------------------------- the text model v2's tokenizer
+PIECE_PATTERN = r" ?[A-Za-z]+| ?[0-9]| ?[^\sA-Za-z0-9]|\s"
+"""v2 pieces: a word, one digit or one punctuation mark, each with its leading space if any, or
+one whitespace character. Decoding concatenates the pieces, so text round-trips exactly."""
+
+
+def pieces(text: str) -> list[str]:
+    """`text` split as the v2 tokenizer splits it (before the vocabulary lookup)."""
+    import re
+
+    return re.findall(PIECE_PATTERN, text)
+
+
+def build_v2_backend(words: Iterable[str]) -> Tokenizer:
+    """Word-level over :data:`PIECE_PATTERN` pieces (`words`: the pieces of the vocabulary)."""
+    from tokenizers import Regex
+
+    vocab = vocabulary(words)
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK_TOKEN))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(PIECE_PATTERN), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
+    return tok
+
+
+def build_v2_tokenizer(out_dir: Path, words: Iterable[str]) -> None:
+    """Write the v2 tokenizer's three files (same special tokens, ids and chat template as v1)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    build_v2_backend(words).save(str(out_dir / "tokenizer.json"))
+    _write_json(out_dir / "tokenizer_config.json", _tokenizer_config())
+    _write_json(out_dir / "special_tokens_map.json", _special_tokens_map())

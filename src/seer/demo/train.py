@@ -114,6 +114,19 @@ def make_batch(
     """
     prompts = [enc.prompt(e.prompt) for e in examples]
     answers = [enc.answer(e.answer) for e in examples]
+    return pack(prompts, answers, enc.pad, window, rng, full_prob, windows)
+
+
+def pack(
+    prompts: list[list[int]],
+    answers: list[list[int]],
+    pad: int,
+    window: int,
+    rng: random.Random,
+    full_prob: float,
+    windows: str = "row",
+):
+    """`make_batch` on encoded prompts and answers (each answer ends with <|eot_id|>)."""
     if windows == "batch":
         longest = max(len(a) for a in answers)
         w = window if rng.random() < full_prob else rng.randint(longest, window)
@@ -124,7 +137,7 @@ def make_batch(
             for a in answers
         ]
     p, w = max(len(q) for q in prompts), max(wins)
-    x = torch.full((len(examples), p + w), enc.pad, dtype=torch.long)
+    x = torch.full((len(prompts), p + w), pad, dtype=torch.long)
     am = torch.zeros_like(x)
     for r, (q, a) in enumerate(zip(prompts, answers, strict=True)):
         x[r, p - len(q) : p] = torch.tensor(q)

@@ -1,0 +1,165 @@
+"""Train the built-in text model v2: a small LLaDA on the tasks of :mod:`seer.demo.lines`.
+
+The recipe is the first model's (:mod:`seer.demo.train`: LLaDA SFT, answers padded with [EOS] to
+the window, [EOS] a target, per-row windows), with a 128-position window, the v2 tokenizer
+(:func:`seer.demo.tokenizer.build_v2_tokenizer`: exact round trip, names and punctuation) and
+multi-turn prompts (an in-context example turn, as ParallelBench's prompts have). Batches are
+drawn four at a time and grouped by length, so a batch pads little.
+
+Run: ``python -m seer.demo.train_text2 --out runs/builtin-v2 --minutes 120`` (resumes from
+``--out``); a checkpoint in the official LLaDA layout is written to ``--out/export`` at each save.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from seer.demo import lines, vocab2
+from seer.demo.tokenizer import build_v2_tokenizer
+from seer.demo.train import Run, loss_fn, lr_at, pack, parse_args
+from seer.models.configs import llada_config
+from seer.models.factory import random_model
+from seer.models.loader import load_tokenizer
+from seer.models.tokens import chat_ids
+
+GROUP = 4  # batches drawn at once and grouped by length
+
+
+@dataclass(slots=True)
+class TrainConfig:
+    """Model size and optimisation of the text model v2."""
+
+    d_model: int = 128
+    n_layers: int = 6
+    n_heads: int = 4
+    mlp_hidden_size: int = 384
+    rope_theta: float = 10000.0
+    window: int = 128
+    batch_size: int = 16
+    lr: float = 1.5e-3
+    min_lr: float = 5e-5
+    warmup: int = 300
+    total_steps: int = 20000  # cosine horizon; a phase may stop earlier on its time budget
+    weight_decay: float = 0.01
+    full_window_prob: float = 0.3
+    cycle_start: int = 0
+    windows: str = "row"
+    seed: int = 0
+
+
+class ChatEncoder:
+    """Ids of an item's chat (the tokenizer's chat template) and of its answer window."""
+
+    def __init__(self, tok) -> None:
+        self.tok = tok
+        self.eot = tok.convert_tokens_to_ids("<|eot_id|>")
+        self.eos = tok.eos_token_id
+        self.mask = tok.mask_token_id
+        self.pad = self.eos
+
+    def prompt(self, item: lines.Item) -> list[int]:
+        return chat_ids(self.tok, item.messages())
+
+    def answer(self, item: lines.Item) -> list[int]:
+        return self.tok(item.answer, add_special_tokens=False)["input_ids"] + [self.eot]
+
+
+def batches(enc: ChatEncoder, c: TrainConfig, rng: random.Random):
+    """GROUP batches of training items, grouped by total length, in random order."""
+    items = lines.generate(GROUP * c.batch_size, seed=rng.randrange(1 << 30), split="train")
+    rows = sorted(
+        ((enc.prompt(it), enc.answer(it)) for it in items), key=lambda r: sum(map(len, r))
+    )
+    chunks = [rows[i : i + c.batch_size] for i in range(0, len(rows), c.batch_size)]
+    rng.shuffle(chunks)
+    for chunk in chunks:
+        prompts, answers = zip(*chunk, strict=True)
+        answers = [a[: c.window] for a in answers]
+        yield pack(list(prompts), answers, enc.pad, c.window, rng, c.full_window_prob, c.windows)
+
+
+@torch.inference_mode()
+def evaluate(model, enc: ChatEncoder, items: list[lines.Item], window: int, batch: int = 32):
+    """Held-out score per family: greedy, one token per step, low-confidence remasking."""
+    from seer.config import SamplingParams, TokenIds
+    from seer.diffusion.loop import DenoisingLoop, make_canvas
+
+    tokens = TokenIds(mask=enc.mask, eos=enc.eos, pad=enc.pad, eot=enc.eot)
+    loop = DenoisingLoop(model, tokens)
+    params = SamplingParams(gen_length=window, remasking="low_confidence")
+    hits: dict[str, list[float]] = {}
+    for i in range(0, len(items), batch):
+        chunk = items[i : i + batch]
+        canvas = make_canvas([enc.prompt(it) for it in chunk], window, tokens, "cpu")
+        for it, row in zip(chunk, loop.run(canvas, params).answer.tolist(), strict=True):
+            end = row.index(enc.eot) if enc.eot in row else len(row)
+            text = enc.tok.decode(row[:end], skip_special_tokens=True)
+            hits.setdefault(it.family, []).append(lines.score(it, text))
+    per = {f: sum(v) / len(v) for f, v in sorted(hits.items())}
+    per["all"] = sum(sum(v) for v in hits.values()) / sum(len(v) for v in hits.values())
+    return per
+
+
+def write_tokenizer(out: Path) -> None:
+    build_v2_tokenizer(out, vocab2.words())
+
+
+def train(out: Path, minutes: float, c: TrainConfig, eval_every: int, threads: int, eval_n: int):
+    torch.set_num_threads(threads)
+    torch.manual_seed(c.seed)
+    export = out / "export"
+    write_tokenizer(export)
+    enc = ChatEncoder(load_tokenizer(export))
+    raw = llada_config(
+        len(enc.tok),
+        d_model=c.d_model,
+        n_layers=c.n_layers,
+        n_heads=c.n_heads,
+        mlp_hidden_size=c.mlp_hidden_size,
+        mask_token_id=enc.mask,
+        eos_token_id=enc.eos,
+        pad_token_id=enc.pad,
+    )
+    raw["rope_theta"] = c.rope_theta
+    raw["max_sequence_length"] = 1024
+    model = random_model(raw, seed=c.seed, std=0.02).train()
+    run = Run(out, model, c, raw, write_tokenizer)
+    rng = random.Random(f"train2/{c.seed}/{run.step}")
+    gen = torch.Generator().manual_seed(c.seed * 1000 + run.step)
+    heldout = lines.generate(eval_n, seed=1, split="heldout", families=tuple(lines.FAMILIES))
+    run.start(minutes)
+    t0, ntok = time.time(), 0
+    while run.running():
+        for x, am, p, wins in batches(enc, c, rng):
+            loss = loss_fn(model, x, am, p, wins, enc.mask, gen)
+            run.update(loss)
+            ntok += x.numel()
+            if run.step % 25 == 0:
+                rate = ntok / (time.time() - t0)
+                print(
+                    f"step {run.step} loss {loss.item():.4f} lr {lr_at(run.step, c):.2e} "
+                    f"{rate:.0f} tok/s",
+                    flush=True,
+                )
+            if run.step % eval_every == 0:
+                run.evaluate(loss, lambda: evaluate(model, enc, heldout, c.window))
+            run.save_every(300)
+            if not run.running():
+                break
+    run.save()
+    print(f"saved step {run.step} to {out}", flush=True)
+    return model, run.log
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, cfg = parse_args(argv, TrainConfig, __doc__, Path("runs/builtin-v2"), 120.0)
+    train(args.out, args.minutes, cfg, args.eval_every, args.threads, eval_n=19 * 5)
+
+
+if __name__ == "__main__":
+    main()
