@@ -39,6 +39,7 @@ class TrainConfig:
     n_heads: int = 4
     mlp_hidden_size: int = 384
     rope_theta: float = 10000.0
+    weight_tying: bool = True  # the LM head is the embedding: copying a rare name is free
     window: int = 128
     batch_size: int = 16
     lr: float = 1.5e-3
@@ -126,6 +127,7 @@ def train(out: Path, minutes: float, c: TrainConfig, eval_every: int, threads: i
         pad_token_id=enc.pad,
     )
     raw["rope_theta"] = c.rope_theta
+    raw["weight_tying"] = c.weight_tying
     raw["max_sequence_length"] = 1024
     model = random_model(raw, seed=c.seed, std=0.02).train()
     run = Run(out, model, c, raw, write_tokenizer)

@@ -1,0 +1,185 @@
+"""Does a model lose accuracy under parallel decoding as real diffusion LMs do? Per family.
+
+Runs one data source through the engine under each decoding setting and scores every answer
+with `seer.data.score` (the family's checker, ParallelBench's official metric for
+`parallelbench:` sources):
+
+  k=1, 2, 4, 8    the full window, `steps` = gen_length / k (k tokens per step), low-confidence
+                  remasking (the model's own rule), greedy
+  thr0.9, thr0.7  Fast-dLLM's threshold decoding (one block)
+  dpad            DPad's suffix dropout (cache="dpad", window 16, blocks of 8)
+  seer            Seer with the model's seer.json defaults, one token per step
+
+and reports accuracy per family with bootstrap 95 % intervals, the points lost against k=1
+with paired intervals, how many answers changed, and the lengths of the k=1 answers (median,
+90th percentile and maximum as a share of the window). `--plot` draws accuracy against tokens
+per step, per family group.
+
+    python benchmarks/bench_realism.py --model builtin --data builtin --n 380
+    python benchmarks/bench_realism.py --model builtin \
+        --data parallelbench:/path/to/ParallelBench/waiting_line --n 400 --configs k=1,k=2,k=4,k=8
+
+Last line: a JSON record (per config and family: n, accuracy, interval; lengths).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+
+CONFIGS = ("k=1", "k=2", "k=4", "k=8", "thr0.9", "thr0.7", "dpad", "seer")
+
+
+def settings(name: str, window: int) -> tuple[dict, bool]:
+    """(SamplingParams overrides, Seer on) of a config name."""
+    if name.startswith("k="):
+        return {"steps": window // int(name[2:])}, False
+    if name.startswith("thr"):
+        return {"threshold": float(name[3:])}, False
+    if name == "dpad":
+        return {"cache": "dpad", "dpad_window": 16, "block_length": 8}, False
+    if name == "seer":
+        return {}, True
+    raise SystemExit(f"bench_realism: error: unknown config {name!r}; choose from {CONFIGS}")
+
+
+def bootstrap(xs: list[float], reps: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """95 % percentile interval of the mean of `xs`."""
+    rng = random.Random(seed)
+    means = sorted(sum(rng.choices(xs, k=len(xs))) / len(xs) for _ in range(reps))
+    return means[int(0.025 * reps)], means[int(0.975 * reps) - 1]
+
+
+def run_config(lm, examples, name: str, window: int, batch: int) -> dict[str, dict]:
+    """Per example id: the answer text, its score, NFE and answer length in tokens."""
+    from seer.batch import answers
+    from seer.data import score
+
+    overrides, seer_on = settings(name, window)
+    params = lm.sampling(gen_length=window, **overrides)
+    out = {}
+    for ex, res in answers(lm, examples, params, True if seer_on else None, max_batch=batch):
+        out[ex.id] = {
+            "text": res.text,
+            "score": score(ex, res.text),
+            "nfe": getattr(res, "nfe", None),
+            "length": len(lm.tokenizer(res.text, add_special_tokens=False)["input_ids"]),
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="builtin")
+    ap.add_argument("--data", default="builtin")
+    ap.add_argument("--n", type=int, default=None, help="first n requests of the source")
+    ap.add_argument("--window", type=int, default=None, help="gen_length (default: the model's)")
+    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--raw", type=Path, default=None, help="per-request results (JSON Lines)")
+    ap.add_argument("--plot", type=Path, default=None)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+
+    import seer
+    from seer.data import load_examples
+    from seer.eval.machine import describe
+
+    lm = seer.load(args.model)
+    window = args.window or lm.sampling().gen_length
+    examples = load_examples(args.data, n=args.n)
+    names = [c for c in args.configs.split(",") if c]
+    for c in names:
+        settings(c, window)
+    print(f"{len(examples)} requests of {args.data}, model {args.model}, window {window}")
+    print(describe())
+    results, seconds = {}, {}
+    for c in names:
+        t0 = time.perf_counter()
+        results[c] = run_config(lm, examples, c, window, args.batch)
+        seconds[c] = time.perf_counter() - t0
+        acc = statistics.mean(r["score"] for r in results[c].values())
+        print(f"  {c:8s} {100 * acc:5.1f} %  ({seconds[c]:.0f} s)", flush=True)
+    if args.raw:
+        with args.raw.open("w") as f:
+            for ex in examples:
+                row = {"id": ex.id, "family": ex.family}
+                row.update({c: results[c][ex.id] for c in names})
+                f.write(json.dumps(row) + "\n")
+    record = report(examples, names, results, window, seconds)
+    if args.plot:
+        plot(record, args.plot)
+    print(json.dumps(record))
+
+
+def report(examples, names, results, window, seconds) -> dict:
+    """Print the per-family table and return the JSON record."""
+    families = defaultdict(list)
+    for ex in examples:
+        families[ex.family or "all"].append(ex.id)
+    groups = {**families, "ALL": [ex.id for ex in examples]}
+    ref = names[0]
+    record: dict = {"window": window, "reference": ref, "configs": {}, "seconds": seconds}
+    header = f"{'family':16s} {'n':>4s} " + " ".join(f"{c:>13s}" for c in names)
+    print(header)
+    for fam, ids in groups.items():
+        cells = []
+        for c in names:
+            xs = [results[c][i]["score"] for i in ids]
+            lo, hi = bootstrap(xs)
+            acc = sum(xs) / len(xs)
+            entry = {"n": len(xs), "accuracy": acc, "interval": [lo, hi]}
+            if c != ref:
+                diffs = [results[c][i]["score"] - results[ref][i]["score"] for i in ids]
+                entry["lost"] = -sum(diffs) / len(diffs)
+                entry["lost_interval"] = sorted(-x for x in bootstrap(diffs))
+                entry["changed"] = sum(
+                    results[c][i]["text"] != results[ref][i]["text"] for i in ids
+                )
+            record["configs"].setdefault(c, {})[fam] = entry
+            cells.append(f"{100 * acc:5.1f} [{100 * lo:3.0f},{100 * hi:3.0f}]")
+        print(f"{fam:16s} {len(ids):4d} " + " ".join(f"{x:>13s}" for x in cells))
+    lengths = sorted(results[ref][ex.id]["length"] for ex in examples)
+    record["lengths"] = {
+        "median": statistics.median(lengths) / window,
+        "p90": lengths[int(0.9 * (len(lengths) - 1))] / window,
+        "max": lengths[-1] / window,
+    }
+    print(
+        "answer lengths (share of the window, {}): median {median:.2f}, p90 {p90:.2f}, "
+        "max {max:.2f}".format(ref, **record["lengths"])
+    )
+    return record
+
+
+def plot(record: dict, path: Path) -> None:
+    """Accuracy against tokens per step, one line per family (the k=... configs only)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ks = sorted(int(c[2:]) for c in record["configs"] if c.startswith("k="))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for fam in record["configs"][f"k={ks[0]}"]:
+        ys = [100 * record["configs"][f"k={k}"][fam]["accuracy"] for k in ks]
+        ax.plot(ks, ys, marker="o", lw=2.5 if fam == "ALL" else 1, label=fam)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ks, [str(k) for k in ks])
+    ax.set_xlabel("tokens per step")
+    ax.set_ylabel("accuracy (%)")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    main()
