@@ -135,7 +135,7 @@ def test_trainer_runs_resumes_and_exports_a_loadable_checkpoint(tmp_path):
     from seer.demo.train_text2 import TrainConfig, train
 
     cfg = TrainConfig(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, batch_size=4,
-                      window=128, total_steps=2, warmup=1)  # fmt: skip
+                      window=32, total_steps=2, warmup=1)  # fmt: skip
     _, log = train(tmp_path, minutes=5, c=cfg, eval_every=2, threads=1, eval_n=4)
     assert log[-1]["step"] == 2 and 0 <= log[-1]["heldout_exact_match"]["all"] <= 1
     lm = seer.load(tmp_path / "export")
@@ -144,7 +144,7 @@ def test_trainer_runs_resumes_and_exports_a_loadable_checkpoint(tmp_path):
     cfg.total_steps = 3
     train(tmp_path, minutes=5, c=cfg, eval_every=100, threads=1, eval_n=4)
     assert torch.load(tmp_path / "state.pt", weights_only=False)["step"] == 3
-    assert json.loads((tmp_path / "train_config.json").read_text())["window"] == 128
+    assert json.loads((tmp_path / "train_config.json").read_text())["window"] == 32
     assert Path(tmp_path / "export" / "tokenizer.json").is_file()
 
 
