@@ -185,22 +185,25 @@ def pieces(text: str) -> list[str]:
     return re.findall(PIECE_PATTERN, text)
 
 
-def build_v2_backend(words: Iterable[str]) -> Tokenizer:
-    """Word-level over :data:`PIECE_PATTERN` pieces (`words`: the pieces of the vocabulary)."""
+def build_v2_backend(words: Iterable[str], extra_special: Sequence[str] = ()) -> Tokenizer:
+    """Word-level over :data:`PIECE_PATTERN` pieces (`words`: the pieces of the vocabulary;
+    `extra_special` after the seven special tokens, e.g. ``<image>`` as id 7)."""
     from tokenizers import Regex
 
-    vocab = vocabulary(words)
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK_TOKEN))
+    tok = Tokenizer(models.WordLevel(vocab=vocabulary(words, extra_special), unk_token=UNK_TOKEN))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex(PIECE_PATTERN), behavior="isolated")
     tok.decoder = decoders.Fuse()
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
+    specials = (*SPECIAL_TOKENS, *extra_special)
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
     return tok
 
 
-def build_v2_tokenizer(out_dir: Path, words: Iterable[str]) -> None:
-    """Write the v2 tokenizer's three files (same special tokens, ids and chat template as v1)."""
+def build_v2_tokenizer(
+    out_dir: Path, words: Iterable[str], extra_special: Sequence[str] = ()
+) -> None:
+    """Write the v2 tokenizer's three files (the special tokens, ids and chat template of v1)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    build_v2_backend(words).save(str(out_dir / "tokenizer.json"))
-    _write_json(out_dir / "tokenizer_config.json", _tokenizer_config())
-    _write_json(out_dir / "special_tokens_map.json", _special_tokens_map())
+    build_v2_backend(words, extra_special).save(str(out_dir / "tokenizer.json"))
+    _write_json(out_dir / "tokenizer_config.json", _tokenizer_config(tuple(extra_special)))
+    _write_json(out_dir / "special_tokens_map.json", _special_tokens_map(tuple(extra_special)))

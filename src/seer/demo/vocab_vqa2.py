@@ -13,31 +13,17 @@ by a test: the training run of the shipped weights depends on it.
 
 from __future__ import annotations
 
-import re
 import string
 from pathlib import Path
 
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+from tokenizers import Tokenizer
 
 from seer.demo import vqa2
-from seer.demo.tokenizer import (
-    SPECIAL_TOKENS,
-    UNK_TOKEN,
-    _special_tokens_map,
-    _tokenizer_config,
-    _write_json,
-    vocabulary,
-)
+from seer.demo.tokenizer import PIECE_PATTERN, build_v2_backend, build_v2_tokenizer, pieces
 from seer.models.tokens import IMAGE_TOKEN
 
-PIECE_PATTERN = r" ?[A-Za-z]+| ?[0-9]| ?[^\sA-Za-z0-9]|\s"
-"""The text model v2's pieces (its `seer.demo.tokenizer.PIECE_PATTERN`)."""
+__all__ = ["PIECE_PATTERN", "build_backend", "build_tokenizer", "pieces", "words"]
 EXTRA_SPECIAL = (IMAGE_TOKEN,)
-
-
-def pieces(text: str) -> list[str]:
-    """`text` split as the tokenizer splits it (before the vocabulary lookup)."""
-    return re.findall(PIECE_PATTERN, text)
 
 
 def words() -> list[str]:
@@ -52,20 +38,10 @@ def words() -> list[str]:
 
 
 def build_backend() -> Tokenizer:
-    """Word-level over :data:`PIECE_PATTERN` pieces, a concatenating decoder."""
-    vocab = vocabulary(words(), EXTRA_SPECIAL)
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK_TOKEN))
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex(PIECE_PATTERN), behavior="isolated")
-    tok.decoder = decoders.Fuse()
-    specials = (*SPECIAL_TOKENS, *EXTRA_SPECIAL)
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
-    return tok
+    """The v2 tokenizer (:func:`seer.demo.tokenizer.build_v2_backend`) over :func:`words`."""
+    return build_v2_backend(words(), EXTRA_SPECIAL)
 
 
 def build_tokenizer(out_dir: Path) -> None:
     """Write ``tokenizer.json``, ``tokenizer_config.json`` and ``special_tokens_map.json``."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    build_backend().save(str(out_dir / "tokenizer.json"))
-    _write_json(out_dir / "tokenizer_config.json", _tokenizer_config(EXTRA_SPECIAL))
-    _write_json(out_dir / "special_tokens_map.json", _special_tokens_map(EXTRA_SPECIAL))
+    build_v2_tokenizer(out_dir, words(), EXTRA_SPECIAL)
