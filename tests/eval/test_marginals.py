@@ -22,6 +22,7 @@ from seer.eval.marginals import (
     measure,
     score,
     step_counts,
+    wilson,
 )
 
 TRIALS = 2000  # rows per measured point: sigma <= 0.011
@@ -183,3 +184,11 @@ def test_bad_requests_get_one_clear_line():
         measure("shuffle", 6, 2, 10, pool=6)
     with pytest.raises(SeerError, match="tokens per step must be in 1..6"):
         measure("shuffle", 6, 7, 10)
+
+
+def test_the_wilson_interval_holds_the_rate():
+    for correct, trials in ((0, 10), (10, 10), (3, 10), (2000, 2000), (1, 2000)):
+        lo, hi = wilson(correct, trials)
+        assert 0 <= lo <= correct / trials <= hi <= 1
+    lo, hi = wilson(50, 100)
+    assert (lo, hi) == pytest.approx((0.4038, 0.5962), abs=1e-4)

@@ -306,4 +306,4 @@ def wilson(correct: int, trials: int, z: float = 1.96) -> tuple[float, float]:
     half = (
         z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
     )
-    return max(0.0, mid - half), min(1.0, mid + half)
+    return max(0.0, min(p, mid - half)), min(1.0, max(p, mid + half))  # holds p (rounding)
