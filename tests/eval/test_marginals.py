@@ -184,6 +184,8 @@ def test_bad_requests_get_one_clear_line():
         measure("shuffle", 6, 2, 10, pool=6)
     with pytest.raises(SeerError, match="tokens per step must be in 1..6"):
         measure("shuffle", 6, 7, 10)
+    with pytest.raises(SeerError, match="at least one position"):
+        closed_form("shuffle", [2, 0])
 
 
 def test_the_wilson_interval_holds_the_rate():
