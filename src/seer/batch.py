@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from seer import provenance
 from seer.data import Example
 from seer.errors import SeerError
 from seer.models import tokens
@@ -96,6 +97,18 @@ def chat_ids(tokenizer, messages: list[dict]) -> list[int]:
 
 
 # -- the output file ------------------------------------------------------------------------------
+def check_output(out: Path, examples: list[Example], resume: bool) -> set[str]:
+    """The ids already in `out` (empty unless `resume`); an existing output without `resume`,
+    or one holding ids the data lacks, is an error."""
+    if out.exists() and not resume and out.stat().st_size > 0:
+        raise SeerError(f"{out} exists; pass --resume to continue it or choose another --out")
+    done = set(done_ids(out)) if resume else set()
+    known = {ex.id for ex in examples}
+    if done - known:
+        raise SeerError(f"{out} holds {len(done - known)} ids that are not in the data")
+    return done
+
+
 def done_ids(path: Path) -> list[str]:
     """Ids already written to `path`, in order. A torn last line (a crash while writing) is cut
     off the file; any other unreadable line is an error naming the line."""
@@ -162,17 +175,19 @@ def run_batch(
     max_batch: int = 32,
     inflight: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    data: str | Path | None = None,
 ) -> BatchSummary:
     """Answer `examples` with one engine and append their rows to `out` (see the module
     docstring). `params`: `SamplingParams` (None: `lm.sampling()`); `seer`: None, True or a
-    config; `progress(rows, tokens)` is called as rows finish."""
+    config; `progress(rows, tokens)` is called as rows finish; `data`: the source the examples
+    came from (a path or built-in name), recorded with the run (`seer.provenance`: a resume
+    with other settings, model weights or data is refused)."""
     out = Path(out)
-    if out.exists() and not resume and out.stat().st_size > 0:
-        raise SeerError(f"{out} exists; pass --resume to continue it or choose another --out")
-    done = set(done_ids(out)) if resume else set()
-    known = {ex.id for ex in examples}
-    if done - known:
-        raise SeerError(f"{out} holds {len(done - known)} ids that are not in the data")
+    params = lm.sampling() if params is None else params
+    done = check_output(out, examples, resume)
+    old = provenance.read(out) if resume else None
+    record = provenance.batch_record(lm, params, seer, data=data, known=old)
+    provenance.start(out, record, old, len(done))
     todo = [ex for ex in examples if ex.id not in done]
     writer = OrderedWriter(out, [ex.id for ex in todo])
     tokens, t0 = 0, time.perf_counter()

@@ -41,8 +41,10 @@ class DiffusionLM:
         meta=None,
         processor=None,
         defaults: ModelDefaults | None = None,
+        path: Path | None = None,
     ) -> None:
         self.model = model
+        self.path = path  # the folder it was loaded from (None: built in memory)
         self.tokenizer = tokenizer
         self.tokens = tokens
         self.name = name
@@ -267,21 +269,28 @@ def _params(params: SamplingParams | None, overrides: dict) -> SamplingParams:
     return params
 
 
-def load(path: str | Path, dtype=None, device: str = "cpu", tokenizer: bool = True) -> DiffusionLM:
+def load(
+    path: str | Path, dtype=None, device: str = "cpu", tokenizer: bool = True, weights: bool = True
+) -> DiffusionLM:
     """Load a model folder (config.json + safetensors + tokenizer files) as published, or a
     shipped model by name: "builtin" (text) or "builtin-vqa" (text and images).
 
     Everything the folder says about defaults is read here, once: `lm.defaults` (sampling, from
-    the family's official call and generation_config.json; Seer's settings, from seer.json)."""
+    the family's official call and generation_config.json; Seer's settings, from seer.json).
+    `weights=False`: the model stays an empty skeleton on the meta device, with no prompt
+    processor: its defaults and settings resolve (`lm.sampling()`), it cannot generate."""
     folder, raw = loader.read_config(path)
     seer_settings = SeerSettings.read(folder)  # checked before the slow part
     device = loader.resolve_device(device)
-    model = loader.load_model(folder, dtype=dtype, device=device)
+    if weights:
+        model = loader.load_model(folder, dtype=dtype, device=device)
+    else:
+        model = loader.build_model(raw)
     tok = loader.load_tokenizer(folder) if tokenizer else None
     loader.fit_to_tokenizer(model, tok)
     defaults = loader.load_defaults(folder, raw, model, tok, seer_settings)
     processor = None
-    if tok is not None:
+    if tok is not None and weights:
         processor = loader.load_processor(folder, raw, model, tok, seer_settings)
     tokens = loader.token_ids(raw, tok, model.banned_token_names)
     vocab = model.get_input_embeddings().num_embeddings
@@ -290,6 +299,5 @@ def load(path: str | Path, dtype=None, device: str = "cpu", tokenizer: bool = Tr
         if value is not None and not (isinstance(value, int) and 0 <= value < vocab):
             raise CheckpointError(f"{folder}: the {name} token id {value!r} is not in [0, {vocab})")
     meta = {"seer": dict(seer_settings.raw)} if seer_settings.raw else {}
-    return DiffusionLM(
-        model, tok, tokens, name=folder.name, meta=meta, processor=processor, defaults=defaults
-    )
+    return DiffusionLM(model, tok, tokens, name=folder.name, meta=meta, processor=processor,
+                       defaults=defaults, path=folder)  # fmt: skip

@@ -92,4 +92,24 @@ def test_seer_batch_ray_command_writes_parquet_in_input_order(cluster, single, t
         assert main(argv) == 0
     assert "5 rows (0 already in" in capsys.readouterr().err
     group = ("seconds", "nfe")  # 5 rows in batches of 3 group rows 3-4 apart from row 5
-    assert _strip(pq.read_table(out).to_pylist(), group) == _strip(single[:5], group)
+    table = pq.read_table(out)
+    assert _strip(table.to_pylist(), group) == _strip(single[:5], group)
+    record = json.loads(table.schema.metadata[b"seer"])  # the run's record, in the file too
+    assert record == json.loads(out.with_name("out.parquet.meta.json").read_text())
+    assert record["seer"]["enabled"] and record["sampling"]["gen_length"] == GEN
+
+
+def test_a_ray_resume_with_other_settings_is_refused(tmp_path):
+    """The driver checks the output's record (written here by the single-process batch)
+    before any actor starts."""
+    import seer
+    from seer.errors import SeerError
+
+    out = tmp_path / "out.jsonl"
+    lm = seer.load("builtin")
+    ex = load_examples("builtin", n=3)
+    run_batch(lm, ex[:1], out, params=lm.sampling(gen_length=GEN), data="builtin")
+    with pytest.raises(SeerError, match="seer.enabled=false, this run has seer.enabled=true"):
+        batch("builtin", ex, out, sampling={"gen_length": GEN}, seer=True, resume=True,
+              data="builtin")  # fmt: skip
+    assert len(out.read_text().splitlines()) == 1

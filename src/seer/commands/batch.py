@@ -5,7 +5,9 @@
 
 `--data`: a .jsonl / .csv / .parquet / .arrow file, a datasets.save_to_disk folder, or builtin /
 builtin-vqa (`seer.data`). Rows are appended as they finish (`seer.batch`); `--resume` skips the
-ids already in `--out`. `--ray N` runs N Ray actors (`seer.distributed.batch`, extra seer[ray]).
+ids already in `--out`, once `<out>.meta.json` shows the same model weights, settings and data
+(`seer.provenance`; anything else is refused in one line). `--ray N` runs N Ray actors
+(`seer.distributed.batch`, extra seer[ray]).
 """
 
 from __future__ import annotations
@@ -68,14 +70,14 @@ def main(args) -> int:
                       sampling=options.sampling(args), seer=options.seer(args),
                       resume=args.resume, max_batch=args.max_batch, address=args.ray_address,
                       gpus_per_actor=1 if device.startswith("cuda") else 0, device=device,
-                      dtype=args.dtype, progress=on_rows)  # fmt: skip
+                      dtype=args.dtype, progress=on_rows, data=args.data)  # fmt: skip
         else:
             from seer.batch import run_batch
 
             lm = options.load(args)
             s = run_batch(lm, examples, out, params=options.params(lm, args),
                           seer=options.seer(args), resume=args.resume, max_batch=args.max_batch,
-                          progress=on_rows)  # fmt: skip
+                          progress=on_rows, data=args.data)  # fmt: skip
     rate = f"{s.rows / s.seconds:.2f} rows/s, {s.tokens / s.seconds:.1f} tok/s" if s.seconds else ""
     print(f"{s.rows} rows ({s.skipped} already in {out}), {s.tokens} tokens in {s.seconds:.1f} s"
           f" ({rate}) -> {out}", file=sys.stderr)  # fmt: skip

@@ -12,7 +12,9 @@ and answers each batch of rows with one `Engine` through the same code path as `
 (`seer.batch.answers` and `output_row`), returning one JSON output line per row. The driver
 streams the finished rows back (`iter_rows`) and writes them with `seer.batch.OrderedWriter`,
 so a ``.jsonl`` output is in input order, appended as rows finish and resumable exactly like
-`seer batch`'s; a ``.parquet`` output is written once, sorted, at the end.
+`seer batch`'s; a ``.parquet`` output is written once, sorted, at the end. Either carries the
+run's record (`seer.provenance`, resolved in the driver from the model folder without loading
+its weights): the ``.meta.json`` sidecar, and for Parquet the schema metadata too.
 
 Faults: Ray Data runs actor pools with ``max_restarts=-1`` and ``max_task_retries=-1`` (its
 defaults, so they are not passed again through the deprecated ``ray_remote_args``; the
@@ -38,7 +40,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from seer.batch import OrderedWriter, done_ids, output_row
+from seer import provenance
+from seer.batch import OrderedWriter, check_output, output_row
 from seer.data import Example
 from seer.errors import SeerError
 
@@ -122,6 +125,7 @@ def batch(
     dtype: str | None = None,
     threads: int = 1,
     progress=None,
+    data: str | Path | None = None,
     _fault: str | None = None,
 ) -> RaySummary:
     """Answer `examples` with `actors` Ray actors; rows as `seer.batch.run_batch` writes them.
@@ -129,7 +133,9 @@ def batch(
     `model`: a folder reachable from every node (or builtin / builtin-vqa), loaded with
     `device` / `dtype` and `threads` torch threads per actor; `sampling`: options
     for `lm.sampling(**sampling)`; `max_batch`: rows per actor call and engine batch;
-    `progress(rows, tokens)` as rows arrive. See the module docstring for the cluster options."""
+    `progress(rows, tokens)` as rows arrive; `data`: the examples' source, recorded with the
+    run as `seer batch` records it (`seer.provenance`). See the module docstring for the
+    cluster options."""
     if not address:
         _local_env()
     try:
@@ -140,26 +146,38 @@ def batch(
         raise SeerError(f"actors must be >= 1, got {actors}")
     out = Path(out)
     parquet = out.suffix.lower() == ".parquet"
-    if out.exists() and out.stat().st_size > 0 and not resume:
-        raise SeerError(f"{out} exists; pass --resume to continue it or choose another --out")
     if resume and parquet:
         raise SeerError("--resume needs a .jsonl output (a Parquet file is written at the end)")
-    done = set(done_ids(out)) if resume else set()
-    if done - {ex.id for ex in examples}:
-        raise SeerError(f"{out} holds ids that are not in the data")
+    done = check_output(out, examples, resume)
+    record = _record(model, out, sampling or {}, seer, resume, len(done), dtype, device, data)
     todo = [(i, ex) for i, ex in enumerate(examples) if ex.id not in done]
     started = _connect(ray, address, num_cpus or max(2, actors))
     try:
         t0 = time.perf_counter()
         load = dict(model=str(model), device=device, dtype=dtype, threads=threads)
         rows, busy = _run(ray, load, todo, out, parquet, actors, sampling or {}, seer,
-                          max_batch, gpus_per_actor, progress, _fault)  # fmt: skip
+                          max_batch, gpus_per_actor, progress, _fault, record)  # fmt: skip
         seconds = time.perf_counter() - t0
     finally:
         if started:
             ray.shutdown()
     tokens = sum(r["tokens"] for r in rows)
     return RaySummary(len(todo), len(done), tokens, seconds, actors, busy)
+
+
+def _record(model, out, sampling, seer, resume, done, dtype, device, data) -> dict:
+    """The run's record (`seer.provenance`), resolved as the actors will resolve it: the
+    model's defaults read from its folder without its weights. Checked against the output's
+    record on resume, and written before any row."""
+    import seer as seer_pkg
+    from seer.models.loader import resolve_dtype
+
+    skeleton = seer_pkg.load(model, weights=False)
+    old = provenance.read(out) if resume else None
+    record = provenance.batch_record(skeleton, skeleton.sampling(**sampling), seer,
+                                     dtype=resolve_dtype(dtype), device=device, data=data,
+                                     known=old)  # fmt: skip
+    return provenance.start(out, record, old, done)
 
 
 def _connect(ray, address: str | None, num_cpus: int) -> bool:
@@ -183,7 +201,7 @@ def _local_env() -> None:
 
 
 def _run(ray, load, todo, out, parquet, actors, sampling, seer, max_batch, gpus, progress,
-         fault) -> tuple[list[dict], float]:  # fmt: skip
+         fault, record) -> tuple[list[dict], float]:  # fmt: skip
     if not todo:
         return [], 0.0
     ctx = ray.data.DataContext.get_current()
@@ -220,13 +238,17 @@ def _run(ray, load, todo, out, parquet, actors, sampling, seer, max_batch, gpus,
         raise SeerError(f"Ray returned {len(rows)} rows for {len(order)} inputs")  # a Ray bug
     if parquet:
         position = {k: i for i, k in enumerate(order)}
-        _write_parquet(out, sorted(rows, key=lambda r: position[r["id"]]))
+        _write_parquet(out, sorted(rows, key=lambda r: position[r["id"]]), record)
     return rows, busy
 
 
-def _write_parquet(out: Path, rows: list[dict]) -> None:
+def _write_parquet(out: Path, rows: list[dict], record: dict) -> None:
+    """The rows as one Parquet table; the run's record also in its schema metadata ("seer")."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), out)
+    table = pa.Table.from_pylist(rows)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                           b"seer": json.dumps(record).encode()})  # fmt: skip
+    pq.write_table(table, out)

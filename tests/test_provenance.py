@@ -1,0 +1,139 @@
+"""`seer.provenance`: a batch output records what produced it; `--resume` with another model,
+other settings or other data is refused in one line naming the first difference."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+
+import pytest
+
+import seer
+from seer import provenance
+from seer.batch import run_batch
+from seer.config import SamplingParams
+from seer.data import load_examples
+from seer.errors import SeerError
+
+P = SamplingParams(gen_length=8)
+
+
+@pytest.fixture(scope="module")
+def lm():
+    return seer.load("builtin")
+
+
+def _data(tmp_path, n=4):
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps({"id": f"r{i}", "prompt": f"add {i} and 2"}) + "\n"
+                            for i in range(n)))  # fmt: skip
+    return path
+
+
+def test_the_record_holds_the_weights_hash_every_setting_and_the_data_hash(lm, tmp_path):
+    data = _data(tmp_path)
+    out = tmp_path / "o.jsonl"
+    run_batch(lm, load_examples(data, n=2), out, params=P, seer={"margin": 2}, data=data)
+    rec = json.loads(provenance.sidecar(out).read_text())
+    weights = provenance.file_sha256(lm.path / "model.safetensors")
+    assert rec["model"]["files"]["model.safetensors"][2] == weights
+    assert rec["model"]["dtype"] == "float32" and len(rec["model"]["weights_sha256"]) == 64
+    assert rec["sampling"]["gen_length"] == 8 and rec["sampling"]["remasking"] is not None
+    assert rec["seer"]["enabled"] and rec["seer"]["margin"] == 2 and rec["seer"]["layer"] >= 0
+    assert rec["data"] == {"source": str(data.resolve()),
+                           "sha256": provenance.files_sha256([data], tmp_path)[0]}  # fmt: skip
+    assert len(out.read_text().splitlines()) == 2  # the rows file holds only rows
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"seer": True}, 'seer.enabled=false, this run has seer.enabled=true'),
+        ({"params": SamplingParams(gen_length=8, steps=4)}, "sampling.steps=null, this run has "
+         "sampling.steps=4"),
+        ({"data": "edit"}, "data.sha256="),
+    ],
+)  # fmt: skip
+def test_resume_with_anything_different_is_refused_naming_the_first_difference(
+    lm, tmp_path, change, named
+):
+    data = _data(tmp_path)
+    out = tmp_path / "o.jsonl"
+    run_batch(lm, load_examples(data, n=2), out, params=P, data=data)
+    kw = {"params": P, "seer": None, "data": data, **change}
+    if kw["data"] == "edit":
+        data.write_text(data.read_text().replace("add 3", "add 4"))  # a row not yet answered
+        kw["data"] = data
+    before = out.read_text()
+    with pytest.raises(SeerError, match="--resume: .*o.jsonl was written with ") as e:
+        run_batch(lm, load_examples(data), out, resume=True, **kw)
+    assert named in str(e.value) and "\n" not in str(e.value)
+    assert out.read_text() == before  # nothing appended
+    kw["data"] = data if change.get("data") != "edit" else None  # (data not recorded: not checked)
+    kw.update(params=P, seer=None)
+    summary = run_batch(lm, load_examples(data), out, resume=True, **kw)
+    assert (summary.skipped, summary.rows) == (2, 2)
+
+
+def test_other_weights_are_refused_and_a_moved_copy_resumes(lm, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(lm.path, a)
+    shutil.copytree(lm.path, b)
+    raw = bytearray((b / "model.safetensors").read_bytes())
+    raw[-1] ^= 1  # one bit of the last weight
+    (b / "model.safetensors").write_bytes(bytes(raw))
+    ex = load_examples("builtin", n=3)
+    out = tmp_path / "o.jsonl"
+    run_batch(seer.load(a), ex[:1], out, params=P, data="builtin")
+    with pytest.raises(SeerError, match="model.weights_sha256="):
+        run_batch(seer.load(b), ex, out, params=P, resume=True, data="builtin")
+    with pytest.raises(SeerError, match='data.source="builtin", this run has data.source="b'):
+        run_batch(seer.load(a), ex, out, params=P, resume=True, data="builtin-vqa")
+    shutil.rmtree(b)
+    a.rename(b)  # the same weights in another folder: the same run
+    assert run_batch(seer.load(b), ex, out, params=P, resume=True, data="builtin").rows == 2
+
+
+def test_an_output_without_a_record_resumes_with_one_warning(lm, tmp_path, caplog):
+    ex = load_examples("builtin", n=3)
+    out = tmp_path / "o.jsonl"
+    run_batch(lm, ex[:1], out, params=P)
+    provenance.sidecar(out).unlink()  # as an older seer wrote it
+    with caplog.at_level(logging.WARNING, "seer.batch"):
+        assert run_batch(lm, ex, out, params=P, seer=True, resume=True).rows == 2
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{out} has no record of the settings that wrote it (an older seer); resuming unchecked"
+    ]
+    assert provenance.read(out)["seer"]["enabled"]  # it carries this run's record now
+
+
+def test_the_skeleton_resolves_the_settings_the_loaded_model_does(lm):
+    """The Ray driver records settings without loading weights: they must equal the loaded
+    model's, or a Ray resume of a single-process output (or back) would be refused."""
+    skeleton = seer.load("builtin", weights=False)
+    assert next(skeleton.model.parameters()).is_meta
+    for options, seer_opt in (({}, None), ({"gen_length": 16, "steps": 4}, {"margin": 1})):
+        full = provenance.batch_record(lm, lm.sampling(**options), seer_opt, data="builtin")
+        light = provenance.batch_record(skeleton, skeleton.sampling(**options), seer_opt,
+                                        dtype="float32", device="cpu", data="builtin")  # fmt: skip
+        assert provenance.compared(full) == provenance.compared(light)
+
+
+def test_the_cli_refuses_resuming_a_full_window_output_with_seer(tmp_path, capsys):
+    """The issue's case: a full-window partial output resumed with --seer."""
+    from seer.cli import main
+
+    data = _data(tmp_path)
+    out = tmp_path / "o.jsonl"
+    argv = ["batch", "--model", "builtin", "--data", str(data), "--out", str(out),
+            "--gen-length", "8"]  # fmt: skip
+    assert main([*argv, "--n", "2"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--resume", "--seer"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "seer.enabled=false, this run has seer.enabled=true" in err
+    assert main([*argv, "--resume", "--gen-length", "9"]) == 2
+    assert "sampling.gen_length=8, this run has sampling.gen_length=9" in capsys.readouterr().err
+    assert main([*argv, "--resume"]) == 0  # the same settings: --n 2 done, 2 more now
+    assert len(out.read_text().splitlines()) == 4
