@@ -11,7 +11,9 @@ added to the engine through the worker thread; `engine.add` validates it against
 (context length, image on a text model), so every user mistake is a 4xx before anything runs.
 Non-streamed requests wait for their result while watching for the client leaving; streamed ones
 send each semi-autoregressive block when it is final. A client that leaves aborts its request.
-While draining (SIGTERM) new requests get 503 and running ones finish.
+While draining (SIGTERM) new requests get 503 and running ones finish; those still running
+when the server stops (`seer.serve.server`) get 503 ``shutting_down``, a stream as a last chunk
+carrying the error, then ``data: [DONE]``.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from seer.serve.errors import APIError, bad_request, body
 from seer.serve.metrics import Metrics
 from seer.serve.protocol import ChatRequest, CompletionRequest, SamplingFields
 from seer.serve.responses import Deltas, Envelope, sse
-from seer.serve.worker import Added, Block, Done, EngineWorker, Failed, Ticket
+from seer.serve.worker import Added, Block, Done, EngineWorker, Failed, ShuttingDown, Ticket
 
 API_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/models")
 
@@ -279,6 +281,7 @@ async def _stream(service, ticket, envelope, gen_length, include_usage, endpoint
                 state.counted = True
                 service.count(endpoint, err.status)
                 yield sse(body(err.status, err.message, err.code))
+                yield sse("[DONE]")
                 return
     finally:
         _stream_cleanup(service, ticket, endpoint, state)
@@ -303,6 +306,8 @@ def _partial_text(lm, partial) -> str:
 
 
 def _engine_error(error: Exception) -> APIError:
+    if isinstance(error, ShuttingDown):
+        return APIError(503, f"{error}; retry on another replica", "shutting_down")
     if isinstance(error, QueueFull):
         return APIError(429, f"{error}", "queue_full")
     if isinstance(error, SeerError):

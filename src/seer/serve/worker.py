@@ -12,7 +12,8 @@ step and hands what happened back to the event loop with `loop.call_soon_threads
 Each request has a `Ticket` whose asyncio queue receives its events in order. A request that
 fails validation gets `Failed` and is never in the engine; a request whose client went away is
 aborted in the engine and its ticket receives nothing more. When idle the thread blocks on the
-command queue (no polling).
+command queue (no polling). `shut_down()` ends every request in the engine with `ShuttingDown`
+(one log line each) and fails any request added after it the same way.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from dataclasses import dataclass
 from seer.errors import SeerError
 
 log = logging.getLogger("seer.serve")
+
+
+class ShuttingDown(SeerError):
+    """The server shut down before the request was answered (HTTP 503, code shutting_down)."""
 
 
 @dataclass(slots=True)
@@ -74,6 +79,7 @@ class EngineWorker:
         self.engine = engine
         self._commands: queue.SimpleQueue = queue.SimpleQueue()
         self._live: dict[int, Ticket] = {}  # engine id -> ticket, worker thread only
+        self._closing = False  # after shut_down(): every request fails (worker thread only)
         self._thread = threading.Thread(target=self._run, name="seer-engine", daemon=True)
 
     @property
@@ -92,6 +98,10 @@ class EngineWorker:
     def abort(self, ticket: Ticket) -> None:
         if not ticket.finished:
             self._put(("abort", ticket))
+
+    def shut_down(self) -> None:
+        """End every request (running, waiting, and any submitted later) with `ShuttingDown`."""
+        self._put(("shutdown",))
 
     def stop(self, timeout: float = 10.0) -> None:
         """Abort whatever runs and end the thread."""
@@ -116,6 +126,10 @@ class EngineWorker:
                 if command[0] == "stop":
                     self._abort_all()
                     return
+                if command[0] == "shutdown":
+                    self._closing = True
+                    self._abort_all()
+                    continue
                 self._handle(command)
             if self.engine.has_unfinished():
                 self._step()
@@ -123,6 +137,10 @@ class EngineWorker:
     def _handle(self, command: tuple) -> None:
         if command[0] == "add":
             _, request, ticket = command
+            if self._closing:
+                ticket.finished = True
+                ticket.post(Failed(ShuttingDown("the server is shutting down")))
+                return
             try:
                 rid = self.engine.add(request)
             except SeerError as e:  # QueueFull is a SeerError too
@@ -164,5 +182,6 @@ class EngineWorker:
         for rid, ticket in list(self._live.items()):
             self.engine.abort(rid)
             ticket.finished = True
-            ticket.post(Failed(SeerError("the server is shutting down")))
+            log.warning("request %d ended by the shutdown (503 shutting_down)", rid)
+            ticket.post(Failed(ShuttingDown("the server is shutting down")))
         self._live.clear()
