@@ -37,7 +37,9 @@ def test_bad_replica_options_are_one_line(capsys, argv, says):
 def test_replicas_without_ray_names_the_extra(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if not installed
     monkeypatch.setitem(sys.modules, "ray.serve", None)
-    assert "pip install 'seer[ray]'" in _error(capsys, "--replicas", "2")
+    assert 'needs the ray extra (ray is not installed): pip install -e ".[ray]"' in _error(
+        capsys, "--replicas", "2"
+    )
 
 
 def test_a_taken_port_is_an_error_before_ray_starts(capsys):

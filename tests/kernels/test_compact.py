@@ -77,7 +77,7 @@ def test_dispatch_override_and_default():
 @pytest.fixture
 def interpreter():
     if not HAS_TRITON:
-        pytest.skip("triton is not installed (pip install seer[kernels])")
+        pytest.skip("triton is not installed (pip install -e '.[kernels]')")
     import triton
 
     if not triton.knobs.runtime.interpret and not torch.cuda.is_available():

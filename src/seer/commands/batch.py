@@ -29,7 +29,7 @@ def add_parser(sub) -> None:
     p.add_argument("--resume", action="store_true", help="skip the ids already in --out")
     p.add_argument("--max-batch", type=options.POSITIVE, default=32,
                    help="rows per engine batch (and per Ray actor call)")  # fmt: skip
-    g = p.add_argument_group("Ray (pip install 'seer[ray]')")
+    g = p.add_argument_group("Ray (the ray extra)")
     g.add_argument("--ray", type=options.POSITIVE, default=None, metavar="N",
                    help="run N Ray actors, each with its own model and engine")  # fmt: skip
     g.add_argument("--ray-address", default=None,
@@ -42,13 +42,15 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     from pathlib import Path
 
-    from seer import progress
+    from seer import extras, progress
     from seer.batch import done_ids
     from seer.data import load_examples
     from seer.errors import SeerError
 
     if args.ray_address and not args.ray:
         raise SeerError("--ray-address needs --ray N (the number of actors)")
+    if args.ray:
+        extras.require("ray", "seer batch --ray")  # before the data and the model
     with progress.status(f"reading {args.data}"):
         examples = load_examples(args.data, n=args.n)
     out = Path(args.out)

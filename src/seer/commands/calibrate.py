@@ -97,10 +97,10 @@ def run_calibration(model, n, out, write: bool, max_over: float = 0.0, *, data=N
     model = str(model or "builtin")
     data = data_for(model, data)
     folder = Path(options.model_path(model))
-    lm = options.load(load_args, str(folder)) if load_args else _load(folder)
-    with progress.status(f"reading {data}"):
+    with progress.status(f"reading {data}"):  # a bad data file is an error before the model loads
         examples = load_examples(data, n=n)
         calib, evaluation = split(examples, calib_fraction, seed)
+    lm = options.load(load_args, str(folder)) if load_args else _load(folder)
     g = lm.sampling(gen_length=gen_length).gen_length
     samples = {}
     for side, rows in (("calibration", calib), ("evaluation", evaluation)):

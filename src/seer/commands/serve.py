@@ -1,4 +1,4 @@
-"""`seer serve`: an OpenAI-compatible HTTP server (see `seer.serve`; needs `seer[serve]`)."""
+"""`seer serve`: an OpenAI-compatible HTTP server (see `seer.serve`; needs the serve extra)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def add_parser(sub) -> None:
         help="also serve the web page of `seer ui` at /ui/ (needs seer[ui]; no API key)",
     )
     g = p.add_argument_group(
-        "Ray Serve (pip install 'seer[ray]')",
+        "Ray Serve (the ray extra)",
         "N replicas of this server behind Ray Serve's proxy (--host/--port), each with its own "
         "model and engine (one GPU each when the cluster has GPUs, else one CPU). /metrics is "
         "aggregated: any replica answers with the sum over all replicas.",
@@ -93,13 +93,12 @@ def _replicas(args) -> int:
 
 
 def main(args) -> int:
+    from seer import extras
     from seer.errors import SeerError
 
-    try:
-        from seer.serve import model_names, serve
-    except ImportError as e:
-        raise SeerError(f"seer serve needs the serve extra ({e.name} is missing): "
-                        "pip install 'seer[serve]'") from None  # fmt: skip
+    extras.require("serve", "seer serve")  # before the model loads
+    from seer.serve import model_names, serve
+
     if args.ui and (args.replicas is not None or args.api_key):
         raise SeerError("--ui runs on one server without an API key (the page has none): "
                         "drop --replicas / --api-key, or run `seer ui` apart")  # fmt: skip
@@ -108,6 +107,7 @@ def main(args) -> int:
             if getattr(args, flag) is not None:
                 raise SeerError(f"--{flag.replace('_', '-')} needs --replicas N")
     else:
+        extras.require("ray", "seer serve --replicas")
         return _replicas(args)
     lm = options.load(args)
     serve(lm, host=args.host, port=args.port, drain_timeout=args.drain_timeout,

@@ -27,6 +27,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from seer import extras
 from seer.data.example import Example
 from seer.errors import SeerError
 
@@ -196,13 +197,9 @@ def _csv_rows(path: Path) -> Iterator[tuple[str, dict]]:
 
 
 def _datasets_rows(path: Path, unit: str) -> Iterator[tuple[str, dict]]:
-    try:
-        import datasets
-    except ImportError:
-        raise SeerError(
-            f"{path}: reading Parquet / Arrow / save_to_disk data needs the `datasets` "
-            'package: pip install "seer[data]"'
-        ) from None
+    extras.require("data", f"{path}: reading Parquet / Arrow / save_to_disk data")
+    import datasets
+
     try:
         if path.is_dir():
             ds = datasets.load_from_disk(str(path), keep_in_memory=True)

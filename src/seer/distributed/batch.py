@@ -40,7 +40,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from seer import provenance
+from seer import extras, provenance
 from seer.batch import OrderedWriter, check_output, output_row
 from seer.data import Example
 from seer.errors import SeerError
@@ -136,12 +136,11 @@ def batch(
     `progress(rows, tokens)` as rows arrive; `data`: the examples' source, recorded with the
     run as `seer batch` records it (`seer.provenance`). See the module docstring for the
     cluster options."""
+    extras.require("ray", "seer batch --ray")
     if not address:
         _local_env()
-    try:
-        import ray
-    except ImportError:
-        raise SeerError('--ray needs Ray: pip install "seer[ray]"') from None
+    import ray
+
     if actors < 1:
         raise SeerError(f"actors must be >= 1, got {actors}")
     out = Path(out)

@@ -40,6 +40,7 @@ import socket
 import sys
 import threading
 
+from seer import extras
 from seer.distributed.batch import _connect, _local_env
 from seer.errors import SeerError
 
@@ -68,13 +69,12 @@ def _port_free(host: str, port: int) -> None:
 
 
 def _import_serve():
+    extras.require("ray", "seer serve --replicas")
+    extras.require("serve", "seer serve --replicas")
     _local_env()
-    try:
-        import ray
-        from ray import serve
-    except ImportError as e:
-        raise SeerError(f"--replicas needs Ray Serve ({e.name} is missing): "
-                        "pip install 'seer[ray]'") from None  # fmt: skip
+    import ray
+    from ray import serve
+
     return ray, serve
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from seer import extras
 from seer.errors import SeerError
 
 ROUTINGS = ("hybrid", "naive", "static", "varlen", "eager")
@@ -52,3 +53,5 @@ class EngineConfig:
             raise SeerError(f"buckets must be increasing positive sizes, got {self.buckets}")
         if self.kernel not in (None, "reference", "triton"):
             raise SeerError(f"kernel must be None, 'reference' or 'triton', got {self.kernel!r}")
+        if self.kernel == "triton":
+            extras.require("kernels", "kernel='triton'")

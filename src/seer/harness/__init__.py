@@ -9,7 +9,7 @@
 
 Both are edges: they build sampling parameters through `DiffusionLM.sampling` (the defaults of
 `seer generate`) and answer through the library (`DiffusionLM.generate` on batches); neither
-re-implements the denoising loop. Install them with the `eval` extra (`pip install seer[eval]`).
+re-implements the denoising loop. Install them with the `eval` extra (`pip install -e ".[eval]"`).
 """
 
 from __future__ import annotations

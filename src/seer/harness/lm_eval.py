@@ -1,4 +1,4 @@
-"""Model `seer` for lm-evaluation-harness (`pip install seer[eval]`).
+"""Model `seer` for lm-evaluation-harness (`pip install -e ".[eval]"`).
 
     python -m seer.harness.lm_eval --model seer \\
         --model_args pretrained=/models/LLaDA-8B-Base,gen_length=256,steps=256,seer=true \\
@@ -33,14 +33,19 @@ gen_length, steps, block_length, cache, dtype, device, batch_size, mc_num, mc_ba
 from __future__ import annotations
 
 import torch
-from lm_eval.api.model import TemplateLM
-from lm_eval.api.registry import register_model
 from tqdm import tqdm
 
+from seer import extras
 from seer.engine import Request
 from seer.errors import SeerError
 from seer.harness.options import CHUNK, HarnessOptions, answer_text, request_params, run_engine
 from seer.likelihood import log_likelihood
+
+try:
+    from lm_eval.api.model import TemplateLM
+    from lm_eval.api.registry import register_model
+except ImportError as e:
+    extras.import_failed("eval", "model seer for lm-evaluation-harness", e, __name__)
 
 
 @register_model("seer")

@@ -24,13 +24,22 @@ Model arguments: as for lm-eval (`seer.harness.options.HarnessOptions`).
 
 from __future__ import annotations
 
-from lmms_eval.api.model import lmms
 from tqdm import tqdm
 
+from seer import extras
 from seer.engine import Request
 from seer.errors import SeerError
 from seer.harness.options import CHUNK, HarnessOptions, answer_text, request_params, run_engine
 from seer.models.tokens import IMAGE_TOKEN  # LLaVA's placeholder, as lmms-eval's tasks write it
+
+try:
+    if extras.missing("eval"):
+        raise ImportError(name=extras.missing("eval"))
+    from lmms_eval.api.model import lmms
+except ImportError as e:
+    hint = ('pip install -e ".[eval]" (in the seer checkout), then pip install --no-deps '
+            '"lmms-eval==0.7.3"')  # fmt: skip
+    extras.import_failed("eval", "model seer for lmms-eval", e, __name__, hint)
 
 
 class SeerLMMs(lmms):

@@ -15,6 +15,7 @@ from contextvars import ContextVar
 import torch
 
 from seer.errors import SeerError
+from seer.extras import install_hint
 from seer.kernels.compact_ref import Compacted, compact_reference
 
 BACKENDS = ("reference", "triton")
@@ -53,7 +54,8 @@ def use_backend(name: str | None):
     if name is not None and name not in BACKENDS:
         raise SeerError(f"unknown kernel backend {name!r}; choose {', '.join(BACKENDS)}")
     if name == "triton" and not triton_available():
-        raise SeerError("the triton backend needs `pip install seer[kernels]`")
+        raise SeerError(f"the triton kernel backend needs the kernels extra (triton is not "
+                        f"installed): {install_hint('kernels')}")  # fmt: skip
     token = _forced.set(name)
     try:
         yield

@@ -7,7 +7,7 @@
     metrics.py    Prometheus metrics (`seer_*`)
     server.py     uvicorn with a draining SIGTERM
 
-Needs the `serve` extra: `pip install "seer[serve]"`.
+Needs the `serve` extra: `pip install -e ".[serve]"`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ def build(lm, *, model_names=None, api_key=None, seer=True, max_batch=64, max_qu
           max_tokens_per_step=None, allow_local_images=False, max_image_bytes=8 << 20,
           max_body_bytes=32 << 20):  # fmt: skip
     """The FastAPI app serving `lm` (its engine thread starts with the app's lifespan)."""
+    from seer import extras
+
+    extras.require("serve", "seer.serve")
     from seer.serve.app import ServeOptions, create_app
     from seer.serve.convert import Limits
     from seer.serve.engine_api import make_engine
