@@ -60,7 +60,7 @@ _KINDS = {
     ),
     **dict.fromkeys(DAEDAL_FLOATS, numbers.Real),
     **dict.fromkeys(("remasking", "cache", "schedule"), str),
-    **dict.fromkeys(("logits_eos_inf", "confidence_eos_eot_inf", "daedal"), bool),
+    **dict.fromkeys(("logits_eos_inf", "confidence_eos_eot_inf", "early_stop", "daedal"), bool),
 }
 _KINDS_TEXT = {numbers.Integral: "an integer", numbers.Real: "a number", str: "a string",
                bool: "True or False"}  # fmt: skip

@@ -47,6 +47,19 @@ def _console():
     return Console(file=sys.stderr)
 
 
+PIPED_WIDTH = 200  # columns of a report written to a pipe or a file (rich's own default: 80)
+
+
+def console(file=None):
+    """A rich Console for a command's tables and reports (on stdout unless `file`): a terminal
+    gets its own width; a pipe or a file PIPED_WIDTH columns, so a table is not squeezed to
+    rich's 80 (rich re-reads sys.stdout at each print when `file` is None)."""
+    from rich.console import Console
+
+    isatty = getattr(file or sys.stdout, "isatty", None)
+    return Console(file=file, width=None if isatty and isatty() else PIPED_WIDTH)
+
+
 @contextmanager
 def _showing():
     token = _active.set(True)

@@ -37,7 +37,7 @@ def evaluate(monkeypatch, offline):
     """lm-eval's `simple_evaluate` on a task of tests/harness/tasks, offline."""
     from lm_eval.tasks import TaskManager
 
-    monkeypatch.chdir(TASKS)  # the task files name their data relative to this folder
+    monkeypatch.chdir(TASKS.parents[2])  # the task files name their data from the repository root
 
     def run(task: str, model_args: str):
         tm = TaskManager(include_path=str(TASKS), include_defaults=False)

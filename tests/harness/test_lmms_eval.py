@@ -35,7 +35,7 @@ def test_generate_until_equals_direct_loop(monkeypatch, offline, vlm, use_seer):
     from lmms_eval import evaluator
     from lmms_eval.tasks import TaskManager
 
-    monkeypatch.chdir(TASKS)  # the task names its data file relative to this folder
+    monkeypatch.chdir(TASKS.parents[2])  # the task names its data file from the repository root
     out = evaluator.simple_evaluate(
         model="seer",
         model_args=f"pretrained=builtin-vqa,batch_size=4,seer={use_seer}",

@@ -76,6 +76,7 @@ def test_queue_full_is_429_and_the_waiting_request_is_answered(server):
         time.sleep(0.02)
     refused = _post(server, SHORT)
     assert refused.status_code == 429, refused.text
+    assert refused.headers["retry-after"] == "1"  # the openai client waits, then retries
     assert refused.json()["error"]["type"] == "rate_limit_error"
     waiting.join(120)
     long.join(120)

@@ -98,6 +98,10 @@ class SeerConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
                 raise SeerError(f"Seer option {name} must be a number, got {v!r}")
+        for name in ("guard", "cut_in_step0"):
+            if not isinstance(getattr(self, name), bool):
+                raise SeerError(f"Seer option {name} must be true or false, got "
+                                f"{getattr(self, name)!r}")  # fmt: skip
         if self.layer is not None and self.layer < 0:
             raise SeerError(f"Seer layer must be >= 0, got {self.layer}")
         if not 0 < self.theta < math.inf or self.z <= 0 or self.tau_jump < 0 or self.gamma < 0:

@@ -197,9 +197,9 @@ def _accuracy(samples) -> float | None:
 
 
 def _console():
-    from rich.console import Console
+    from seer import progress
 
-    return Console()
+    return progress.console()
 
 
 def _show(lm, report: dict) -> None:

@@ -36,6 +36,9 @@ def main(args) -> int:
         from seer.models.llada_v import encode_words
 
         p = replace(p, stop=tuple(tuple(encode_words(lm.tokenizer, w)) for w in args.stop))
+    if args.no_chat and lm.defaults.seer.chat_only:
+        options.log.warning(f"seer: warning: {lm.name} answers only inside its chat template "
+                            "(seer.json: chat_only); --no-chat gets an empty answer")  # fmt: skip
     g = lm.generate(args.prompt, p, seer=seer_arg, image=args.image, chat=not args.no_chat)
     s = g.stats
     if args.json:

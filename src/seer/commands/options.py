@@ -9,12 +9,14 @@ everything else is validated by the library (a `SeerError`, one line).
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 
 from seer.config import CACHES, DAEDAL_FLOATS, DAEDAL_INTS, RULES, SCHEDULES
 
 IMAGE_HELP = "image file or data:image/...;base64 URI (multimodal models)"
 BUILTIN = ("builtin", "builtin-vqa")  # the models shipped in the package, loadable by name
+log = logging.getLogger("seer.cli")
 
 
 # -- argparse types: a bad value is one `seer: error: argument --x: ...` line -----------------
@@ -187,8 +189,16 @@ def sampling(args) -> dict:
 
 
 def params(lm, args):
-    """`SamplingParams` for `lm`: the model's defaults with the user's options over them."""
-    return lm.sampling(**sampling(args))
+    """`SamplingParams` for `lm`: the model's defaults with the user's options over them. An
+    option that can do nothing with the others is said in one line (`--early-stop` with one
+    block)."""
+    p = lm.sampling(**sampling(args))
+    block = p.block_length or p.gen_length
+    if p.early_stop and not p.daedal and block >= p.gen_length:
+        log.warning(f"seer: warning: --early-stop does nothing here: it ends a row after a "
+                    f"finished block, and the window ({p.gen_length}) is one block ({block}); "
+                    "give --block-length below --gen-length")  # fmt: skip
+    return p
 
 
 # -- Seer -------------------------------------------------------------------------------------

@@ -20,7 +20,6 @@ from importlib import resources
 from pathlib import Path
 
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
 PROMPTS = (
@@ -79,7 +78,7 @@ def run_demo(
     import seer
     from seer import progress
 
-    console = Console()
+    console = progress.console()
     name = model or ("builtin" if text else "builtin-vqa")
     with progress.status(f"loading {name}"):
         lm = seer.load(name)

@@ -150,10 +150,11 @@ def run(lm, *, n: int, batches: tuple[int, ...], gen_length: int, tau_pad: float
 
 
 def show(record: dict) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    c = Console(width=160)
+    from seer.progress import console
+
+    c = console()
     t = Table(title=f"Engine on {record['model']}: gen_length {record['gen_length']}, "
               f"tau_pad {record['tau_pad']}, {record['machine']}")  # fmt: skip
     cols = ("workload", "batch", "method", "valid tok/s", "speedup", "p50 s", "p95 s",

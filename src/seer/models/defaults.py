@@ -121,6 +121,8 @@ class SeerSettings:
     has_system_prompt: bool = False  # True when seer.json sets system_prompt (null = none)
     vq_model: Path | None = None  # MMaDA's image tokenizer folder, inside the model folder
     image_resolution: int | None = None  # MMaDA's preprocessing size
+    chat_only: bool = False  # the model learned to answer inside its chat template only: a
+    # prompt without it (chat=False, /v1/completions) comes back empty or wrong
     raw: Mapping = field(default_factory=dict)  # the file as read (for tools that rewrite it)
 
     @classmethod
@@ -157,6 +159,10 @@ class SeerSettings:
             if value is not None and not isinstance(value, str):
                 raise CheckpointError(f"{where}: system_prompt must be a string or null")
             kw.update(system_prompt=value, has_system_prompt=True)
+        if "chat_only" in raw:
+            if not isinstance(raw["chat_only"], bool):
+                raise CheckpointError(f"{where}: chat_only must be true or false")
+            kw["chat_only"] = raw["chat_only"]
         if raw.get("vq_model") is not None:
             kw["vq_model"] = confined(folder, raw["vq_model"], f"{where}: vq_model")
         return cls(**kw)

@@ -34,7 +34,7 @@ from seer.models.dream import LEGACY_TOP_K, DreamConfig, DreamModel, inherited_t
 from seer.models.image_processor import ImageProcessor
 from seer.models.llada import LLaDAConfig, LLaDAModelLM
 from seer.models.multimodal import PromptInput
-from seer.models.tokens import IMAGE_TOKEN
+from seer.models.tokens import IMAGE_TOKEN, image_marks, warn_unknown
 from seer.models.vision import IMAGE_TOKEN_INDEX, VisionConfig, VisionEncoder, attach_vision
 
 LAVIDA_SYSTEM = (
@@ -143,7 +143,9 @@ class LlavaProcessor:
         return next(self.model.parameters()).device
 
     def __call__(self, text: str, image, chat: bool = True) -> PromptInput:
-        ids = self.token_ids(self.prompt_text(text, image is not None, chat))
+        marks = image_marks(text, int(image is not None))
+        ids = self.token_ids(self.prompt_text(text, image is not None and not marks, chat))
+        warn_unknown(self.tokenizer, text, ids)
         n_img = sum(t == IMAGE_TOKEN_INDEX for t in ids)
         if image is None:
             if n_img:

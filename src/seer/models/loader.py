@@ -173,13 +173,18 @@ def get_classes(raw: dict) -> tuple[type, type[DiffusionModel]]:
     return getattr(mod, cfg_name), getattr(mod, model_name)
 
 
-def _check_types(cfg) -> None:
+def _check_types(cfg, raw: dict | None = None) -> None:
     """The config's int / float / bool fields hold values of their type (a JSON 4.0, "64" or
-    true where a size belongs is one error, not a crash while building the model)."""
+    true where a size belongs is one error naming the field, not a crash while building the
+    model). `cfg`: a config dataclass instance, or its class with `raw` (config.json's values,
+    checked before the class's own validation compares them)."""
     if not dataclasses.is_dataclass(cfg):
         return
     for f in dataclasses.fields(cfg):
-        value, kind = getattr(cfg, f.name), str(f.type).replace(" ", "")
+        if raw is not None and f.name not in raw:
+            continue
+        value = raw[f.name] if raw is not None else getattr(cfg, f.name)
+        kind = str(f.type).replace(" ", "")
         if value is None and kind.endswith("|None"):
             continue
         kind = kind.removesuffix("|None")
@@ -198,6 +203,7 @@ def _check_types(cfg) -> None:
 def build_model(raw: dict) -> DiffusionModel:
     """An un-initialised model (on the meta device) for a config dict."""
     cfg_cls, model_cls = get_classes(raw)
+    _check_types(cfg_cls, raw)
     try:
         cfg = cfg_cls.from_dict(raw)
     except (ValueError, TypeError, ZeroDivisionError) as e:

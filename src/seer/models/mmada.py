@@ -52,6 +52,7 @@ from seer.models.defaults import SeerSettings
 from seer.models.llada import LLaDAConfig, LLaDAModelLM
 from seer.models.magvit import MagvitV2, load_magvit, preprocess
 from seer.models.multimodal import PromptInput
+from seer.models.tokens import IMAGE_TOKEN, image_marks
 
 DEFAULT_RESOLUTION = 512  # configs/mmada_demo.yaml dataset.preprocessing.resolution
 VQ_SUBFOLDER = "vq_model"
@@ -214,6 +215,10 @@ class MMaDAProcessor:
         return (codes + self.offset).tolist()
 
     def __call__(self, text: str, image, chat: bool = True) -> PromptInput:
+        # MMaDA's format puts the image codes before the prompt: an `<image>` placeholder (one
+        # per image, as for the LLaVA models) is taken out, not read as text
+        if image_marks(text, int(image is not None)):
+            text = text.replace(f"{IMAGE_TOKEN}\n", "", 1).replace(IMAGE_TOKEN, "", 1)
         if not text.strip():
             raise SeerError("empty prompt: give some text")
         ids = self.text_ids(text, chat)

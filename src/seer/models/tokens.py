@@ -29,6 +29,18 @@ IMAGE_TOKEN = "<image>"  # LLaVA's DEFAULT_IMAGE_TOKEN: where a prompt's image g
 # LLaDA-V, lmms-eval's tasks, the built-in multimodal model); its id is IMAGE_TOKEN_INDEX
 
 
+def image_marks(text: str, images: int) -> int:
+    """The `IMAGE_TOKEN` placeholders of a prompt, checked against the images given with it:
+    none (the model's template puts each image where its official prompt does) or one per
+    image, where that image goes. Anything else is one line naming both counts."""
+    n = text.count(IMAGE_TOKEN)
+    if n and n != images:
+        given = "no image was given" if not images else f"{images} image(s) were given"
+        raise SeerError(f"the prompt has {n} {IMAGE_TOKEN} placeholder(s) but {given}: put one "
+                        f"{IMAGE_TOKEN} per image where it goes, or none")  # fmt: skip
+    return n
+
+
 @contextlib.contextmanager
 def _quiet_transformers():
     """AutoTokenizer reads config.json and warns that it does not know `llada`; hide that."""
@@ -97,10 +109,41 @@ def _encoding(where: str):
         ) from None
 
 
+log = logging.getLogger("seer.models")
+
+
+def unknown_words(tokenizer, text: str) -> list[str]:
+    """The pieces of `text` the tokenizer reads as its unknown token (none without one)."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is None:
+        return []
+    try:
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        pairs = zip(enc["input_ids"], enc["offset_mapping"], strict=True)
+        return [text[a:b] for i, (a, b) in pairs if i == unk and text[a:b] != tokenizer.unk_token]
+    except (NotImplementedError, TypeError, ValueError, KeyError):  # a slow tokenizer: no offsets
+        return ["?"] * sum(i == unk for i in tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def warn_unknown(tokenizer, text: str, ids: list[int]) -> None:
+    """One warning line when the prompt `text` (encoded as `ids`) holds words the tokenizer
+    does not know: they reach the model as its unknown token, which the user should know."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is None or unk not in ids:
+        return
+    words = unknown_words(tokenizer, text)
+    if words:
+        shown = ", ".join(repr(w) for w in words[:5]) + (", ..." if len(words) > 5 else "")
+        log.warning(f"seer: warning: {len(words)} piece(s) of the prompt are not in the model's "
+                    f"vocabulary and are read as {tokenizer.unk_token}: {shown}")  # fmt: skip
+
+
 def plain_ids(tokenizer, text: str) -> list[int]:
     """Ids of `text` without special tokens (prompts without a chat template, stop words)."""
     with _no_length_warning(), _encoding("the tokenizer files"):
-        return [int(i) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
+        ids = [int(i) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
+    warn_unknown(tokenizer, text, ids)
+    return ids
 
 
 def chat_ids(tokenizer, prompt: str | list[dict]) -> list[int]:
@@ -121,7 +164,10 @@ def chat_ids(tokenizer, prompt: str | list[dict]) -> list[int]:
     ids = list(out)
     if ids and isinstance(ids[0], Sequence):  # batched shape [1, n]
         (ids,) = ids
-    return [int(i) for i in ids]
+    ids = [int(i) for i in ids]
+    texts = [m.get("content") for m in messages if isinstance(m, Mapping)]
+    warn_unknown(tokenizer, "\n".join(t for t in texts if isinstance(t, str)), ids)
+    return ids
 
 
 def token_ids(raw: dict, tokenizer, banned_names: tuple[str, ...] = ()) -> TokenIds:

@@ -26,6 +26,14 @@ def build(lm, *, model_names=None, api_key=None, seer=True, max_batch=64, max_qu
 
     engine = make_engine(lm, max_batch, max_queue, max_tokens_per_step)
     names = tuple(model_names or ()) or (lm.name or "seer",)
+    if lm.defaults.seer.chat_only:
+        import logging
+
+        logging.getLogger("seer.serve").warning(
+            f"{names[0]} answers only inside its chat template (seer.json: chat_only): "
+            "/v1/completions sends the prompt without it and gets empty answers; use "
+            "/v1/chat/completions"
+        )
     options = ServeOptions(
         model_names=names,
         api_key=api_key,

@@ -42,6 +42,7 @@ from seer.serve.responses import Deltas, Envelope, sse
 from seer.serve.worker import Added, Block, Done, EngineWorker, Failed, ShuttingDown, Ticket
 
 API_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/models")
+RETRY_AFTER = 1  # seconds a 429 (queue full) asks the client to wait before retrying
 
 
 @dataclass(slots=True)
@@ -308,8 +309,8 @@ def _partial_text(lm, partial) -> str:
 def _engine_error(error: Exception) -> APIError:
     if isinstance(error, ShuttingDown):
         return APIError(503, f"{error}; retry on another replica", "shutting_down")
-    if isinstance(error, QueueFull):
-        return APIError(429, f"{error}", "queue_full")
+    if isinstance(error, QueueFull):  # Retry-After: the openai client waits that long, then retries
+        return APIError(429, f"{error}", "queue_full", headers={"Retry-After": str(RETRY_AFTER)})
     if isinstance(error, SeerError):
         msg = str(error)
         return APIError(413 if "too large" in msg else 400, msg, "invalid_request")

@@ -18,15 +18,18 @@ TYPES = {
 class APIError(Exception):
     """An error the client gets as an HTTP status and an OpenAI-style body."""
 
-    def __init__(self, status: int, message: str, code: str | None = None, param=None) -> None:
+    def __init__(self, status: int, message: str, code: str | None = None, param=None,
+                 headers: dict[str, str] | None = None) -> None:  # fmt: skip
         super().__init__(message)
         self.status = status
         self.message = message
         self.code = code
         self.param = param
+        self.headers = headers  # e.g. Retry-After on a 429
 
     def response(self) -> JSONResponse:
-        return JSONResponse(body(self.status, self.message, self.code, self.param), self.status)
+        return JSONResponse(body(self.status, self.message, self.code, self.param), self.status,
+                            headers=self.headers)  # fmt: skip
 
 
 def body(status: int, message: str, code: str | None = None, param=None) -> dict:

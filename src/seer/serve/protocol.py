@@ -1,7 +1,8 @@
 """The OpenAI-compatible request bodies, as pydantic models (responses are built in `responses.py`).
 
 Unknown fields are refused (400 naming the field), so a mistyped option of ours (`step` for
-`steps`) never passes silently. OpenAI fields that we accept but cannot honour differently from
+`steps`) never passes silently; booleans are strict (`"seer": "yes"` or `1` is a 400, never
+read as true). OpenAI fields that we accept but cannot honour differently from
 their neutral value (`n` > 1, `logprobs`, penalties) are refused with a message saying so.
 Our own options (`steps`, `block_length`, `remasking`, `cache`, `schedule`, `top_k`, `alg_temp`,
 `cfg_scale`, `threshold`, `factor`, `early_stop`, `daedal` and its `daedal_*` options, `seer`)
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 from seer.config import DAEDAL_FLOATS, DAEDAL_INTS
 
@@ -45,6 +46,29 @@ class Message(BaseModel):
     role: Literal["system", "developer", "user", "assistant"]
     content: str | list[ContentPart]
 
+    @field_validator("content", mode="before")
+    @classmethod
+    def _parts(cls, content):
+        """A part that is not an object (a bare string or URL) or an image_url that is not
+        {"url": ...} gets a message showing the shape (pydantic's union error would name
+        only the first alternative: "content.str: Input should be a valid string")."""
+        if not isinstance(content, list):
+            return content
+        for i, part in enumerate(content):
+            if not isinstance(part, dict):
+                raise ValueError(
+                    f"content part {i} is a {type(part).__name__}; each part is an object: "
+                    '{"type": "text", "text": "..."} or {"type": "image_url", "image_url": '
+                    '{"url": "data:image/png;base64,..."}}'
+                )
+            if part.get("type") == "image_url" and not isinstance(part.get("image_url"), dict):
+                raise ValueError(
+                    f"content part {i}: image_url must be an object "
+                    '{"url": "data:image/png;base64,..."}, not '
+                    f"{type(part.get('image_url')).__name__}"
+                )
+        return content
+
 
 class SamplingFields(_Strict):
     """The fields both endpoints share: OpenAI's sampling options and Seer's own."""
@@ -55,13 +79,13 @@ class SamplingFields(_Strict):
     top_p: float | None = Field(None, gt=0, le=1)
     seed: int | None = None
     stop: str | list[str] | None = None
-    stream: bool = False
+    stream: StrictBool = False
     stream_options: dict | None = None  # {"include_usage": true} adds a usage chunk
     n: int = 1
     user: str | None = None
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
-    logprobs: bool | None = None
+    logprobs: StrictBool | None = None
     # Seer's options (OpenAI client: extra_body={...})
     steps: int | None = Field(None, ge=1)
     block_length: int | None = Field(None, ge=1)
@@ -74,10 +98,10 @@ class SamplingFields(_Strict):
     threshold: float | None = None  # Fast-dLLM parallel decoding (confidence threshold)
     factor: float | None = None  # Fast-dLLM factor-based parallel decoding
     dpad_window: int | None = Field(None, ge=0)  # cache="dpad": DPad's scratchpad
-    early_stop: bool | None = None  # dInfer: end once a filled block holds the end token
+    early_stop: StrictBool | None = None  # dInfer: end once a filled block holds the end token
     # DAEDAL (seer.diffusion.daedal): max_tokens is its cap; the server's Seer default is off
     # for such a request (both set the length)
-    daedal: bool | None = None
+    daedal: StrictBool | None = None
     daedal_initial: int | None = Field(None, ge=1)
     daedal_block: int | None = Field(None, ge=1)
     daedal_expand: int | None = Field(None, ge=1)
@@ -86,7 +110,7 @@ class SamplingFields(_Strict):
     daedal_low: float | None = Field(None, ge=0, le=1)
     daedal_eos: float | None = Field(None, ge=0, le=1)
     daedal_expand_eos: float | None = Field(None, ge=0, le=1)
-    seer: bool | dict | None = None  # None: the server's default (on unless --no-seer/DAEDAL)
+    seer: StrictBool | dict | None = None  # None: the server's default (on unless --no-seer/DAEDAL)
 
     @field_validator("n")
     @classmethod
@@ -145,7 +169,7 @@ class ChatRequest(SamplingFields):
 
 class CompletionRequest(SamplingFields):
     prompt: str | list[int]  # text (no chat template), or token ids
-    echo: bool | None = None
+    echo: StrictBool | None = None
     suffix: str | None = None
 
     @field_validator("echo")
