@@ -89,7 +89,7 @@ class DiffusionLM:
             raise SeerError("this model was loaded without a tokenizer; pass token ids instead")
         if chat and getattr(self.tokenizer, "chat_template", None):
             return loader.chat_ids(self.tokenizer, prompt)
-        return loader.plain_ids(self.tokenizer, prompt)
+        return loader.plain_ids(self.tokenizer, prompt, prompt=True)
 
     def prompt(self, text: str, image=None, chat: bool = True) -> PromptInput:
         """One request's prompt: ids (and embeddings, for models that splice images)."""

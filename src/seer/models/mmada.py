@@ -204,7 +204,7 @@ class MMaDAProcessor:
 
         if chat:
             return chat_ids(self.tokenizer, text)
-        return plain_ids(self.tokenizer, text)
+        return plain_ids(self.tokenizer, text, prompt=True)
 
     def image_ids(self, image) -> list[int]:
         if self.vq is None:

@@ -138,11 +138,13 @@ def warn_unknown(tokenizer, text: str, ids: list[int]) -> None:
                     f"vocabulary and are read as {tokenizer.unk_token}: {shown}")  # fmt: skip
 
 
-def plain_ids(tokenizer, text: str) -> list[int]:
-    """Ids of `text` without special tokens (prompts without a chat template, stop words)."""
+def plain_ids(tokenizer, text: str, prompt: bool = False) -> list[int]:
+    """Ids of `text` without special tokens (prompts without a chat template, stop words);
+    `prompt`: warn about words outside the vocabulary (`warn_unknown`)."""
     with _no_length_warning(), _encoding("the tokenizer files"):
         ids = [int(i) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
-    warn_unknown(tokenizer, text, ids)
+    if prompt:
+        warn_unknown(tokenizer, text, ids)
     return ids
 
 
