@@ -12,6 +12,7 @@ import json
 import time
 
 import pytest
+from corpus.corpus import case_id, cases, png_uri, substitute
 from serve_helpers import KEY, Server, data_uri, httpx, metrics, total
 
 from seer.demo.run import sample_images
@@ -223,6 +224,38 @@ def _error(r, status: int, *words: str) -> None:
     assert set(err) == {"message", "type", "param", "code"}
     for w in words:
         assert w in err["message"], err["message"]
+
+
+HTTP = cases("http")  # the HTTP half of tests/corpus/bad_inputs.yaml
+
+
+def test_the_server_says_when_a_model_needs_its_chat_template(server):
+    said = [line for line in server.log.read_text().splitlines() if "chat_only" in line]
+    assert said == [
+        "builtin-vqa answers only inside its chat template (seer.json: chat_only): "
+        "/v1/completions sends the prompt without it and gets empty answers; use "
+        "/v1/chat/completions"
+    ]
+
+
+@pytest.mark.parametrize("case", HTTP, ids=[case_id(c) for c in HTTP])
+def test_the_bad_request_corpus(server, case):
+    key = case.get("key", KEY)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    url = f"{server.url}{case.get('path', '/v1/chat/completions')}"
+    if "raw" in case:
+        headers["Content-Type"] = "application/json"
+        r = httpx.post(url, content=case["raw"].encode(), headers=headers, timeout=60)
+    elif case.get("method") == "GET":
+        r = httpx.get(url, headers=headers, timeout=60)
+    else:
+        body = substitute(case["json"], png=png_uri())
+        r = httpx.post(url, json=body, headers=headers, timeout=60)
+    _error(r, case["status"], *([case["error"]] if "error" in case else []))
+    err = r.json()["error"]
+    assert "\n" not in err["message"] and "Traceback" not in err["message"], err
+    if "code" in case:
+        assert err["code"] == case["code"], err
 
 
 def test_error_codes_400_401_404_413_have_openai_bodies(server):
