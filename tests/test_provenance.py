@@ -120,9 +120,13 @@ def test_the_skeleton_resolves_the_settings_the_loaded_model_does(lm):
         assert provenance.compared(full) == provenance.compared(light)
 
 
-def test_the_cli_refuses_resuming_a_full_window_output_with_seer(tmp_path, capsys):
-    """The issue's case: a full-window partial output resumed with --seer."""
+def test_the_cli_refuses_resuming_a_full_window_output_with_seer(tmp_path, capsys, monkeypatch):
+    """The issue's case: a full-window partial output resumed with --seer (refused before
+    the model loads)."""
     from seer.cli import main
+    from seer.commands import options
+
+    real_load = options.load
 
     data = _data(tmp_path)
     out = tmp_path / "o.jsonl"
@@ -130,10 +134,12 @@ def test_the_cli_refuses_resuming_a_full_window_output_with_seer(tmp_path, capsy
             "--gen-length", "8"]  # fmt: skip
     assert main([*argv, "--n", "2"]) == 0
     capsys.readouterr()
+    monkeypatch.setattr(options, "load", lambda *a: pytest.fail("the model loaded first"))
     assert main([*argv, "--resume", "--seer"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "seer.enabled=false, this run has seer.enabled=true" in err
     assert main([*argv, "--resume", "--gen-length", "9"]) == 2
     assert "sampling.gen_length=8, this run has sampling.gen_length=9" in capsys.readouterr().err
+    monkeypatch.setattr(options, "load", real_load)
     assert main([*argv, "--resume"]) == 0  # the same settings: --n 2 done, 2 more now
     assert len(out.read_text().splitlines()) == 4

@@ -129,6 +129,27 @@ def batch_record(lm, params, seer, *, folder=None, dtype=None, device=None, data
     return record
 
 
+def unloaded_record(model, sampling: dict, seer, dtype=None, device=None, data=None,
+                    known: dict | None = None) -> dict:  # fmt: skip
+    """`batch_record` of `model` (a folder or shipped name) without loading its weights (its
+    defaults and settings resolve on `seer.load(..., weights=False)`), as a loaded model with
+    `lm.sampling(**sampling)` would give it."""
+    import seer as seer_pkg
+    from seer.models.loader import resolve_dtype
+
+    skeleton = seer_pkg.load(model, weights=False)
+    return batch_record(skeleton, skeleton.sampling(**sampling), seer, dtype=resolve_dtype(dtype),
+                        device=device or "cpu", data=data, known=known)  # fmt: skip
+
+
+def check_resume(out: Path, done: int, model, sampling: dict, seer, dtype=None, data=None) -> None:
+    """Before a model loads: refuse (one line) a resume of `out` whose record differs from the
+    run described (the same check `start` makes once the model is loaded)."""
+    old = read(out)
+    if done and old is not None:
+        check(old, unloaded_record(model, sampling, seer, dtype, data=data, known=old), out)
+
+
 def _jsonable(value):
     """Tuples as lists (what JSON gives back), so a record compares equal to its own file."""
     return json.loads(json.dumps(value))

@@ -74,8 +74,12 @@ def main(args) -> int:
                       gpus_per_actor=1 if device.startswith("cuda") else 0, device=device,
                       dtype=args.dtype, progress=on_rows, data=args.data)  # fmt: skip
         else:
+            from seer import provenance
             from seer.batch import run_batch
 
+            # a resume with other settings is refused before the (slow) model load
+            provenance.check_resume(out, skipped, args.model, options.sampling(args),
+                                    options.seer(args), args.dtype, args.data)  # fmt: skip
             lm = options.load(args)
             s = run_batch(lm, examples, out, params=options.params(lm, args),
                           seer=options.seer(args), resume=args.resume, max_batch=args.max_batch,

@@ -168,14 +168,8 @@ def _record(model, out, sampling, seer, resume, done, dtype, device, data) -> di
     """The run's record (`seer.provenance`), resolved as the actors will resolve it: the
     model's defaults read from its folder without its weights. Checked against the output's
     record on resume, and written before any row."""
-    import seer as seer_pkg
-    from seer.models.loader import resolve_dtype
-
-    skeleton = seer_pkg.load(model, weights=False)
     old = provenance.read(out) if resume else None
-    record = provenance.batch_record(skeleton, skeleton.sampling(**sampling), seer,
-                                     dtype=resolve_dtype(dtype), device=device, data=data,
-                                     known=old)  # fmt: skip
+    record = provenance.unloaded_record(model, sampling, seer, dtype, device, data, known=old)
     return provenance.start(out, record, old, done)
 
 
