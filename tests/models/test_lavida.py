@@ -88,8 +88,8 @@ def test_bad_images_and_misuse_get_clear_errors(lavida, tmp_path):
         lavida.generate(["a", "b"], image=[_image()], gen_length=8)
     with pytest.raises(SeerError, match="token-id prompts"):
         lavida.generate([[5, 6, 7]], image=_image(), gen_length=8)
-    with pytest.raises(SeerError, match="<image>"):
-        lavida.generate("<image> what", image=_image(), gen_length=8)
+    with pytest.raises(SeerError, match=r"2 <image> placeholder\(s\) but 1 image"):
+        lavida.generate("<image> <image> what", image=_image(), gen_length=8)  # one per image
 
 
 def test_text_model_refuses_an_image(tmp_path):
