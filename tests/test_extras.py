@@ -55,6 +55,10 @@ def test_every_extra_of_pyproject_is_known():
         ("ray", ["serve", "--model", "builtin", "--replicas", "2"],
          'seer serve --replicas needs the ray extra (ray is not installed): pip install -e '
          '".[ray]"'),
+        ("gradio", ["ui", "--model", "builtin"],
+         'seer ui needs the ui extra (gradio is not installed): pip install -e ".[ui]"'),
+        ("gradio", ["serve", "--model", "builtin", "--ui"],
+         "seer serve --ui needs the ui extra (gradio is not installed)"),
         ("ray", ["batch", "--model", "builtin", "--data", "/no/such.jsonl", "--out", "o.jsonl",
                  "--ray", "2"],
          "seer batch --ray needs the ray extra (ray is not installed)"),

@@ -24,6 +24,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "data": ("datasets",),
     "eval": ("lm_eval", "accelerate", "loguru", "tenacity"),
     "kernels": ("triton",),
+    "ui": ("gradio",),
 }
 
 

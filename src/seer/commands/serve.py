@@ -97,6 +97,8 @@ def main(args) -> int:
     from seer.errors import SeerError
 
     extras.require("serve", "seer serve")  # before the model loads
+    if args.ui:
+        extras.require("ui", "seer serve --ui")
     from seer.serve import model_names, serve
 
     if args.ui and (args.replicas is not None or args.api_key):

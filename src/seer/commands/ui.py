@@ -20,16 +20,12 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     import sys
 
-    from seer.errors import SeerError
+    from seer import extras
 
-    try:
-        import gradio  # noqa: F401
-
-        from seer.serve import build, model_names
-        from seer.serve.server import run
-    except ImportError as e:
-        raise SeerError(f"seer ui needs the serve and ui extras ({e.name} is missing): "
-                        "pip install 'seer[serve,ui]'") from None  # fmt: skip
+    extras.require("serve", "seer ui")  # before the model loads
+    extras.require("ui", "seer ui")
+    from seer.serve import build, model_names
+    from seer.serve.server import run
     from seer.ui import PATH, mount
 
     lm = options.load(args)
