@@ -34,8 +34,8 @@ def add_parser(sub) -> None:
     )
     options.add_model(p, "builtin")
     p.add_argument("--data", default=None, help="prompts: .jsonl / .csv / .parquet / a "
-                   "save_to_disk folder, or builtin / builtin-vqa (default: the built-in "
-                   "model's own task)")  # fmt: skip
+                   "save_to_disk folder, builtin / builtin-vqa, or parallelbench:ROOT/TASK "
+                   "(default: the built-in model's own task)")  # fmt: skip
     p.add_argument("--n", type=options.POSITIVE, default=None,
                    help="use the first N rows (builtin: draw N requests; default 300)")  # fmt: skip
     p.add_argument("--calib-fraction", type=options.number(float, 0, 1, open_lo=True),
@@ -67,7 +67,7 @@ def data_for(model, data: str | None) -> str:
     from seer.errors import SeerError
 
     raise SeerError("give --data FILE (your prompts: .jsonl, .csv, .parquet or a save_to_disk "
-                    "folder; or builtin / builtin-vqa)")  # fmt: skip
+                    "folder; builtin / builtin-vqa; or parallelbench:ROOT/TASK)")  # fmt: skip
 
 
 def encoder(lm):

@@ -2,11 +2,12 @@
 
     from seer.data import load_examples, split
     examples = load_examples("prompts.jsonl")        # or .csv, .parquet, a save_to_disk folder,
-                                                     # "builtin" / "builtin-vqa"
+                                                     # "builtin" / "builtin-vqa",
+                                                     # "parallelbench:ROOT/waiting_line/copy"
     calib, evaluation = split(examples, 0.5, seed=0) # de-duplicated and disjoint
 
-Formats and row rules: `seer.data.files`; the built-in tasks: `seer.data.builtin`; the split:
-`seer.data.split`.
+Formats and row rules: `seer.data.files`; the built-in tasks: `seer.data.builtin`; a
+ParallelBench checkout: `seer.data.parallelbench`; the split: `seer.data.split`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from seer.data.builtin import DEFAULT_N, SOURCES, builtin_examples
 from seer.data.example import Example, example_key
 from seer.data.files import read_file
+from seer.data.parallelbench import is_parallelbench, parallelbench_examples
 from seer.data.split import CALIB_FRACTION, CALIB_SEED, dedupe, in_calibration, split
 from seer.errors import SeerError
 
@@ -37,23 +39,28 @@ def load_examples(
 ) -> list[Example]:
     """The examples of `source`, in source order.
 
-    `source`: a .jsonl / .csv / .parquet / .arrow file, a `datasets.save_to_disk` folder, or
+    `source`: a .jsonl / .csv / .parquet / .arrow file, a `datasets.save_to_disk` folder,
     ``builtin`` / ``builtin-vqa`` (unique held-out requests of the built-in tasks; `seed` picks
-    the draw, `n` defaults to 300). `n`: keep the first n rows. `part`: ``"calib"`` or
-    ``"eval"`` keeps one side of `split` (default fraction and seed) — for the built-in sources
-    the evaluation side also excludes what the shipped models were tuned on.
+    the draw, `n` defaults to 300), or ``parallelbench:ROOT[/GROUP[/TASK]]`` (the official test
+    files of a ParallelBench checkout, `seer.data.parallelbench`). `n`: keep the first n rows.
+    `part`: ``"calib"`` or ``"eval"`` keeps one side of `split` (default fraction and seed) —
+    for the built-in sources the evaluation side also excludes what the shipped models were
+    tuned on.
     """
     if n is not None and n < 1:
         raise SeerError(f"n must be >= 1, got {n}")
     if str(source) in SOURCES:
         return builtin_examples(str(source), n or DEFAULT_N, seed, part)
-    path = Path(source).expanduser()
-    if not path.exists():
-        raise SeerError(
-            f"data {str(source)!r} does not exist; give a .jsonl/.csv/.parquet file, a "
-            f"save_to_disk folder, or one of {', '.join(SOURCES)}"
-        )
-    examples = read_file(path)
+    if is_parallelbench(source):
+        examples = parallelbench_examples(source)
+    else:
+        path = Path(source).expanduser()
+        if not path.exists():
+            raise SeerError(
+                f"data {str(source)!r} does not exist; give a .jsonl/.csv/.parquet file, a "
+                f"save_to_disk folder, parallelbench:ROOT/TASK, or one of {', '.join(SOURCES)}"
+            )
+        examples = read_file(path)
     if part is not None:
         if part not in ("calib", "eval"):
             raise SeerError(f"part must be calib, eval or None, got {part!r}")

@@ -1,8 +1,9 @@
 """`Example`: one dataset row as every data-driven command sees it, and its identity key.
 
 An example is a prompt (or an OpenAI-style chat), an optional image, an optional reference
-answer and an id. Two examples are the same request when their prompt text (or their whole chat)
-and their image *bytes* are equal (`example_key`); `seer.data.split` de-duplicates and splits on
+answer (and, for sources with their own metric, that metric's name and reference) and an id.
+Two examples are the same request when their prompt text (or their whole chat) and their image
+*bytes* are equal (`example_key`); `seer.data.split` de-duplicates and splits on
 that key, so a calibration set and an evaluation set can never share a request.
 """
 
@@ -27,6 +28,8 @@ class Example:
     image: Image | None = None  # absolute path, data URI or PIL image (see `seer.images`)
     answer: str | None = None  # reference answer, when known
     family: str | None = None  # task family / category, when the source has one (reports)
+    reference: object = None  # the source's own reference for `metric` (ParallelBench: str/dict)
+    metric: str | None = None  # the scorer `seer.data.score` applies (None: exact match on answer)
 
     @property
     def key(self) -> str:
