@@ -8,16 +8,19 @@ import multiprocessing
 import os
 import signal
 import time
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 import seer
-from seer.batch import OrderedWriter, done_ids, run_batch
+from seer.batch import OrderedWriter, done_ids, family_scores, output_row, run_batch
 from seer.config import SamplingParams
-from seer.data import Example, load_examples
+from seer.data import Example, load_examples, score
 from seer.errors import SeerError
 
 P = SamplingParams(gen_length=16)
+PB = Path(__file__).parent / "fixtures" / "parallelbench"  # a tiny fake ParallelBench checkout
 
 
 @pytest.fixture(scope="module")
@@ -137,3 +140,55 @@ def test_seer_batch_command_writes_resumes_and_reports_bad_rows_in_one_line(tmp_
     )
     assert main([*argv, "--resume", "--ray-address", "auto"]) == 2
     assert "--ray-address needs --ray" in capsys.readouterr().err
+
+
+def _result(text: str):
+    return SimpleNamespace(text=text, tokens=1, token_ids=[0], window=8, detected=None,
+                           seconds=0.0, nfe=1, finish_reason="stop")  # fmt: skip
+
+
+def test_a_row_carries_its_family_and_its_tasks_score():
+    examples = load_examples(f"parallelbench:{PB}")
+    for ex in examples:
+        right, wrong = output_row(ex, _result(ex.answer)), output_row(ex, _result("[]"))
+        assert right["family"] == wrong["family"] == ex.family
+        if ex.family == "words_to_sentence/easy":  # needs a grammar checker: no score
+            assert "score" not in right and "score" not in wrong
+        else:
+            assert (right["score"], wrong["score"]) == (1.0, 0.0)
+    plain = output_row(Example("p", "add 1 and 2"), _result("3"))
+    assert not {"family", "score", "reference", "exact_match"} & set(plain)
+
+
+def test_family_scores_per_family_then_all():
+    ex = [Example("a", "x", answer="1", family="f"), Example("b", "y", answer="1", family="f"),
+          Example("c", "z", family="g"), Example("d", "w", answer="2")]  # fmt: skip
+    rows = [{"id": "a", "score": 1.0}, {"id": "b", "score": 0.0}, {"id": "c"},
+            {"id": "d", "score": 1.0}, {"id": "zz", "score": 1.0}]  # fmt: skip
+    got = [(s.family, s.rows, s.scored, s.mean) for s in family_scores(ex, rows)]
+    assert got == [("f", 2, 2, 0.5), ("g", 1, 0, None), ("-", 1, 1, 1.0), ("all", 4, 3, 2 / 3)]
+
+
+def test_seer_batch_on_parallelbench_scores_rows_and_prints_a_table_per_task(lm, tmp_path, capsys):
+    from seer.cli import main
+
+    out = tmp_path / "pb.jsonl"
+    argv = ["batch", "--model", "builtin", "--data", f"parallelbench:{PB}", "--out", str(out),
+            "--gen-length", "8", "--max-batch", "4"]  # fmt: skip
+    assert main([*argv, "--n", "6"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--resume"]) == 0  # the table covers the resumed rows too
+    err = capsys.readouterr().err
+    examples = {e.id: e for e in load_examples(f"parallelbench:{PB}")}
+    rows = _rows(out)
+    assert [r["id"] for r in rows] == list(examples)
+    for r in rows:
+        ex = examples[r["id"]]
+        assert r.get("score") == (None if ex.metric == "sentence_to_words_score"
+                                  else score(ex, r["answer"]))  # fmt: skip
+    mean = sum(r.get("score", 0) for r in rows) / 9
+    lines = {line.split()[0]: line.split()[1:] for line in err.splitlines() if line.strip()}
+    assert lines["waiting_line/copy"][:2] == ["3", "3"]
+    assert lines["words_to_sentence/easy"][:3] == ["1", "0", "-"]
+    assert lines["all"] == ["10", "9", f"{mean:.3f}"]
+    assert "words_to_sentence/easy: not scored: metric sentence_to_words_score is left out" in err

@@ -14,8 +14,10 @@ One output line per row (`output_row`): ``id``, ``answer``, ``tokens`` (answer t
 end token), ``token_ids`` (those ids), ``window`` (answer positions denoised after step 0),
 ``detected`` (Seer's step-0 length L*, or null), ``seconds`` (wall time from the row's step 0
 until it finished; rows batched together overlap), ``nfe`` (forward passes the row took part
-in), ``finish_reason`` and, when the row has a reference answer, ``reference`` and
-``exact_match``.
+in), ``finish_reason``; ``family`` when the row has one; when it has a reference answer,
+``reference`` and ``exact_match``; and ``score`` when it can be scored (`seer.data.score`: the
+task's own metric for ParallelBench rows, else exact match of the stripped texts).
+`family_scores` summarises an output per family (what ``seer batch`` prints at the end).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seer import provenance
-from seer.data import Example
+from seer.data import Example, scorable, score
 from seer.errors import SeerError
 from seer.models import tokens
 
@@ -67,9 +69,13 @@ def output_row(ex: Example, res) -> dict:
         "nfe": res.nfe,
         "finish_reason": res.finish_reason,
     }
+    if ex.family is not None:
+        row["family"] = ex.family
     if ex.answer is not None:
         row["reference"] = ex.answer
         row["exact_match"] = res.text.strip() == ex.answer.strip()
+    if scorable(ex):
+        row["score"] = score(ex, res.text)
     return row
 
 
@@ -107,6 +113,47 @@ def check_output(out: Path, examples: list[Example], resume: bool) -> set[str]:
     if done - known:
         raise SeerError(f"{out} holds {len(done - known)} ids that are not in the data")
     return done
+
+
+@dataclass(slots=True)
+class FamilyScore:
+    """The scores of one family (task) in an output."""
+
+    family: str  # the examples' family ("all": every row; "-": rows without one)
+    rows: int  # output rows of the family
+    scored: int  # rows with a score
+    mean: float | None  # mean score over the scored rows (None: none scored)
+
+
+def read_rows(path: Path) -> list[dict]:
+    """Every row of a `seer batch` output (.jsonl, or .parquet from ``--ray``)."""
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def family_scores(examples: list[Example], rows: list[dict]) -> list[FamilyScore]:
+    """Rows and mean score per family of `examples` (in order of first appearance), then
+    ``all``; rows of ids not in `examples` are ignored."""
+    family = {ex.id: ex.family or "-" for ex in examples}
+    groups: dict[str, list] = {f: [] for f in dict.fromkeys(family.values())}
+    for row in rows:
+        if str(row.get("id")) in family:
+            groups[family[str(row["id"])]].append(row.get("score"))
+    groups = {f: v for f, v in groups.items() if v}
+    groups["all"] = [x for v in groups.values() for x in v]
+
+    def summary(name: str, scores: list) -> FamilyScore:
+        known = [x for x in scores if x is not None]
+        return FamilyScore(
+            name, len(scores), len(known), sum(known) / len(known) if known else None
+        )
+
+    return [summary(f, v) for f, v in groups.items()]
 
 
 def done_ids(path: Path) -> list[str]:

@@ -90,10 +90,12 @@ def test_seer_batch_ray_command_writes_parquet_in_input_order(cluster, single, t
             "--ray", "1", "--seer", "--gen-length", str(GEN), "--max-batch", "3"]  # fmt: skip
     with deadline(DEADLINE):
         assert main(argv) == 0
-    assert "5 rows (0 already in" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "5 rows (0 already in" in err and "mean score" in err  # the per-family table
     group = ("seconds", "nfe")  # 5 rows in batches of 3 group rows 3-4 apart from row 5
     table = pq.read_table(out)
     assert _strip(table.to_pylist(), group) == _strip(single[:5], group)
+    assert all(r["score"] == float(r["exact_match"]) for r in table.to_pylist())  # exact match
     record = json.loads(table.schema.metadata[b"seer"])  # the run's record, in the file too
     assert record == json.loads(out.with_name("out.parquet.meta.json").read_text())
     assert record["seer"]["enabled"] and record["sampling"]["gen_length"] == GEN

@@ -8,7 +8,10 @@ builtin-vqa, or parallelbench:ROOT[/GROUP[/TASK]] (`seer.data`). Rows are append
 finish (`seer.batch`); `--resume` skips the ids already in `--out`, once `<out>.meta.json` shows
 the same model weights, settings and data (`seer.provenance`; anything else is refused in one
 line). `--ray N` runs N Ray actors
-(`seer.distributed.batch`, extra seer[ray]).
+(`seer.distributed.batch`, extra seer[ray]). At the end, a table of the rows and the mean
+score per family (task) of the whole output, resumed rows included (`seer.data.score`: a
+ParallelBench task's own metric, else exact match), and why the families without a score have
+none.
 """
 
 from __future__ import annotations
@@ -89,4 +92,35 @@ def main(args) -> int:
     rate = f"{s.rows / s.seconds:.2f} rows/s, {s.tokens / s.seconds:.1f} tok/s" if s.seconds else ""
     print(f"{s.rows} rows ({s.skipped} already in {out}), {s.tokens} tokens in {s.seconds:.1f} s"
           f" ({rate}) -> {out}", file=sys.stderr)  # fmt: skip
+    print_scores(examples, out)
     return 0
+
+
+def print_scores(examples, out) -> None:
+    """The per-family score table of `out` on stderr (nothing when no row has a family or a
+    score), then one line per family that cannot be scored, saying why."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    from seer.batch import family_scores, read_rows
+    from seer.data import unscorable
+
+    summary = family_scores(examples, read_rows(out))
+    if not any(s.scored for s in summary) and all(s.family in ("-", "all") for s in summary):
+        return
+    table = Table(title=f"scores in {out.name}", box=box.SIMPLE_HEAD)
+    for name in ("family", "rows", "scored", "mean score"):
+        table.add_column(name, justify="left" if name == "family" else "right")
+    for s, after in zip(summary, [*summary[1:], None], strict=True):
+        mean = "-" if s.mean is None else f"{s.mean:.3f}"
+        last = after is not None and after.family == "all"
+        table.add_row(s.family, str(s.rows), str(s.scored), mean, end_section=last)
+    Console(stderr=True).print(table)
+    why = {}
+    for ex in examples:
+        reason = unscorable(ex)
+        if reason is not None:
+            why.setdefault(ex.family or "-", reason)
+    for family, reason in why.items():
+        print(f"{family}: not scored: {reason}", file=sys.stderr)

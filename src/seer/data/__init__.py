@@ -5,9 +5,11 @@
                                                      # "builtin" / "builtin-vqa",
                                                      # "parallelbench:ROOT/waiting_line/copy"
     calib, evaluation = split(examples, 0.5, seed=0) # de-duplicated and disjoint
+    score(examples[0], "an answer")                  # the task's metric, else exact match
 
 Formats and row rules: `seer.data.files`; the built-in tasks: `seer.data.builtin`; a
-ParallelBench checkout: `seer.data.parallelbench`; the split: `seer.data.split`.
+ParallelBench checkout: `seer.data.parallelbench`; scoring: `seer.data.scoring`; the split:
+`seer.data.split`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from seer.data.builtin import DEFAULT_N, SOURCES, builtin_examples
 from seer.data.example import Example, example_key
 from seer.data.files import read_file
 from seer.data.parallelbench import is_parallelbench, parallelbench_examples
+from seer.data.scoring import scorable, score, unscorable
 from seer.data.split import CALIB_FRACTION, CALIB_SEED, dedupe, in_calibration, split
 from seer.errors import SeerError
 
@@ -30,7 +33,10 @@ __all__ = [
     "example_key",
     "in_calibration",
     "load_examples",
+    "scorable",
+    "score",
     "split",
+    "unscorable",
 ]
 
 

@@ -25,6 +25,7 @@ import json
 from pathlib import Path
 
 from seer.data.example import Example
+from seer.data.parallelbench_metrics import check_reference
 from seer.errors import SeerError
 
 PREFIX = "parallelbench:"
@@ -152,12 +153,16 @@ def example(row, name: str, cfg: dict, where: str, index: int) -> Example:
         )
         turns.append({"role": "assistant", "content": reference_text(icl.get("answer"), at, True)})
     prompt = fill(cfg["prompt"], row["input"], where)
+    answer = reference_text(reference, where, False)
+    why = check_reference(cfg["metric"], reference)
+    if why is not None:
+        raise SeerError(f"{where}: field 'answer': {why}")
     turns.append({"role": "user", "content": prompt})
     return Example(
         id=f"{name}/{index}",
         prompt=prompt,
         messages=turns,
-        answer=reference_text(reference, where, False),
+        answer=answer,
         family=name,
         reference=reference,
         metric=cfg["metric"],
