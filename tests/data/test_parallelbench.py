@@ -47,7 +47,9 @@ def test_a_row_becomes_the_official_chat_with_its_reference_and_metric():
     ]
     assert a.prompt == ask.format(own) and a.answer == own == a.reference
     assert (a.family, a.metric) == ("waiting_line/copy", "list_match_score")
-    assert c.messages == [{"role": "user", "content": ask.format(icl)}]  # no in-context example
+    assert c.messages[0] == {"role": "user", "content": ask.format(b.prompt.split("\n")[1])}
+    (r,) = load_examples(f"parallelbench:{ROOT}/waiting_line/remove_random")
+    assert r.messages == [{"role": "user", "content": r.prompt}]  # no in-context example
 
 
 def test_literal_backslash_n_becomes_a_newline_and_dict_answers_give_their_example():
