@@ -33,7 +33,11 @@ Every method is a policy of the one denoising loop (`seer.diffusion.loop`), set 
 
 Requests: `seer.data.load_examples(source, part="eval")` — unique held-out requests, disjoint
 from the calibration side of the split and from the draw the shipped seer.json was tuned on
-(asserted here as well). Greedy decoding, gen_length from seer.json (64).
+(asserted here as well). `--data` takes any `seer.data` source, `parallelbench:ROOT/TASK`
+included (a chat's in-context turns go through the model's chat template); an answer is correct
+when `seer.data.score` gives it 1 (the task's own metric for ParallelBench, else exact match of
+the stripped texts), and every request must be scorable. Greedy decoding, gen_length from
+seer.json (64).
 
 Batch 1: each request is encoded once (timed: tokenizer, and for images the vision tower and
 splicing), then every method runs on it, `--repeats` times, interleaved (method order within a
@@ -162,10 +166,15 @@ def build_configs(lm, g: int, budgets: list[int], quick: bool, dpad: bool = Fals
 
 
 def held_out(source: str, n: int, seed: int):
-    """`n` unique evaluation-side requests, checked disjoint from calibration and tuning."""
-    from seer.data import example_key, in_calibration, load_examples
+    """`n` unique evaluation-side requests, checked disjoint from calibration and tuning, each
+    one scorable."""
+    from seer.data import example_key, in_calibration, load_examples, unscorable
+    from seer.errors import SeerError
 
     examples = load_examples(source, n=n, part="eval", seed=seed)
+    why = next((f"{e.id}: {unscorable(e)}" for e in examples if unscorable(e)), None)
+    if why is not None:
+        raise SeerError(f"{source}: every request must be scorable; {why}")
     keys = [example_key(e) for e in examples]
     assert len(set(keys)) == len(keys), "held-out requests are not unique"
     assert not any(in_calibration(e) for e in examples), "a held-out request is in calibration"
@@ -177,6 +186,29 @@ def held_out(source: str, n: int, seed: int):
         tuned = set()
     assert not set(keys) & set(tuned), "a held-out request is in the seer.json tuning draw"
     return examples
+
+
+def correct(ex, text: str) -> bool:
+    """The answer scores 1 (`seer.data.score`: the task's metric, else exact match)."""
+    from seer.data import score
+
+    return score(ex, text) == 1.0
+
+
+def encode(lm, ex):
+    """A request's prompt, encoded once: its text (and image), or a whole chat's ids."""
+    from seer.commands.calibrate import encoder
+
+    return encoder(lm)(lm, ex)
+
+
+def request(lm, ex, params, seer_cfg, **kw):
+    """An engine request of `ex` (a chat through the chat template), as `seer batch` makes it."""
+    import dataclasses
+
+    from seer.batch import request_for
+
+    return dataclasses.replace(request_for(lm, ex, params, seer_cfg), **kw)
 
 
 def load_model(name: str, device: str = "cpu"):
@@ -301,7 +333,7 @@ def batch1(lm, examples, configs, g, seer_cfg, repeats, raw: Path, settings: dic
         prompt_s, q = [], None
         for _ in range(repeats):
             t0 = time.perf_counter()
-            q = lm.prompt(ex.prompt, ex.image)
+            q = encode(lm, ex)
             prompt_s.append(time.perf_counter() - t0)
         if have is None:
             results, secs = timed(lm, q, configs, g, seer_cfg, repeats, {})
@@ -366,11 +398,7 @@ def batch32(lm, examples, configs, g, seer_cfg, repeats, rows, raw: Path, settin
             if cfg.oracle:
                 base = rows[i]["results"][f"baseline@{cfg.budget}"]
                 kw["window"] = round_window(base["tokens"] + 1, g, seer_cfg.bucket)
-            reqs.append(
-                Request(
-                    ex.prompt, params=p, seer=seer_cfg if cfg.seer else None, image=ex.image, **kw
-                )  # fmt: skip
-            )
+            reqs.append(request(lm, ex, p, seer_cfg if cfg.seer else None, **kw))
         walls, cpus, results = [], [], None
         for _ in range(repeats):
             eng = Engine(lm, EngineConfig(max_batch=32))
@@ -394,14 +422,14 @@ def batch32(lm, examples, configs, g, seer_cfg, repeats, rows, raw: Path, settin
             out[cfg.name] = done[cfg.name]
             continue
         wall, results, cpu = wall_of(cfg)
-        correct = [r.text == ex.answer for r, ex in zip(results, examples, strict=True)]
+        ok = [correct(ex, r.text) for r, ex in zip(results, examples, strict=True)]
         same = [r.text == rows[i]["results"][cfg.name]["text"] for i, r in enumerate(results)]
         rec = {
             "settings": settings,
             "engine": cfg.name,
             "wall_seconds": wall * scale,
             "cpu_seconds": cpu,  # the process's CPU time: less hit by the machine's other load
-            "correct": correct,
+            "correct": ok,
             "same_text_as_batch1": sum(same) / len(same),
             "nfe": [r.nfe for r in results],
             "windows": [r.window for r in results],
@@ -441,22 +469,23 @@ def bootstrap_ratio(num: list[float], den: list[float], seed: int = 0) -> tuple[
     return float(r[int(0.025 * BOOT)]), float(r[int(0.975 * BOOT) - 1])
 
 
-def summarise(rows, eng, configs, g) -> dict:
+def summarise(rows, eng, configs, g, examples) -> dict:
+    """Per config: accuracy (`correct` on each row's example), intervals, costs, speedups."""
     out = {}
     n = len(rows)
     for cfg in configs:
         res = [r["results"][cfg.name] for r in rows]
         ref = [r["results"][cfg.ref] for r in rows]
-        correct = [x["text"] == r["answer"] for x, r in zip(res, rows, strict=True)]
-        ref_ok = [x["text"] == r["answer"] for x, r in zip(ref, rows, strict=True)]
-        lo, hi = bootstrap(correct)
+        ok = [correct(ex, x["text"]) for x, ex in zip(res, examples, strict=True)]
+        ref_ok = [correct(ex, x["text"]) for x, ex in zip(ref, examples, strict=True)]
+        lo, hi = bootstrap(ok)
         loop_s = sum(x["seconds"] for x in res) / n
         e2e_s = loop_s + sum(r["prompt_seconds"] for r in rows) / n
         pairs = list(zip(res, ref, strict=True))
         rec = {
             "method": cfg.method,
             "budget": cfg.budget,
-            "accuracy": sum(correct) / n,
+            "accuracy": sum(ok) / n,
             "ci95": [lo, hi],
             "shorter_than_ref": sum(x["tokens"] < y["tokens"] for x, y in pairs),
             "differs_from_ref": sum(x["ids_hash"] != y["ids_hash"] for x, y in pairs),
@@ -466,13 +495,13 @@ def summarise(rows, eng, configs, g) -> dict:
             "loop_ms": 1000 * loop_s,
             "e2e_ms": 1000 * e2e_s,
             "ref": cfg.ref,
-            "accuracy_minus_ref": (sum(correct) - sum(ref_ok)) / n,
-            "ci95_minus_ref": list(bootstrap(correct, ys=ref_ok)),
+            "accuracy_minus_ref": (sum(ok) - sum(ref_ok)) / n,
+            "ci95_minus_ref": list(bootstrap(ok, ys=ref_ok)),
             "later_pass": sum("scale" in x for x in res),
             "loop_speedup_vs_ref_ci95": list(
                 bootstrap_ratio([y["seconds"] for y in ref], [x["seconds"] for x in res])
             ),
-            "correct": correct,
+            "correct": ok,
         }  # fmt: skip
         if cfg.name in eng:
             e = eng[cfg.name]
@@ -695,7 +724,11 @@ def plot(record: dict, path: Path) -> None:
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="builtin", help="builtin | builtin-vqa | a folder")
-    ap.add_argument("--data", default=None, help="data source (default: the model's built-in)")
+    ap.add_argument(
+        "--data",
+        default=None,
+        help="data source, e.g. parallelbench:ROOT/TASK (default: the model's built-in)",
+    )
     ap.add_argument("--n", type=int, default=48)
     ap.add_argument("--seed", type=int, default=0, help="draw of the held-out requests")
     ap.add_argument("--repeats", type=int, default=3, help="timing repeats (median)")
@@ -749,7 +782,7 @@ def main(argv=None) -> dict:
                 "configs": [c.name for c in configs], "threads": args.threads}  # fmt: skip
     raw = args.raw or Path(f"/tmp/bench_compare_{Path(str(args.model)).name}.jsonl")
     raw.parent.mkdir(parents=True, exist_ok=True)
-    q = lm.prompt(examples[0].prompt, examples[0].image)  # warm the tower and every shape
+    q = encode(lm, examples[0])  # warm the tower and every shape
     for w in range(seer_cfg.bucket, g + 1, seer_cfg.bucket):
         lm.generate(q, gen_length=w, steps=w)
 
@@ -769,7 +802,7 @@ def main(argv=None) -> dict:
         eng = batch32(lm, examples[:en], configs, g, seer_cfg, er, rows[:en], raw,
                       dict(settings, engine_repeats=er, engine_n=en, engine_clock="wall+cpu"),
                       progress)  # fmt: skip
-    results = summarise(rows, eng, configs, g)
+    results = summarise(rows, eng, configs, g, examples)
     mark_frontier(results)
     record = {
         "bench": "compare",

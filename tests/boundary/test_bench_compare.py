@@ -96,3 +96,30 @@ def test_a_config_added_later_runs_alone_beside_the_anchors(bench, tmp_path, mon
     assert fresh["results"][added]["nfe"] == res[added]["nfe"]
     lo, hi = res[added]["ci95_minus_ref"]
     assert lo <= res[added]["accuracy_minus_ref"] <= hi
+
+
+def test_a_parallelbench_source_runs_its_chats_and_scores_with_seer_data_score(
+    bench, tmp_path, monkeypatch
+):
+    from pathlib import Path
+
+    import seer.data
+
+    root = Path(__file__).parents[1] / "fixtures" / "parallelbench"
+    examples = bench.held_out(f"parallelbench:{root}/waiting_line", 2, 0)
+    assert all(e.metric for e in examples) and any(len(e.messages) > 1 for e in examples)
+    monkeypatch.setattr(seer.data, "score", lambda ex, text: float(ex.id == examples[0].id))
+    argv = ["--model", "builtin", "--data", f"parallelbench:{root}/waiting_line", "--n", "2",
+            "--repeats", "1", "--budgets", "8", "--quick", "--engine-n", "2",
+            "--raw", str(tmp_path / "raw.jsonl")]  # fmt: skip
+    res = bench.main(argv)["results"]
+    assert res["baseline@k=8"]["accuracy"] == 0.5 and res["baseline@k=8"]["b32_accuracy"] == 0.5
+
+
+def test_an_unscorable_source_is_refused_in_one_line(bench, tmp_path):
+    from seer.errors import SeerError
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"add {i} and 2"}) + "\n" for i in range(8)))
+    with pytest.raises(SeerError, match=r"every request must be scorable; \d+: no reference"):
+        bench.held_out(str(data), 2, 0)
