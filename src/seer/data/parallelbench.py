@@ -45,6 +45,15 @@ def parallelbench_examples(source: str) -> list[Example]:
     return out
 
 
+def source_files(source: str) -> tuple[Path, list[Path]]:
+    """(ROOT, the test files and task configs `source` reads): what identifies its data."""
+    root, selector = resolve(source.removeprefix(PREFIX))
+    known = tasks(root)
+    files = [known[name] for name in select(root, selector)]
+    configs = sorted({f.parent / "task_config.yaml" for f in files})
+    return root, files + [c for c in configs if c.is_file()]
+
+
 def resolve(spec: str) -> tuple[Path, str]:
     """(ROOT, task selector) of ``ROOT[/GROUP[/TASK]]``: ROOT is the deepest of the path and its
     two parents that holds the test split."""
