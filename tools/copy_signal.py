@@ -1,0 +1,52 @@
+"""Has a text model v2 checkpoint started to copy names from the prompt? Cross-entropy per family.
+
+Masks half of each answer's tokens of 24 held-out requests per family (the full 128 window) and
+prints the mean cross-entropy and top-1 accuracy on the masked *name* tokens: about 6.8 nats (the
+names' unigram, ~log 900) means nothing is copied yet; it falls as copying starts, long before
+whole answers are right.
+
+    python tools/copy_signal.py runs/builtin-v2/export
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import seer
+from seer.demo import lines
+from seer.demo.train import pack
+from seer.demo.train_text2 import ChatEncoder
+
+FAMILIES = ("copy", "reverse", "sort", "who", "long_copy")
+
+
+def main(path: str) -> None:
+    torch.manual_seed(0)
+    lm = seer.load(path)
+    enc = ChatEncoder(lm.tokenizer)
+    for fam in FAMILIES:
+        items = lines.generate(24, seed=2, split="heldout", families=(fam,))
+        prompts, answers = [enc.prompt(i) for i in items], [enc.answer(i) for i in items]
+        x, am, p, _ = pack(prompts, answers, enc.pad, 128, random.Random(0), 1.0)
+        in_answer = torch.zeros_like(x, dtype=torch.bool)
+        for r, a in enumerate(answers):
+            in_answer[r, p : p + len(a) - 1] = True  # the answer, without <|eot_id|>
+        masked = in_answer & (torch.rand(x.shape) < 0.5)
+        noisy = x.masked_fill(masked, enc.mask)
+        pos = (am.cumsum(-1) - 1).clamp(min=0)
+        with torch.no_grad():
+            logits = lm.model(noisy, attention_mask=am, position_ids=pos).logits[masked].float()
+        target = x[masked]
+        pieces = lm.tokenizer.convert_ids_to_tokens(target.tolist())
+        name = torch.tensor([t.strip().isalpha() and t.strip()[0].isupper() for t in pieces])
+        ce = F.cross_entropy(logits, target, reduction="none")[name].mean()
+        acc = (logits.argmax(-1) == target)[name].float().mean()
+        print(f"{fam:10s} names: cross-entropy {ce:.2f} nats, top-1 {100 * acc:.0f} %")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
