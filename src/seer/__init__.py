@@ -1,7 +1,8 @@
 """Seer: fast inference for masked-diffusion language models (LLaDA, Dream).
 
 Public API:
-    seer.load(path, dtype=..., device=...) -> DiffusionLM with .model, .tokenizer, .generate()
+    seer.load(path, dtype=..., device=...) -> DiffusionLM with .model, .tokenizer, .generate(),
+                                           .stream() (StreamChunks as blocks become final)
     seer.SamplingParams                    per-request sampling options
     seer.SeerConfig                        boundary detection / truncation options
     seer.Engine, EngineConfig, Request     batched serving with padding-waste routing
@@ -27,6 +28,7 @@ _EXPORTS = {
     "SamplingParams": "seer.config",
     "SeerConfig": "seer.boundary.truncation",
     "SeerError": "seer.errors",
+    "StreamChunk": "seer.pipeline",
     "TokenIds": "seer.config",
     "load": "seer.pipeline",
 }
@@ -53,4 +55,4 @@ if TYPE_CHECKING:  # static checkers and IDEs see the names directly
     from seer.config import SamplingParams, TokenIds
     from seer.engine import Engine, EngineConfig, Request
     from seer.errors import CheckpointError, SeerError
-    from seer.pipeline import DiffusionLM, Generation, GenerationStats, load
+    from seer.pipeline import DiffusionLM, Generation, GenerationStats, StreamChunk, load

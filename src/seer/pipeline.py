@@ -7,18 +7,28 @@ for multimodal models one image per text prompt (`image=` a path, data URI, PIL 
 see `seer.images`). A multimodal model's prompt processor (`seer.models.multimodal`) builds its
 prompts: ids, and input embeddings with the image features spliced in. It returns one
 `Generation` per prompt with the answer text, the answer ids (always `gen_length` of them,
-[EOS]-padded, as the official samplers return) and what the run cost.
+[EOS]-padded, as the official samplers return) and what the run cost. `stream` answers one
+prompt as a generator of `StreamChunk`s, one per semi-autoregressive block as it becomes final
+(mlx-lm's `stream_generate` is the model), ending with the same `Generation`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
 
 from seer.config import LLADA_RULES, SamplingParams, TokenIds
 from seer.diffusion.loop import Canvas, DenoisingLoop, WindowPolicy, make_canvas
-from seer.engine.request import GenerationStats, Request, RequestResult
+from seer.engine.request import (
+    Deltas,
+    GenerationStats,
+    PartialResult,
+    Request,
+    RequestResult,
+    StreamChunk,
+)
 from seer.errors import CheckpointError, SeerError
 from seer.images import load_image
 from seer.models import loader
@@ -26,7 +36,7 @@ from seer.models.defaults import ModelDefaults, SeerSettings
 from seer.models.multimodal import PromptInput
 
 Generation = RequestResult  # the one result type: `generate` is a front over the engine
-__all__ = ["DiffusionLM", "Generation", "GenerationStats", "load"]
+__all__ = ["DiffusionLM", "Generation", "GenerationStats", "StreamChunk", "load"]
 
 
 class DiffusionLM:
@@ -200,12 +210,7 @@ class DiffusionLM:
         defaults) turns on boundary truncation.
         `image`: one image for a single prompt, or a list with one image (or None) per prompt.
         """
-        single = (
-            isinstance(prompts, str)
-            or (isinstance(prompts, torch.Tensor) and prompts.dim() == 1)
-            or (isinstance(prompts, list) and bool(prompts) and isinstance(prompts[0], int))
-            or isinstance(prompts, PromptInput)
-        )
+        single = _single(prompts)
         p = self.sampling(**overrides) if params is None else _params(params, overrides)
         p = p.with_defaults(self.default_rule)
         if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
@@ -221,6 +226,43 @@ class DiffusionLM:
         out = engine.generate([Request(q, p) for q in inputs], policy=policy)
         return out[0] if single else out
 
+    def stream(
+        self,
+        prompt,
+        params: SamplingParams | None = None,
+        *,
+        seer=None,
+        image=None,
+        chat: bool = True,
+        **overrides,
+    ) -> Iterator[StreamChunk]:
+        """Answer one prompt, yielding its text as the answer's blocks become final.
+
+        A diffusion model reveals a semi-autoregressive block's tokens in any order, so text is
+        final block by block: one `StreamChunk` per block that became final (`block_length` sets
+        how early text arrives; the default of most models is one block, so one chunk). The
+        chunks' `text`s concatenate to the answer; the last chunk's `result` is the whole
+        `Generation`, the same as `generate(prompt, ...)` returns. Options as `generate`'s.
+        """
+        if not _single(prompt):
+            raise SeerError("stream answers one prompt; use generate for a batch")
+        p = self.sampling(**overrides) if params is None else _params(params, overrides)
+        from seer.engine import Engine, EngineConfig
+
+        parts: list[PartialResult] = []
+        engine = Engine(self, EngineConfig(max_batch=1))
+        engine.add(Request(prompt, p, seer=seer, image=image, chat=chat, on_block=parts.append))
+        deltas, block = Deltas(), -1
+        while engine.has_unfinished():
+            results = engine.step()
+            for part in parts:
+                block = part.block
+                if not part.final:
+                    yield StreamChunk(deltas.push(part.text), part.text, block)
+            parts.clear()
+            for result in results:
+                yield StreamChunk(deltas.finish(result.text), result.text, block, result)
+
     def graph_cache(self):
         """The model's captured CUDA graphs (static path), shared by every engine on it."""
         if self._graphs is None:
@@ -233,6 +275,16 @@ class DiffusionLM:
         if self.tokenizer is None:
             return " ".join(map(str, ids))
         return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+
+
+def _single(prompts) -> bool:
+    """One prompt (text, one id list or 1-D tensor, one PromptInput), not a batch."""
+    return (
+        isinstance(prompts, str)
+        or (isinstance(prompts, torch.Tensor) and prompts.dim() == 1)
+        or (isinstance(prompts, list) and bool(prompts) and isinstance(prompts[0], int))
+        or isinstance(prompts, PromptInput)
+    )
 
 
 def _check_text(text) -> None:

@@ -7,8 +7,8 @@ import pytest
 pytest.importorskip("fastapi")  # the serve extra
 from pydantic import ValidationError  # noqa: E402
 
+from seer.engine.request import Deltas  # noqa: E402
 from seer.serve.protocol import ChatRequest, CompletionRequest  # noqa: E402
-from seer.serve.responses import Deltas  # noqa: E402
 
 HI = [{"role": "user", "content": "hi"}]
 

@@ -14,6 +14,8 @@ def add_parser(sub) -> None:
     p.add_argument("--prompt", required=True, type=options.text)
     p.add_argument("--image", default=None, help=options.IMAGE_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--stream", action="store_true",
+                   help="print the answer block by block as each becomes final")  # fmt: skip
     p.add_argument("--no-chat", action="store_true", help="do not apply the chat template")
     p.add_argument("--stop", action="append", default=None, type=options.text,
                    help="stop string (repeatable; LLaDA-V style)")  # fmt: skip
@@ -25,6 +27,8 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     from seer.errors import SeerError
 
+    if args.stream and args.json:
+        raise SeerError("--stream prints text as it comes, --json one object at the end: pick one")
     lm = options.load(args)
     seer_arg = options.seer(args)
     p = options.params(lm, args)
@@ -39,7 +43,10 @@ def main(args) -> int:
     if args.no_chat and lm.defaults.seer.chat_only:
         options.log.warning(f"seer: warning: {lm.name} answers only inside its chat template "
                             "(seer.json: chat_only); --no-chat gets an empty answer")  # fmt: skip
-    g = lm.generate(args.prompt, p, seer=seer_arg, image=args.image, chat=not args.no_chat)
+    answer = lm.stream if args.stream else lm.generate
+    g = answer(args.prompt, p, seer=seer_arg, image=args.image, chat=not args.no_chat)
+    if args.stream:
+        g = _printed(g)
     s = g.stats
     if args.json:
         record = {
@@ -57,7 +64,8 @@ def main(args) -> int:
             record["boundary"] = g.boundary.as_dict()
         print(json.dumps(record))
     else:
-        print(g.text)
+        if not args.stream:
+            print(g.text)
         extra = f", window {s.window}/{s.gen_length}" if seer_arg else ""
         print(
             f"[{s.nfe} NFE, {s.seconds:.2f} s, {s.tokens} tokens, "
@@ -65,3 +73,11 @@ def main(args) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _printed(chunks):
+    """Print each chunk's text as it comes; returns the last chunk's result."""
+    for chunk in chunks:
+        print(chunk.text, end="", flush=True)
+    print()
+    return chunk.result

@@ -1,9 +1,11 @@
 """What goes into the engine (`Request`) and what comes out (`RequestResult`, the
-`PartialResult`s a request's `on_block` callback receives while it runs, and the `StepView`s
-its `on_step` callback receives after each of its denoising steps)."""
+`PartialResult`s a request's `on_block` callback receives while it runs, the `StepView`s its
+`on_step` callback receives after each of its denoising steps, and the `StreamChunk`s
+`DiffusionLM.stream` makes of the partials, with `Deltas` turning growing text into pieces)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -11,6 +13,7 @@ from seer.boundary.detector import BoundaryReport
 from seer.config import SamplingParams
 
 FINISH_REASONS = ("stop", "length", "abort")
+log = logging.getLogger("seer.engine")
 
 
 @dataclass(slots=True)
@@ -104,3 +107,40 @@ class RequestResult:
     def stats(self) -> GenerationStats:
         return GenerationStats(self.nfe, self.seconds, self.tokens, self.window, self.gen_length,
                                self.grown, self.detect_seconds)  # fmt: skip
+
+
+@dataclass(slots=True)
+class StreamChunk:
+    """One piece of a streamed answer (`DiffusionLM.stream`): the text of the blocks that became
+    final since the previous chunk. The chunks' `text`s concatenate to the answer."""
+
+    text: str  # new answer text since the previous chunk (may be "" while a block is blank)
+    answer: str  # the answer so far
+    block: int  # index of the last final semi-autoregressive block (0-based; -1 if none)
+    result: RequestResult | None = None  # the last chunk only: the whole result (stats, ...)
+
+
+class Deltas:
+    """Turns the growing answer text into deltas whose concatenation is the final answer.
+
+    A prefix's decoding may end in whitespace (stripped from the final answer when nothing
+    follows) or in half a multi-byte character; those tails are held back until more text comes.
+    """
+
+    def __init__(self) -> None:
+        self.sent = ""
+
+    def push(self, text: str) -> str:
+        safe = text.rstrip().rstrip("\ufffd").rstrip()
+        if not safe.startswith(self.sent) or len(safe) <= len(self.sent):
+            return ""
+        delta, self.sent = safe[len(self.sent) :], safe
+        return delta
+
+    def finish(self, final: str) -> str:
+        """The rest of the answer (the full answer was always a continuation of what was sent)."""
+        if not final.startswith(self.sent):  # a tokenizer whose prefixes decode unstably
+            log.error("streamed text %r is not a prefix of the answer %r", self.sent, final)
+            return ""
+        delta, self.sent = final[len(self.sent) :], final
+        return delta

@@ -33,12 +33,12 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from seer.errors import SeerError
 from seer.images import load_image
 from seer.serve import convert
-from seer.serve.engine_api import QueueFull
+from seer.serve.engine_api import Deltas, QueueFull
 from seer.serve.engine_api import Request as EngineRequest
 from seer.serve.errors import APIError, bad_request, body
 from seer.serve.metrics import Metrics
 from seer.serve.protocol import ChatRequest, CompletionRequest, SamplingFields
-from seer.serve.responses import Deltas, Envelope, sse
+from seer.serve.responses import Envelope, sse
 from seer.serve.worker import Added, Block, Done, EngineWorker, Failed, ShuttingDown, Ticket
 
 API_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/models")

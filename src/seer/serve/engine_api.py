@@ -2,14 +2,16 @@
 
 The server is written against the step-level engine's interface only (`add` -> id, `step` ->
 finished results, `abort`, `has_unfinished`, `QueueFull`, a request's `on_block`), so any engine
-with that interface can sit behind it. Sampling goes through `lm.sampling(**options)`, so the
-server's defaults are `seer generate`'s.
+with that interface can sit behind it. Streamed text is cut into deltas by `Deltas`, the class
+`DiffusionLM.stream` uses, so a streamed answer splits the same way in both. Sampling goes
+through `lm.sampling(**options)`, so the server's defaults are `seer generate`'s.
 """
 
 from __future__ import annotations
 
 from seer.config import SamplingParams
 from seer.engine import Engine, EngineConfig, QueueFull, Request
+from seer.engine.request import Deltas
 
 
 def make_engine(lm, max_batch: int, max_queue: int | None, max_tokens_per_step: int | None):
@@ -24,4 +26,4 @@ def sampling(lm, **options) -> SamplingParams:
     return lm.sampling(**options)
 
 
-__all__ = ["QueueFull", "Request", "make_engine", "sampling"]
+__all__ = ["Deltas", "QueueFull", "Request", "make_engine", "sampling"]

@@ -9,11 +9,8 @@
 from __future__ import annotations
 
 import json
-import logging
 import time
 import uuid
-
-log = logging.getLogger("seer.serve")
 
 
 def seer_info(result, gen_length: int) -> dict:
@@ -89,29 +86,3 @@ class Envelope:
 def sse(data: dict | str) -> str:
     payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
     return f"data: {payload}\n\n"
-
-
-class Deltas:
-    """Turns the growing answer text into deltas whose concatenation is the final answer.
-
-    A prefix's decoding may end in whitespace (stripped from the final answer when nothing
-    follows) or in half a multi-byte character; those tails are held back until more text comes.
-    """
-
-    def __init__(self) -> None:
-        self.sent = ""
-
-    def push(self, text: str) -> str:
-        safe = text.rstrip().rstrip("\ufffd").rstrip()
-        if not safe.startswith(self.sent) or len(safe) <= len(self.sent):
-            return ""
-        delta, self.sent = safe[len(self.sent) :], safe
-        return delta
-
-    def finish(self, final: str) -> str:
-        """The rest of the answer (the full answer was always a continuation of what was sent)."""
-        if not final.startswith(self.sent):  # a tokenizer whose prefixes decode unstably
-            log.error("streamed text %r is not a prefix of the answer %r", self.sent, final)
-            return ""
-        delta, self.sent = final[len(self.sent) :], final
-        return delta
