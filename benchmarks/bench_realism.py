@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import seer
     from seer.data import load_examples
-    from seer.eval.machine import describe
+    from seer.eval.machine import machine_info
 
     lm = seer.load(args.model)
     window = args.window or lm.sampling().gen_length
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     for c in names:
         settings(c, window)
     print(f"{len(examples)} requests of {args.data}, model {args.model}, window {window}")
-    print(describe())
+    print(json.dumps(machine_info()))
     results, seconds = {}, {}
     for c in names:
         t0 = time.perf_counter()
@@ -128,7 +128,7 @@ def report(examples, names, results, window, seconds) -> dict:
     groups = {**families, "ALL": [ex.id for ex in examples]}
     ref = names[0]
     record: dict = {"window": window, "reference": ref, "configs": {}, "seconds": seconds}
-    header = f"{'family':16s} {'n':>4s} " + " ".join(f"{c:>13s}" for c in names)
+    header = f"{'family':28s} {'n':>4s} " + " ".join(f"{c:>13s}" for c in names)
     print(header)
     for fam, ids in groups.items():
         cells = []
@@ -146,7 +146,7 @@ def report(examples, names, results, window, seconds) -> dict:
                 )
             record["configs"].setdefault(c, {})[fam] = entry
             cells.append(f"{100 * acc:5.1f} [{100 * lo:3.0f},{100 * hi:3.0f}]")
-        print(f"{fam:16s} {len(ids):4d} " + " ".join(f"{x:>13s}" for x in cells))
+        print(f"{fam:28s} {len(ids):4d} " + " ".join(f"{x:>13s}" for x in cells))
     lengths = sorted(results[ref][ex.id]["length"] for ex in examples)
     record["lengths"] = {
         "median": statistics.median(lengths) / window,
