@@ -27,7 +27,11 @@ def no_model(monkeypatch):
 
 
 def _block(monkeypatch, *names: str) -> None:
+    """Block each package and every submodule an earlier test imported (a submodule already in
+    `sys.modules` would otherwise import without its parent)."""
     for name in names:
+        for loaded in [m for m in sys.modules if m.startswith(name + ".")]:
+            monkeypatch.setitem(sys.modules, loaded, None)
         monkeypatch.setitem(sys.modules, name, None)
 
 
