@@ -197,7 +197,7 @@ def correct(ex, text: str) -> bool:
 
 def encode(lm, ex):
     """A request's prompt, encoded once: its text (and image), or a whole chat's ids."""
-    from seer.commands.calibrate import encoder
+    from seer.calibration import encoder
 
     return encoder(lm)(lm, ex)
 

@@ -13,7 +13,7 @@ import torch
 import seer
 from seer.boundary import calibrate as cal
 from seer.boundary.probe import end_probability
-from seer.commands.calibrate import run_calibration, write_defaults
+from seer.calibration import run_calibration, write_defaults
 from seer.config import SamplingParams
 from seer.data import builtin_examples
 from seer.errors import SeerError

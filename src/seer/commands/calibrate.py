@@ -3,26 +3,12 @@
     seer calibrate --model DIR --data prompts.jsonl --out calib/ [--write]
     seer calibrate --model builtin --data builtin          # the built-in synthetic tasks
 
-The dataset (`seer.data`: JSON Lines, CSV, Parquet, a `save_to_disk` folder, `builtin` /
-`builtin-vqa`) is de-duplicated and split by content into a calibration and an evaluation side
-(`seer.data.split`: disjoint, `--calib-fraction`, `--seed`). No reference answers are needed: the
-baseline's own answer (full window) says where each answer ends. On the calibration side every
-signal is measured (`seer.boundary.calibrate`: sparsity per tensor / layer / theta under the
-paper's SNR rule and the change-point rule, the step-0 end probability, the combined signal) and
-the fastest setting (smallest mean window) that cuts no answer short (`--max-over`, default 0)
-is chosen; the evaluation side reports how it, the best setting of each signal and the paper's
-defaults do on requests the choice never saw. Writes to `--out`: report.json (every figure, the
-split's ids), sparsity_aligned.png, sparsity_aligned_best.png and end_prob_aligned.png; with
-`--write`, the choice goes into the model's seer.json (other keys kept), which `seer.load` reads.
-
+This module parses the flags and prints the report; the run (data, split, measurement, choice,
+report.json, plots, seer.json) is `seer.calibration.run_calibration`.
 torch, rich and the library are imported inside the functions: `seer --help` stays fast.
 """
 
 from __future__ import annotations
-
-import json
-from dataclasses import asdict
-from pathlib import Path
 
 from seer.commands import options
 
@@ -52,148 +38,18 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    run_calibration(args.model, args.n, args.out, args.write, args.max_over, data=args.data,
-                    calib_fraction=args.calib_fraction, seed=args.seed,
-                    gen_length=args.gen_length, load_args=args)  # fmt: skip
+    from seer.calibration import chosen_config, run_calibration
+    from seer.models.loader import model_folder
+
+    report = run_calibration(args.model, args.n, args.out, args.write, args.max_over,
+                             data=args.data, calib_fraction=args.calib_fraction, seed=args.seed,
+                             gen_length=args.gen_length,
+                             load=lambda folder: options.load(args, folder))  # fmt: skip
+    _show(report)
+    if args.write:
+        path = model_folder(str(args.model or "builtin")) / "seer.json"
+        _console().print(f"wrote {path}: {chosen_config(report)}")
     return 0
-
-
-def data_for(model, data: str | None) -> str:
-    """`--data`, or the built-in model's own task when it is one of the built-in models."""
-    if data is not None:
-        return data
-    if str(model) in options.BUILTIN:
-        return str(model)
-    from seer.errors import SeerError
-
-    raise SeerError("give --data FILE (your prompts: .jsonl, .csv, .parquet or a save_to_disk "
-                    "folder; builtin / builtin-vqa; or parallelbench:ROOT/TASK)")  # fmt: skip
-
-
-def encoder(lm):
-    """How a dataset row becomes a prompt: its text (and image), or a whole chat's ids."""
-    from seer.batch import chat_ids
-    from seer.errors import SeerError
-    from seer.models.multimodal import PromptInput
-
-    def encode(lm, ex):
-        if ex.messages is None or ex.messages == [{"role": "user", "content": ex.prompt}]:
-            return lm.prompt(ex.prompt, ex.image)
-        if lm.processor is not None:
-            raise SeerError(f"row {ex.id}: {lm.name} takes one user turn per request, not a chat")
-        return PromptInput(chat_ids(lm.tokenizer, ex.messages))
-
-    return encode
-
-
-def run_calibration(model, n, out, write: bool, max_over: float = 0.0, *, data=None,
-                    calib_fraction: float = 0.5, seed: int = 0, gen_length=None,
-                    load_args=None) -> dict:  # fmt: skip
-    """Calibrate `model` on `data` (see the module docstring); returns the report."""
-    from seer import progress
-    from seer.boundary import calibrate as cal
-    from seer.data import load_examples, split
-
-    model = str(model or "builtin")
-    data = data_for(model, data)
-    folder = Path(options.model_path(model))
-    with progress.status(f"reading {data}"):  # a bad data file is an error before the model loads
-        examples = load_examples(data, n=n)
-        calib, evaluation = split(examples, calib_fraction, seed)
-    lm = options.load(load_args, str(folder)) if load_args else _load(folder)
-    g = lm.sampling(gen_length=gen_length).gen_length
-    samples = {}
-    for side, rows in (("calibration", calib), ("evaluation", evaluation)):
-        with progress.bar(f"{side}: baseline answers + step-0 profiles", len(rows)) as advance:
-            samples[side] = cal.collect(lm, rows, g, progress=advance, encode=encoder(lm))
-    with progress.status("scoring every detector setting"):
-        scores = cal.sweep(samples["calibration"], g, max_over=max_over)
-    report = _report(lm, data, g, samples, scores, max_over, (calib, evaluation))
-    report["split"].update(calib_fraction=calib_fraction, seed=seed)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    _plots(lm, samples["calibration"], report, out)
-    (out / "report.json").write_text(json.dumps(report, indent=2))
-    _show(lm, report)
-    if write:
-        chosen = report["chosen"]
-        config = {k: v for k, v in chosen["setting"].items() if k != "margin"}
-        calibration = {
-            "data": data,
-            "n_calibration": len(calib),
-            "n_evaluation": len(evaluation),
-            "split_seed": seed,
-            "calib_fraction": calib_fraction,
-            "over_truncation": chosen["over"],
-            "mean_window": chosen["mean_window"],
-            "evaluation": {k: report["evaluation"]["chosen"][k] for k in ("cut", "mean_window")},
-        }
-        sparsity = report["calibration"]["best_sparsity"]["setting"]
-        path = write_defaults(folder, g, config, dict(sparsity), calibration)
-        _console().print(f"wrote {path}: {config}")
-    return report
-
-
-def _load(folder: Path):
-    import seer
-    from seer import progress
-
-    with progress.status(f"loading {folder.name}"):
-        return seer.load(folder)
-
-
-def _report(lm, data, g: int, samples: dict, scores, max_over: float, sides) -> dict:
-    from seer.boundary import calibrate as cal
-
-    cal_s, ev_s = samples["calibration"], samples["evaluation"]
-    best = {
-        "best_sparsity_snr": cal.choose([s for s in scores if "rule" not in s.setting
-                                         and s.setting["signal"] == "sparsity"], None, max_over),
-        "best_sparsity": cal.choose(scores, "sparsity", max_over),
-        "best_eos_prob": cal.choose(scores, "eos_prob", max_over),
-        "best_combined": cal.choose(scores, "combined", max_over),
-    }  # fmt: skip
-    paper = cal.paper_score(scores)
-    if paper is not None:
-        best["paper_defaults"] = paper
-    chosen = cal.choose(scores, None, max_over)
-    on_eval = {k: cal.evaluate(s.setting, ev_s, g) for k, s in best.items()}
-    on_eval["chosen"] = cal.evaluate(chosen.setting, ev_s, g)
-    n_layers = cal_s[0].sparsity.shape[1]
-    return {
-        "model": lm.name,
-        "data": data,
-        "gen_length": g,
-        "max_over": max_over,
-        "split": {
-            "calibration_ids": [e.id for e in sides[0]],
-            "evaluation_ids": [e.id for e in sides[1]],
-        },
-        "n": {"calibration": len(cal_s), "evaluation": len(ev_s)},
-        "baseline_exact_match": {side: _accuracy(s) for side, s in samples.items()},
-        "auc": {
-            "thetas": list(cal.THETAS),
-            **{
-                t: [
-                    [
-                        cal.separation(cal_s, lambda s, ti=ti, k=k, h=h: s.sparsity[ti, k, h])
-                        for h in range(len(cal.THETAS))
-                    ]
-                    for k in range(n_layers)
-                ]
-                for ti, t in enumerate(("down", "gate"))
-            },
-            "end_prob": cal.separation(cal_s, lambda s: s.end_prob),
-        },  # fmt: skip
-        "chosen": asdict(chosen),
-        "calibration": {k: asdict(s) for k, s in best.items()},
-        "evaluation": {k: asdict(s) for k, s in on_eval.items()},
-    }
-
-
-def _accuracy(samples) -> float | None:
-    known = [s.correct for s in samples if s.correct is not None]
-    return sum(known) / len(known) if known else None
 
 
 def _console():
@@ -202,12 +58,12 @@ def _console():
     return progress.console()
 
 
-def _show(lm, report: dict) -> None:
+def _show(report: dict) -> None:
     from rich.table import Table
 
     n = report["n"]
-    table = Table(title=f"{lm.name}: Seer detectors, chosen on {n['calibration']} requests, "
-                  f"evaluated on {n['evaluation']} others")  # fmt: skip
+    title = f"{report['model']}: Seer detectors, chosen on {n['calibration']} requests, "
+    table = Table(title=title + f"evaluated on {n['evaluation']} others")
     for col in ("detector", "setting", "calib cut", "calib window", "eval cut", "eval window",
                 "eval found", "eval MAE"):  # fmt: skip
         table.add_column(col, overflow="fold")
@@ -232,37 +88,3 @@ def _show(lm, report: dict) -> None:
         auc = report["auc"]["end_prob"]
         console.print(f"baseline exact match: calibration {em['calibration']:.1%}, evaluation "
                       f"{em['evaluation']:.1%}; end-probability AUC {auc:.3f}")  # fmt: skip
-
-
-def _plots(lm, samples, report: dict, out: Path) -> None:
-    from seer import progress
-    from seer.boundary import calibrate as cal
-    from seer.eval import plots
-
-    k, n_layers = 8, samples[0].sparsity.shape[1]
-    theta = cal.THETAS.index(1e-3)
-    with progress.status("drawing the plots"):
-        curves = {f"layer {i}": cal.aligned_mean(samples, lambda s, i=i: s.sparsity[0, i, theta], k)
-                  for i in range(n_layers)}  # fmt: skip
-        plots.aligned(curves, out / "sparsity_aligned.png",
-                      f"{lm.name}: step-0 sparsity (down input, θ=1e-3) around the true end",
-                      "fraction |a| < 1e-3")  # fmt: skip
-        best = report["calibration"]["best_sparsity"]["setting"]
-        ti, hi = ("down", "gate").index(best["tensor"]), cal.THETAS.index(best["theta"])
-        curves = {f"layer {i}": cal.aligned_mean(samples, lambda s, i=i: s.sparsity[ti, i, hi], k)
-                  for i in range(n_layers)}  # fmt: skip
-        plots.aligned(curves, out / "sparsity_aligned_best.png",
-                      f"step-0 sparsity ({best['tensor']}, θ={best['theta']:g}) around the true "
-                      "end", "sparsity")  # fmt: skip
-        plots.aligned({"P(end token)": cal.aligned_mean(samples, lambda s: s.end_prob, k)},
-                      out / "end_prob_aligned.png",
-                      "step-0 P(end token) around the true end", "probability")  # fmt: skip
-
-
-def write_defaults(folder: Path, g: int, config: dict, sparsity: dict, calibration: dict) -> Path:
-    """Store the calibrated defaults in folder/seer.json, keeping the keys it sets nothing for."""
-    path = folder / "seer.json"
-    meta = json.loads(path.read_text()) if path.is_file() else {}
-    meta.update(gen_length=g, config=config, sparsity_config=sparsity, calibration=calibration)
-    path.write_text(json.dumps(meta, indent=2) + "\n")
-    return path
