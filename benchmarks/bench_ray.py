@@ -40,7 +40,7 @@ import seer
 from seer.batch import run_batch
 from seer.data import load_examples
 from seer.distributed import batch as ray_batch
-from seer.distributed.batch import _local_env
+from seer.distributed.ray_batch import _local_env
 
 
 def _answers(path: Path) -> list[tuple[str, str]]:
@@ -81,7 +81,7 @@ class _Echo:
 
 def _plumbing(ray, examples, max_batch: int) -> dict:
     """Seconds per row of the same pipeline (items, actor pool, iter_rows) with no model."""
-    from seer.distributed.batch import _encode
+    from seer.distributed.ray_batch import _encode
 
     items = [{"index": i, "example": _encode(ex)} for i, ex in enumerate(examples)]
     t0 = time.perf_counter()

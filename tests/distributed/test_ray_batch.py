@@ -24,7 +24,7 @@ DEADLINE = 240  # seconds per test: actor start-up dominates on a busy 2-core ma
 
 @pytest.fixture(scope="module")
 def cluster():
-    from seer.distributed.batch import _local_env
+    from seer.distributed.ray_batch import _local_env
 
     _local_env()  # loopback only, no usage reporting (effective when ray is first imported)
     ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)

@@ -50,7 +50,7 @@ def test_a_taken_port_is_an_error_before_ray_starts(capsys):
 
 
 def test_deployment_options_fixed_autoscaled_gpu_and_cpu():
-    from seer.distributed.serve import deployment_options
+    from seer.distributed.ray_serve import deployment_options
 
     fixed = deployment_options(2, 2, 2, gpu=False, max_batch=16, max_queue=None, drain_timeout=30)
     assert fixed["num_replicas"] == 2 and "autoscaling_config" not in fixed

@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("prometheus_client")
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
-from seer.distributed.metrics import MetricsBoard, merge  # noqa: E402
+from seer.distributed.ray_metrics import MetricsBoard, merge  # noqa: E402
 from seer.serve.metrics import Metrics  # noqa: E402
 
 

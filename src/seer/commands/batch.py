@@ -8,7 +8,7 @@ builtin-vqa, or parallelbench:ROOT[/GROUP[/TASK]] (`seer.data`). Rows are append
 finish (`seer.batch`); `--resume` skips the ids already in `--out`, once `<out>.meta.json` shows
 the same model weights, settings and data (`seer.provenance`; anything else is refused in one
 line). `--ray N` runs N Ray actors
-(`seer.distributed.batch`, extra seer[ray]). At the end, a table of the rows and the mean
+(`seer.distributed.ray_batch`, extra seer[ray]). At the end, a table of the rows and the mean
 score per family (task) of the whole output, resumed rows included (`seer.data.score`: a
 ParallelBench task's own metric, else exact match), and why the families without a score have
 none.

@@ -71,7 +71,7 @@ def _replicas(args) -> int:
     import sys
     from pathlib import Path
 
-    from seer.distributed.serve import serve
+    from seer.distributed.ray_serve import serve
     from seer.models.loader import read_config
 
     def ready(url: str, n: int, device: str) -> None:

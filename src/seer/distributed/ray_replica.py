@@ -16,7 +16,7 @@ import uuid
 import ray
 from ray import serve
 
-from seer.distributed.metrics import PUSH_S, merge
+from seer.distributed.ray_metrics import PUSH_S, merge
 
 log = logging.getLogger("seer.serve")
 

@@ -3,7 +3,7 @@ Serve replicas, each loading the model once and driving its own engine.
 
 Design
 ------
-`SeerReplica` (`seer.distributed.replica`) is a `serve.ingress` deployment whose app is exactly
+`SeerReplica` (`seer.distributed.ray_replica`) is a `serve.ingress` deployment whose app is exactly
 `seer.serve.build`'s: the same endpoints, SSE streaming, errors, limits and API key. Ray Serve's
 HTTP proxy (one per node, bound to `host`: 127.0.0.1 by default) routes each request to a
 replica (power of two choices on their ongoing requests). A replica takes up to its engine batch
@@ -18,7 +18,7 @@ engine batch of ongoing requests). Each replica reserves one GPU (``num_gpus=1``
 Every replica holds a whole model: this is data parallelism, one model per GPU.
 
 `/metrics` is aggregated: any replica answers with the sum over all replicas
-(`seer.distributed.metrics`), plus `seer_replicas`.
+(`seer.distributed.ray_metrics`), plus `seer_replicas`.
 
 Faults: Ray Serve's controller replaces a replica whose process died (a new one loads the model).
 Requests it was answering fail: the client gets a 500 (a stream ends early); requests that
@@ -26,7 +26,7 @@ arrive meanwhile go to the live replicas or wait for the new one. Nothing is ret
 client (a diffusion answer with a seed is cheap to ask again; a half-streamed one is not).
 
 Cluster and shutdown: `address` joins a running cluster (``ray start --head`` elsewhere, or
-``auto``); with none a local loopback cluster is started (`seer.distributed.batch._connect`).
+``auto``); with none a local loopback cluster is started (`seer.distributed.ray_batch._connect`).
 SIGINT or SIGTERM deletes the application (each replica finishes its running requests for at
 most `drain_timeout` seconds) and, on a local cluster, stops Serve and Ray; on a joined cluster
 Serve and its other applications keep running.
@@ -41,7 +41,7 @@ import sys
 import threading
 
 from seer import extras
-from seer.distributed.batch import _connect, _local_env
+from seer.distributed.ray_batch import _connect, _local_env
 from seer.errors import SeerError
 
 APP = "seer"  # the Ray Serve application's name (one `seer serve --replicas` per cluster)
@@ -115,8 +115,8 @@ def serve(model: str, *, replicas: int = 2, min_replicas: int | None = None,
     ray, rserve = _import_serve()
     if not address:
         _port_free(host, port)
-    from seer.distributed.metrics import MetricsBoard
-    from seer.distributed.replica import SeerReplica
+    from seer.distributed.ray_metrics import MetricsBoard
+    from seer.distributed.ray_replica import SeerReplica
 
     logs = {"log_level": log_level.upper()}  # Serve's own logs: the driver's, proxy's, replicas'
     logging.getLogger("ray.serve").setLevel(logs["log_level"])

@@ -67,7 +67,7 @@ class Service:
         self.live: set[Ticket] = set()  # requests in the engine, not yet answered
         self.draining = False
         # async bytes -> bytes over this server's /metrics text: None, or (Ray Serve replicas,
-        # seer.distributed.serve) the sum over every replica
+        # seer.distributed.ray_serve) the sum over every replica
         self.gather = None
         # read from the engine's thread's objects at scrape time: plain ints, a stale value at worst
         self.metrics.watch(lambda: engine_counts(engine)[0] + self.worker.pending,
