@@ -35,7 +35,8 @@ import time
 import torch
 
 import seer
-from seer.boundary.truncation import SeerConfig, policy_for, resolve
+from seer.boundary.config import SeerConfig
+from seer.boundary.truncation import policy_for, resolve
 from seer.data import load_examples
 
 MODELS = ("builtin", "builtin-vqa")

@@ -22,7 +22,8 @@ import timeit
 import torch
 
 import seer
-from seer.boundary.truncation import SeerConfig, SeerPolicy
+from seer.boundary.config import SeerConfig
+from seer.boundary.truncation import SeerPolicy
 from seer.diffusion.loop import make_canvas
 
 

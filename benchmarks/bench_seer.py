@@ -43,7 +43,8 @@ from rich.progress import track
 from rich.table import Table
 
 import seer
-from seer.boundary.truncation import FixedWindowPolicy, SeerConfig, resolve, round_window
+from seer.boundary.config import SeerConfig
+from seer.boundary.truncation import FixedWindowPolicy, resolve, round_window
 from seer.data import Example, builtin_examples
 from seer.errors import SeerError
 

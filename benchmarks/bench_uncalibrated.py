@@ -33,7 +33,7 @@ from pathlib import Path
 import torch
 
 import seer
-from seer.boundary.truncation import SeerConfig
+from seer.boundary.config import SeerConfig
 from seer.commands.options import model_path
 from seer.data import load_examples
 

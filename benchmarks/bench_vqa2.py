@@ -30,7 +30,7 @@ import sys
 import torch
 
 import seer
-from seer.boundary.truncation import SeerConfig
+from seer.boundary.config import SeerConfig
 from seer.demo import vqa2
 
 READING = ("read", "number", "chart", "table")

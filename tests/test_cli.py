@@ -243,7 +243,8 @@ def test_seer_flags_become_the_seer_argument():
     # every SeerConfig field has a flag, and every flag names a field
     from dataclasses import fields
 
-    from seer.boundary.truncation import SIGNALS, TENSORS, SeerConfig
+    from seer.boundary.config import SIGNALS, SeerConfig
+    from seer.boundary.probe import TENSORS
 
     flagged = {f for _, f, _, _ in options.SEER_FLAGS} | {"guard", "cut_in_step0"}
     assert flagged == {f.name for f in fields(SeerConfig)}

@@ -26,7 +26,7 @@ _EXPORTS = {
     "GenerationStats": "seer.pipeline",
     "Request": "seer.engine",
     "SamplingParams": "seer.config",
-    "SeerConfig": "seer.boundary.truncation",
+    "SeerConfig": "seer.boundary.config",
     "SeerError": "seer.errors",
     "StreamChunk": "seer.pipeline",
     "TokenIds": "seer.config",
@@ -51,7 +51,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # static checkers and IDEs see the names directly
     # ruff: noqa: F401
-    from seer.boundary.truncation import SeerConfig
+    from seer.boundary.config import SeerConfig
     from seer.config import SamplingParams, TokenIds
     from seer.engine import Engine, EngineConfig, Request
     from seer.errors import CheckpointError, SeerError

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import seer
-from seer.boundary.truncation import SeerConfig
+from seer.boundary.config import SeerConfig
 from seer.models.factory import make_random_checkpoint
 
 MMADA = Path(__file__).parents[1] / "fixtures" / "golden" / "mmada"

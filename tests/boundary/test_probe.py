@@ -6,8 +6,9 @@ import pytest
 import torch
 from conftest import TOKENS, tiny
 
+from seer.boundary.config import SeerConfig
 from seer.boundary.probe import StepZeroProbe, sparsity_profiles, step0
-from seer.boundary.truncation import SeerConfig, SeerPolicy
+from seer.boundary.truncation import SeerPolicy
 from seer.config import SamplingParams
 from seer.diffusion.loop import DenoisingLoop, make_canvas
 
@@ -144,8 +145,9 @@ def test_one_probe_many_thetas_and_tensors_equals_single_probes():
 
 
 def test_step0_equals_what_seer_reads_inside_generate():
+    from seer.boundary.config import SeerConfig
     from seer.boundary.probe import end_probability
-    from seer.boundary.truncation import SeerConfig, policy_for
+    from seer.boundary.truncation import policy_for
     from seer.pipeline import DiffusionLM
 
     lm = DiffusionLM(tiny("llada", layers=3), None, TOKENS, name="tiny")

@@ -8,8 +8,9 @@ import logging
 import pytest
 
 import seer
+from seer.boundary.config import SeerConfig
 from seer.boundary.detector import BoundaryReport
-from seer.boundary.truncation import SeerConfig, resolve
+from seer.boundary.truncation import resolve
 from seer.errors import SeerError
 from seer.models.factory import make_random_checkpoint
 

@@ -6,7 +6,8 @@ import pytest
 import torch
 from conftest import TOKENS, tiny
 
-from seer.boundary.truncation import FixedWindowPolicy, SeerConfig, SeerPolicy
+from seer.boundary.config import SeerConfig
+from seer.boundary.truncation import FixedWindowPolicy, SeerPolicy
 from seer.config import SamplingParams
 from seer.diffusion.loop import DenoisingLoop, make_canvas
 from seer.diffusion.schedule import lay_blocks

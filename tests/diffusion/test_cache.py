@@ -10,7 +10,8 @@ import torch
 from conftest import TOKENS, tiny
 from fastdllm_golden import GOLDEN, GOLDEN_TOKENS, cases, golden_params
 
-from seer.boundary.truncation import FixedWindowPolicy, SeerConfig, SeerPolicy
+from seer.boundary.config import SeerConfig
+from seer.boundary.truncation import FixedWindowPolicy, SeerPolicy
 from seer.config import SamplingParams
 from seer.diffusion.cache import DualCache, NoCache, PrefixCache, make_cache
 from seer.diffusion.loop import DenoisingLoop, make_canvas

@@ -8,7 +8,8 @@ from conftest import TOKENS, tiny
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seer.boundary.truncation import FixedWindowPolicy, SeerConfig
+from seer.boundary.config import SeerConfig
+from seer.boundary.truncation import FixedWindowPolicy
 from seer.config import SamplingParams
 from seer.diffusion.graphs import GraphCache, GraphedForward
 from seer.engine import Engine, EngineConfig, Request

@@ -13,7 +13,8 @@ from conftest import TOKENS, tiny
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seer.boundary.truncation import FixedWindowPolicy, SeerConfig
+from seer.boundary.config import SeerConfig
+from seer.boundary.truncation import FixedWindowPolicy
 from seer.config import SamplingParams
 from seer.engine import Engine, EngineConfig, PartialResult, QueueFull, Request
 from seer.errors import SeerError

@@ -7,7 +7,7 @@ import pytest
 import torch
 from conftest import TOKENS, tiny
 
-from seer.boundary.truncation import SeerConfig
+from seer.boundary.config import SeerConfig
 from seer.config import SamplingParams
 from seer.engine import Engine, EngineConfig, Request, StepView
 from seer.pipeline import DiffusionLM

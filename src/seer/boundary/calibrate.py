@@ -26,8 +26,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
+from seer.boundary.config import SeerConfig
 from seer.boundary.probe import TENSORS, step0
-from seer.boundary.truncation import SeerConfig, round_window
+from seer.boundary.truncation import round_window
 from seer.errors import SeerError
 
 THETAS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)

@@ -82,7 +82,8 @@ def run_demo(
     name = model or ("builtin" if text else "builtin-vqa")
     with progress.status(f"loading {name}"):
         lm = seer.load(name)
-        from seer.boundary.truncation import SeerConfig, resolve
+        from seer.boundary.config import SeerConfig
+        from seer.boundary.truncation import resolve
         from seer.eval import plots
 
     cfg = resolve(lm, True)

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 import torch
 
-from seer.boundary.truncation import SeerConfig, resolve, round_window
+from seer.boundary.config import SeerConfig
+from seer.boundary.truncation import resolve, round_window
 from seer.config import SamplingParams
 from seer.data import builtin_examples
 from seer.engine import Engine, EngineConfig, Request

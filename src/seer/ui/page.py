@@ -22,7 +22,8 @@ from pathlib import Path
 
 import gradio as gr
 
-from seer.boundary.truncation import SIGNALS, resolve
+from seer.boundary.config import SIGNALS
+from seer.boundary.truncation import resolve
 from seer.config import CACHES
 from seer.engine.request import Request, StepView
 from seer.errors import SeerError
