@@ -11,7 +11,7 @@ import random
 import pytest
 from PIL import Image
 
-from seer.data import Example, builtin_examples, dedupe, load_examples, split
+from seer.data import Example, builtin_examples, dedupe, load_examples, score, split
 from seer.data.builtin import TUNED_DRAW, tuned_keys
 from seer.demo import tasks
 from seer.errors import SeerError
@@ -201,3 +201,36 @@ def test_builtin_vqa_eval_excludes_calibration_and_tuning():
     calib = load_examples("builtin-vqa", n=60, part="calib", seed=3)
     assert not {e.key for e in evaluation} & {e.key for e in calib}
     assert not {e.key for e in evaluation} & tuned_keys("vqa")
+
+
+@pytest.mark.parametrize("source", ["builtin-v2", "builtin-vqa2"])
+def test_v2_sources_are_held_out_and_carry_their_metric(source):
+    """The v2 models' tasks: every family, unique held-out requests (never a training request:
+    the generators' hash split), each with the metric its trainer scores it by, so
+    `seer.data.score` accepts the reference and a different valid answer where one exists."""
+    from seer.demo import lines, vqa2
+
+    module = lines if source == "builtin-v2" else vqa2
+    ex = load_examples(source, n=3 * len(module.FAMILIES))
+    assert {e.family for e in ex} == set(module.FAMILIES) and len({e.key for e in ex}) == len(ex)
+    assert [e.key for e in load_examples(source, n=10)] == [e.key for e in ex[:10]]
+    assert all(score(e, e.answer) == 1.0 for e in ex)
+    own = lines.METRICS if source == "builtin-v2" else dict.fromkeys(vqa2.FAMILIES, "any")
+    assert all((e.metric is not None) == (e.family in own) for e in ex)
+    if source == "builtin-v2":  # the whole chat, and in the held-out split by its hash
+        assert all(e.messages[-1]["content"] == e.prompt for e in ex)
+        rng = random.Random(0)
+        train = {
+            lines.generate_example(f, rng, "train").text for f in lines.FAMILIES for _ in range(30)
+        }
+        assert not train & {json.dumps(e.messages, sort_keys=True) for e in ex}
+        shuffle = next(e for e in ex if e.family == "shuffle")
+        people = shuffle.reference["input"]
+        assert score(shuffle, lines.list_str(people[1:] + people[:1])) == 1.0
+    else:
+        assert all(e.image is not None for e in ex)
+        listing = next(e for e in ex if e.family == "list")
+        assert score(listing, ", ".join(reversed(listing.reference))) == 1.0
+    evaluation = load_examples(source, n=20, part="eval")
+    calib = load_examples(source, n=20, part="calib")
+    assert not {e.key for e in evaluation} & {e.key for e in calib}

@@ -1,5 +1,9 @@
-"""The built-in synthetic tasks as a data source: ``builtin`` (text, `seer.demo.tasks`) and
-``builtin-vqa`` (image questions, `seer.demo.vqa`).
+"""The built-in synthetic tasks as a data source: ``builtin`` (text, `seer.demo.tasks`),
+``builtin-vqa`` (image questions, `seer.demo.vqa`), and the v2 models' tasks ``builtin-v2``
+(waiting lines, puzzles and sums, `seer.demo.lines`) and ``builtin-vqa2`` (reading, charts,
+tables, lists, captions, `seer.demo.vqa2`). A v2 request carries its family's metric and
+reference, so `seer.data.score` checks it as its trainer does (several valid answers where the
+family has them); a ``builtin-v2`` request is the whole chat (its in-context example turn too).
 
 The source is a *pool* of unique held-out requests: the held-out split of the tasks (disjoint
 from everything the built-in models were trained on, by a hash of the prompt), drawn round-robin
@@ -10,13 +14,15 @@ balanced. The pool of ``n`` is a prefix of the pool of ``n + 1``, so row ids (po
 are stable.
 
 ``part="calib"`` / ``"eval"`` keep the requests on one side of `seer.data.split`'s hash split.
-The evaluation side also leaves out every request of the draw the shipped models' ``seer.json``
-defaults were calibrated on (`TUNED_DRAW`: 300 held-out examples of seed 7, drawn before this
-module existed), so no published figure is measured on a request the defaults were tuned on.
+The evaluation side of ``builtin`` / ``builtin-vqa`` also leaves out every request of the draw
+the shipped models' ``seer.json`` defaults were calibrated on (`TUNED_DRAW`: 300 held-out
+examples of seed 7, drawn before this module existed), so no published figure is measured on a
+request the defaults were tuned on.
 """
 
 from __future__ import annotations
 
+import importlib
 import random
 from collections.abc import Iterator
 from functools import lru_cache
@@ -25,7 +31,7 @@ from seer.data.example import Example
 from seer.data.split import CALIB_FRACTION, CALIB_SEED, in_calibration
 from seer.errors import SeerError
 
-SOURCES = {"builtin": "text", "builtin-vqa": "vqa"}
+SOURCES = {"builtin": "text", "builtin-vqa": "vqa", "builtin-v2": "lines", "builtin-vqa2": "vqa2"}
 DEFAULT_N = 300
 PARTS = (None, "calib", "eval")
 TUNED_DRAW = (300, 7)  # (n, seed) of generate_examples(..., "heldout") behind the shipped seer.json
@@ -41,7 +47,7 @@ def builtin_examples(
         raise SeerError(f"part must be one of calib, eval or None, got {part!r}")
     if n < 1:
         raise SeerError(f"n must be >= 1, got {n}")
-    tuned = tuned_keys(task) if part == "eval" else frozenset()
+    tuned = tuned_keys(task) if part == "eval" and task in ("text", "vqa") else frozenset()
     out = []
     for ex in _pool(task, seed):
         if part is not None and in_calibration(ex, CALIB_FRACTION, CALIB_SEED) != (part == "calib"):
@@ -92,26 +98,41 @@ def _unique(module, family: str, rng: random.Random):
 
 
 def task_name(module) -> str:
-    return "vqa" if module.__name__.endswith("vqa") else "text"
+    return {name: task for task, name in MODULES.items()}[module.__name__.rsplit(".", 1)[1]]
 
 
 def _demo_key(task: str, ex) -> str:
-    return f"{ex.spec.canonical()}\n{ex.question}" if task == "vqa" else ex.prompt
+    if task == "vqa":
+        return f"{ex.spec.canonical()}\n{ex.question}"
+    if task == "lines":
+        return ex.text  # the whole chat
+    return ex.key if task == "vqa2" else ex.prompt
+
+
+MODULES = {"text": "tasks", "vqa": "vqa", "lines": "lines", "vqa2": "vqa2"}  # task -> seer.demo.*
 
 
 def _module(task: str):
-    if task == "vqa":
-        from seer.demo import vqa
-
-        return vqa
-    from seer.demo import tasks
-
-    return tasks
+    return importlib.import_module(f"seer.demo.{MODULES[task]}")
 
 
 def _example(task: str, ex, id_: str) -> Example:
-    if task == "vqa":  # the question alone: the model's processor places the image
-        return Example(id_, ex.question, image=ex.image(), answer=ex.answer, family=ex.family)
+    if task in ("vqa", "vqa2"):  # the question alone: the model's processor places the image
+        kw = {}
+        if task == "vqa2":
+            kw["metric"], kw["reference"] = _module(task).metric(ex)
+        return Example(id_, ex.question, image=ex.image(), answer=ex.answer, family=ex.family, **kw)
+    if task == "lines":
+        metric, reference = _module(task).metric(ex)
+        return Example(
+            id_,
+            ex.prompt,
+            messages=ex.messages(),
+            answer=ex.answer,
+            family=ex.family,
+            reference=reference,
+            metric=metric,
+        )
     return Example(id_, ex.prompt, answer=ex.answer, family=ex.family)
 
 

@@ -80,14 +80,6 @@ def list_str(items: list[str]) -> str:
     return "[" + ", ".join(f'"{x}"' for x in items) + "]"
 
 
-def parse_list(text: str) -> list[str] | None:
-    """The items of the last ``[...]`` in `text` (quotes and spaces stripped), or None."""
-    if "[" not in text:
-        return None
-    inner = text.rsplit("[", 1)[1].split("]", 1)[0]
-    return [x.strip('" ') for x in inner.split(",") if x.strip()]
-
-
 # ---------------------------------------------------------------- family generators
 def _people(rng: random.Random, n: int) -> list[str]:
     out: list[str] = []
@@ -280,6 +272,16 @@ def is_heldout(item: Item) -> bool:
     return int.from_bytes(digest[:4], "big") % 100 < HELDOUT_PERCENT
 
 
+def generate_example(family: str, rng: random.Random, split: str) -> Item:
+    """One request of `family` in `split` (rejection sampling on :func:`is_heldout`)."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    while True:
+        item = make_item(rng, family)
+        if is_heldout(item) == (split == "heldout"):
+            return item
+
+
 def generate(
     n: int, seed: int = 0, split: str = "train", families: tuple[str, ...] | None = None
 ) -> list[Item]:
@@ -299,77 +301,39 @@ def generate(
 
 
 # ---------------------------------------------------------------- checkers
-def score(item: Item, text: str) -> float:
-    """1.0 when `text` answers `item` (the family's checker where several answers are valid)."""
-    text = text.strip()
-    check = CHECKERS.get(item.family)
-    return float(check(item, text) if check else text == item.answer)
-
-
-def _shuffle_ok(item: Item, text: str) -> bool:
-    got, src = parse_list(text), item.ref["input"]
-    return got is not None and sorted(got) == sorted(src) and got != src
-
-
-def _insert_ok(item: Item, text: str) -> bool:
-    got = parse_list(text)
-    if got is None or item.ref["word"] not in got:
-        return False
-    got.remove(item.ref["word"])
-    return got == item.ref["input"]
-
-
-def _remove_ok(item: Item, text: str) -> bool:
-    got, src = parse_list(text), item.ref["input"]
-    return got is not None and any(src[:i] + src[i + 1 :] == got for i in range(len(src)))
-
-
-def _replace_ok(item: Item, text: str) -> bool:
-    got, src = parse_list(text), item.ref["input"]
-    if got is None or len(got) != len(src) or item.ref["word"] not in got:
-        return False
-    i = got.index(item.ref["word"])
-    return got[:i] + got[i + 1 :] == src[:i] + src[i + 1 :]
-
-
-def _pick_ok(item: Item, text: str) -> bool:
-    got = parse_list(text)
-    return got is not None and len(set(got)) == 2 == len(got) and set(got) <= set(item.ref["input"])
-
-
-def _latin_ok(item: Item, text: str) -> bool:
-    symbols = set(item.ref["symbols"])
-    rows = [[c.strip() for c in line.split(",")] for line in text.splitlines() if line.strip()]
-    if len(rows) != len(symbols):
-        return False
-    return all(set(r) == symbols and len(r) == len(symbols) for r in rows) and all(
-        set(c) == symbols for c in zip(*rows, strict=True)
-    )
-
-
-def _sudoku_ok(item: Item, text: str) -> bool:
-    rows = [[int(d) for d in line if d.isdigit()] for line in text.splitlines() if line.strip()]
-    givens = item.ref["puzzle"].splitlines()
-    if len(rows) != 4 or any(sorted(r) != [1, 2, 3, 4] for r in rows):
-        return False
-    boxes = [
-        [rows[r][c] for r in (b // 2 * 2, b // 2 * 2 + 1) for c in (b % 2 * 2, b % 2 * 2 + 1)]
-        for b in range(4)
-    ]
-    return all(sorted(c) == [1, 2, 3, 4] for c in [*zip(*rows, strict=True), *boxes]) and all(
-        g in ("0", str(rows[r][c])) for r in range(4) for c, g in enumerate(givens[r])
-    )
-
-
-CHECKERS: dict[str, Callable[[Item, str], bool]] = {
-    "shuffle": _shuffle_ok,
-    "insert_random": _insert_ok,
-    "remove_random": _remove_ok,
-    "replace_random": _replace_ok,
-    "pick": _pick_ok,
-    "latin_square": _latin_ok,
-    "sudoku": _sudoku_ok,
+# family -> the `seer.data.score` metric that checks it: ParallelBench's official metrics
+# (`seer.data.parallelbench_metrics`) where the family is one of its operations, Seer's own
+# (`seer.data.scoring.OWN_METRICS`) for pick and sudoku (any valid completion of the givens);
+# families not listed are checked by exact match.
+METRICS = {
+    **dict.fromkeys(
+        ("copy", "reverse", "sort", "insert_index", "remove_index", "replace_index", "long_copy"),
+        "list_match_score",
+    ),
+    "shuffle": "list_shuffle_score",
+    "insert_random": "list_random_insert_score",
+    "remove_random": "list_random_remove_score",
+    "replace_random": "list_random_replace_score",
+    "latin_square": "latin_square_score",
+    "sudoku": "sudoku_valid_score",
+    "pick": "pick_two_score",
 }
+
+
+def metric(item: Item) -> tuple[str | None, object]:
+    """(metric, reference) that `seer.data.score` checks `item` with (None: exact match)."""
+    name = METRICS.get(item.family)
+    return name, (item.answer if name == "list_match_score" else item.ref)
+
+
+def score(item: Item, text: str) -> float:
+    """1.0 when `text` answers `item`: `seer.data.score` with the family's metric."""
+    from seer.data.example import Example
+    from seer.data.scoring import score as data_score
+
+    name, reference = metric(item)
+    example = Example("", item.prompt, answer=item.answer, reference=reference, metric=name)
+    return data_score(example, text)
 
 
 def overlap(items: list[Item], others: list[tuple[str, str]]) -> list[Item]:

@@ -38,12 +38,12 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from PIL import Image
 
+from seer.data.scoring import OWN_METRICS
 from seer.demo.scenes2 import (
     BACKGROUNDS,
     CELLS,
@@ -283,48 +283,23 @@ def training_examples(n: int, rng: random.Random) -> list[VQA2Example]:
     return [generate_example(f, rng, "train") for f in rng.choices(FAMILIES, weights, k=n)]
 
 
-def normalise(text: str) -> str:
-    """Case-folded, surrounding and repeated whitespace removed, a final full stop kept."""
-    return re.sub(r"\s+", " ", text).strip().lower()
+METRICS = {"list": "any_order_score", "pair": "same_colour_pair_score"}
+"""Families with several valid answers -> their `seer.data.scoring` metric (the others:
+``normalised_match_score`` on the reference answer)."""
+
+
+def metric(example: VQA2Example) -> tuple[str, list[str] | str]:
+    """(metric, reference) that `seer.data.score` checks `example` with: the picture's object
+    names (in reading order) for ``list`` and ``pair``, else the reference answer."""
+    if example.family in METRICS:
+        return METRICS[example.family], [i.name for i in example.picture.items]
+    return "normalised_match_score", example.answer
 
 
 def score(example: VQA2Example, text: str) -> float:
-    """1.0 if `text` is a right answer to `example`, else 0.0: the family's checker
-    (:data:`CHECKERS`) on :func:`reference`, else exact match after :func:`normalise`."""
-    checker = CHECKERS.get(example.family)
-    if checker is None:
-        return float(normalise(text) == normalise(example.answer))
-    return checker(text, reference(example))
-
-
-def reference(example: VQA2Example) -> list[str] | str:
-    """What the family's checker needs: the picture's object names for ``list`` and ``pair``
-    (in reading order), else the reference answer."""
-    if example.family in CHECKERS:
-        return [i.name for i in example.picture.items]
-    return example.answer
-
-
-def any_order(text: str, names: list[str], strict: bool = False) -> float:
-    """``list``: every object named once, comma-separated, in any order."""
-    got = [x.strip() for x in normalise(text).split(",")]
-    return float(Counter(got) == Counter(names))
-
-
-def same_colour_pair(text: str, names: list[str], strict: bool = False) -> float:
-    """``pair``: ``X and Y``, two objects of the picture (two instances if X == Y) of one colour,
-    in either order."""
-    parts = normalise(text).split(" and ")
-    if len(parts) != 2:
-        return 0.0
-    have, want = Counter(names), Counter(p.strip() for p in parts)
-    colours = {p.split(" ")[0] for p in want.elements()}
-    return float(len(colours) == 1 and all(have[name] >= k for name, k in want.items()))
-
-
-CHECKERS: dict[str, Callable[..., float]] = {"list": any_order, "pair": same_colour_pair}
-"""Families with several valid answers -> checker(text, reference(example)) (the signature of
-`seer.data`'s metrics: text, reference, strict)."""
+    """1.0 if `text` is a right answer to `example`, else 0.0 (:func:`metric`)."""
+    name, reference = metric(example)
+    return OWN_METRICS[name](text, reference)
 
 
 def all_texts() -> list[str]:
