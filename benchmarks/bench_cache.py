@@ -33,9 +33,9 @@ from pathlib import Path
 import torch
 
 import seer
+from seer.bench.machine import machine_info
 from seer.boundary.truncation import FixedWindowPolicy
 from seer.diffusion.loop import make_canvas
-from seer.eval.machine import machine_info
 from seer.models.factory import llada_config, random_model, save_checkpoint
 
 VOCAB = 2048

@@ -1,6 +1,6 @@
 """Batched serving benchmark: no truncation vs Seer with naive padding vs Seer with routing vs
 oracle truncation with routing, at several batch sizes, on the built-in model's held-out split and
-a synthetic long-tailed length mix (see `seer.eval.bench` for the definitions).
+a synthetic long-tailed length mix (see `seer.bench.throughput` for the definitions).
 
     nice python benchmarks/bench_engine.py --n 64 --batches 8 32 64
 
@@ -15,7 +15,7 @@ import json
 import torch
 
 import seer
-from seer.eval import bench
+from seer.bench import throughput
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,9 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     lm = seer.load(args.model or "builtin")
     n = max(args.n, *args.batches, 16)
-    record = bench.run(lm, n=n, batches=tuple(args.batches), gen_length=args.gen_length,
+    record = throughput.run(lm, n=n, batches=tuple(args.batches), gen_length=args.gen_length,
                        tau_pad=args.tau_pad, seed=args.seed)  # fmt: skip
-    bench.show(record)
+    throughput.show(record)
     print(json.dumps(record))
     return 0
 

@@ -49,7 +49,7 @@ from pathlib import Path
 import torch
 
 import seer
-from seer.eval.machine import machine_info
+from seer.bench.machine import machine_info
 from seer.models.factory import llada_config, random_model, save_checkpoint
 
 VOCAB = 2048

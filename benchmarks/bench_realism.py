@@ -90,8 +90,8 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
 
     import seer
+    from seer.bench.machine import machine_info
     from seer.data import load_examples
-    from seer.eval.machine import machine_info
 
     lm = seer.load(args.model)
     window = args.window or lm.sampling().gen_length

@@ -35,8 +35,8 @@ import openai
 import torch
 
 import seer
+from seer.bench.machine import machine_info
 from seer.data import load_examples
-from seer.eval.machine import machine_info
 
 METHODS = ("seer", "full")  # Seer's window vs the full gen_length window
 

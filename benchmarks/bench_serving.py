@@ -39,9 +39,9 @@ import torch
 
 import seer
 from seer.batch import request_for
+from seer.bench.machine import machine_info
 from seer.data import load_examples
 from seer.engine import Engine, EngineConfig
-from seer.eval.machine import machine_info
 
 METHODS = ("one-at-a-time", "static", "fcfs", "shortest_first")
 

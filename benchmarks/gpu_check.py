@@ -10,7 +10,7 @@ writing its result under `--out` (default docs/results/gpu/), a summary table an
            bfloat16 (reported: how many still match, and the largest logit difference)
   engine   the engine's throughput with a mid-size random LLaDA (bf16) at batch 64 and 256:
            no truncation / Seer with naive padding / Seer routed / oracle routed
-           (`seer.engine.bench.run`, held-out and synthetic long-tailed workloads)
+           (`seer.bench.throughput.run`, held-out and synthetic long-tailed workloads)
   serving  `bench_serving.py` with that random LLaDA (bf16) on the device: Poisson arrivals up to
            saturation, one-at-a-time / static / fcfs / shortest_first (issue 14's GPU run)
   compare  `bench_compare.py` on the built-in text model at one budget (4 tokens per step)
@@ -198,15 +198,15 @@ def check_bf16(args, tmp: Path) -> dict:
 
 
 def check_engine(args, tmp: Path) -> dict:
-    from seer.eval import bench
+    from seer.bench import throughput
 
     dtype = torch.float32 if args.tiny else torch.bfloat16
     lm = seer.load(random_llada(tmp / "engine", args.tiny), dtype=dtype, device=args.device)
     batches = (8, 16) if args.tiny else (64, 256)
-    record = bench.run(lm, n=max(batches), batches=batches, gen_length=64, tau_pad=0.4, seed=0,
+    record = throughput.run(lm, n=max(batches), batches=batches, gen_length=64, tau_pad=0.4, seed=0,
                        progress=lambda s: print(f"  [engine] {s}", flush=True))  # fmt: skip
     (args.out / "engine.json").write_text(json.dumps(record))
-    bench.show(record)
+    throughput.show(record)
     rows = [
         {k: r[k] for k in ("workload", "batch", "method", "tok_s", "same") if k in r}
         for r in record["results"]

@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 import seer
+from seer.bench.throughput import Workload, heldout, run_case, seer_config, synthetic
 from seer.config import SamplingParams
-from seer.eval.bench import Workload, heldout, run_case, seer_config, synthetic
 
 TAUS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 

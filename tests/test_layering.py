@@ -1,6 +1,6 @@
 """The package's layers: arrows only point down (DESIGN.md, "Layout").
 
-    cli.py -> commands/ -> the edges (serve, ui, harness, distributed, batch, eval)
+    cli.py -> commands/ -> the edges (serve, ui, harness, distributed, batch, calibration, bench)
            -> data/ -> demo/
            -> the runtime core (pipeline, engine, boundary, diffusion, models)
            -> the ground floor (kernels, config, errors, extras, images, progress)
@@ -23,7 +23,7 @@ SRC = Path(seer.__file__).parent
 GROUND = {"kernels", "config", "errors", "extras", "images", "progress"}
 CORE = {"pipeline", "likelihood", "engine", "boundary", "diffusion", "models"} | GROUND
 # above the core: none of these may be imported by a core module
-EDGES = {"serve", "ui", "harness", "distributed", "batch", "calibration", "provenance", "eval"}
+EDGES = {"serve", "ui", "harness", "distributed", "batch", "calibration", "provenance", "bench"}
 UPPER = {"demo", "data", "commands", "cli"} | EDGES
 
 # Known upward arrows, each owned by another area and being removed this session; the test fails

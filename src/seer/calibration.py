@@ -170,8 +170,8 @@ def _accuracy(samples) -> float | None:
 
 def _plots(lm, samples, report: dict, out: Path) -> None:
     from seer import progress
+    from seer.bench import plots
     from seer.boundary import calibrate as cal
-    from seer.eval import plots
 
     k, n_layers = 8, samples[0].sparsity.shape[1]
     theta = cal.THETAS.index(1e-3)

@@ -1,5 +1,5 @@
 """`seer bench`: batched serving throughput and latency with and without Seer and routing
-(the body is `seer.eval.bench`, shared with `benchmarks/bench_engine.py`)."""
+(the body is `seer.bench.throughput`, shared with `benchmarks/bench_engine.py`)."""
 
 from __future__ import annotations
 
@@ -30,12 +30,12 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     import torch
 
-    from seer.eval import bench
+    from seer.bench import throughput
 
     torch.set_num_threads(args.threads)
     lm = options.load(args)
     n = max(args.n, *args.batches, 16)
-    record = bench.run(
+    record = throughput.run(
         lm,
         n=n,
         batches=tuple(args.batches),
@@ -44,7 +44,7 @@ def main(args) -> int:
         seed=args.seed,
         progress=lambda line: print(line, file=sys.stderr),
     )
-    bench.show(record)
+    throughput.show(record)
     if args.json:
         print(json.dumps(record))
     return 0

@@ -82,9 +82,9 @@ def run_demo(
     name = model or ("builtin" if text else "builtin-vqa")
     with progress.status(f"loading {name}"):
         lm = seer.load(name)
+        from seer.bench import plots
         from seer.boundary.config import SeerConfig
         from seer.boundary.truncation import resolve
-        from seer.eval import plots
 
     cfg = resolve(lm, True)
     sp_cfg = resolve(lm, SeerConfig.from_dict(lm.meta.get("seer", {}).get("sparsity_config", {})))

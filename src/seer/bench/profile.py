@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from seer.bench import plots
 from seer.boundary.probe import step0
 from seer.boundary.truncation import resolve
-from seer.eval import plots
 
 
 def profile_prompt(
