@@ -1,0 +1,84 @@
+"""seer.bench.harness: the shared arguments, the timer, interleaved rounds, the warm-up and the
+one record schema written to one folder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+import torch
+
+from seer.bench import harness
+
+
+def parse(argv, **kw):
+    return harness.add_arguments(argparse.ArgumentParser(), **kw).parse_args(argv)
+
+
+def test_shared_arguments_with_a_script_s_defaults_and_skips():
+    a = parse([], n=7, repeats=2, seed=3)
+    assert (a.n, a.repeats, a.seed, a.threads, a.data, a.out) == (7, 2, 3, 1, None, None)
+    a = parse(["--n", "4", "--threads", "2", "--out", "x", "--data", "builtin-v2"])
+    assert (a.n, a.threads, str(a.out), a.data) == (4, 2, "x", "builtin-v2")
+    assert not hasattr(parse([], skip=("data", "n")), "data")
+    with pytest.raises(SystemExit):
+        parse(["--repeats", "0"])
+    with pytest.raises(ValueError, match="no shared argument"):
+        parse([], skip=("nope",))
+
+
+def test_bad_counts_get_one_line(capsys):
+    with pytest.raises(SystemExit):
+        parse(["--n", "many"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "expected an integer, got 'many'" in err
+
+
+def test_timer_reads_wall_and_cpu_time():
+    with harness.Timer() as t:
+        sum(i * i for i in range(20_000))
+    assert t.wall > 0 and t.cpu > 0
+    value, t2 = harness.timed(lambda x: x + 1, 1)
+    assert value == 2 and t2.wall >= 0
+
+
+def test_rounds_interleave_and_warm_runs_every_case_once():
+    assert list(harness.rounds(["a", "b"], 2)) == [(0, "a"), (0, "b"), (1, "a"), (1, "b")]
+    seen = []
+    assert harness.warm(seen.append, ["x", "y", "z"]) == 3 and seen == ["x", "y", "z"]
+
+
+def test_warm_windows_calls_every_bucket_shape():
+    calls = []
+
+    class LM:
+        def generate(self, prompt, **kw):
+            calls.append(kw["gen_length"])
+
+    assert harness.warm_windows(LM(), "q", 64, 16) == 4 and calls == [16, 32, 48, 64]
+
+
+def test_one_record_schema_printed_last_and_written_to_the_folder(tmp_path, capsys):
+    args = parse(["--n", "3", "--threads", "1", "--out", str(tmp_path / "res")], n=5)
+    args.model = "/work/runs/builtin-v2/export"
+    s = harness.Session("demo", args)
+    assert torch.get_num_threads() == 1
+    rec = s.finish({"x": 1}, extra_key="kept")
+    assert list(rec)[: len(harness.SCHEMA)] == list(harness.SCHEMA)
+    assert rec["bench"] == "demo" and rec["n"] == 3 and rec["results"] == {"x": 1}
+    assert rec["extra_key"] == "kept" and rec["machine"]["cpus"] >= 1
+    assert rec["settings"]["out"] == str(tmp_path / "res")
+    out = capsys.readouterr().out.strip().splitlines()
+    assert json.loads(out[-1]) == rec
+    path = tmp_path / "res" / "demo-builtin-v2.json"  # an export folder takes its run's name
+    assert harness.read(path) == rec
+    with pytest.raises(ValueError, match="belong to the schema"):
+        s.record({}, machine="mine")
+
+
+def test_tag_of_model_names():
+    assert harness.tag("builtin") == "builtin"
+    assert harness.tag("/a/b/builtin-vqa2/export") == "builtin-vqa2"
+    assert harness.tag(None) == "all"
+    assert harness.tag("a b") == "a_b"
