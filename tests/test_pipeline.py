@@ -136,6 +136,25 @@ def test_list_of_prompts_gives_a_list_matching_single_calls(lm):
     assert isinstance(one, list) and len(one) == 1
 
 
+def test_chat_prompts_are_the_whole_conversation(lm):
+    """A chat (OpenAI-style role/content dicts) is one prompt; a list of chats is a batch; an
+    earlier turn changes the prompt, and a malformed chat is one line."""
+    chat = [{"role": "user", "content": PROMPT}]
+    assert lm.generate(chat, gen_length=8).token_ids == lm.generate(PROMPT, gen_length=8).token_ids
+    turns = [{"role": "user", "content": PROMPTS[1]}, {"role": "assistant", "content": "a"}, *chat]
+    assert (
+        lm.encode_chat(turns) != lm.encode(PROMPT)
+        and lm.encode_chat(turns)[-3:] == lm.encode(PROMPT)[-3:]
+    )
+    both = lm.generate([chat, turns], gen_length=8)
+    assert [g.token_ids for g in both] == [
+        lm.generate(c, gen_length=8).token_ids for c in (chat, turns)
+    ]
+    for bad in ([{"role": "user"}], [chat, PROMPT], [[1, 2], ["x"]]):
+        with pytest.raises(SeerError, match="chat message|prompts must be"):
+            lm.generate(bad, gen_length=8)
+
+
 def test_token_id_inputs(lm):
     ids = [lm.encode(q) for q in PROMPTS]
     want = [g.token_ids for g in lm.generate(PROMPTS, gen_length=8)]

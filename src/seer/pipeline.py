@@ -165,7 +165,29 @@ class DiffusionLM:
             return [list(prompts)]
         if all(isinstance(q, str) for q in prompts):
             return [self.encode(q, chat) for q in prompts]
+        if _is_chat(prompts):  # one OpenAI-style chat
+            return [self.encode_chat(prompts)]
+        if all(_is_chat(q) for q in prompts):
+            return [self.encode_chat(q) for q in prompts]
+        if not all(
+            isinstance(q, (list, tuple, torch.Tensor)) and all(_is_id(t) for t in q)
+            for q in prompts
+        ):
+            raise SeerError(
+                "prompts must be a text, a chat (a list of role/content dicts), token ids, or a "
+                "list of one kind of them"
+            )
         return [list(map(int, q)) for q in prompts]
+
+    def encode_chat(self, messages: list[dict]) -> list[int]:
+        """Ids of an OpenAI-style chat (role/content dicts) and the assistant header."""
+        if self.tokenizer is None:
+            raise SeerError("this model was loaded without a tokenizer; pass token ids instead")
+        for m in messages:
+            if set(m) - {"role", "content"} or not isinstance(m.get("content"), str):
+                raise SeerError("a chat message is a dict of a role and a text content")
+            _check_text(m["content"])
+        return loader.chat_ids(self.tokenizer, messages)
 
     def _check(self, ids: list[list[int]], p: SamplingParams, images: bool = False) -> None:
         vocab = self.model.get_input_embeddings().num_embeddings
@@ -277,10 +299,19 @@ class DiffusionLM:
         return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
 
 
+def _is_chat(x) -> bool:
+    return isinstance(x, (list, tuple)) and bool(x) and all(isinstance(m, dict) for m in x)
+
+
+def _is_id(t) -> bool:
+    return isinstance(t, int) or (isinstance(t, torch.Tensor) and t.dim() == 0)
+
+
 def _single(prompts) -> bool:
-    """One prompt (text, one id list or 1-D tensor, one PromptInput), not a batch."""
+    """One prompt (text, chat, one id list or 1-D tensor, one PromptInput), not a batch."""
     return (
         isinstance(prompts, str)
+        or _is_chat(prompts)
         or (isinstance(prompts, torch.Tensor) and prompts.dim() == 1)
         or (isinstance(prompts, list) and bool(prompts) and isinstance(prompts[0], int))
         or isinstance(prompts, PromptInput)
