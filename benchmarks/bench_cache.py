@@ -36,7 +36,8 @@ import seer
 from seer.bench.machine import machine_info
 from seer.boundary.truncation import FixedWindowPolicy
 from seer.diffusion.loop import make_canvas
-from seer.models.factory import llada_config, random_model, save_checkpoint
+from seer.models.configs import llada_config
+from seer.models.factory import random_model, save_checkpoint
 
 VOCAB = 2048
 MASK, EOS = VOCAB - 1, VOCAB - 2  # pad = EOS, as in the released LLaDA configs

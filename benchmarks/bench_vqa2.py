@@ -1,8 +1,8 @@
 """The multimodal model v2's realism criteria (issue 20) on a checkpoint, per family.
 
-On unique held-out requests of `seer.demo.vqa2` (`--n` per family, seed `--seed`), greedy, batched
-(`--batch` requests per call), all scored with `seer.demo.vqa2.score` (the any-order and
-same-colour checkers included):
+On unique held-out requests of `seer.data.synthetic.vqa2` (`--n` per family, seed `--seed`), greedy,
+batched (`--batch` requests per call), all scored with `seer.data.synthetic.vqa2.score` (the
+any-order and same-colour checkers included):
 
 * accuracy per family at 1 token per step (steps = the 128 window: LaViDa's evaluation setting)
   and at 2, 4, 8 tokens per step (`--tokens-per-step`), with the drop from 1 to each k on the mix
@@ -31,7 +31,7 @@ import torch
 
 import seer
 from seer.boundary.config import SeerConfig
-from seer.demo import vqa2
+from seer.data.synthetic import vqa2
 
 READING = ("read", "number", "chart", "table")
 

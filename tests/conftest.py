@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from seer.config import TokenIds
-from seer.models.factory import dream_config, llada_config, random_model
+from seer.models.configs import dream_config, llada_config
+from seer.models.factory import random_model
 
 MASK, EOS, EOT = 310, 300, 301
 TOKENS = TokenIds(mask=MASK, eos=EOS, pad=EOS, eot=EOT)

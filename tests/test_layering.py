@@ -24,7 +24,7 @@ GROUND = {"kernels", "config", "errors", "extras", "images", "progress"}
 CORE = {"pipeline", "likelihood", "engine", "boundary", "diffusion", "models"} | GROUND
 # above the core: none of these may be imported by a core module
 EDGES = {"serve", "ui", "harness", "distributed", "batch", "calibration", "provenance", "bench"}
-UPPER = {"demo", "data", "commands", "cli"} | EDGES
+UPPER = {"demo", "data", "training", "commands", "cli"} | EDGES
 
 # Known upward arrows, each owned by another area and being removed this session; the test fails
 # if one disappears without leaving this list (so the list only shrinks).
@@ -93,10 +93,10 @@ def test_every_package_is_placed_in_a_layer():
 @pytest.mark.parametrize(
     ("src", "dst", "upward"),
     [
-        ("seer.models.factory", "seer.demo.tokenizer", True),
+        ("seer.models.factory", "seer.data.synthetic.tokenizer", True),
         ("seer.engine.engine", "seer.data", True),
         ("seer.config", "seer.models.loader", True),
-        ("seer.commands.demo", "seer.demo.run", False),
+        ("seer.commands.demo", "seer.demo", False),
         ("seer.pipeline", "seer.engine", False),
         ("seer.config", "seer.errors", False),
     ],

@@ -19,7 +19,7 @@ def vqa():
 
 @pytest.fixture(scope="module")
 def image():
-    from seer.demo.run import sample_images
+    from seer.demo import sample_images
 
     return sample_images()[0]["file"]
 

@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 
 import seer
-from seer.demo import lines
-from seer.demo.train import pack
-from seer.demo.train_text2 import ChatEncoder
+from seer.data.synthetic import lines
+from seer.training.builtin_v2 import ChatEncoder
+from seer.training.trainer import pack
 
 FAMILIES = ("copy", "reverse", "sort", "who", "long_copy")
 

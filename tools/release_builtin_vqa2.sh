@@ -12,7 +12,7 @@ set -euo pipefail
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 run=${RUN:-runs/builtin-vqa2}
 # 1. train (resumable; repeat until step 30000):
-python -m seer.demo.train_vqa2 --out "$run" --minutes 1000 --threads 1 \
+python -m seer.training.builtin_vqa2 --out "$run" --minutes 1000 --threads 1 \
   --eval-every 300 --init-from builtin --lr 1.5e-3 --min-lr 1e-4 --total-steps 30000
 # 2. measure the realism criteria on the checkpoint (per family at 1, 2, 4, 8 tokens per
 #    step; Seer against the full window with paired intervals; median answer length):

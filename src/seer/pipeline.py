@@ -32,6 +32,7 @@ from seer.engine.request import (
 from seer.errors import CheckpointError, SeerError
 from seer.images import load_image
 from seer.models import loader
+from seer.models import tokens as tokenizing
 from seer.models.defaults import ModelDefaults, SeerSettings
 from seer.models.multimodal import PromptInput
 
@@ -98,8 +99,8 @@ class DiffusionLM:
         if self.tokenizer is None:
             raise SeerError("this model was loaded without a tokenizer; pass token ids instead")
         if chat and getattr(self.tokenizer, "chat_template", None):
-            return loader.chat_ids(self.tokenizer, prompt)
-        return loader.plain_ids(self.tokenizer, prompt, prompt=True)
+            return tokenizing.chat_ids(self.tokenizer, prompt)
+        return tokenizing.plain_ids(self.tokenizer, prompt, prompt=True)
 
     def prompt(self, text: str, image=None, chat: bool = True) -> PromptInput:
         """One request's prompt: ids (and embeddings, for models that splice images)."""
@@ -369,13 +370,13 @@ def load(
         model = loader.load_model(folder, dtype=dtype, device=device)
     else:
         model = loader.build_model(raw)
-    tok = loader.load_tokenizer(folder) if tokenizer else None
+    tok = tokenizing.load_tokenizer(folder) if tokenizer else None
     loader.fit_to_tokenizer(model, tok)
     defaults = loader.load_defaults(folder, raw, model, tok, seer_settings)
     processor = None
     if tok is not None and weights:
         processor = loader.load_processor(folder, raw, model, tok, seer_settings)
-    tokens = loader.token_ids(raw, tok, model.banned_token_names)
+    tokens = tokenizing.token_ids(raw, tok, model.banned_token_names)
     vocab = model.get_input_embeddings().num_embeddings
     for name in ("mask", "eos", "pad", "eot"):  # the ids the canvas and the loop use
         value = getattr(tokens, name)

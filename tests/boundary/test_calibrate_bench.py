@@ -10,7 +10,7 @@ from argparse import Namespace
 import pytest
 from conftest import benchmark
 
-from seer.demo import vqa
+from seer.data.synthetic import vqa
 from seer.models.factory import make_random_checkpoint
 
 

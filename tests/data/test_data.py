@@ -13,7 +13,7 @@ from PIL import Image
 
 from seer.data import Example, builtin_examples, dedupe, load_examples, score, split
 from seer.data.builtin import TUNED_DRAW, tuned_keys
-from seer.demo import tasks
+from seer.data.synthetic import tasks
 from seer.errors import SeerError
 
 
@@ -208,7 +208,7 @@ def test_v2_sources_are_held_out_and_carry_their_metric(source):
     """The v2 models' tasks: every family, unique held-out requests (never a training request:
     the generators' hash split), each with the metric its trainer scores it by, so
     `seer.data.score` accepts the reference and a different valid answer where one exists."""
-    from seer.demo import lines, vqa2
+    from seer.data.synthetic import lines, vqa2
 
     module = lines if source == "builtin-v2" else vqa2
     ex = load_examples(source, n=3 * len(module.FAMILIES))

@@ -162,7 +162,7 @@ def test_early_stop_with_one_block_is_the_plain_run():
 
 
 def test_suffix_dropout_runs_only_the_scratchpad_after_the_block():
-    from seer.diffusion.alternatives import SuffixDropout
+    from seer.diffusion.cache import SuffixDropout
 
     model = tiny("llada")
     prompts = [[5, 6, 7, 8], [9, 10]]
@@ -190,7 +190,7 @@ def test_dpad_by_name_runs_through_generate_the_engine_and_the_cli(capsys):
 
     import seer
     from seer.cli import main
-    from seer.diffusion.alternatives import SuffixDropout
+    from seer.diffusion.cache import SuffixDropout
 
     lm = seer.load("builtin")
     qs = ["what is 3 + 4 ?", "spell cat backwards ."]

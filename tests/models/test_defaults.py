@@ -61,7 +61,7 @@ def test_builtin_models_default_to_the_window_they_were_trained_on(builtin, buil
 def test_readme_multimodal_batch_example_answers(builtin_vqa):
     """`vlm.generate(["What colour?", "Count them"], image=[...])` with no gen_length used to
     return ['', ''] (a 128 window on a model trained on 64); the model's own window answers."""
-    from seer.demo.run import sample_images
+    from seer.demo import sample_images
 
     imgs = [s["file"] for s in sample_images()[:2]]
     out = builtin_vqa.generate(["What colour?", "Count them"], image=imgs)

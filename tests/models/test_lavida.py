@@ -121,7 +121,7 @@ def test_vision_keys_are_the_published_ones_and_strict(tmp_path):
 
 
 def test_anyres_grid_and_unpad_layout():
-    from seer.models.factory import siglip_config
+    from seer.models.configs import siglip_config
     from seer.models.vision import VisionConfig
 
     raw = {
@@ -155,7 +155,8 @@ def test_builtin_layout_features_equal_an_independent_reference():
     computed here from transformers' full tower and plain tensor ops (pins this path)."""
     from transformers import SiglipVisionConfig, SiglipVisionModel
 
-    from seer.models.factory import lavida_config, llada_config, random_model, siglip_config
+    from seer.models.configs import lavida_config, llada_config, siglip_config
+    from seer.models.factory import random_model
     from seer.models.image_processor import ImageProcessor
 
     tower_raw = siglip_config(hidden_size=32, layers=4, heads=4, image_size=96, patch=8)

@@ -16,9 +16,11 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from seer.errors import CheckpointError
-from seer.models.factory import llada_v_config, save_checkpoint
+from seer.models.configs import llada_v_config
+from seer.models.factory import save_checkpoint
 from seer.models.llada_v import LLaDAVConfig, LLaDAVModelLM, is_language_model_key
-from seer.models.loader import load_model, load_tokenizer, read_config, token_ids
+from seer.models.loader import load_model, read_config
+from seer.models.tokens import load_tokenizer, token_ids
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "golden" / "llada_v"
 

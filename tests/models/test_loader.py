@@ -13,7 +13,8 @@ from safetensors.torch import load_file, save_file
 
 import seer
 from seer import CheckpointError, SeerError
-from seer.models.factory import dream_config, llada_config, random_model, save_checkpoint
+from seer.models.configs import dream_config, llada_config
+from seer.models.factory import random_model, save_checkpoint
 from seer.models.loader import load_model, resolve_dtype
 
 IDS = {"mask_token_id": 62, "eos_token_id": 61, "pad_token_id": 61}

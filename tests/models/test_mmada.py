@@ -16,7 +16,8 @@ from seer.config import SamplingParams
 from seer.diffusion.loop import DenoisingLoop, make_canvas
 from seer.errors import CheckpointError
 from seer.models import loader
-from seer.models.factory import magvit_config, mmada_config, random_magvit, save_magvit
+from seer.models.configs import magvit_config, mmada_config
+from seer.models.factory import random_magvit, save_magvit
 from seer.models.magvit import load_magvit, preprocess
 from seer.models.mmada import (
     MMaDAConfig,

@@ -54,7 +54,7 @@ def _post(server, body):
 def test_image_on_a_text_model_is_400(server):
     from serve_helpers import data_uri
 
-    from seer.demo.run import sample_images
+    from seer.demo import sample_images
 
     uri = data_uri(sample_images()[0]["file"])
     parts = [{"type": "text", "text": "what ?"}, {"type": "image_url", "image_url": {"url": uri}}]

@@ -15,8 +15,8 @@ import pytest
 from corpus.corpus import case_id, cases, png_uri, substitute
 from serve_helpers import KEY, Server, data_uri, httpx, metrics, total
 
-from seer.demo.run import sample_images
-from seer.demo.vqa import generate_examples
+from seer.data.synthetic.vqa import generate_examples
+from seer.demo import sample_images
 
 openai = pytest.importorskip("openai")  # the serve extra
 from seer.serve.engine_api import sampling  # noqa: E402
@@ -28,9 +28,9 @@ CHART = next(s for s in sample_images() if s["family"] == "chart")  # the longes
 @pytest.fixture(scope="module")
 def vqa_lm():
     import seer
-    from seer.demo.run import builtin_path
+    from seer.models.loader import builtin_path
 
-    return seer.load(builtin_path("vqa"))
+    return seer.load(builtin_path("builtin-vqa"))
 
 
 @pytest.fixture(scope="module")

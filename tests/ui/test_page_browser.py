@@ -120,7 +120,7 @@ def _set(page, selector: str, value: str) -> None:
 
 
 def test_the_page_runs_both_sides_and_refuses_bad_inputs(server, browser, tmp_path, capsys):
-    from seer.demo.run import sample_images
+    from seer.demo import sample_images
 
     sample = sample_images()[1]
     question, image = sample["question"], str(sample["file"])

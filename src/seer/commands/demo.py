@@ -14,7 +14,7 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from seer.demo.run import run_demo
+    from seer.demo import run_demo
 
     run_demo(args.model, args.out, text=args.text)
     return 0

@@ -1,9 +1,10 @@
-"""The built-in synthetic tasks as a data source: ``builtin`` (text, `seer.demo.tasks`),
-``builtin-vqa`` (image questions, `seer.demo.vqa`), and the v2 models' tasks ``builtin-v2``
-(waiting lines, puzzles and sums, `seer.demo.lines`) and ``builtin-vqa2`` (reading, charts,
-tables, lists, captions, `seer.demo.vqa2`). A v2 request carries its family's metric and
-reference, so `seer.data.score` checks it as its trainer does (several valid answers where the
-family has them); a ``builtin-v2`` request is the whole chat (its in-context example turn too).
+"""The built-in synthetic tasks as a data source: ``builtin`` (text, `seer.data.synthetic.tasks`),
+``builtin-vqa`` (image questions, `seer.data.synthetic.vqa`), and the v2 models' tasks
+``builtin-v2`` (waiting lines, puzzles and sums, `seer.data.synthetic.lines`) and ``builtin-vqa2``
+(reading, charts, tables, lists, captions, `seer.data.synthetic.vqa2`). A v2 request carries its
+family's metric and reference, so `seer.data.score` checks it as its trainer does (several valid
+answers where the family has them); a ``builtin-v2`` request is the whole chat (its in-context
+example turn too).
 
 The source is a *pool* of unique held-out requests: the held-out split of the tasks (disjoint
 from everything the built-in models were trained on, by a hash of the prompt), drawn round-robin
@@ -109,11 +110,12 @@ def _demo_key(task: str, ex) -> str:
     return ex.key if task == "vqa2" else ex.prompt
 
 
-MODULES = {"text": "tasks", "vqa": "vqa", "lines": "lines", "vqa2": "vqa2"}  # task -> seer.demo.*
+# task -> its module in seer.data.synthetic
+MODULES = {"text": "tasks", "vqa": "vqa", "lines": "lines", "vqa2": "vqa2"}
 
 
 def _module(task: str):
-    return importlib.import_module(f"seer.demo.{MODULES[task]}")
+    return importlib.import_module(f"seer.data.synthetic.{MODULES[task]}")
 
 
 def _example(task: str, ex, id_: str) -> Example:

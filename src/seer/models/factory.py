@@ -20,28 +20,17 @@ from seer.models.configs import (
     dream_config,
     lavida_config,
     llada_config,
-    llada_v_config,
-    magvit_config,
-    mmada_config,
-    siglip_config,
 )
 from seer.models.loader import build_model, builtin_path, init_buffers
 from seer.models.tokens import load_tokenizer
 
-__all__ = [  # the config builders are re-exported (they lived here before seer.models.configs)
+__all__ = [
     "ARCHS",
-    "dream_config",
-    "lavida_config",
-    "llada_config",
-    "llada_v_config",
-    "magvit_config",
     "make_random_checkpoint",
-    "mmada_config",
     "random_magvit",
     "random_model",
     "save_checkpoint",
     "save_magvit",
-    "siglip_config",
 ]
 
 

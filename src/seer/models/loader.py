@@ -28,14 +28,6 @@ from seer.models.defaults import (
     read_generation_config,
     read_json_object,
 )
-from seer.models.tokens import (  # noqa: F401  (re-exported: the loader's historical names)
-    END_OF_TURN,
-    MASK_NAMES,
-    chat_ids,
-    load_tokenizer,
-    plain_ids,
-    token_ids,
-)
 
 # model_type / architectures name (lower case) -> (module under seer.models, config class,
 # model class); a module is imported only when a checkpoint of its architecture is loaded

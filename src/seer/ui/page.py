@@ -253,7 +253,7 @@ def _example(lm) -> tuple[str, str | None]:
     with contextlib.suppress(Exception):
         for name in ("builtin", "builtin-vqa"):
             if Path(lm.name or "-").name == model_folder(name).name:
-                from seer.demo.run import PROMPTS, sample_images
+                from seer.demo import PROMPTS, sample_images
 
                 if lm.multimodal:
                     s = sample_images()[0]

@@ -12,10 +12,10 @@ import statistics
 import numpy as np
 import pytest
 
-from seer.demo import scenes2, vocab_vqa2, vqa2
-from seer.demo.scenes2 import Item, Picture
+from seer.data.synthetic import scenes2, vocab_vqa2, vqa2
+from seer.data.synthetic.scenes2 import Item, Picture
 from seer.errors import SeerError
-from seer.models.loader import load_tokenizer
+from seer.models.tokens import load_tokenizer
 
 
 @pytest.fixture(scope="module")

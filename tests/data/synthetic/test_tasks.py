@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from seer.demo.tasks import (
+from seer.data.synthetic.tasks import (
     ARITH_TEMPLATES,
     DESCRIBE_WORDS_PER_ITEM,
     FAMILIES,
@@ -20,7 +20,7 @@ from seer.demo.tasks import (
     generate_examples,
     is_heldout,
 )
-from seer.demo.tokenizer import (
+from seer.data.synthetic.tokenizer import (
     SPECIAL_TOKENS,
     build_tokenizer,
     encode_chat,

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from seer.demo import train, train_vqa
-from seer.demo.tasks import generate_examples
-from seer.demo.tokenizer import build_tokenizer
-from seer.models.loader import load_tokenizer
+from seer.data.synthetic.tasks import generate_examples
+from seer.data.synthetic.tokenizer import build_tokenizer
+from seer.models.tokens import load_tokenizer
+from seer.training import builtin as train
+from seer.training import builtin_vqa as train_vqa
+from seer.training import trainer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,8 +37,8 @@ def phases(script: str, prefix: str) -> list[list[str]]:
 
 
 def test_text_release_has_the_three_phases_of_the_model_card():
-    cfgs = [train.parse_args(a, train.TrainConfig, "x", Path("r"), 1.0)[1]
-            for a in phases("release_builtin.sh", "python -m seer.demo.train ")]  # fmt: skip
+    cfgs = [trainer.parse_args(a, train.TrainConfig, "x", Path("r"), 1.0)[1]
+            for a in phases("release_builtin.sh", "python -m seer.training.builtin ")]  # fmt: skip
     assert [c.windows for c in cfgs] == ["batch", "batch", "row"]
     end = 0
     for c in cfgs:
@@ -50,8 +52,8 @@ def test_text_release_has_the_three_phases_of_the_model_card():
 
 
 def test_vqa_release_has_its_one_phase():
-    (args,) = phases("release_builtin_vqa.sh", "python -m seer.demo.train_vqa ")
-    c = train.parse_args(args, train_vqa.TrainConfig, "x", Path("r"), 1.0)[1]
+    (args,) = phases("release_builtin_vqa.sh", "python -m seer.training.builtin_vqa ")
+    c = trainer.parse_args(args, train_vqa.TrainConfig, "x", Path("r"), 1.0)[1]
     assert c.total_steps == 6000 and c.cycle_start == 0 and c.init_from == "builtin"
     assert "6000 steps" in (ROOT / "src/seer/assets/builtin-vqa/MODEL_CARD.md").read_text()
 
@@ -73,9 +75,9 @@ def test_one_window_per_batch_mode(tmp_path):
 
 
 def test_vqa2_release_phase_parses_and_matches_the_trainer_defaults():
-    from seer.demo import train_vqa2
+    from seer.training import builtin_vqa2 as train_vqa2
 
-    (args,) = phases("release_builtin_vqa2.sh", "python -m seer.demo.train_vqa2 ")
-    c = train.parse_args(args, train_vqa2.TrainConfig, "x", Path("r"), 1.0)[1]
+    (args,) = phases("release_builtin_vqa2.sh", "python -m seer.training.builtin_vqa2 ")
+    c = trainer.parse_args(args, train_vqa2.TrainConfig, "x", Path("r"), 1.0)[1]
     assert c == train_vqa2.TrainConfig()  # the run in progress uses the defaults
     assert c.window == 128 and c.init_from == "builtin"

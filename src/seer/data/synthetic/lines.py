@@ -2,13 +2,14 @@
 
 Design
 ------
-The first built-in model's tasks (:mod:`seer.demo.tasks`) are *locally determined*: every answer
-token follows from a template and a short item copied from the prompt, so decoding several tokens
-per step costs them nothing and no decoding method can be seen to lose accuracy. These tasks are
-chosen for the opposite reason. They follow the operations of ParallelBench (furiosa-ai, ICLR
+The first built-in model's tasks (:mod:`seer.data.synthetic.tasks`) are *locally determined*: every
+answer token follows from a template and a short item copied from the prompt, so decoding several
+tokens per step costs them nothing and no decoding method can be seen to lose accuracy. These tasks
+are chosen for the opposite reason. They follow the operations of ParallelBench (furiosa-ai, ICLR
 2026), on which real diffusion LMs break under parallel decoding, generated here from our own
-templates and our own name lists (:mod:`seer.demo.names`, US Census lists); no ParallelBench file
-or item is used, and :func:`overlap` checks that no training item equals a test item.
+templates and our own name lists (:mod:`seer.data.synthetic.names`, US Census lists); no
+ParallelBench file or item is used, and :func:`overlap` checks that no training item equals a test
+item.
 
 Families (answer length in tokens of the v2 tokenizer, one name ~ 5 tokens in a list):
 
@@ -43,8 +44,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from seer.demo.lines_templates import OPS, PUZZLES, SCENES
-from seer.demo.names import first_names, last_names
+from seer.data.synthetic.lines_templates import OPS, PUZZLES, SCENES
+from seer.data.synthetic.names import first_names, last_names
 
 HELDOUT_PERCENT = 10
 SPLITS = ("train", "heldout")

@@ -1,31 +1,30 @@
-"""Train the built-in text model v2: a small LLaDA on the tasks of :mod:`seer.demo.lines`.
+"""Train the built-in text model v2: a small LLaDA on the tasks of :mod:`seer.data.synthetic.lines`.
 
-The recipe is the first model's (:mod:`seer.demo.train`: LLaDA SFT, answers padded with [EOS] to
-the window, [EOS] a target, per-row windows), with a 128-position window, the v2 tokenizer
-(:func:`seer.demo.tokenizer.build_v2_tokenizer`: exact round trip, names and punctuation) and
-multi-turn prompts (an in-context example turn, as ParallelBench's prompts have). Batches are
+The recipe is the first model's (:mod:`seer.training.trainer`: LLaDA SFT, answers padded with [EOS]
+to the window, [EOS] a target, per-row windows), with a 128-position window, the v2 tokenizer
+(:func:`seer.data.synthetic.tokenizer.build_v2_tokenizer`: exact round trip, names and punctuation)
+and multi-turn prompts (an in-context example turn, as ParallelBench's prompts have). Batches are
 drawn four at a time and grouped by length, so a batch pads little.
 
-Run: ``python -m seer.demo.train_text2 --out runs/builtin-v2 --minutes 120`` (resumes from
+Run: ``python -m seer.training.builtin_v2 --out runs/builtin-v2 --minutes 120`` (resumes from
 ``--out``); a checkpoint in the official LLaDA layout is written to ``--out/export`` at each save.
 """
 
 from __future__ import annotations
 
 import random
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from seer.demo import lines, vocab2
-from seer.demo.tokenizer import build_v2_tokenizer
-from seer.demo.train import Run, loss_fn, lr_at, pack, parse_args
-from seer.models.configs import llada_config
+from seer.config import TokenIds
+from seer.data.synthetic import lines, vocab2
+from seer.data.synthetic.tokenizer import build_v2_tokenizer
 from seer.models.factory import random_model
-from seer.models.loader import load_tokenizer
-from seer.models.tokens import chat_ids
+from seer.models.tokens import chat_ids, load_tokenizer
+from seer.training import trainer
+from seer.training.trainer import Run, Schedule, pack
 
 GROUP = 4  # batches drawn at once and grouped by length
 
@@ -72,6 +71,11 @@ class ChatEncoder:
 
 def batches(enc: ChatEncoder, c: TrainConfig, rng: random.Random):
     """GROUP batches of training items, grouped by total length, in random order."""
+    while True:
+        yield from _group(enc, c, rng)
+
+
+def _group(enc: ChatEncoder, c: TrainConfig, rng: random.Random):
     items = lines.generate(GROUP * c.batch_size, seed=rng.randrange(1 << 30), split="train")
     rows = sorted(
         ((enc.prompt(it), enc.answer(it)) for it in items), key=lambda r: sum(map(len, r))
@@ -84,26 +88,15 @@ def batches(enc: ChatEncoder, c: TrainConfig, rng: random.Random):
         yield pack(list(prompts), answers, enc.pad, c.window, rng, c.full_window_prob, c.windows)
 
 
-@torch.inference_mode()
 def evaluate(model, enc: ChatEncoder, items: list[lines.Item], window: int, batch: int = 32):
     """Held-out score per family: greedy, one token per step, low-confidence remasking."""
-    from seer.config import SamplingParams, TokenIds
-    from seer.diffusion.loop import DenoisingLoop, make_canvas
-
     tokens = TokenIds(mask=enc.mask, eos=enc.eos, pad=enc.pad, eot=enc.eot)
-    loop = DenoisingLoop(model, tokens)
-    params = SamplingParams(gen_length=window, remasking="low_confidence")
-    hits: dict[str, list[float]] = {}
-    for i in range(0, len(items), batch):
-        chunk = items[i : i + batch]
-        canvas = make_canvas([enc.prompt(it) for it in chunk], window, tokens, "cpu")
-        for it, row in zip(chunk, loop.run(canvas, params).answer.tolist(), strict=True):
-            end = row.index(enc.eot) if enc.eot in row else len(row)
-            text = enc.tok.decode(row[:end], skip_special_tokens=True)
-            hits.setdefault(it.family, []).append(lines.score(it, text))
-    per = {f: sum(v) / len(v) for f, v in sorted(hits.items())}
-    per["all"] = sum(sum(v) for v in hits.values()) / sum(len(v) for v in hits.values())
-    return per
+
+    def score(it: lines.Item, row: list[int]) -> float:
+        end = row.index(enc.eot) if enc.eot in row else len(row)
+        return lines.score(it, enc.tok.decode(row[:end], skip_special_tokens=True))
+
+    return trainer.loop_score(model, tokens, items, window, batch, enc.prompt, score)
 
 
 def write_tokenizer(out: Path) -> None:
@@ -116,16 +109,7 @@ def train(out: Path, minutes: float, c: TrainConfig, eval_every: int, threads: i
     export = out / "export"
     write_tokenizer(export)
     enc = ChatEncoder(load_tokenizer(export))
-    raw = llada_config(
-        len(enc.tok),
-        d_model=c.d_model,
-        n_layers=c.n_layers,
-        n_heads=c.n_heads,
-        mlp_hidden_size=c.mlp_hidden_size,
-        mask_token_id=enc.mask,
-        eos_token_id=enc.eos,
-        pad_token_id=enc.pad,
-    )
+    raw = trainer.lm_config(c, len(enc.tok), enc.mask, enc.eos, enc.pad)
     raw["rope_theta"] = c.rope_theta
     raw["weight_tying"] = c.weight_tying
     raw["max_sequence_length"] = 1024
@@ -134,33 +118,18 @@ def train(out: Path, minutes: float, c: TrainConfig, eval_every: int, threads: i
     rng = random.Random(f"train2/{c.seed}/{run.step}")
     gen = torch.Generator().manual_seed(c.seed * 1000 + run.step)
     heldout = lines.generate(eval_n, seed=1, split="heldout", families=tuple(lines.FAMILIES))
-    run.start(minutes)
-    t0, ntok = time.time(), 0
-    while run.running():
-        for x, am, p, wins in batches(enc, c, rng):
-            loss = loss_fn(model, x, am, p, wins, enc.mask, gen)
-            run.update(loss)
-            ntok += x.numel()
-            if run.step % 25 == 0:
-                rate = ntok / (time.time() - t0)
-                print(
-                    f"step {run.step} loss {loss.item():.4f} lr {lr_at(run.step, c):.2e} "
-                    f"{rate:.0f} tok/s",
-                    flush=True,
-                )
-            if run.step % eval_every == 0:
-                run.evaluate(loss, lambda: evaluate(model, enc, heldout, c.window))
-            run.save_every(300)
-            if not run.running():
-                break
-    run.save()
-    print(f"saved step {run.step} to {out}", flush=True)
+    trainer.fit(
+        run,
+        batches(enc, c, rng),
+        lambda b: trainer.loss_fn(model, *b, enc.mask, gen),
+        lambda: evaluate(model, enc, heldout, c.window),
+        Schedule(minutes, eval_every, log_every=25, rate="tok/s"),
+    )
     return model, run.log
 
 
 def main(argv: list[str] | None = None) -> None:
-    args, cfg = parse_args(argv, TrainConfig, __doc__, Path("runs/builtin-v2"), 120.0)
-    train(args.out, args.minutes, cfg, args.eval_every, args.threads, eval_n=19 * 5)
+    trainer.main(argv, TrainConfig, __doc__, Path("runs/builtin-v2"), 120.0, train, eval_n=19 * 5)
 
 
 if __name__ == "__main__":

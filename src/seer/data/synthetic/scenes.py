@@ -1,5 +1,5 @@
-"""The pictures of the built-in multimodal demo's image questions (`seer.demo.vqa`): what a
-picture is (`ImageSpec`) and how it is drawn (`render`).
+"""The pictures of the built-in multimodal demo's image questions (`seer.data.synthetic.vqa`): what
+a picture is (`ImageSpec`) and how it is drawn (`render`).
 
 The multimodal demo model sees a 96 px picture as 12x12 patches of 8 px, pooled 2x2 into 6x6
 image tokens of 16 px each, so the pictures are made for that eye:

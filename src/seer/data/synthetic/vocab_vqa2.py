@@ -4,11 +4,11 @@ Pieces follow :data:`PIECE_PATTERN` -- a word, one digit or one punctuation mark
 leading space if any, or one whitespace character -- the pattern of the text model v2's tokenizer,
 so decoding concatenates the pieces and text round-trips exactly ("red circle, blue bar" and
 "407" come back as written; a number is one token per digit, as it is printed one glyph per
-cell). The vocabulary is every piece of :func:`seer.demo.vqa2.all_texts` with and without its
-leading space, the digits, the punctuation marks, the whitespace characters and the chat roles;
-the special tokens and their ids are the first tokenizer's (:mod:`seer.demo.tokenizer`), then
-LLaVA's image placeholder as id 7 (as the v1 multimodal tokenizer has it). The vocabulary is pinned
-by a test: the training run of the shipped weights depends on it.
+cell). The vocabulary is every piece of :func:`seer.data.synthetic.vqa2.all_texts` with and without
+its leading space, the digits, the punctuation marks, the whitespace characters and the chat roles;
+the special tokens and their ids are the first tokenizer's (:mod:`seer.data.synthetic.tokenizer`),
+then LLaVA's image placeholder as id 7 (as the v1 multimodal tokenizer has it). The vocabulary is
+pinned by a test: the training run of the shipped weights depends on it.
 """
 
 from __future__ import annotations
@@ -18,8 +18,13 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from seer.demo import vqa2
-from seer.demo.tokenizer import PIECE_PATTERN, build_v2_backend, build_v2_tokenizer, pieces
+from seer.data.synthetic import vqa2
+from seer.data.synthetic.tokenizer import (
+    PIECE_PATTERN,
+    build_v2_backend,
+    build_v2_tokenizer,
+    pieces,
+)
 from seer.models.tokens import IMAGE_TOKEN
 
 __all__ = ["PIECE_PATTERN", "build_backend", "build_tokenizer", "pieces", "words"]
@@ -38,7 +43,8 @@ def words() -> list[str]:
 
 
 def build_backend() -> Tokenizer:
-    """The v2 tokenizer (:func:`seer.demo.tokenizer.build_v2_backend`) over :func:`words`."""
+    """The v2 tokenizer (:func:`seer.data.synthetic.tokenizer.build_v2_backend`) over
+    :func:`words`."""
     return build_v2_backend(words(), EXTRA_SPECIAL)
 
 

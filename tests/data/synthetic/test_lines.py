@@ -1,4 +1,5 @@
-"""The text model v2's tasks (`seer.demo.lines`), its checkers, its tokenizer and its trainer."""
+"""The text model v2's tasks (`seer.data.synthetic.lines`), its checkers, its tokenizer and its
+trainer."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import torch
 
 import seer
 from seer.data.parallelbench_metrics import parse_list
-from seer.demo import lines, vocab2
-from seer.demo.tokenizer import build_v2_tokenizer, pieces
-from seer.models.loader import load_tokenizer
+from seer.data.synthetic import lines, vocab2
+from seer.data.synthetic.tokenizer import build_v2_tokenizer, pieces
+from seer.models.tokens import load_tokenizer
 
 N = 19 * 40
 
@@ -133,7 +134,7 @@ def test_answer_lengths_have_a_long_tail(tok):
 
 
 def test_trainer_runs_resumes_and_exports_a_loadable_checkpoint(tmp_path):
-    from seer.demo.train_text2 import TrainConfig, train
+    from seer.training.builtin_v2 import TrainConfig, train
 
     cfg = TrainConfig(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, batch_size=4,
                       window=32, total_steps=2, warmup=1)  # fmt: skip

@@ -3,10 +3,10 @@ attributes, any-order and multi-answer lists, and long descriptions.
 
 Design
 ------
-The v1 tasks (:mod:`seer.demo.vqa`) had a 64-position window, and their answers were either one
-word or a long fixed-order list, so no decoding method could be seen to win or lose on them. These
-families follow the issue's real VQA mix (pictures: :mod:`seer.demo.scenes2`), for a 128-position
-answer window with LaViDa's evaluation convention (one token per step):
+The v1 tasks (:mod:`seer.data.synthetic.vqa`) had a 64-position window, and their answers were
+either one word or a long fixed-order list, so no decoding method could be seen to win or lose on
+them. These families follow the issue's real VQA mix (pictures: :mod:`seer.data.synthetic.scenes2`),
+for a 128-position answer window with LaViDa's evaluation convention (one token per step):
 
 ==============  ===========================================  ============================  =====
 family          question                                     answer                        tokens
@@ -24,9 +24,9 @@ family          question                                     answer             
 
 (* several valid answers: ``list`` in any order, ``pair`` any two objects of the repeated colour
 in any order; :func:`score` checks them.) Tokens are those of the v2 tokenizer
-(:mod:`seer.demo.vocab_vqa2`: one token per word, digit or punctuation mark), so a number is read
-digit by digit, one digit per glyph cell. The median answer is 1-2 tokens, far below a quarter of
-the window; ``describe`` is the long-answer (caption) family.
+(:mod:`seer.data.synthetic.vocab_vqa2`: one token per word, digit or punctuation mark), so a number
+is read digit by digit, one digit per glyph cell. The median answer is 1-2 tokens, far below a
+quarter of the window; ``describe`` is the long-answer (caption) family.
 
 A request belongs to the held-out split iff the MD5 of its picture's canonical string plus the
 question falls in the lowest :data:`HELDOUT_PERCENT` percent (as v1), so the splits never share a
@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from PIL import Image
 
 from seer.data.scoring import OWN_METRICS
-from seer.demo.scenes2 import (
+from seer.data.synthetic.scenes2 import (
     BACKGROUNDS,
     CELLS,
     CHART_VALUES,
@@ -57,7 +57,7 @@ from seer.demo.scenes2 import (
     Text,
     render,
 )
-from seer.demo.tasks import HELDOUT_PERCENT, TaskSet, check_split, draw_examples
+from seer.data.synthetic.tasks import HELDOUT_PERCENT, TaskSet, check_split, draw_examples
 from seer.errors import SeerError
 from seer.models.tokens import IMAGE_TOKEN
 
@@ -273,7 +273,8 @@ def generate_examples(
     n: int, seed: int, split: str, families: tuple[str, ...] | None = None, *, unique=False
 ) -> list[VQA2Example]:
     """`n` examples balanced round-robin over `families`, shuffled; deterministic in the
-    arguments, each family from its own RNG stream (see `seer.demo.tasks.draw_examples`)."""
+    arguments, each family from its own RNG stream (see
+    `seer.data.synthetic.tasks.draw_examples`)."""
     return draw_examples(VQA2_TASKS, n, seed, split, families, unique=unique)
 
 

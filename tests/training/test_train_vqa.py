@@ -8,9 +8,10 @@ import random
 import torch
 
 import seer
-from seer.demo import train_vqa, vqa
+from seer.data.synthetic import vqa
 from seer.models.factory import make_random_checkpoint
 from seer.models.vision import IMAGE_TOKEN_INDEX
+from seer.training import builtin_vqa as train_vqa
 
 TINY = dict(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, vision_hidden=16,
             vision_layers=2, vision_heads=2, batch_size=4, total_steps=3, init_from="")  # fmt: skip
@@ -42,7 +43,7 @@ def test_batches_match_the_inference_prompt_and_training_exports_a_loadable_mode
 
 
 def test_demo_shows_images_questions_and_answers(tmp_path, capsys, monkeypatch):
-    from seer.demo.run import run_demo
+    from seer.demo import run_demo
 
     monkeypatch.setenv("COLUMNS", "250")  # rich folds cells to the terminal width
     folder = make_random_checkpoint("lavida-llada", tmp_path / "m", layers=4, width=32)
@@ -55,7 +56,7 @@ def test_demo_shows_images_questions_and_answers(tmp_path, capsys, monkeypatch):
 
 
 def test_the_shipped_multimodal_model_loads_and_answers_its_sample_colours():
-    from seer.demo.run import sample_images
+    from seer.demo import sample_images
 
     lm = seer.load("builtin-vqa")
     assert lm.multimodal and lm.meta["seer"]["config"]["signal"] == "eos_prob"

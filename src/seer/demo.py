@@ -34,15 +34,6 @@ PROMPTS = (
 )
 
 
-def builtin_path(kind: str = "text") -> Path:
-    """Folder of a built-in model: "text" or "vqa". Kept for old callers: `seer.load("builtin")`
-    (or "builtin-vqa") loads a shipped model by name; `seer.models.loader.builtin_path` gives
-    its folder."""
-    from seer.models.loader import builtin_path as folder
-
-    return folder({"text": "builtin", "vqa": "builtin-vqa"}[kind])
-
-
 def sample_images() -> list[dict]:
     """The package's sample images: dicts with file (path), family, question, answer."""
     folder = Path(str(resources.files("seer") / "assets" / "images"))
@@ -50,7 +41,7 @@ def sample_images() -> list[dict]:
     return [{**s, "file": folder / s["file"]} for s in samples]
 
 
-# the reference answers of PROMPTS (the demo tasks' rules: seer.demo.tasks)
+# the reference answers of PROMPTS (the demo tasks' rules: seer.data.synthetic.tasks)
 REFERENCES = (
     "red",
     "4",

@@ -1,9 +1,9 @@
-"""The prompts of the text model v2's tasks (:mod:`seer.demo.lines`), in our own wording.
+"""The prompts of the text model v2's tasks (:mod:`seer.data.synthetic.lines`), in our own wording.
 
 ``SCENES`` open most waiting-line requests; ``OPS`` holds each waiting-line family's phrasings
 (fields ``{context}``, ``{word}``, ``{index}``), ``PUZZLES`` those of the other families. The
-v2 vocabulary (:mod:`seer.demo.vocab2`) holds every piece of these strings: changing a word here
-changes the vocabulary the shipped weights were trained on (a test pins it).
+v2 vocabulary (:mod:`seer.data.synthetic.vocab2`) holds every piece of these strings: changing a
+word here changes the vocabulary the shipped weights were trained on (a test pins it).
 """
 
 from __future__ import annotations

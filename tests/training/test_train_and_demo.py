@@ -9,9 +9,10 @@ import torch
 
 import seer
 from seer.cli import main
-from seer.demo.tasks import generate_examples
-from seer.demo.train import Encoder, TrainConfig, loss_fn, make_batch, train
+from seer.data.synthetic.tasks import generate_examples
 from seer.models.factory import make_random_checkpoint
+from seer.training.builtin import Encoder, TrainConfig, make_batch, train
+from seer.training.trainer import loss_fn
 
 
 def test_training_runs_a_few_steps_and_exports_a_loadable_checkpoint(tmp_path):
@@ -32,8 +33,9 @@ def test_training_runs_a_few_steps_and_exports_a_loadable_checkpoint(tmp_path):
 def test_loss_masks_only_the_answer_window_and_weights_by_one_over_t(tmp_path):
     from transformers import AutoTokenizer
 
-    from seer.demo.tokenizer import build_tokenizer
-    from seer.models.factory import llada_config, random_model
+    from seer.data.synthetic.tokenizer import build_tokenizer
+    from seer.models.configs import llada_config
+    from seer.models.factory import random_model
 
     build_tokenizer(tmp_path)
     enc = Encoder(AutoTokenizer.from_pretrained(tmp_path))
@@ -94,8 +96,8 @@ def test_calibrate_writes_seer_json_that_load_uses(four_layer, tmp_path):
 
 
 def test_demo_prompts_use_only_words_the_tokenizer_knows():
-    from seer.demo.run import PROMPTS
-    from seer.demo.tokenizer import vocabulary
+    from seer.data.synthetic.tokenizer import vocabulary
+    from seer.demo import PROMPTS
 
     vocab = vocabulary()
     assert all(w in vocab for p in PROMPTS for w in p.split())

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seer.demo import scenes, vqa
-from seer.demo.tokenizer import (
+from seer.data.synthetic import scenes, vqa
+from seer.data.synthetic.scenes import render_batch
+from seer.data.synthetic.tokenizer import (
     IMAGE_TOKEN,
     SPECIAL_TOKENS,
     UNK_TOKEN,
@@ -19,7 +20,7 @@ from seer.demo.tokenizer import (
     build_tokenizer,
     multimodal_words,
 )
-from seer.demo.vqa import (
+from seer.data.synthetic.vqa import (
     CANVAS,
     CELL,
     COLOURS,
@@ -34,14 +35,13 @@ from seer.demo.vqa import (
     generate_examples,
     is_heldout,
     render,
-    render_batch,
     save_samples,
 )
 from seer.errors import SeerError
 
 N = 1000  # 200 per family
-BUILTIN = Path(vqa.__file__).resolve().parents[1] / "assets" / "builtin"
-SAMPLES = Path(vqa.__file__).resolve().parents[1] / "assets" / "images"
+BUILTIN = Path(vqa.__file__).resolve().parents[2] / "assets" / "builtin"
+SAMPLES = Path(vqa.__file__).resolve().parents[2] / "assets" / "images"
 
 
 @pytest.fixture(scope="module")
@@ -189,7 +189,7 @@ def test_text_tokenizer_unchanged(tmp_path: Path) -> None:
 
 
 def test_multimodal_tokenizer(mm_tok) -> None:
-    from seer.models.loader import chat_ids
+    from seer.models.tokens import chat_ids
 
     assert [mm_tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS] == list(range(7))
     image_id = mm_tok.convert_tokens_to_ids(IMAGE_TOKEN)
@@ -223,7 +223,7 @@ def test_images_size_mode_and_colours(train: list[VQAExample]) -> None:
 
 
 def test_every_text_line_fits() -> None:
-    font = scenes._font(scenes.TEXT_SIZE)  # the pictures moved to seer.demo.scenes
+    font = scenes._font(scenes.TEXT_SIZE)  # the pictures moved to seer.data.synthetic.scenes
     pairs = [
         f"{a} {b}" for a in READ_WORDS for b in READ_WORDS if len(a) + len(b) + 1 <= LINE_CHARS
     ]

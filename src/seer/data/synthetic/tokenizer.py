@@ -2,8 +2,8 @@
 
 Design
 ------
-The demo vocabulary is closed (:func:`seer.demo.tasks.all_words`), so one token per word is
-the simplest tokenizer that never emits ``<|unk|>``; it also keeps sequences short, which
+The demo vocabulary is closed (:func:`seer.data.synthetic.tasks.all_words`), so one token per word
+is the simplest tokenizer that never emits ``<|unk|>``; it also keeps sequences short, which
 matters on a CPU. The files written by :func:`build_tokenizer` load with
 ``transformers.AutoTokenizer.from_pretrained(out_dir)`` as a ``PreTrainedTokenizerFast`` and
 mirror LLaDA-8B-Instruct's conventions:
@@ -22,8 +22,8 @@ decoded joined by single spaces (no clean-up of spaces before punctuation).
 The multimodal demo model's tokenizer (:func:`build_multimodal_tokenizer`) keeps those seven
 special tokens and ids, adds LLaVA's image placeholder :data:`IMAGE_TOKEN` as id 7 (an added
 special token, so ``"<image>\\nwhat colour ..."`` keeps it whole), and covers the union of the
-text tasks' and the VQA words (:mod:`seer.demo.vqa`). The defaults of :func:`build_tokenizer`
-still write the text model's files byte for byte.
+text tasks' and the VQA words (:mod:`seer.data.synthetic.vqa`). The defaults of
+:func:`build_tokenizer` still write the text model's files byte for byte.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from typing import Any
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
-from seer.demo import vqa
-from seer.demo.tasks import all_words
+from seer.data.synthetic import vqa
+from seer.data.synthetic.tasks import all_words
 from seer.models.tokens import IMAGE_TOKEN
 
 BOS_TOKEN = "<|startoftext|>"
@@ -87,8 +87,8 @@ def vocabulary(
 ) -> dict[str, int]:
     """Token -> id: special tokens (then ``extra_special``) first, then the words, sorted.
 
-    ``words`` defaults to the text tasks' words (:func:`seer.demo.tasks.all_words`); the chat
-    role names are always added.
+    ``words`` defaults to the text tasks' words (:func:`seer.data.synthetic.tasks.all_words`); the
+    chat role names are always added.
     """
     specials = (*SPECIAL_TOKENS, *extra_special)
     words = sorted(set(all_words() if words is None else words) | set(CHAT_ROLES))
@@ -136,8 +136,8 @@ def build_multimodal_tokenizer(out_dir: Path) -> None:
 
 
 def encode_chat(tok: Any, prompt: str) -> list[int]:
-    """Ids of a one-turn user chat plus the assistant header (see `seer.models.loader.chat_ids`)."""
-    from seer.models.loader import chat_ids
+    """Ids of a one-turn user chat plus the assistant header (see `seer.models.tokens.chat_ids`)."""
+    from seer.models.tokens import chat_ids
 
     return chat_ids(tok, prompt)
 
