@@ -102,6 +102,21 @@ def chat_ids(tokenizer, messages: list[dict]) -> list[int]:
     return tokens.chat_ids(tokenizer, messages)
 
 
+def encoder(lm):
+    """How a dataset row becomes a prompt: its text (and image), or a whole chat's ids (as
+    `seer calibrate` and the benchmarks encode rows)."""
+    from seer.models.multimodal import PromptInput
+
+    def encode(lm, ex):
+        if ex.messages is None or ex.messages == [{"role": "user", "content": ex.prompt}]:
+            return lm.prompt(ex.prompt, ex.image)
+        if lm.processor is not None:
+            raise SeerError(f"row {ex.id}: {lm.name} takes one user turn per request, not a chat")
+        return PromptInput(chat_ids(lm.tokenizer, ex.messages))
+
+    return encode
+
+
 # -- the output file ------------------------------------------------------------------------------
 def check_output(out: Path, examples: list[Example], resume: bool) -> set[str]:
     """The ids already in `out` (empty unless `resume`); an existing output without `resume`,

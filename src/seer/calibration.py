@@ -37,28 +37,13 @@ def data_for(model, data: str | None) -> str:
                     "folder; builtin / builtin-vqa; or parallelbench:ROOT/TASK)")  # fmt: skip
 
 
-def encoder(lm):
-    """How a dataset row becomes a prompt: its text (and image), or a whole chat's ids."""
-    from seer.batch import chat_ids
-    from seer.errors import SeerError
-    from seer.models.multimodal import PromptInput
-
-    def encode(lm, ex):
-        if ex.messages is None or ex.messages == [{"role": "user", "content": ex.prompt}]:
-            return lm.prompt(ex.prompt, ex.image)
-        if lm.processor is not None:
-            raise SeerError(f"row {ex.id}: {lm.name} takes one user turn per request, not a chat")
-        return PromptInput(chat_ids(lm.tokenizer, ex.messages))
-
-    return encode
-
-
 def run_calibration(model, n, out, write: bool, max_over: float = 0.0, *, data=None,
                     calib_fraction: float = 0.5, seed: int = 0, gen_length=None,
                     load=None) -> dict:  # fmt: skip
     """Calibrate `model` on `data` (see the module docstring); returns the report. `load(folder)`
     loads the model (default: `seer.load` under a spinner)."""
     from seer import progress
+    from seer.batch import encoder
     from seer.boundary import calibrate as cal
     from seer.data import load_examples, split
     from seer.models.loader import model_folder

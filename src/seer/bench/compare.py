@@ -123,7 +123,7 @@ class Run:
 
 def encode(lm, ex):
     """A request's prompt, encoded once: its text (and image), or a whole chat's ids."""
-    from seer.calibration import encoder
+    from seer.batch import encoder
 
     return encoder(lm)(lm, ex)
 
