@@ -188,7 +188,7 @@ class DiffusionLM:
             if set(m) - {"role", "content"} or not isinstance(m.get("content"), str):
                 raise SeerError("a chat message is a dict of a role and a text content")
             _check_text(m["content"])
-        return loader.chat_ids(self.tokenizer, messages)
+        return tokenizing.chat_ids(self.tokenizer, messages)
 
     def _check(self, ids: list[list[int]], p: SamplingParams, images: bool = False) -> None:
         vocab = self.model.get_input_embeddings().num_embeddings
