@@ -3,7 +3,7 @@
     cli.py -> commands/ -> the edges (serve, ui, harness, distributed, batch, calibration, bench,
            demo, provenance) -> data/ (data/synthetic: the built-in models' tasks)
            -> the runtime core (pipeline, engine, boundary, diffusion, models)
-           -> the ground floor (kernels, config, errors, extras, images, progress)
+           -> the ground floor (kernels, config, spec, errors, extras, images, progress)
     training/ (the build step that made the built-in models) -> data/ and the core; nothing
            imports it.
 
@@ -26,7 +26,7 @@ import pytest
 import seer
 
 SRC = Path(seer.__file__).parent
-GROUND = {"kernels", "config", "errors", "extras", "images", "progress"}
+GROUND = {"kernels", "config", "spec", "errors", "extras", "images", "progress"}
 CORE = {"pipeline", "likelihood", "engine", "boundary", "diffusion", "models"} | GROUND
 # above the core: none of these may be imported by a core module
 EDGES = {"serve", "ui", "harness", "distributed", "batch", "calibration", "provenance", "bench",

@@ -1,16 +1,17 @@
 """Typed, validated configuration: per-request `SamplingParams` and the token ids of a model.
 
-Validation happens in `__post_init__` (or `check`, for rules that need the model), and every
-failure is a `SeerError` whose message names the problem and the fix.
+Validation happens in `__post_init__` (types, each option's declared range or choices, the rules
+between options) and in `resolve` (the rules that need the model), and every failure is a
+`SeerError` whose message names the problem and the fix.
 """
 
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import dataclass, fields, replace
 
 from seer.errors import SeerError
+from seer.spec import check, check_type, option, specs
 
 LLADA_RULES = ("low_confidence", "random")  # LLaDA's remasking: linear schedule, semi-AR blocks
 DREAM_RULES = ("origin", "maskgit_plus", "topk_margin", "entropy")  # Dream's algorithms
@@ -44,117 +45,192 @@ def _is_int(value) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-# DAEDAL's options (seer.diffusion.daedal), named after the official `generate` arguments
-DAEDAL_INTS = ("daedal_initial", "daedal_block", "daedal_expand", "daedal_eos_tokens")
-DAEDAL_FLOATS = ("daedal_high", "daedal_low", "daedal_eos", "daedal_expand_eos")
+DAEDAL = "DAEDAL"  # the CLI group of DAEDAL's options
 
-# SamplingParams fields -> their kind (numbers.Integral / numbers.Real / str / bool)
-_KINDS = {
-    **dict.fromkeys(
-        ("gen_length", "steps", "block_length", "top_k", "seed", "dpad_window"), numbers.Integral
-    ),
-    **dict.fromkeys(DAEDAL_INTS, numbers.Integral),
-    **dict.fromkeys(
-        ("temperature", "alg_temp", "top_p", "cfg_scale", "eps", "threshold", "factor"),
-        numbers.Real,
-    ),
-    **dict.fromkeys(DAEDAL_FLOATS, numbers.Real),
-    **dict.fromkeys(("remasking", "cache", "schedule"), str),
-    **dict.fromkeys(("logits_eos_inf", "confidence_eos_eot_inf", "early_stop", "daedal"), bool),
-}
-_KINDS_TEXT = {numbers.Integral: "an integer", numbers.Real: "a number", str: "a string",
-               bool: "True or False"}  # fmt: skip
+
+def _daedal(default, help: str, flag: str, **kw):
+    """A DAEDAL option (seer.diffusion.daedal), named after the official `generate` argument:
+    its own CLI group, in the API, and giving it turns DAEDAL on."""
+    if isinstance(default, float):
+        kw.update(lo=0, hi=1, note="a confidence in [0, 1]")
+    else:
+        kw.update(lo=1)
+    return option(default, help, flag=flag, group=DAEDAL, api=True, implies="daedal", **kw)
 
 
 @dataclass(slots=True, frozen=True)
 class SamplingParams:
-    """How to denoise one request. `None` fields take the model family's default."""
+    """How to denoise one request. `None` fields take the model family's default.
 
-    gen_length: int = 128  # answer window, in tokens
-    steps: int | None = None  # denoising steps over the full window (default: gen_length)
-    block_length: int | None = None  # semi-autoregressive block (default: gen_length)
-    temperature: float = 0.0  # 0 = greedy
-    remasking: str | None = None  # unmasking rule, see RULES (default: the model's own)
-    alg_temp: float | None = None  # Dream: sample positions from softmax(conf / alg_temp)
-    top_p: float | None = None  # Dream: nucleus filter before sampling
-    top_k: int | None = None  # Dream: top-k filter before sampling
-    cfg_scale: float = 0.0  # classifier-free guidance (LLaDA); 0 = off
-    logits_eos_inf: bool = False  # LLaDA: never generate [EOS]
-    confidence_eos_eot_inf: bool = False  # LLaDA: end-of-turn gets zero confidence (official quirk)
-    eps: float = 1e-3  # Dream: last time step of linspace(1, eps, steps + 1)
-    seed: int | None = None  # seeds the torch.Generator used for every random draw
-    cache: str = "none"  # KV cache: none | prefix | dual (Fast-dLLM) | prefix_lm (LaViDa) |
-    # dpad (DPad's suffix dropout: the masked suffix past the block is left out of the forward)
-    dpad_window: int = 16  # cache="dpad": suffix positions kept after the current block (DPad's
-    # `window`; the official generate has no default: 16 is ours, bench_compare's setting)
-    schedule: str | None = None  # reveal counts: linear | timestep | shift (default: the rule's)
-    banned_ids: tuple[int, ...] | None = None  # logits -inf at masked positions (None: the
-    # model's TokenIds.banned, e.g. LLaDA-V's EOS/BOS/header tokens; () bans nothing)
-    stop: tuple[tuple[int, ...], ...] = ()  # stop sequences (LLaDA-V's stopping_criteria, as
-    # ids): once one appears in the answer, only masks before it are revealed, then the row ends
-    suffix: tuple[int, ...] = ()  # ids fixed after the answer window (LLaDA-V's
-    # generation_suffix): attended to, never revealed, not part of the returned answer
-    threshold: float | None = None  # Fast-dLLM parallel decoding: reveal every masked position
-    # of the block whose confidence is >= threshold (at least one per step); the block ends
-    # when it has no masks, so `steps` no longer sets the step count (seer.diffusion.unmask)
-    factor: float | None = None  # Fast-dLLM's factor-based parallel decoding (the n-th most
-    # confident position is revealed while its confidence is >= 1 - factor / (n + 1))
-    early_stop: bool = False  # dInfer: a row ends once a filled block holds [EOS] (the rest of
-    # its window becomes [EOS]); needs semi-AR blocks (block_length < gen_length) to save steps
-    daedal: bool = False  # DAEDAL (seer.diffusion.daedal): the window starts at daedal_initial,
-    # grows by end-token confidence, and grows inside during denoising; gen_length is its cap
-    # (the official max_gen_length); steps and block_length do not apply (daedal_block does).
+    Each field declares its help, range and front-end names (`seer.spec`): the CLI flags, the
+    server's request fields and the harness's model arguments are generated from them."""
+
+    gen_length: int = option(
+        128, "answer window (tokens)", lo=1, flag="--gen-length", api="max_tokens"
+    )
+    steps: int | None = option(
+        None, "denoising steps (default: gen_length)", lo=1, flag="--steps", api=True
+    )
+    block_length: int | None = option(
+        None, "semi-AR block length (default: gen_length)", lo=1, flag="--block-length", api=True
+    )
+    temperature: float = option(0.0, "0 = greedy", lo=0, flag="--temperature", api=True)
+    remasking: str | None = option(
+        None,
+        "unmasking rule (default: the model's own)",
+        choices=RULES,
+        noun="remasking rule",
+        flag="--remasking",
+        aliases=("--alg",),
+        api=True,
+    )
+    alg_temp: float | None = option(
+        None,
+        "Dream: position sampling temperature (softmax of confidence / alg_temp)",
+        lo=0,
+        flag="--alg-temp",
+        api=True,
+    )
+    top_p: float | None = option(
+        None,
+        "Dream: nucleus filter before sampling",
+        lo=0,
+        open_lo=True,
+        hi=1,
+        flag="--top-p",
+        api=True,
+    )
+    top_k: int | None = option(
+        None, "Dream: top-k filter before sampling", lo=1, flag="--top-k", api=True
+    )
+    cfg_scale: float = option(
+        0.0, "LLaDA: classifier-free guidance scale (0 = off)", lo=0, flag="--cfg-scale", api=True
+    )
+    logits_eos_inf: bool = option(False, "LLaDA: never generate [EOS]")
+    confidence_eos_eot_inf: bool = option(
+        False, "LLaDA: end-of-turn gets zero confidence (official quirk)"
+    )
+    eps: float = option(1e-3, "Dream: last time step of linspace(1, eps, steps + 1)")
+    seed: int | None = option(
+        None,
+        "seed of every random draw",
+        lo=-(2**63),
+        hi=2**64 - 1,
+        says="a 64-bit integer",
+        flag="--seed",
+        api=True,
+    )
+    cache: str = option(
+        "none",
+        "KV cache: prefix or dual (Fast-dLLM, per semi-AR block), prefix_lm (LaViDa: the prompt "
+        "encoded once, alone), dpad (DPad's suffix dropout: the masks past the block's "
+        "--dpad-window are left out of each forward) (default none)",
+        choices=CACHES,
+        noun="cache",
+        flag="--cache",
+        api=True,
+        hint=" (prefix/dual reuse keys and values within each semi-AR block; prefix_lm encodes "
+        "the prompt once, on its own; dpad drops the suffix past the block)",
+    )
+    dpad_window: int = option(
+        16,
+        "--cache dpad: suffix positions kept past the block (default 16)",
+        lo=0,
+        flag="--dpad-window",
+        api=True,
+    )
+    # (DPad's `window`; the official generate has no default: 16 is ours, bench_compare's)
+    schedule: str | None = option(
+        None,
+        "reveal counts (default: the rule's)",
+        choices=SCHEDULES,
+        noun="schedule",
+        hint=" (or None for the unmasking rule's own)",
+        flag="--schedule",
+        api=True,
+    )
+    banned_ids: tuple[int, ...] | None = option(
+        None, "token ids whose logits are -inf at masked positions (None: the model's)"
+    )
+    # (the model's TokenIds.banned, e.g. LLaDA-V's EOS/BOS/header tokens; () bans nothing)
+    stop: tuple[tuple[int, ...], ...] = option((), "stop sequences, as token ids")
+    # (LLaDA-V's stopping_criteria): once one appears in the answer, only masks before it are
+    # revealed, then the row ends
+    suffix: tuple[int, ...] = option((), "ids fixed after the answer window")
+    # (LLaDA-V's generation_suffix): attended to, never revealed, not part of the answer
+    threshold: float | None = option(
+        None,
+        "Fast-dLLM parallel decoding: reveal every masked position of the block whose "
+        "confidence is >= this (at least one per step)",
+        lo=0,
+        hi=1,
+        note="a confidence in [0, 1]",
+        flag="--threshold",
+        api=True,
+    )
+    # the block ends when it has no masks, so `steps` no longer sets the step count
+    factor: float | None = option(
+        None,
+        "Fast-dLLM factor-based parallel decoding",
+        lo=0,
+        open_lo=True,
+        flag="--factor",
+        api=True,
+    )
+    # (the n-th most confident position is revealed while its confidence is >= 1 - factor/(n+1))
+    early_stop: bool = option(
+        False,
+        "dInfer: end once a completed block holds [EOS] (needs --block-length < gen-length)",
+        flag="--early-stop",
+        api=True,
+    )
+    # (the rest of its window becomes [EOS]); needs semi-AR blocks to save steps
+    daedal: bool = option(
+        False,
+        "turn DAEDAL on (the --daedal-* options do too)",
+        flag="--daedal",
+        group=DAEDAL,
+        api=True,
+    )
+    # DAEDAL (seer.diffusion.daedal): the window starts at daedal_initial, grows by end-token
+    # confidence, and grows inside during denoising; gen_length is its cap (the official
+    # max_gen_length); steps and block_length do not apply (daedal_block does).
     # Defaults: the official script's (scripts/eval_LLaDA_DAEDAL.sh)
-    daedal_initial: int = 64  # initial_gen_length: the first window
-    daedal_block: int = 32  # block_length: DAEDAL's blocks over the growing window
-    daedal_expand: int = 8  # expansion_factor: masks added per sizing step / per inserted point
-    daedal_high: float = 0.9  # high_conf_threshold: reveal every block mask above it (>= 1)
-    daedal_low: float = 0.1  # low_conf_threshold: a mask below it may become an insertion point
-    daedal_eos: float = 0.5  # eos_confidence_threshold: stop sizing once the end is this sure
-    daedal_expand_eos: float = 0.9  # expand_eos_confidence_threshold: no insertion above it
-    daedal_eos_tokens: int = 32  # eos_check_tokens: end-token positions averaged (from the end)
+    daedal_initial: int = _daedal(64, "initial_gen_length: the first window", "--daedal-initial")
+    daedal_block: int = _daedal(
+        32, "block_length: blocks over the growing window", "--daedal-block"
+    )
+    daedal_expand: int = _daedal(
+        8,
+        "expansion_factor: masks added per sizing step and per insertion point",
+        "--daedal-expand",
+    )
+    daedal_high: float = _daedal(
+        0.9, "high_conf_threshold: reveal every block mask above it (at least one)", "--daedal-high"
+    )
+    daedal_low: float = _daedal(
+        0.1, "low_conf_threshold: a mask below it may become an insertion point", "--daedal-low"
+    )
+    daedal_eos: float = _daedal(
+        0.5,
+        "eos_confidence_threshold: sizing stops once the end confidence reaches it",
+        "--daedal-eos",
+    )
+    daedal_expand_eos: float = _daedal(
+        0.9,
+        "expand_eos_confidence_threshold: no insertion once the end confidence reaches it",
+        "--daedal-expand-eos",
+    )
+    daedal_eos_tokens: int = _daedal(
+        32,
+        "eos_check_tokens: end-token positions averaged from the window's end",
+        "--daedal-eos-tokens",
+    )
 
     def __post_init__(self) -> None:
         self._check_types()
-        for name in ("temperature", "alg_temp", "top_p", "cfg_scale", "eps"):
-            value = getattr(self, name)
-            if value is not None and not math.isfinite(value):
-                raise SeerError(f"{name} must be a finite number, got {value}")
-        if self.gen_length < 1:
-            raise SeerError(f"gen_length must be >= 1, got {self.gen_length}")
-        if self.steps is not None and self.steps < 1:
-            raise SeerError(f"steps must be >= 1, got {self.steps}")
-        if self.block_length is not None and self.block_length < 1:
-            raise SeerError(f"block_length must be >= 1, got {self.block_length}")
-        if self.remasking is not None and self.remasking not in RULES:
-            raise SeerError(
-                f"unknown remasking rule {self.remasking!r}; choose one of {', '.join(RULES)}"
-            )
-        if self.cache not in CACHES:
-            raise SeerError(
-                f"unknown cache {self.cache!r}; choose one of {', '.join(CACHES)} "
-                "(prefix/dual reuse keys and values within each semi-AR block; prefix_lm "
-                "encodes the prompt once, on its own; dpad drops the suffix past the block)"
-            )
-        if self.dpad_window < 0:
-            raise SeerError(f"dpad_window must be >= 0, got {self.dpad_window}")
-        if self.schedule is not None and self.schedule not in SCHEDULES:
-            raise SeerError(
-                f"unknown schedule {self.schedule!r}; choose one of {', '.join(SCHEDULES)} "
-                "(or None for the unmasking rule's own)"
-            )
-        if self.temperature < 0:
-            raise SeerError(f"temperature must be >= 0, got {self.temperature}")
-        if self.top_p is not None and not 0 < self.top_p <= 1:
-            raise SeerError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.seed is not None and not (
-            isinstance(self.seed, int) and -(2**63) <= self.seed < 2**64
-        ):
-            raise SeerError(f"seed must be a 64-bit integer, got {self.seed}")
-        if self.top_k is not None and self.top_k < 1:
-            raise SeerError(f"top_k must be >= 1, got {self.top_k}")
-        if self.cfg_scale < 0:
-            raise SeerError(f"cfg_scale must be >= 0, got {self.cfg_scale}")
+        for f, spec in specs(SamplingParams):  # each option's range or choices, as declared
+            check(f.name, spec, getattr(self, f.name))
         self._check_parallel()
         self._check_daedal()
         for name in ("banned_ids", "suffix"):
@@ -180,17 +256,9 @@ class SamplingParams:
             )
 
     def _check_parallel(self) -> None:
-        """threshold / factor (Fast-dLLM): one of them, a finite value in range, a top-k rule."""
-        for name in ("threshold", "factor"):
-            value = getattr(self, name)
-            if value is not None and not math.isfinite(value):
-                raise SeerError(f"{name} must be a finite number, got {value}")
+        """threshold / factor (Fast-dLLM): one of them, with a top-k rule."""
         if self.threshold is not None and self.factor is not None:
             raise SeerError("give threshold or factor, not both (two parallel-decoding rules)")
-        if self.threshold is not None and not 0 <= self.threshold <= 1:
-            raise SeerError(f"threshold is a confidence in [0, 1], got {self.threshold}")
-        if self.factor is not None and self.factor <= 0:
-            raise SeerError(f"factor must be > 0, got {self.factor}")
         if self.parallel and (self.remasking == "origin" or self.alg_temp):
             raise SeerError(
                 "threshold/factor rank positions by confidence: use a top-k rule "
@@ -198,14 +266,7 @@ class SamplingParams:
             )
 
     def _check_daedal(self) -> None:
-        """DAEDAL's options in range, and nothing it does not compose with."""
-        for name in DAEDAL_FLOATS:
-            value = getattr(self, name)
-            if not math.isfinite(value) or not 0 <= value <= 1:
-                raise SeerError(f"{name} is a confidence in [0, 1], got {value}")
-        for name in DAEDAL_INTS:
-            if getattr(self, name) < 1:
-                raise SeerError(f"{name} must be >= 1, got {getattr(self, name)}")
+        """Nothing DAEDAL does not compose with (its options' ranges are declared)."""
         if not self.daedal:
             return
         if self.daedal_initial > self.gen_length:
@@ -239,19 +300,7 @@ class SamplingParams:
     def _check_types(self) -> None:
         """Each option has its type (an int is a float too; a bool is neither), or one line."""
         for f in fields(self):
-            value, kind = getattr(self, f.name), _KINDS.get(f.name)
-            if kind is None or (value is None and "None" in str(f.type)):
-                continue
-            if kind is bool:
-                ok = isinstance(value, bool)
-            elif kind is str:
-                ok = isinstance(value, str)
-            else:
-                ok = isinstance(value, kind) and not isinstance(value, bool)
-            if not ok:
-                raise SeerError(
-                    f"bad generation option: {f.name} must be {_KINDS_TEXT[kind]}, got {value!r}"
-                )
+            check_type(f, getattr(self, f.name), "bad generation option: ")
         for name in ("banned_ids", "suffix"):
             ids = getattr(self, name)
             if ids is not None and not (
@@ -282,4 +331,14 @@ class SamplingParams:
         return self.schedule or ("linear" if self.remasking in LLADA_RULES else "timestep")
 
     def with_defaults(self, rule: str) -> SamplingParams:
+        """These params with `rule` (the model's unmasking rule) where none is given."""
         return self if self.remasking else replace(self, remasking=rule)
+
+    def resolve(self, rule: str) -> SamplingParams:
+        """These params made concrete for a model whose unmasking rule is `rule`, and the rules
+        that depend on it checked (cfg_scale is LLaDA's). `Engine.add` calls it once per
+        request; the rules that need the prompt or the window policy are checked there too."""
+        p = self.with_defaults(rule)
+        if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
+            raise SeerError("cfg_scale is only defined for LLaDA's remasking rules")
+        return p

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from seer.config import LLADA_RULES, SamplingParams, TokenIds
+from seer.config import SamplingParams, TokenIds
 from seer.diffusion.loop import Canvas, DenoisingLoop, WindowPolicy, make_canvas
 from seer.engine.request import (
     Deltas,
@@ -151,6 +151,29 @@ class DiffusionLM:
         self._check(ids, p)
         return [PromptInput(q) for q in ids]
 
+    def _rows(self, prompts, images, attention_mask) -> list[tuple]:
+        """A batch split into its rows, (prompt, image) each, unchecked: `Engine.add` encodes
+        and checks each row (as `prompt_inputs` does a batch)."""
+        if isinstance(prompts, PromptInput) or _all_inputs(prompts):
+            if images is not None:
+                raise SeerError("a PromptInput already holds its image; give no image=")
+            return [(q, None) for q in ([prompts] if isinstance(prompts, PromptInput) else prompts)]
+        texts = [prompts] if isinstance(prompts, str) else prompts
+        if isinstance(texts, list) and texts and all(isinstance(t, str) for t in texts):
+            imgs = images if isinstance(images, (list, tuple)) else [images] * len(texts)
+            if len(imgs) != len(texts):
+                raise SeerError(f"{len(imgs)} images for {len(texts)} prompts; give one each")
+            return list(zip(texts, imgs, strict=True))
+        if images is not None:
+            raise SeerError("images go with text prompts; token-id prompts cannot take one")
+        if isinstance(prompts, torch.Tensor):
+            return [(q, None) for q in self._prompt_ids(prompts, True, attention_mask)]
+        if not prompts:
+            raise SeerError("no prompt given")
+        if all(isinstance(t, int) for t in prompts):  # one prompt as a flat list of ids
+            return [(list(prompts), None)]
+        return [(list(map(int, q)), None) for q in prompts]
+
     def _prompt_ids(self, prompts, chat: bool, attention_mask) -> list[list[int]]:
         if isinstance(prompts, str):
             prompts = [prompts]
@@ -235,18 +258,13 @@ class DiffusionLM:
         """
         single = _single(prompts)
         p = self.sampling(**overrides) if params is None else _params(params, overrides)
-        p = p.with_defaults(self.default_rule)
-        if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
-            raise SeerError("cfg_scale is only defined for LLaDA's remasking rules")
-        inputs = self.prompt_inputs(prompts, p, image, chat, attention_mask)
-        if policy is None and seer:
-            from seer.boundary.truncation import policy_for
-
-            policy = policy_for(self, seer)
+        rows = self._rows(prompts, image, attention_mask)
         from seer.engine import Engine, EngineConfig
 
-        engine = Engine(self, EngineConfig(max_batch=len(inputs)))
-        out = engine.generate([Request(q, p) for q in inputs], policy=policy)
+        engine = Engine(self, EngineConfig(max_batch=len(rows)))
+        seer = seer if policy is None else None  # rows of one kind share their step 0
+        requests = [Request(q, p, seer=seer, image=im, chat=chat) for q, im in rows]
+        out = engine.generate(requests, policy=policy)  # each request resolved there, once
         return out[0] if single else out
 
     def stream(

@@ -26,13 +26,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from seer.boundary.config import SeerConfig
-from seer.boundary.probe import TENSORS, step0
+from seer.boundary.config import TENSORS, SeerConfig
+from seer.boundary.probe import step0
 from seer.boundary.truncation import round_window
 from seer.errors import SeerError
 
 THETAS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
-SIGNALS = ("sparsity", "eos_prob", "combined")
 PAPER = dict(signal="sparsity", tensor="down", layer=3, theta=1e-3, direction="rising",
              tau_jump=0.03, gamma=0.6)  # fmt: skip
 

@@ -1,19 +1,24 @@
 """Seer's configuration: `SeerConfig`, the boundary detection and truncation options of a
 request (per-model defaults live in seer.json; `truncation.resolve` fits them to a model).
-"""
+
+Each field declares its help, range and CLI flag (`seer.spec`); the CLI's Seer group is
+generated from them. Torch-free (the detector's rules are imported when used), so
+`seer --help` can read it."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
 
-from seer.boundary.detector import ChangePointRule, SNRRule, ThresholdRule
-from seer.boundary.probe import TENSORS
 from seer.errors import SeerError
+from seer.spec import check, check_type, kind, option, specs
 
 SIGNALS = ("sparsity", "eos_prob", "combined")
 PAPER_LAYER = 3  # the paper's detection layer (0-based)
-
+TENSORS = ("down", "gate")  # probe points: input of the down projection | act(gate)
+RULES = ("snr", "changepoint")  # sparsity rules (seer.boundary.detector)
+DIRECTIONS = ("rising", "falling")  # the sparsity jump the rules look for
+_WORDS = {int: "an integer", float: "a number", bool: "true or false"}  # type errors
 
 # What `seer=True` uses on a checkpoint without seer.json: the paper's sparsity rule (SeerConfig's
 # defaults). Chosen by measurement (`benchmarks/bench_uncalibrated.py`,
@@ -23,55 +28,64 @@ PAPER_LAYER = 3  # the paper's detection layer (0-based)
 # image answers short.
 UNCALIBRATED: dict = {"signal": "sparsity"}
 
-_INTS = ("lookahead", "eos_run", "margin", "bucket", "guard_slack")
-_FLOATS = ("theta", "z", "tau_jump", "gamma", "eos_tau", "growth")
+
+def _seer(default, help: str, name: str, **kw):
+    return option(default, help, flag=f"--seer-{name.replace('_', '-')}", **kw)
 
 
 @dataclass(slots=True, frozen=True)
 class SeerConfig:
     """Boundary detection and truncation options (per-model defaults live in seer.json)."""
 
-    signal: str = "sparsity"  # sparsity | eos_prob | combined
-    layer: int | None = None  # detection layer (0-based); None: the paper's 3, or the last
-    # layer of a model with fewer (`fit` resolves it against the model)
-    theta: float = 1e-3  # |a| < theta counts as a zero activation
-    tensor: str = "down"  # down: input of the down projection; gate: act(gate)
-    rule: str = "snr"  # sparsity rule: snr (the paper's jump-to-plateau) | changepoint
-    z: float = 4.0  # changepoint rule: minimum t statistic of the step
-    tau_jump: float = 0.03  # SNR rule: minimum step
-    gamma: float = 0.6  # SNR rule: plateau spread allowed, as a fraction of the step
-    lookahead: int = 3  # SNR rule: plateau window
-    direction: str = "rising"  # rising (paper) | falling
-    eos_tau: float = 0.5  # eos_prob: probability that marks padding
-    eos_run: int = 3  # eos_prob: consecutive positions above eos_tau
-    margin: int = 0  # extra positions kept after L*
-    bucket: int = 8  # round the window up to a multiple of this
-    guard: bool = True  # grow the window when an answer did not end inside it
-    growth: float = 2.0  # guard: window multiplier per growth
-    guard_slack: int = 0  # guard: an answer ending in the last `slack` positions counts as cut
-    cut_in_step0: bool = False  # apply the cut inside step 0, from layer+1 on (sparsity only)
+    signal: str = _seer(
+        "sparsity", f"boundary signal: {' | '.join(SIGNALS)}", "signal", choices=SIGNALS
+    )
+    layer: int | None = _seer(None, "probe layer (0-based)", "layer", lo=0)
+    # None: the paper's 3, or the last layer of a model with fewer (`fit` resolves it)
+    theta: float = _seer(1e-3, "zero threshold of |activation|", "theta", lo=0, open_lo=True)
+    tensor: str = _seer(
+        "down", "probed tensor: down (down-projection input) | gate", "tensor", choices=TENSORS
+    )
+    rule: str = _seer(
+        "snr", "sparsity rule: snr (the paper's) | changepoint", "rule", choices=RULES
+    )
+    z: float = _seer(4.0, "changepoint rule: minimum t statistic", "z", lo=0, open_lo=True)
+    tau_jump: float = _seer(0.03, "SNR rule: minimum step", "tau_jump", lo=0)
+    gamma: float = _seer(0.6, "SNR rule: plateau spread (share of the step)", "gamma", lo=0)
+    lookahead: int = _seer(3, "SNR rule: plateau window", "lookahead", lo=1)
+    direction: str = _seer(
+        "rising", "sparsity jump: rising (paper) | falling", "direction", choices=DIRECTIONS
+    )
+    eos_tau: float = _seer(0.5, "eos_prob: probability of padding", "eos_tau", lo=0)
+    # (above 1 it never fires: a way to switch the end-probability rule off)
+    eos_run: int = _seer(3, "eos_prob: positions above eos-tau in a row", "eos_run", lo=1)
+    margin: int = _seer(0, "positions kept after the boundary", "margin", lo=0)
+    bucket: int = _seer(8, "round the window up to a multiple of this", "bucket", lo=1)
+    guard: bool = _seer(
+        True, "grow the window when an answer reaches the cut", "guard", negatable=True
+    )
+    growth: float = _seer(2.0, "guard: window growth factor", "growth", lo=1, open_lo=True)
+    guard_slack: int = _seer(0, "guard: end positions that count as cut", "guard_slack", lo=0)
+    cut_in_step0: bool = _seer(
+        False,
+        "cut inside step 0, after the probe layer (sparsity only)",
+        "cut_in_step0",
+        negatable=True,
+    )
 
     def __post_init__(self) -> None:
         if self.signal not in SIGNALS:
             raise SeerError(f"unknown Seer signal {self.signal!r}; choose {', '.join(SIGNALS)}")
-        if self.rule not in ("snr", "changepoint"):
+        if self.rule not in RULES:
             raise SeerError(f"unknown sparsity rule {self.rule!r}; choose snr or changepoint")
         if self.tensor not in TENSORS:
             raise SeerError(f"unknown probe tensor {self.tensor!r}; choose {', '.join(TENSORS)}")
-        for name in _INTS + (("layer",) if self.layer is not None else ()):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise SeerError(f"Seer option {name} must be an integer, got {v!r}")
-        for name in _FLOATS:
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise SeerError(f"Seer option {name} must be a number, got {v!r}")
-        for name in ("guard", "cut_in_step0"):
-            if not isinstance(getattr(self, name), bool):
-                raise SeerError(f"Seer option {name} must be true or false, got "
-                                f"{getattr(self, name)!r}")  # fmt: skip
+        for f in fields(self):
+            if kind(f) is not str:
+                check_type(f, getattr(self, f.name), "Seer option ", _WORDS)
         if self.layer is not None and self.layer < 0:
             raise SeerError(f"Seer layer must be >= 0, got {self.layer}")
+        # the ranges the specs declare, said as users have read them (tests pin these lines)
         if not 0 < self.theta < math.inf or self.z <= 0 or self.tau_jump < 0 or self.gamma < 0:
             raise SeerError("Seer needs theta > 0, z > 0, tau_jump >= 0 and gamma >= 0")
         if self.eos_tau < 0 or self.eos_run < 1 or self.lookahead < 1:
@@ -80,7 +94,10 @@ class SeerConfig:
             raise SeerError("cut_in_step0 needs signal='sparsity' (the others read the logits)")
         if self.bucket < 1 or self.margin < 0 or self.growth <= 1 or self.guard_slack < 0:
             raise SeerError("bucket must be >= 1, margin >= 0, growth > 1 and guard_slack >= 0")
-        SNRRule(self.tau_jump, self.gamma, self.lookahead, self.direction)  # validates direction
+        if self.direction not in DIRECTIONS:
+            raise SeerError(f"direction must be 'rising' or 'falling', got {self.direction!r}")
+        for f, spec in specs(SeerConfig):  # any other declared range (a new option's)
+            check(f"Seer option {f.name}", spec, getattr(self, f.name))
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "Seer option") -> SeerConfig:
@@ -100,7 +117,7 @@ class SeerConfig:
         if not isinstance(d, dict):
             raise SeerError(f"Seer options must be a dict, got {d!r}")
         return SeerConfig.from_dict(
-            {**_as_dict(self), **{k: v for k, v in d.items() if v is not None}}
+            {**as_dict(self), **{k: v for k, v in d.items() if v is not None}}
         )
 
     @property
@@ -110,14 +127,19 @@ class SeerConfig:
     @property
     def snr(self):
         """The rule applied to the sparsity profile."""
+        from seer.boundary.detector import ChangePointRule, SNRRule
+
         if self.rule == "changepoint":
             return ChangePointRule(self.z, self.direction)
         return SNRRule(self.tau_jump, self.gamma, self.lookahead, self.direction)
 
     @property
-    def threshold(self) -> ThresholdRule:
+    def threshold(self):
+        """The rule applied to the end probability (a `ThresholdRule`)."""
+        from seer.boundary.detector import ThresholdRule
+
         return ThresholdRule(self.eos_tau, self.eos_run)
 
 
-def _as_dict(cfg: SeerConfig) -> dict:
+def as_dict(cfg: SeerConfig) -> dict:
     return {f.name: getattr(cfg, f.name) for f in fields(cfg)}

@@ -36,12 +36,11 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from seer.boundary.config import TENSORS
 from seer.diffusion.cache import make_cache
 from seer.diffusion.state import LoopState
 from seer.errors import SeerError
 from seer.models.base import DiffusionModel
-
-TENSORS = ("down", "gate")  # probe points: input of the down projection | act(gate)
 
 
 def n_layers(model: nn.Module) -> int:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import torch
 
 from seer.boundary.truncation import SeerPolicy, resolve
-from seer.config import LLADA_RULES, SamplingParams
+from seer.config import SamplingParams
 from seer.engine.config import EngineConfig
 from seer.engine.request import PartialResult, Request, RequestResult, StepView
 from seer.engine.runner import Runner
@@ -122,7 +122,8 @@ class Engine:
         t0, total = time.perf_counter(), self.stats.total
         if policy is not None and len(requests) + len(self.running) > self.config.max_batch:
             raise SeerError("requests sharing a window policy must fit in max_batch together")
-        ids = [self._add(r, policy) for r in requests]
+        seqs = [self._resolve(r, policy) for r in requests]  # all checked before any is queued
+        ids = [self._queue(q) for q in seqs]
         mine, got = set(ids), {}
         while len(got) < len(ids):
             for res in self.step():
@@ -133,32 +134,45 @@ class Engine:
         self.stats.total = total + time.perf_counter() - t0  # the calls and the gaps between
         return [got[i] for i in ids]
 
-    # -- add ----------------------------------------------------------------------------------
+    # -- add: resolve (the one check of a request against the model), then queue ------------
     def _add(self, req: Request, policy) -> int:
+        return self._queue(self._resolve(req, policy))
+
+    def _resolve(self, req: Request, policy) -> Sequence:
+        """`req` checked against the model, once, and made concrete: the model's defaults
+        filled in (`SamplingParams.resolve`), the prompt encoded and checked, the window
+        policy settled. Every front end (generate, stream, the server, the harness) comes
+        through here; a request that cannot be served is one `SeerError` line."""
         t0, lm = time.perf_counter(), self.lm
         p = req.params
         if p is None:
             p = lm.sampling() if hasattr(lm, "sampling") else SamplingParams()
         if not isinstance(p, SamplingParams):
             raise SeerError("Request.params must be a SamplingParams (or None for the defaults)")
-        p = p.with_defaults(lm.default_rule)
-        if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
-            raise SeerError("cfg_scale is only defined for LLaDA's remasking rules")
+        p = p.resolve(lm.default_rule)
         inputs = lm.prompt_inputs(req.prompt, p, req.image, req.chat)
         if len(inputs) != 1:
             raise SeerError("a Request holds one prompt (text or one id list), not a batch")
         kind = self._kind(req, p, policy)
+        q = Sequence(-1, req, p, inputs[0], kind, time.perf_counter(), self._tick)
+        self.stats.total += time.perf_counter() - t0
+        return q
+
+    def _queue(self, q: Sequence) -> int:
+        """Queue a resolved request; returns its id (`QueueFull` when `max_queue` wait)."""
         if self.config.max_queue is not None and len(self.waiting) >= self.config.max_queue:
             raise QueueFull(f"the engine's queue is full ({self.config.max_queue} waiting); retry")
-        q = Sequence(self._next_id, req, p, inputs[0], kind, time.perf_counter(), self._tick)
-        kind_key = (p, kind[:1] if kind[0] == "fixed" else kind)  # hashed once per request
+        t0, kind = time.perf_counter(), q.policy
+        kind_key = (q.params, kind[:1] if kind[0] == "fixed" else kind)  # hashed once per request
         q.kind = self._kinds.setdefault(kind_key, len(self._kinds))
+        q.id, q.arrival, q.tick = self._next_id, t0, self._tick
         self._next_id += 1
         self.waiting.append(q)
         self.stats.total += time.perf_counter() - t0
         return q.id
 
     def _kind(self, req: Request, p: SamplingParams, policy) -> tuple:
+        """The request's window policy, and the rules between it and the sampling options."""
         if req.window is not None and req.seer:
             raise SeerError("give a request either a fixed window or a Seer config")
         if policy is not None:
@@ -169,7 +183,7 @@ class Engine:
             kind = ("fixed", min(req.window, p.gen_length))
         else:
             kind = ("seer", resolve(self.lm, req.seer)) if req.seer else ("none",)
-        if p.daedal and kind[0] != "none":  # checked here too: refused at add, not at step 0
+        if p.daedal and kind[0] != "none":
             raise SeerError("daedal sets the answer length itself: drop Seer / the fixed window "
                             "(they do not compose: both decide the length)")  # fmt: skip
         if p.suffix and (kind[0] != "none" or p.cache != "none"):

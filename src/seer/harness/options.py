@@ -20,9 +20,12 @@ from dataclasses import dataclass, field, fields
 
 from seer.config import SamplingParams
 from seer.errors import SeerError
+from seer.spec import check, check_type, implied, kind, specs
 
 CHUNK = 256  # requests handed to one engine run (the progress bar moves between them)
-NOT_ARGS = ("stop", "suffix", "banned_ids")  # SamplingParams fields that take token ids
+# SamplingParams fields -> (field, spec): every scalar option is a model argument (token-id
+# fields, stop/suffix/banned_ids, cannot be spelled in `--model_args`)
+SAMPLING = {f.name: (f, s) for f, s in specs(SamplingParams) if kind(f) is not None}
 
 
 @dataclass(slots=True)
@@ -32,9 +35,6 @@ class HarnessOptions:
     pretrained: str = "builtin"  # a model folder, or builtin / builtin-vqa
     seer: object = None  # Seer's truncation: None/False off, True on, or a dict of options
     gen_length: int | None = None  # answer window (default: max_gen_toks, else the model's)
-    steps: int | None = None  # denoising steps over the window (default: the model's)
-    block_length: int | None = None  # semi-autoregressive block (default: the model's)
-    cache: str | None = None  # KV cache: none | prefix | dual | prefix_lm
     dtype: str | None = None  # float32 | bfloat16 | float16 (default: the checkpoint's)
     device: str = "cpu"  # cpu | cuda | cuda:N
     batch_size: int = 8  # generation requests per batch
@@ -44,31 +44,35 @@ class HarnessOptions:
     check_greedy: bool = False  # loglikelihood: compute is_greedy (one more decode per request)
     seed: int = 1234  # seeds sampling and the Monte-Carlo draws (the official eval's seed)
     sampling: dict = field(default_factory=dict)  # other SamplingParams fields given as model
-    # arguments (remasking, cfg_scale, confidence_eos_eot_inf, schedule, ...): over the task's
+    # arguments (steps, block_length, cache, remasking, cfg_scale, schedule, ...), checked as
+    # the library checks them: over the task's
 
     @classmethod
     def from_args(cls, **kwargs) -> HarnessOptions:
         names = {f.name for f in fields(cls)} - {"sampling"}
-        extra = {f.name for f in fields(SamplingParams)} - names - set(NOT_ARGS)
+        extra = set(SAMPLING) - names
         seer_opts = {k[5:]: v for k, v in kwargs.items() if k.startswith("seer_")}
-        sampling_opts = {k: v for k, v in kwargs.items() if k in extra}
         unknown = sorted(k for k in kwargs if k not in names | extra and not k.startswith("seer_"))
-        kwargs = {k: v for k, v in kwargs.items() if k in names and v is not None}
         if unknown:
             raise SeerError(
                 f"unknown model argument(s) {', '.join(unknown)} for model seer; known: "
                 f"{', '.join(sorted(names))}, seer_<option> (a Seer setting, e.g. seer_signal) "
                 f"and the sampling options {', '.join(sorted(extra))}"
             )
+        given = {k: _sampling_arg(k, v) for k, v in kwargs.items() if k in extra and v is not None}
+        kwargs = {k: v for k, v in kwargs.items() if k in names and v is not None}
         if str(kwargs.get("batch_size", "")).startswith("auto"):  # lm-eval's auto / auto:N
             kwargs.pop("batch_size")
-        opts = cls(**kwargs, sampling={k: _scalar(v) for k, v in sampling_opts.items()})
+        sampling = implied(SamplingParams, given)
+        opts = cls(**kwargs, sampling=sampling)
         opts.seer = _seer_value(opts.seer, {k: _scalar(v) for k, v in seer_opts.items()})
-        for name in ("batch_size", "mc_num", "mc_batch", "gen_length", "steps", "block_length"):
+        for name in ("batch_size", "mc_num", "mc_batch"):
             value = _scalar(getattr(opts, name))  # the harness CLIs pass --batch_size as text
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise SeerError(f"model argument {name} must be a positive integer, got {value!r}")
             setattr(opts, name, value)
+        if opts.gen_length is not None:
+            opts.gen_length = _sampling_arg("gen_length", opts.gen_length)
         opts.cfg, opts.seed = float(_scalar(opts.cfg)), _scalar(opts.seed)
         opts.check_greedy = _scalar(opts.check_greedy)
         if not isinstance(opts.check_greedy, bool):
@@ -77,6 +81,7 @@ class HarnessOptions:
             )
         if not isinstance(opts.seed, int):
             raise SeerError(f"model argument seed must be an integer, got {opts.seed!r}")
+        check("seed", SAMPLING["seed"][1], opts.seed)
         if opts.mc_batch is None:
             opts.mc_batch = min(opts.mc_num, 32)
         if opts.mc_num % opts.mc_batch:
@@ -92,6 +97,16 @@ class HarnessOptions:
         return seer.load(self.pretrained, dtype=self.dtype, device=self.device)
 
 
+def _sampling_arg(name: str, value):
+    """A sampling option given as a model argument, as its type, checked as the library
+    checks it (the same one line as `seer generate` and the server give)."""
+    f, spec = SAMPLING[name]
+    value = _scalar(value)
+    check_type(f, value, "bad generation option: ")
+    check(name, spec, value)
+    return value
+
+
 def _scalar(value):
     """A model argument given as text ("8", "0.5", "true") as the number or flag it spells."""
     if not isinstance(value, str):
@@ -99,9 +114,9 @@ def _scalar(value):
     low = value.strip().lower()
     if low in ("true", "false"):
         return low == "true"
-    for kind in (int, float):
+    for k in (int, float):
         try:
-            return kind(low)
+            return k(low)
         except ValueError:
             pass
     return value
@@ -135,17 +150,10 @@ def request_params(lm, opts: HarnessOptions, gen_kwargs: dict) -> tuple[Sampling
         temperature = gen_kwargs.get("temperature")
     elif "do_sample" in gen_kwargs or gen_kwargs.get("temperature") == 0:
         temperature = 0.0  # the task asks for greedy decoding
-    gen_length = opts.gen_length or max_toks
-    if gen_length and opts.block_length and gen_length % opts.block_length:
-        gen_length += opts.block_length - gen_length % opts.block_length  # whole blocks
-    options = dict(
-        gen_length=gen_length,
-        steps=opts.steps,
-        block_length=opts.block_length,
-        cache=opts.cache,
-        temperature=temperature,
-        seed=opts.seed,
-    )
+    gen_length, block = opts.gen_length or max_toks, opts.sampling.get("block_length")
+    if gen_length and block and gen_length % block:
+        gen_length += block - gen_length % block  # whole blocks
+    options = dict(gen_length=gen_length, temperature=temperature, seed=opts.seed)
     p = lm.sampling(**(options | opts.sampling))
     return p, min(max_toks or p.gen_length, p.gen_length)
 

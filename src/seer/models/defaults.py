@@ -33,6 +33,7 @@ from types import MappingProxyType
 
 from seer.config import SamplingParams
 from seer.errors import CheckpointError, SeerError
+from seer.spec import kind, type_ok
 
 OPTIONS = tuple(f.name for f in fields(SamplingParams))  # what `lm.sampling()` accepts
 WINDOW_BOUND = ("steps", "block_length")  # defaults that belong to the default window
@@ -57,10 +58,7 @@ GENERATION_KEYS = {
     "threshold": "threshold",
     "factor": "factor",
 }
-_INT = ("gen_length", "steps", "block_length", "top_k", "seed")
-_FLOAT = ("temperature", "top_p", "alg_temp", "eps", "cfg_scale", "threshold", "factor")
-_BOOL = ("logits_eos_inf", "confidence_eos_eot_inf")
-_STR = ("remasking", "schedule", "cache")
+_KINDS = {f.name: kind(f) for f in fields(SamplingParams)}  # option -> int | float | bool | str
 
 
 def read_json_object(path: Path) -> dict:
@@ -77,20 +75,15 @@ def read_json_object(path: Path) -> dict:
 
 
 def _typed(where: str, name: str, value):
-    """`value` checked against the SamplingParams field `name` (None passes)."""
+    """`value` of generation_config.json's key `name` checked against the SamplingParams field
+    it sets (None passes)."""
     if value is None:
         return None
-    bad = False
-    if name in _INT:
-        bad = isinstance(value, bool) or not isinstance(value, int)
-    elif name in _FLOAT:
-        bad = isinstance(value, bool) or not isinstance(value, (int, float))
-        bad = bad or not math.isfinite(value)
-        value = value if bad else float(value)
-    elif name in _BOOL:
-        bad = not isinstance(value, bool)
-    elif name in _STR:
-        bad = not isinstance(value, str)
+    k = _KINDS[GENERATION_KEYS[name]]
+    bad = k is not None and not type_ok(k, value)
+    if k is float and not bad:
+        bad = not math.isfinite(value)
+        value = float(value)
     if bad:
         raise CheckpointError(f"{where}: {name} has the wrong type ({value!r})")
     return value

@@ -35,7 +35,7 @@ from seer.images import load_image
 from seer.serve import convert
 from seer.serve.engine_api import Deltas, QueueFull
 from seer.serve.engine_api import Request as EngineRequest
-from seer.serve.errors import APIError, bad_request, body
+from seer.serve.errors import APIError, bad_request, body, validation_message
 from seer.serve.metrics import Metrics
 from seer.serve.protocol import ChatRequest, CompletionRequest, SamplingFields
 from seer.serve.responses import Envelope, sse
@@ -331,12 +331,8 @@ def _install_errors(app: FastAPI, service: Service) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError):
         counted(request, 400)
-        errors = exc.errors()
-        first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
-        loc = ".".join(str(x) for x in first.get("loc", ()) if x != "body")
-        msg = first.get("msg", "invalid request").removeprefix("Value error, ")
-        text = f"{loc}: {msg}" if loc else msg
-        return JSONResponse(body(400, text, "invalid_request", loc or None), 400)
+        text, loc = validation_message(exc.errors())
+        return JSONResponse(body(400, text, "invalid_request", loc), 400)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):

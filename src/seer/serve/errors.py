@@ -43,3 +43,13 @@ def bad_request(message: str, param: str | None = None) -> APIError:
 
 def too_large(message: str) -> APIError:
     return APIError(413, message, "too_large")
+
+
+def validation_message(errors: list) -> tuple[str, str | None]:
+    """The one line of a request body pydantic refused, and the field it names: the first
+    error, as "field: what is wrong" (the text our validators give, e.g. "steps: must be >= 1,
+    got 0", the library's words after the field's name)."""
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+    loc = ".".join(str(x) for x in first.get("loc", ()) if x != "body")
+    msg = first.get("msg", "invalid request").removeprefix("Value error, ")
+    return (f"{loc}: {msg}" if loc else msg), (loc or None)

@@ -4,18 +4,29 @@ Unknown fields are refused (400 naming the field), so a mistyped option of ours 
 `steps`) never passes silently; booleans are strict (`"seer": "yes"` or `1` is a 400, never
 read as true). OpenAI fields that we accept but cannot honour differently from
 their neutral value (`n` > 1, `logprobs`, penalties) are refused with a message saying so.
-Our own options (`steps`, `block_length`, `remasking`, `cache`, `schedule`, `top_k`, `alg_temp`,
-`cfg_scale`, `threshold`, `factor`, `early_stop`, `daedal` and its `daedal_*` options, `seer`)
-sit beside the OpenAI ones; the OpenAI client sends them via `extra_body`.
+Our own options sit beside the OpenAI ones (the OpenAI client sends them via `extra_body`):
+`SamplingOptions` is generated from the `SamplingParams` fields that declare `api` (`steps`,
+`block_length`, `remasking`, `cache`, `schedule`, `top_k`, `alg_temp`, `cfg_scale`,
+`threshold`, `factor`, `early_stop`, `daedal` and its `daedal_*` options, ...), each checked as
+the library checks it and said in the same words; `seer` takes Seer's options.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    create_model,
+    field_validator,
+)
 
-from seer.config import DAEDAL_FLOATS, DAEDAL_INTS
+from seer.config import SamplingParams
+from seer.spec import Spec, implied, kind, problem, specs
 
 
 class _Strict(BaseModel):
@@ -70,14 +81,39 @@ class Message(BaseModel):
         return content
 
 
-class SamplingFields(_Strict):
-    """The fields both endpoints share: OpenAI's sampling options and Seer's own."""
+def _valid(spec: Spec):
+    """A pydantic validator that says what `problem` says (the library's and the CLI's text)."""
+
+    def check(value):
+        tail = problem(spec, value)
+        if tail is not None:
+            raise ValueError(tail)
+        return value
+
+    return AfterValidator(check)
+
+
+_TYPES = {int: int, float: float, str: str, bool: StrictBool}  # booleans are strict
+# request field -> SamplingParams field, for every field that declares `api`
+API_NAMES = {(s.api if isinstance(s.api, str) else f.name): f.name
+             for f, s in specs(SamplingParams) if s.api}  # fmt: skip
+_SPECS = {f.name: (f, s) for f, s in specs(SamplingParams)}
+SamplingOptions = create_model(
+    "SamplingOptions",
+    __base__=_Strict,
+    __doc__="Seer's sampling options, generated from SamplingParams' fields (`seer.spec`).",
+    **{
+        api: (Annotated[_TYPES[kind(f)] | None, _valid(s)], Field(None, description=s.help))
+        for api, (f, s) in ((api, _SPECS[name]) for api, name in API_NAMES.items())
+    },
+)
+
+
+class SamplingFields(SamplingOptions):
+    """The fields both endpoints share: OpenAI's options beside Seer's sampling options
+    (`max_tokens` is `gen_length`; the OpenAI client sends the others via `extra_body`)."""
 
     model: str
-    max_tokens: int | None = Field(None, ge=1)  # the answer window (gen_length)
-    temperature: float | None = Field(None, ge=0)
-    top_p: float | None = Field(None, gt=0, le=1)
-    seed: int | None = None
     stop: str | list[str] | None = None
     stream: StrictBool = False
     stream_options: dict | None = None  # {"include_usage": true} adds a usage chunk
@@ -86,30 +122,6 @@ class SamplingFields(_Strict):
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
     logprobs: StrictBool | None = None
-    # Seer's options (OpenAI client: extra_body={...})
-    steps: int | None = Field(None, ge=1)
-    block_length: int | None = Field(None, ge=1)
-    remasking: str | None = None
-    cache: str | None = None
-    schedule: str | None = None
-    top_k: int | None = Field(None, ge=1)
-    alg_temp: float | None = None
-    cfg_scale: float | None = Field(None, ge=0)
-    threshold: float | None = None  # Fast-dLLM parallel decoding (confidence threshold)
-    factor: float | None = None  # Fast-dLLM factor-based parallel decoding
-    dpad_window: int | None = Field(None, ge=0)  # cache="dpad": DPad's scratchpad
-    early_stop: StrictBool | None = None  # dInfer: end once a filled block holds the end token
-    # DAEDAL (seer.diffusion.daedal): max_tokens is its cap; the server's Seer default is off
-    # for such a request (both set the length)
-    daedal: StrictBool | None = None
-    daedal_initial: int | None = Field(None, ge=1)
-    daedal_block: int | None = Field(None, ge=1)
-    daedal_expand: int | None = Field(None, ge=1)
-    daedal_eos_tokens: int | None = Field(None, ge=1)
-    daedal_high: float | None = Field(None, ge=0, le=1)
-    daedal_low: float | None = Field(None, ge=0, le=1)
-    daedal_eos: float | None = Field(None, ge=0, le=1)
-    daedal_expand_eos: float | None = Field(None, ge=0, le=1)
     seer: StrictBool | dict | None = None  # None: the server's default (on unless --no-seer/DAEDAL)
 
     @field_validator("n")
@@ -142,23 +154,16 @@ class SamplingFields(_Strict):
         return words
 
     def options(self) -> dict:
-        """The sampling options given (None left out: the model's default applies)."""
-        names = ("temperature", "top_p", "seed", "steps", "block_length", "remasking", "cache")
-        names += ("schedule", "top_k", "alg_temp", "cfg_scale", "threshold", "factor")
-        names += ("early_stop", "dpad_window", "daedal", *DAEDAL_INTS, *DAEDAL_FLOATS)
-        out = {k: getattr(self, k) for k in names if getattr(self, k) is not None}
-        if any(k.startswith("daedal_") for k in out):  # as `--daedal-*`: any option turns it on
-            if out.get("daedal") is False:
-                raise ValueError("daedal_* options were given with daedal false: drop one")
-            out["daedal"] = True
-        if self.max_tokens is not None:
-            out["gen_length"] = self.max_tokens
-        return out
+        """The sampling options given, as SamplingParams fields (None left out: the model's
+        default applies); a `daedal_*` option turns DAEDAL on, as `--daedal-*` does."""
+        given = {name: getattr(self, api) for api, name in API_NAMES.items()}
+        return implied(SamplingParams, {k: v for k, v in given.items() if v is not None})
 
 
 class ChatRequest(SamplingFields):
     messages: list[Message] = Field(min_length=1)
-    max_completion_tokens: int | None = Field(None, ge=1)  # the newer name of max_tokens
+    # the newer name of max_tokens, checked as gen_length is
+    max_completion_tokens: Annotated[int | None, _valid(_SPECS["gen_length"][1])] = None
 
     def options(self) -> dict:
         out = super().options()

@@ -1,0 +1,190 @@
+"""Options declared once: each field of a config dataclass carries its help, its range or
+choices and the names the front ends give it, and every front end is generated from that.
+
+    steps: int | None = option(None, "denoising steps", lo=1, flag="--steps", api=True)
+
+- the library (`SamplingParams.__post_init__`, `SeerConfig`) checks types and ranges with
+  `check_type` and `check`;
+- the CLI (`seer.commands.options`) builds its argument groups with `argparse_kwargs`;
+- the server (`seer.serve.protocol`) builds its pydantic request fields with `problem` as their
+  validator;
+- the harness (`seer.harness.options`) takes every scalar field as a model argument.
+
+A bad value gets one message everywhere: `problem` says what is wrong ("must be >= 1, got 0")
+and each front end puts its own name for the option before it (`steps must be ...` in the
+library, `argument --steps: must be ...` on the command line, `steps: must be ...` in a 400).
+So adding an option is one field (plus its implementation). vLLM's `EngineArgs` / `get_kwargs`
+(argparse arguments read from config dataclasses) is the model; here the metadata is explicit,
+since our flags have their own names (`--alg` for `remasking`, `max_tokens` for `gen_length`).
+
+Nothing here imports torch: `seer --help` reads these specs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import numbers
+from dataclasses import Field, dataclass, field, fields
+from typing import Any
+
+from seer.errors import SeerError
+
+KIND_TEXT = {int: "an integer", float: "a number", str: "a string", bool: "True or False"}
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """What the front ends need to know of one option (a dataclass field's metadata)."""
+
+    help: str  # one line for `--help`, the API schema and the docs
+    lo: float | None = None  # smallest value allowed (None: unbounded)
+    hi: float | None = None  # largest value allowed (None: unbounded)
+    open_lo: bool = False  # lo itself is refused (> lo rather than >= lo)
+    says: str | None = None  # the range in words, when bounds say it badly ("a 64-bit integer")
+    note: str = ""  # what the range means, said after the bound ("a confidence in [0, 1]")
+    choices: tuple[str, ...] = ()  # the values a str option takes
+    noun: str = "value"  # a bad choice is "unknown {noun} 'x'; choose one of ..."
+    hint: str = ""  # said after the choices of a bad choice
+    flag: str | None = None  # the CLI flag; None: not on the command line
+    aliases: tuple[str, ...] = ()  # more CLI flags for it (--alg for --remasking)
+    negatable: bool = False  # bool flag with a --no- form (it overrides a stored True)
+    group: str = ""  # the CLI argument group it is listed in
+    metavar: str | None = None  # the CLI's name for the value (default: N or X by kind)
+    api: bool | str = False  # in the server's request body (True: under its own name)
+    implies: str | None = None  # giving this option turns that bool option on (daedal_* -> daedal)
+
+
+def option(default: Any, help: str, **spec) -> Any:
+    """A dataclass field with its `Spec` (see the module docstring)."""
+    return field(default=default, metadata={"spec": Spec(help, **spec)})
+
+
+def spec_of(f: Field) -> Spec | None:
+    return f.metadata.get("spec")
+
+
+def specs(cls) -> list[tuple[Field, Spec]]:
+    """The declared options of a dataclass, in field order."""
+    return [(f, s) for f in fields(cls) if (s := spec_of(f)) is not None]
+
+
+def kind(f: Field) -> type | None:
+    """The scalar type of a field (int, float, str, bool) from its annotation; None for others
+    (token-id tuples). `x: int | None` is an int that may be None."""
+    text = str(f.type).split("|")[0].strip()
+    return {"int": int, "float": float, "str": str, "bool": bool}.get(text)
+
+
+def optional(f: Field) -> bool:
+    return "None" in str(f.type)
+
+
+def type_ok(k: type, value) -> bool:
+    """`value` is of kind `k`: an int is a float too, a bool is neither."""
+    if k is bool or k is str:
+        return isinstance(value, k)
+    want = numbers.Integral if k is int else numbers.Real
+    return isinstance(value, want) and not isinstance(value, bool)
+
+
+def check_type(f: Field, value, prefix: str = "", words: dict = KIND_TEXT) -> None:
+    """A `SeerError` unless `value` has the field's kind (None passes where the type allows)."""
+    k = kind(f)
+    if k is None or (value is None and optional(f)) or type_ok(k, value):
+        return
+    raise SeerError(f"{prefix}{f.name} must be {words[k]}, got {value!r}")
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def problem(s: Spec, value, shown: str | None = None) -> str | None:
+    """What is wrong with a value of the right type, as the tail of a message; None if nothing.
+    `shown`: how to print the value (the CLI shows the text the user typed)."""
+    if value is None:
+        return None
+    got = value if shown is None else shown
+    if s.choices:
+        if value not in s.choices:
+            choose = ", ".join(s.choices)
+            return f"unknown {s.noun} {value!r}; choose one of {choose}{s.hint}"
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"must be a finite number, got {got}"
+    low = s.lo is not None and (value <= s.lo if s.open_lo else value < s.lo)
+    high = s.hi is not None and value > s.hi
+    if not (low or high):
+        return None
+    bound = f"{'>' if s.open_lo else '>='} {_num(s.lo)}" if low else f"<= {_num(s.hi)}"
+    need = s.says or bound
+    note = f" ({s.note})" if s.note else ""
+    return f"must be {need}{note}, got {got}"
+
+
+def message(name: str, s: Spec, value) -> str | None:
+    """The library's one line for a bad value of option `name` (None: the value is fine)."""
+    tail = problem(s, value)
+    if tail is None:
+        return None
+    return tail if s.choices else f"{name} {tail}"
+
+
+def check(name: str, s: Spec, value) -> None:
+    text = message(name, s, value)
+    if text is not None:
+        raise SeerError(text)
+
+
+def implied(cls, options: dict) -> dict:
+    """`options` with the bool options that given ones imply turned on (a `daedal_*` option
+    turns `daedal` on); an implied option given as False is refused in one line."""
+    out = dict(options)
+    for f, s in specs(cls):
+        if s.implies and out.get(f.name) is not None:
+            if out.get(s.implies) is False:
+                name = s.implies
+                raise SeerError(f"{name}_* options were given with {name} false: drop one")
+            out[s.implies] = True
+    return out
+
+
+# -- the command line -------------------------------------------------------------------------
+def number(k: type, s: Spec):
+    """An argparse type: the flag's text as `k`, checked as the library checks it."""
+
+    def parse(text: str):
+        try:
+            value = k(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {k.__name__}, got {text!r}") from None
+        if k is float and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        tail = problem(s, value, shown=text)
+        if tail is not None:
+            raise argparse.ArgumentTypeError(tail)
+        return value
+
+    parse.__name__ = k.__name__
+    return parse
+
+
+def argparse_kwargs(f: Field, s: Spec, dest: str, choices: bool = True) -> dict:
+    """`add_argument` keywords of an option: default None (the library decides), the type that
+    checks the range, argparse's choices (`choices=False`: the library says which names it
+    knows), a flag for a bool."""
+    k = kind(f)
+    kw: dict = {"dest": dest, "default": None, "help": s.help}
+    if k is bool:
+        kw["action"] = argparse.BooleanOptionalAction if s.negatable else "store_true"
+        return kw
+    if k in (int, float):
+        kw.update(type=number(k, s), metavar=s.metavar or ("N" if k is int else "X"))
+    elif s.choices and choices:
+        kw["choices"] = s.choices
+    else:
+        kw.update(type=str, metavar=s.metavar or "NAME")
+    return kw
