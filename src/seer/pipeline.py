@@ -153,26 +153,21 @@ class DiffusionLM:
 
     def _rows(self, prompts, images, attention_mask) -> list[tuple]:
         """A batch split into its rows, (prompt, image) each, unchecked: `Engine.add` encodes
-        and checks each row (as `prompt_inputs` does a batch)."""
-        if isinstance(prompts, PromptInput) or _all_inputs(prompts):
-            if images is not None:
-                raise SeerError("a PromptInput already holds its image; give no image=")
-            return [(q, None) for q in ([prompts] if isinstance(prompts, PromptInput) else prompts)]
-        texts = [prompts] if isinstance(prompts, str) else prompts
-        if isinstance(texts, list) and texts and all(isinstance(t, str) for t in texts):
-            imgs = images if isinstance(images, (list, tuple)) else [images] * len(texts)
-            if len(imgs) != len(texts):
-                raise SeerError(f"{len(imgs)} images for {len(texts)} prompts; give one each")
-            return list(zip(texts, imgs, strict=True))
-        if images is not None:
-            raise SeerError("images go with text prompts; token-id prompts cannot take one")
-        if isinstance(prompts, torch.Tensor):
-            return [(q, None) for q in self._prompt_ids(prompts, True, attention_mask)]
-        if not prompts:
+        and checks each row (`prompt_inputs`), so a prompt is checked once, where every front
+        end's prompts are."""
+        if isinstance(prompts, torch.Tensor):  # (B, L) or (L,) ids, optional attention mask
+            rows = self._prompt_ids(prompts, True, attention_mask)
+        elif _single(prompts):
+            rows = [prompts]
+        elif isinstance(prompts, (list, tuple)) and prompts:
+            ids = all(isinstance(t, int) for t in prompts)  # one prompt as a tuple of ids
+            rows = [list(prompts)] if ids else list(prompts)
+        else:
             raise SeerError("no prompt given")
-        if all(isinstance(t, int) for t in prompts):  # one prompt as a flat list of ids
-            return [(list(prompts), None)]
-        return [(list(map(int, q)), None) for q in prompts]
+        imgs = images if isinstance(images, (list, tuple)) else [images] * len(rows)
+        if len(imgs) != len(rows):
+            raise SeerError(f"{len(imgs)} images for {len(rows)} prompts; give one each")
+        return list(zip(rows, imgs, strict=True))
 
     def _prompt_ids(self, prompts, chat: bool, attention_mask) -> list[list[int]]:
         if isinstance(prompts, str):
