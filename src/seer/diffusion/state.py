@@ -93,6 +93,27 @@ class LoopState:
         if self.row_nfe is None:
             self.row_nfe = torch.zeros(b, dtype=torch.long, device=dev)
 
+    # -- what the engine reads of a run (its scheduler, its partial results, its memory) ------
+    def masks_left(self, mask: int) -> list[int]:
+        """Per row: [MASK]s left in its answer columns (`mask`: the model's mask id)."""
+        c = self.canvas
+        return (c.x[:, c.prompt_len :] == mask).sum(dim=1).tolist()
+
+    def revealed(self, mask: int) -> list[int]:
+        """Per row: answer positions before its first [MASK] (its whole window if none)."""
+        c = self.canvas
+        masked = c.x[:, c.prompt_len :] == mask
+        first = torch.where(masked.any(dim=1), masked.int().argmax(dim=1), c.width)
+        return torch.minimum(first, c.window).tolist()
+
+    def held_bytes(self) -> int:
+        """Bytes the run holds: canvas ids, masks, prompt embeddings and the KV cache."""
+        c, kv = self.canvas, self.cache.kv
+        tensors = [c.x, c.attention_mask, c.prompt_embeds]
+        if kv is not None:
+            tensors += [*kv.keys, *kv.values]
+        return sum(t.numel() * t.element_size() for t in tensors if t is not None)
+
     def rows_now(self) -> StepRows:
         """The current step's `StepRows` (cached until the plan changes)."""
         if self.now is None:

@@ -4,12 +4,14 @@ options live in `SamplingParams` and the request's Seer config)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from seer import extras
 from seer.errors import SeerError
 
 ROUTINGS = ("hybrid", "naive", "static", "varlen", "eager")
-POLICIES = ("fcfs", "shortest_first")
+Policy = Literal["fcfs", "shortest_first"]  # admission order (seer.engine.scheduler)
+POLICIES: tuple[Policy, ...] = get_args(Policy)
 
 
 @dataclass(slots=True, frozen=True)
@@ -19,7 +21,7 @@ class EngineConfig:
     max_batch: int = 64  # rows running at once (requests past their step 0)
     max_tokens_per_step: int | None = None  # token budget per tick: rows x (prompt + window)
     max_queue: int | None = None  # waiting requests before `add` raises QueueFull; None: no bound
-    policy: str = "fcfs"  # fcfs | shortest_first (Seer's predicted remaining work, with aging)
+    policy: Policy = "fcfs"  # fcfs | shortest_first (Seer's predicted remaining work, with aging)
     aging: float = 16.0  # shortest_first: a row's priority halves every `aging` ticks it waits
     buckets: tuple[int, ...] | None = None  # window buckets; None: 8, 16, 32, ... up to gen_length
     tau_pad: float = 0.4  # padding-waste ratio above which a group is packed (varlen)

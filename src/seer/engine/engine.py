@@ -13,6 +13,12 @@ Every `step()` is one tick, schedule -> execute -> update (vLLM v1's engine core
    blocks that became final are reported to their request's `on_block`, and each step's canvas
    to its `on_step` (read back only for the states of rows that ask for it).
 
+A request is resolved once, at `add` (`_resolve`: the model's defaults, the prompt, the window
+policy, as a typed `Window`), then its state (waiting -> running -> done) lives in the
+scheduler, which the engine moves only through `add`, `started`, `finish` and `abort` (vLLM v1's
+contract). The engine reads a run through `LoopState`'s accessors (`masks_left`, `revealed`,
+`held_bytes`) and the model through `EngineModel` (`model.py`), never their internals.
+
 A row's answer does not depend on what runs beside it (temperature 0): layouts only add padding
 that attention never sees, and every row keeps its own plan, stop position and cache columns.
 The engine is single-threaded: one thread calls `add`, `abort` and `step`.
@@ -25,13 +31,14 @@ from dataclasses import dataclass, field
 
 import torch
 
-from seer.boundary.truncation import SeerPolicy, resolve
+from seer.boundary.truncation import resolve
 from seer.config import SamplingParams
 from seer.engine.config import EngineConfig
+from seer.engine.model import EngineModel
 from seer.engine.request import PartialResult, Request, RequestResult, StepView
 from seer.engine.runner import Runner
 from seer.engine.scheduler import BatchPlan, Scheduler
-from seer.engine.sequence import Sequence
+from seer.engine.sequence import Sequence, Window, WindowKind
 from seer.errors import SeerError
 from seer.kernels.dispatch import use_backend
 
@@ -62,18 +69,26 @@ class EngineStats:
 class Engine:
     """Serve many requests on one `DiffusionLM` (see the module docstring)."""
 
-    def __init__(self, lm, config: EngineConfig | None = None) -> None:
+    def __init__(self, lm: EngineModel, config: EngineConfig | None = None) -> None:
         self.lm = lm
         self.config = config or EngineConfig()
         self.scheduler = Scheduler(self.config)
         self.runner = Runner(lm, self.config, self.scheduler)
         self.stats = EngineStats()
-        self.waiting: list[Sequence] = []  # added, step 0 not run yet
-        self.running: list[Sequence] = []  # step 0 done, answer not complete
         self._ready: list[RequestResult] = []  # results to hand out at the next step()
         self._next_id = 0
         self._tick = 0
         self._kinds: dict[tuple, int] = {}  # (params, window policy) -> kind number
+
+    @property
+    def waiting(self) -> list[Sequence]:
+        """Requests added whose step 0 has not run (the scheduler's)."""
+        return self.scheduler.waiting
+
+    @property
+    def running(self) -> list[Sequence]:
+        """Requests past step 0 whose answer is not complete (the scheduler's)."""
+        return self.scheduler.running
 
     # -- the public calls ---------------------------------------------------------------------
     def add(self, request: Request) -> int:
@@ -84,29 +99,25 @@ class Engine:
     def abort(self, request_id: int) -> bool:
         """Stop a request; its result (finish_reason "abort") comes with the next `step()`.
         False if it is unknown or already finished."""
-        for pool in (self.waiting, self.running):
-            for q in pool:
-                if q.id == request_id and not q.done:
-                    pool.remove(q)
-                    q.done = True
-                    self._ready.append(self._result(q, time.perf_counter(), "abort"))
-                    return True
-        return False
+        q = self.scheduler.abort(request_id)
+        if q is not None:
+            self._ready.append(self._result(q, time.perf_counter(), "abort"))
+        return q is not None
 
     def has_unfinished(self) -> bool:
-        return bool(self.waiting or self.running or self._ready)
+        return self.scheduler.has_unfinished() or bool(self._ready)
 
     def step(self) -> list[RequestResult]:
         """One tick; returns the requests that finished in it (and any aborted since)."""
         t0 = time.perf_counter()
         out, self._ready = self._ready, []
         masks = self._masks_left() if self.config.policy == "shortest_first" else {}
-        sched = self.scheduler.schedule(self.waiting, self.running, self._tick, masks)
+        sched = self.scheduler.schedule(self._tick, masks)
         with use_backend(self.config.kernel), torch.inference_mode():
             touched = self._execute(sched)
         for q in sched.prefill + sched.decode:
             q.last_run = self._tick
-        held = self._held_bytes({id(s): s for s, _ in touched}.values())  # before rows leave
+        held = sum(s.held_bytes() for s in {id(s): s for s, _ in touched}.values())
         out += self._update(touched)
         self.stats.peak_bytes = max(self.stats.peak_bytes, held)
         self._tick += 1
@@ -153,8 +164,8 @@ class Engine:
         inputs = lm.prompt_inputs(req.prompt, p, req.image, req.chat)
         if len(inputs) != 1:
             raise SeerError("a Request holds one prompt (text or one id list), not a batch")
-        kind = self._kind(req, p, policy)
-        q = Sequence(-1, req, p, inputs[0], kind, time.perf_counter(), self._tick)
+        window = self._window(req, p, policy)
+        q = Sequence(-1, req, p, inputs[0], window, time.perf_counter(), self._tick)
         self.stats.total += time.perf_counter() - t0
         return q
 
@@ -162,41 +173,42 @@ class Engine:
         """Queue a resolved request; returns its id (`QueueFull` when `max_queue` wait)."""
         if self.config.max_queue is not None and len(self.waiting) >= self.config.max_queue:
             raise QueueFull(f"the engine's queue is full ({self.config.max_queue} waiting); retry")
-        t0, kind = time.perf_counter(), q.policy
-        kind_key = (q.params, kind[:1] if kind[0] == "fixed" else kind)  # hashed once per request
-        q.kind = self._kinds.setdefault(kind_key, len(self._kinds))
+        t0 = time.perf_counter()
+        key = (q.params, q.policy.key)  # hashed once per request
+        q.kind = self._kinds.setdefault(key, len(self._kinds))
         q.id, q.arrival, q.tick = self._next_id, t0, self._tick
         self._next_id += 1
-        self.waiting.append(q)
+        self.scheduler.add(q)
         self.stats.total += time.perf_counter() - t0
         return q.id
 
-    def _kind(self, req: Request, p: SamplingParams, policy) -> tuple:
+    def _window(self, req: Request, p: SamplingParams, policy) -> Window:
         """The request's window policy, and the rules between it and the sampling options."""
         if req.window is not None and req.seer:
             raise SeerError("give a request either a fixed window or a Seer config")
         if policy is not None:
-            kind = ("custom", policy)
+            window = Window(WindowKind.CUSTOM, policy)
         elif req.window is not None:
             if req.window < 1:
                 raise SeerError(f"a fixed window must be >= 1, got {req.window}")
-            kind = ("fixed", min(req.window, p.gen_length))
+            window = Window(WindowKind.FIXED, min(req.window, p.gen_length))
+        elif req.seer:
+            window = Window(WindowKind.SEER, resolve(self.lm, req.seer))
         else:
-            kind = ("seer", resolve(self.lm, req.seer)) if req.seer else ("none",)
-        if p.daedal and kind[0] != "none":
+            window = Window(WindowKind.FULL)
+        decided = window.kind is not WindowKind.FULL
+        if p.daedal and decided:
             raise SeerError("daedal sets the answer length itself: drop Seer / the fixed window "
                             "(they do not compose: both decide the length)")  # fmt: skip
-        if p.suffix and (kind[0] != "none" or p.cache != "none"):
+        if p.suffix and (decided or p.cache != "none"):
             raise SeerError("a generation suffix needs cache='none' and no window policy (Seer)")
-        cfg = (
-            kind[1] if kind[0] == "seer" else policy.cfg if isinstance(policy, SeerPolicy) else None
-        )
+        cfg = window.seer
         if cfg is not None and cfg.cut_in_step0 and p.cache == "prefix_lm":
             raise SeerError(
                 "Seer's cut_in_step0 cannot run under cache='prefix_lm' (its prompt is "
                 "encoded alone, before step 0): turn cut_in_step0 off or pick a cache"
             )
-        return kind
+        return window
 
     # -- execute ------------------------------------------------------------------------------
     def _execute(self, sched) -> list:
@@ -219,8 +231,7 @@ class Engine:
                 for q in rows:
                     q.path = plan.path
             self.stats.route += time.perf_counter() - tr
-            self.waiting = [q for q in self.waiting if q.state is None]
-            self.running += seqs
+            self.scheduler.started(seqs)
             touched.append((s, seqs))
         self.stats.compact += self.runner.compact_seconds - compact0
         return touched
@@ -230,40 +241,27 @@ class Engine:
         left: dict[int, list[int]] = {}
         for q in self.running:
             if id(q.state) not in left:
-                c = q.state.canvas
-                masks = c.x[:, c.prompt_len :] == self.lm.tokens.mask
-                left[id(q.state)] = masks.sum(dim=1).tolist()
+                left[id(q.state)] = q.state.masks_left(self.lm.tokens.mask)
         return {q: left[id(q.state)][q.row] for q in self.running}
-
-    @staticmethod
-    def _held_bytes(states) -> int:
-        """Bytes of the tick's states: canvas ids, masks, prompt embeddings, KV cache."""
-        total = 0
-        for s in states:
-            c, kv = s.canvas, s.cache.kv
-            tensors = [c.x, c.attention_mask, c.prompt_embeds]
-            if kv is not None:
-                tensors += [*kv.keys, *kv.values]
-            total += sum(t.numel() * t.element_size() for t in tensors if t is not None)
-        return total
 
     # -- update -------------------------------------------------------------------------------
     def _update(self, touched) -> list[RequestResult]:
-        out, now = [], time.perf_counter()
+        out, done, now = [], [], time.perf_counter()
         for s, seqs in touched:
             finished, windows = s.finished.tolist(), s.canvas.window.tolist()
             for q in seqs:
                 q._window = windows[q.row]
-            revealed = self._revealed(s) if any(q.needs_blocks() for q in seqs) else None
+            watch = any(q.needs_blocks() for q in seqs)
+            revealed = s.revealed(self.lm.tokens.mask) if watch else None
             if any(q.request.on_step is not None for q in seqs):
                 self._views(s, seqs, finished)
             for q in seqs:
                 if revealed is not None or finished[q.row]:
                     self._partials(q, revealed[q.row] if revealed else 0, finished[q.row], now)
                 if finished[q.row]:
-                    q.done = True
+                    done.append(q)
                     out.append(self._result(q, now))
-        self.running = [q for q in self.running if not q.done]
+        self.scheduler.finish(done)
         return out
 
     def _views(self, s, seqs: list[Sequence], finished: list[bool]) -> None:
@@ -274,13 +272,6 @@ class Engine:
                 view = StepView(q.id, nfe[q.row], canvas[q.row], q.window, q.params.gen_length,
                                 q.boundary, finished[q.row])  # fmt: skip
                 q.request.on_step(view)
-
-    def _revealed(self, s) -> list[int]:
-        """Per row: answer positions before the first [MASK] (all of the window if none)."""
-        c = s.canvas
-        masked = c.x[:, c.prompt_len :] == self.lm.tokens.mask
-        first = torch.where(masked.any(dim=1), masked.int().argmax(dim=1), c.width)
-        return torch.minimum(first, c.window).tolist()
 
     def _partials(self, q: Sequence, revealed: int, finished: bool, now: float) -> None:
         p = q.params

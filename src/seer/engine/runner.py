@@ -21,14 +21,15 @@ from seer.diffusion.forward import PackedForward
 from seer.diffusion.graphs import GraphedForward
 from seer.diffusion.state import LoopState, gather
 from seer.engine.config import EngineConfig
+from seer.engine.model import EngineModel
 from seer.engine.scheduler import BatchPlan, Scheduler
-from seer.engine.sequence import Sequence
+from seer.engine.sequence import Sequence, WindowKind
 
 
 class Runner:
     """Runs the engine's forwards (see the module docstring)."""
 
-    def __init__(self, lm, config: EngineConfig, scheduler: Scheduler) -> None:
+    def __init__(self, lm: EngineModel, config: EngineConfig, scheduler: Scheduler) -> None:
         self.lm, self.config, self.scheduler = lm, config, scheduler
         self.loop = lm.loop
         cuda = config.cuda_graphs and lm.device.type == "cuda"
@@ -55,12 +56,12 @@ class Runner:
         return s
 
     def _policy(self, seqs: list[Sequence]):
-        kind = seqs[0].policy
-        if kind[0] == "seer":
-            return SeerPolicy(kind[1], self.lm.tokens)
-        if kind[0] == "fixed":
-            return FixedWindowPolicy([q.policy[1] for q in seqs])
-        return kind[1] if kind[0] == "custom" else None
+        window = seqs[0].policy
+        if window.kind is WindowKind.SEER:
+            return SeerPolicy(window.value, self.lm.tokens)
+        if window.kind is WindowKind.FIXED:
+            return FixedWindowPolicy([q.policy.value for q in seqs])
+        return window.value if window.kind is WindowKind.CUSTOM else None
 
     # -- later steps --------------------------------------------------------------------------
     def groups(self, seqs: list[Sequence]) -> list[tuple[BatchPlan, list[Sequence]]]:

@@ -83,19 +83,50 @@ def default_buckets(gen_length: int) -> tuple[int, ...]:
 
 
 class Scheduler:
-    """Admits rows each tick and turns their windows into `BatchPlan`s (see the module
-    docstring)."""
+    """Holds the requests' states (waiting, running), admits rows each tick and turns their
+    windows into `BatchPlan`s (see the module docstring). The engine moves a request between
+    states only through `add`, `started`, `finish` and `abort`."""
 
     def __init__(self, config: EngineConfig) -> None:
         self.config = config
+        self.waiting: list[Sequence] = []  # added, step 0 not run yet
+        self.running: list[Sequence] = []  # step 0 done, answer not complete
         self._buckets: dict[int, tuple[int, ...]] = {}  # gen_length -> buckets
         self._plans: dict[tuple, list[BatchPlan]] = {}  # `plan`'s answers (the same each tick)
 
-    def schedule(
-        self, waiting: list[Sequence], running: list[Sequence], tick: int, masks: dict
-    ) -> SchedulerOutput:
+    # -- a request's states: waiting -> running -> done (or aborted from either) ----------------
+    def add(self, q: Sequence) -> None:
+        """A resolved request waits for its step 0."""
+        self.waiting.append(q)
+
+    def started(self, seqs: list[Sequence]) -> None:
+        """`seqs` ran their step 0 (their window is known): they are running."""
+        self.waiting = [q for q in self.waiting if q.state is None]
+        self.running += seqs
+
+    def finish(self, seqs: list[Sequence]) -> None:
+        """`seqs` are complete: they leave (their results go out this tick)."""
+        for q in seqs:
+            q.done = True
+        self.running = [q for q in self.running if not q.done]
+
+    def abort(self, request_id: int) -> Sequence | None:
+        """Take an unfinished request out, wherever it is; None if there is none by that id."""
+        for pool in (self.waiting, self.running):
+            for q in pool:
+                if q.id == request_id and not q.done:
+                    pool.remove(q)
+                    q.done = True
+                    return q
+        return None
+
+    def has_unfinished(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    # -- admission ----------------------------------------------------------------------------
+    def schedule(self, tick: int, masks: dict) -> SchedulerOutput:
         """The rows of this tick. `masks` maps a running sequence to its masks left."""
-        cfg = self.config
+        cfg, waiting, running = self.config, self.waiting, self.running
         if cfg.policy == "fcfs":
             order = sorted([*running, *waiting], key=lambda q: (q.tick, q.id))
         else:

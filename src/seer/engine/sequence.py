@@ -10,11 +10,42 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import Enum
 
 from seer.config import SamplingParams
 from seer.diffusion.state import LoopState
 from seer.engine.request import Request
 from seer.models.multimodal import PromptInput
+
+
+class WindowKind(Enum):
+    """How a request's answer window is decided at its step 0."""
+
+    FULL = "full"  # no policy: the whole gen_length window
+    SEER = "seer"  # Seer's detector cuts it (value: the resolved SeerConfig)
+    FIXED = "fixed"  # a given window (value: its length; oracle truncation in benchmarks)
+    CUSTOM = "custom"  # a caller's WindowPolicy, shared by the rows of one `generate` call
+
+
+@dataclass(slots=True, frozen=True)
+class Window:
+    """A request's window policy: its kind and what the kind takes."""
+
+    kind: WindowKind
+    value: object = None  # SeerConfig (SEER) | int (FIXED) | a WindowPolicy (CUSTOM) | None
+
+    @property
+    def key(self) -> tuple:
+        """Requests whose keys (and params) are equal share a step 0: fixed windows differ per
+        row, so the kind alone is the key of FIXED."""
+        return (self.kind,) if self.kind is WindowKind.FIXED else (self.kind, self.value)
+
+    @property
+    def seer(self):
+        """The SeerConfig in force, if Seer (or a caller's SeerPolicy) decides the window."""
+        if self.kind is WindowKind.SEER:
+            return self.value
+        return getattr(self.value, "cfg", None) if self.kind is WindowKind.CUSTOM else None
 
 
 @dataclass(slots=True, eq=False)
@@ -25,7 +56,7 @@ class Sequence:
     request: Request  # what the caller asked
     params: SamplingParams  # sampling, with the model's defaults filled in
     prompt: PromptInput  # prompt ids (and embeddings with an image spliced in)
-    policy: tuple  # ("none",) | ("seer", SeerConfig) | ("fixed", window) | ("custom", policy)
+    policy: Window  # how its window is decided at step 0
     arrival: float  # perf_counter() at `add`
     tick: int  # engine tick at `add`
     last_run: int = -1  # last tick the sequence ran a step (-1: never)
