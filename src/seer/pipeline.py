@@ -37,6 +37,10 @@ from seer.models.defaults import ModelDefaults, SeerSettings
 from seer.models.multimodal import PromptInput
 
 Generation = RequestResult  # the one result type: `generate` is a front over the engine
+ONE_KIND = (
+    "prompts must be a text, a chat (a list of role/content dicts), token ids, or a list of one "
+    "kind of them"
+)
 __all__ = ["DiffusionLM", "Generation", "GenerationStats", "StreamChunk", "load"]
 
 
@@ -162,6 +166,8 @@ class DiffusionLM:
         elif isinstance(prompts, (list, tuple)) and prompts:
             ids = all(isinstance(t, int) for t in prompts)  # one prompt as a tuple of ids
             rows = [list(prompts)] if ids else list(prompts)
+            if not _one_kind(rows):
+                raise SeerError(ONE_KIND)
         else:
             raise SeerError("no prompt given")
         imgs = images if isinstance(images, (list, tuple)) else [images] * len(rows)
@@ -188,14 +194,8 @@ class DiffusionLM:
             return [self.encode_chat(prompts)]
         if all(_is_chat(q) for q in prompts):
             return [self.encode_chat(q) for q in prompts]
-        if not all(
-            isinstance(q, (list, tuple, torch.Tensor)) and all(_is_id(t) for t in q)
-            for q in prompts
-        ):
-            raise SeerError(
-                "prompts must be a text, a chat (a list of role/content dicts), token ids, or a "
-                "list of one kind of them"
-            )
+        if not all(_is_ids(q) for q in prompts):
+            raise SeerError(ONE_KIND)
         return [list(map(int, q)) for q in prompts]
 
     def encode_chat(self, messages: list[dict]) -> list[int]:
@@ -315,6 +315,16 @@ class DiffusionLM:
 
 def _is_chat(x) -> bool:
     return isinstance(x, (list, tuple)) and bool(x) and all(isinstance(m, dict) for m in x)
+
+
+def _is_ids(q) -> bool:
+    return isinstance(q, (list, tuple, torch.Tensor)) and all(_is_id(t) for t in q)
+
+
+def _one_kind(rows: list) -> bool:
+    """A batch of texts, of chats, of id sequences or of PromptInputs (not a mix)."""
+    kinds = (lambda q: isinstance(q, str), _is_chat, _is_ids, lambda q: isinstance(q, PromptInput))
+    return any(all(kind(q) for q in rows) for kind in kinds)
 
 
 def _is_id(t) -> bool:
