@@ -18,7 +18,7 @@ process-CPU seconds per generation, the speed-up over no cache on the full windo
 answer tokens equal those of the uncached run with the same window (the cache is approximate:
 on a random model the answers drift, on a trained one Fast-dLLM reports little loss).
 
-The last line of stdout is one JSON record of the whole run.
+The last line of stdout is the harness's JSON record of the whole run (`seer.bench.harness`).
 """
 
 from __future__ import annotations
@@ -27,13 +27,12 @@ import argparse
 import json
 import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import torch
 
 import seer
-from seer.bench.machine import machine_info
+from seer.bench import harness
 from seer.boundary.truncation import FixedWindowPolicy
 from seer.diffusion.loop import make_canvas
 from seer.models.configs import llada_config
@@ -61,11 +60,10 @@ def generate(lm, ids: list[int], cache: str, window: int | None, steps: int, arg
         remasking="low_confidence",
         cache=cache,
     )
-    wall, cpu = time.perf_counter(), time.process_time()
-    canvas = make_canvas([ids], p.gen_length, lm.tokens, lm.device)
-    res = lm.loop.run(canvas, p, policy=policy)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    return wall, cpu, res.answer[0].tolist(), res.nfe, res.forwarded
+    with harness.Timer() as t:
+        canvas = make_canvas([ids], p.gen_length, lm.tokens, lm.device)
+        res = lm.loop.run(canvas, p, policy=policy)
+    return t.wall, t.cpu, res.answer[0].tolist(), res.nfe, res.forwarded
 
 
 def table(rows: list[dict]) -> str:
@@ -102,17 +100,11 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=64)
     ap.add_argument("--window", type=int, default=32, help="truncated window (0: full only)")
     ap.add_argument("--prompt-len", type=int, default=32)
-    ap.add_argument("--repeats", type=int, default=5, help="timed runs per case")
-    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
-    ap.add_argument("--seed", type=int, default=0)
+    harness.add_arguments(ap, repeats=5, skip=("n", "data"))
     args = ap.parse_args(argv)
-
-    torch.set_num_threads(args.threads)
+    session = harness.Session("cache", args)
     torch.set_num_interop_threads(1)
-    torch.manual_seed(args.seed)
-    machine = machine_info()
-    print(f"# {machine}", flush=True)
-    t_all = time.perf_counter()
+    print(f"# {harness.machine_info()}", flush=True)
     g = torch.Generator().manual_seed(args.seed)
     ids = torch.randint(0, EOS, (args.prompt_len,), generator=g).tolist()  # never MASK or EOS
     windows = [args.gen_length] + ([args.window] if args.window else [])
@@ -122,13 +114,12 @@ def main(argv=None) -> None:
         params = sum(p.numel() for p in lm.model.parameters())
         print(f"# LLaDA {SHAPE}, vocab {VOCAB}, {params / 1e6:.1f}M params", flush=True)
         warm = args.gen_length // args.block  # one step per block: the same shapes, quickly
-        for cache, w in cases:
-            generate(lm, ids, cache, None if w == args.gen_length else w, warm, args)
+        harness.warm(lambda c: generate(lm, ids, c[0], None if c[1] == args.gen_length else c[1],
+                                        warm, args), cases)  # fmt: skip
         runs: dict[tuple, list] = {case: [] for case in cases}
-        for _ in range(args.repeats):
-            for cache, w in cases:
-                window = None if w == args.gen_length else w
-                runs[cache, w].append(generate(lm, ids, cache, window, args.steps, args))
+        for _, (cache, w) in harness.rounds(cases, args.repeats):
+            window = None if w == args.gen_length else w
+            runs[cache, w].append(generate(lm, ids, cache, window, args.steps, args))
     rows = []
     for cache, w in cases:
         rs = runs[cache, w]
@@ -150,17 +141,8 @@ def main(argv=None) -> None:
         r["speedup"] = full["seconds"] / r["seconds"]
     print()
     print(table(rows))
-    record = {
-        "benchmark": "bench_cache",
-        "machine": machine,
-        "model": {**SHAPE, "vocab": VOCAB, "params_m": round(params / 1e6, 2)},
-        "settings": {k: getattr(args, k) for k in ("gen_length", "block", "steps", "prompt_len")},
-        "repeats": args.repeats,
-        "seed": args.seed,
-        "wall_s": round(time.perf_counter() - t_all, 2),
-        "results": rows,
-    }
-    print(json.dumps(record))
+    shape = {**SHAPE, "vocab": VOCAB, "params_m": round(params / 1e6, 2)}
+    session.finish(rows, model="random-llada", source="random", n=1, shape=shape)
 
 
 if __name__ == "__main__":

@@ -18,26 +18,26 @@ held-out request (`seer.data`, evaluation side: never used for calibration) is a
 
 and prints, per model and signal, the medians per request, the median of the per-request wall
 shares detect / loop and policy / loop, sum(detect) / sum(loop) (which one descheduled moment
-can inflate), and the CPU share sum(detect cpu) / sum(generate cpu). Every window shape is warmed
-up first. Last line: one JSON record.
+can inflate), and the CPU share sum(detect cpu) / sum(generate cpu). Every window shape and every
+signal is warmed up first. Any model folder can be measured (`--models DIR --data SOURCE`, e.g. a
+v2 checkpoint with `--data builtin-v2`); `bench_compare.py` records the same share for every Seer
+composition (its record's `detection`). Last line: the harness's JSON record.
 
     python benchmarks/bench_detect.py --n 60
+    python benchmarks/bench_detect.py --models /work/runs/builtin-v2/export --data builtin-v2
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import statistics
 import time
 
-import torch
-
 import seer
+from seer.bench import harness
+from seer.bench.draws import held_out
 from seer.boundary.config import SeerConfig
 from seer.boundary.truncation import policy_for, resolve
-from seer.data import load_examples
 
 MODELS = ("builtin", "builtin-vqa")
 
@@ -51,17 +51,19 @@ def signals(lm) -> dict[str, SeerConfig]:
     return out
 
 
-def run_model(name: str, n: int) -> dict:
+def run_model(name: str, n: int, data: str | None = None, seed: int = 0) -> dict:
+    from seer.bench.compare import encode
+
     lm = seer.load(name)
     g = lm.sampling().gen_length
     configs = signals(lm)
-    examples = load_examples(name, n=n, part="eval")
-    prompts = [lm.prompt(e.prompt, e.image) for e in examples]  # encoded once
+    source = data or ("builtin-vqa" if lm.multimodal else "builtin")
+    examples = held_out(source, n, seed)
+    prompts = [encode(lm, e) for e in examples]  # encoded once (a chat through its template)
     bucket = min(c.bucket for c in configs.values())
-    for w in range(bucket, g + 1, bucket):  # every window shape, before any timing
-        lm.generate(prompts[0], gen_length=w)
-    for cfg in configs.values():
-        lm.generate(prompts[0], gen_length=g, policy=policy_for(lm, cfg))
+    harness.warm_windows(lm, prompts[0], g, bucket)  # every window shape, before any timing
+    harness.warm(lambda c: lm.generate(prompts[0], gen_length=g, policy=policy_for(lm, c)),
+                 configs.values())  # fmt: skip
     keys = ("loop", "detect", "policy", "window", "cpu", "detect_cpu")
     rows = {k: {f: [] for f in keys} for k in configs}
     for q in prompts:
@@ -99,19 +101,18 @@ def run_model(name: str, n: int) -> dict:
             "policy_share_of_sums": sum(r["policy"]) / loop,
             "mean_window": sum(r["window"]) / len(r["window"]),
         }
-    return {"gen_length": g, "signals": out}
+    return {"gen_length": g, "source": source, "signals": out}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=60, help="held-out requests per model")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    harness.add_arguments(ap, n=60, skip=("repeats",),
+                          help={"n": "held-out requests per model"})  # fmt: skip
+    ap.add_argument("--models", nargs="+", default=list(MODELS),
+                    help="built-in names or model folders")  # fmt: skip
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    t0 = time.perf_counter()
-    results = {name: run_model(name, args.n) for name in args.models}
+    session = harness.Session("detect", args)
+    results = {name: run_model(name, args.n, args.data, args.seed) for name in args.models}
     head = ("model", "signal", "n", "window", "loop ms", "detect ms", "detect %", "policy ms",
             "policy %", "det % sums", "cpu ms", "det cpu ms", "det cpu %")  # fmt: skip
     print("{:12s} {:20s} {:>4s} {:>6s} {:>8s} {:>9s} {:>8s} {:>9s} {:>8s} {:>10s} {:>8s} {:>10s} "
@@ -126,16 +127,7 @@ def main() -> None:
                 f"{r['detect_share_of_sums']:10.2%} {r['generate_cpu_ms']:8.2f} "
                 f"{r['detect_cpu_ms']:10.3f} {r['detect_cpu_share']:9.2%}"
             )
-    record = {
-        "bench": "detect",
-        "n": args.n,
-        "threads": args.threads,
-        "torch": torch.__version__,
-        "machine": platform.processor() or platform.machine(),
-        "seconds": time.perf_counter() - t0,
-        "results": results,
-    }
-    print(json.dumps(record))
+    session.finish(results, model=",".join(map(str, args.models)))
 
 
 if __name__ == "__main__":

@@ -4,37 +4,34 @@ a synthetic long-tailed length mix (see `seer.bench.throughput` for the definiti
 
     nice python benchmarks/bench_engine.py --n 64 --batches 8 32 64
 
-Fixed seed, a warm-up of every method, a human table, and one JSON record as the last line.
+Fixed seed, a warm-up of every method, a human table, and the harness's JSON record as the last
+line (`seer.bench.harness`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-
-import torch
 
 import seer
-from seer.bench import throughput
+from seer.bench import harness, throughput
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="model folder (default: the built-in model)")
-    ap.add_argument("--n", type=int, default=64, help="held-out prompts (>= the largest batch)")
+    harness.add_arguments(ap, n=64, skip=("data", "repeats"),
+                          help={"n": "held-out prompts (>= the largest batch)"})  # fmt: skip
     ap.add_argument("--batches", type=int, nargs="+", default=[8, 32, 64])
     ap.add_argument("--gen-length", type=int, default=64)
     ap.add_argument("--tau-pad", type=float, default=0.4)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    session = harness.Session("engine", args)
     lm = seer.load(args.model or "builtin")
     n = max(args.n, *args.batches, 16)
     record = throughput.run(lm, n=n, batches=tuple(args.batches), gen_length=args.gen_length,
                        tau_pad=args.tau_pad, seed=args.seed)  # fmt: skip
     throughput.show(record)
-    print(json.dumps(record))
+    session.emit(session.adopt(dict(record, source="builtin")))
     return 0
 
 

@@ -49,7 +49,7 @@ from pathlib import Path
 import torch
 
 import seer
-from seer.bench.machine import machine_info
+from seer.bench import harness, stats
 from seer.models.configs import llada_config
 from seer.models.factory import random_model, save_checkpoint
 
@@ -322,12 +322,10 @@ def worker(folder: Path, threads: int) -> None:
 
 
 def _spread(xs: list[float]) -> dict:
-    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
-    return {"median": statistics.median(xs), "q1": q[0], "q3": q[2], "min": min(xs),
-            "max": max(xs), "n": len(xs)}  # fmt: skip
+    return dict(stats.spread(xs), n=len(xs))
 
 
-def compare(args) -> None:
+def compare(args, session) -> None:
     """Before vs now, interleaved at the level of single generations.
 
     One long-lived worker per tree (the same random checkpoints, loaded once by each). Every
@@ -341,7 +339,6 @@ def compare(args) -> None:
     skip = {s for s in args.skip.split(",") if s}
     cases = [(size, b, st, bl) for size in sizes for b in batches for st, bl in schedules
              if f"{size}:{b}:{st}/{bl}" not in skip]  # fmt: skip
-    torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for size in sizes:
@@ -400,10 +397,8 @@ def compare(args) -> None:
     print(f"over the cases: wall {pooled['wall']['median']:.3f} (cases {pooled['wall']['min']:.3f}"
           f"-{pooled['wall']['max']:.3f}), cpu {pooled['cpu']['median']:.3f} (cases "
           f"{pooled['cpu']['min']:.3f}-{pooled['cpu']['max']:.3f})")  # fmt: skip
-    record = {"benchmark": "bench_loop --baseline", "machine": machine_info(),
-              "baseline": args.baseline, "rounds": args.rounds, "threads": args.threads,
-              "results": rows, "pooled": pooled}  # fmt: skip
-    print(json.dumps(record))
+    session.finish(rows, model=",".join(sizes), source="random", n=len(cases),
+                   baseline=args.baseline, rounds=args.rounds, pooled=pooled)  # fmt: skip
 
 
 def main(argv=None) -> None:
@@ -423,14 +418,9 @@ def main(argv=None) -> None:
     )
     ap.add_argument("--gen-length", type=int, default=64)
     ap.add_argument("--prompt-len", type=int, default=32)
-    ap.add_argument(
-        "--repeats",
-        type=int,
-        default=None,
-        help="timed runs per sampler and case (default: tiny 5, mid 2)",
-    )
-    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
-    ap.add_argument("--seed", type=int, default=0)
+    harness.add_arguments(ap, repeats=None, skip=("n", "data"),
+                          help={"repeats": "timed runs per sampler and case (default: tiny 5, "
+                                "mid 2)"})  # fmt: skip
     ap.add_argument(
         "--official-generate",
         default=None,
@@ -449,12 +439,11 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.worker:
         return worker(Path(args.worker), args.threads)
+    session = harness.Session("loop", args)
     if args.baseline:
-        return compare(args)
+        return compare(args, session)
 
-    torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
-    torch.manual_seed(args.seed)
     generate = import_official(args.official_generate) if args.official_generate else None
     sizes = [s for s in args.sizes.split(",") if s]
     for s in sizes:
@@ -464,9 +453,8 @@ def main(argv=None) -> None:
     schedules = [tuple(map(int, s.split("/"))) for s in args.schedules.split(",") if s]
     skip = {s for s in args.skip.split(",") if s}
 
-    machine = machine_info()
-    print(f"# {machine}", flush=True)
-    rows, t_all = [], time.perf_counter()
+    print(f"# {harness.machine_info()}", flush=True)
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:
             lm = build(size, Path(tmp), args.seed)
@@ -490,17 +478,9 @@ def main(argv=None) -> None:
     if generate is not None:
         same = all(r["identical"] for r in rows)
         print(f"\ntoken ids identical to the official generate() in every case: {same}")
-    record = {
-        "benchmark": "bench_loop",
-        "machine": machine,
-        "vocab": VOCAB,
-        "seed": args.seed,
-        "official_generate": args.official_generate,
-        "wall_s": time.perf_counter() - t_all,
-        "sizes": {s: SIZES[s][0] for s in sizes},
-        "results": rows,
-    }
-    print(json.dumps(record))
+    session.finish(rows, model=",".join(sizes), source="random", n=len(rows), vocab=VOCAB,
+                   official_generate=args.official_generate,
+                   sizes={s: SIZES[s][0] for s in sizes})  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -38,6 +38,8 @@ import torch
 
 import seer
 from seer.batch import run_batch
+from seer.bench import harness
+from seer.bench.draws import held_out
 from seer.data import load_examples
 from seer.distributed import batch as ray_batch
 from seer.distributed.ray_batch import _local_env
@@ -101,12 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     if "--serve" in argv:
         return serve_main([a for a in argv if a != "--serve"])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=64, help="held-out requests")
-    ap.add_argument("--repeats", type=int, default=2)
+    harness.add_arguments(ap, n=64, repeats=2, skip=("data", "threads"),
+                          help={"n": "held-out requests"})  # fmt: skip
     ap.add_argument("--max-batch", type=int, default=16)
     args = ap.parse_args(argv)
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
+    args.threads = 1  # one torch thread per process (the driver and each actor)
+    session = harness.Session("ray", args)
     _local_env()
     import ray
 
@@ -114,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     lm = seer.load("builtin")
     load_s = time.perf_counter() - t0
-    examples = load_examples("builtin", n=args.n)
+    examples = held_out("builtin", args.n, args.seed)
     runs: dict[str, list[dict]] = {"single": [], "ray-1": [], "ray-2": [], "ray-echo": []}
     reference = None
     with tempfile.TemporaryDirectory() as tmp:
@@ -155,12 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         f"Ray Data alone (model-free actor, same rows): {overhead * 1000:.2f} ms per row, "
         f"{echo['first_row_s']:.1f} s to the first row"
     )
-    machine = {"cpus": os.cpu_count(), "python": platform.python_version(),
-               "torch": torch.__version__, "ray": ray.__version__}  # fmt: skip
-    record = {"bench": "ray", "n": args.n, "max_batch": args.max_batch, "repeats": args.repeats,
-              "model_load_s": load_s, "median": med, "ray_overhead_per_row_s": overhead,
-              "runs": runs, "machine": machine}  # fmt: skip
-    print(json.dumps(record))
+    session.finish(med, model="builtin", source="builtin", max_batch=args.max_batch,
+                   model_load_s=load_s, ray=ray.__version__, ray_overhead_per_row_s=overhead,
+                   runs=runs)  # fmt: skip
     return 0
 
 

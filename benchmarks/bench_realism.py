@@ -15,24 +15,27 @@ with paired intervals, how many answers changed, and the lengths of the k=1 answ
 90th percentile and maximum as a share of the window). `--plot` draws accuracy against tokens
 per step, per family group.
 
+`--n` keeps a seeded random sample of a task (`seer.bench.draws.permuted`; a built-in source is
+already a seeded draw), never its first rows.
+
     python benchmarks/bench_realism.py --model builtin --data builtin --n 380
     python benchmarks/bench_realism.py --model builtin \
         --data parallelbench:/path/to/ParallelBench/waiting_line --n 400 --configs k=1,k=2,k=4,k=8
 
-Last line: a JSON record (per config and family: n, accuracy, interval; lengths).
+Last line: the harness's JSON record (`seer.bench.harness`): results per config (all families:
+n, accuracy, interval, changed, seconds), configs per config and family, lengths.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
-import time
 from collections import defaultdict
 from pathlib import Path
 
-import torch
+from seer.bench import harness
+from seer.bench.stats import bootstrap
 
 CONFIGS = ("k=1", "k=2", "k=4", "k=8", "thr0.9", "thr0.7", "dpad", "seer")
 
@@ -48,13 +51,6 @@ def settings(name: str, window: int) -> tuple[dict, bool]:
     if name == "seer":
         return {}, True
     raise SystemExit(f"bench_realism: error: unknown config {name!r}; choose from {CONFIGS}")
-
-
-def bootstrap(xs: list[float], reps: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """95 % percentile interval of the mean of `xs`."""
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choices(xs, k=len(xs))) / len(xs) for _ in range(reps))
-    return means[int(0.025 * reps)], means[int(0.975 * reps) - 1]
 
 
 def run_config(lm, examples, name: str, window: int, batch: int) -> dict[str, dict]:
@@ -78,34 +74,37 @@ def run_config(lm, examples, name: str, window: int, batch: int) -> dict[str, di
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="builtin")
-    ap.add_argument("--data", default="builtin")
-    ap.add_argument("--n", type=int, default=None, help="first n requests of the source")
+    harness.add_arguments(ap, data="builtin", skip=("repeats",),
+                          help={"n": "a seeded random sample of n (default: all)"})  # fmt: skip
     ap.add_argument("--window", type=int, default=None, help="gen_length (default: the model's)")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--raw", type=Path, default=None, help="per-request results (JSON Lines)")
     ap.add_argument("--plot", type=Path, default=None)
     args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    session = harness.Session("realism", args)
 
     import seer
-    from seer.bench.machine import machine_info
+    from seer.bench.draws import is_builtin, permuted
     from seer.data import load_examples
 
     lm = seer.load(args.model)
     window = args.window or lm.sampling().gen_length
-    examples = load_examples(args.data, n=args.n)
+    if is_builtin(args.data):  # already a seeded draw of unique requests
+        examples = load_examples(args.data, n=args.n, seed=args.seed)
+    else:
+        examples = permuted(load_examples(args.data), args.seed)[: args.n]
     names = [c for c in args.configs.split(",") if c]
     for c in names:
         settings(c, window)
     print(f"{len(examples)} requests of {args.data}, model {args.model}, window {window}")
-    print(json.dumps(machine_info()))
     results, seconds = {}, {}
+    warm = examples[: min(2, len(examples))]  # every config's code path once, untimed
+    harness.warm(lambda c: run_config(lm, warm, c, window, args.batch), names)
     for c in names:
-        t0 = time.perf_counter()
-        results[c] = run_config(lm, examples, c, window, args.batch)
-        seconds[c] = time.perf_counter() - t0
+        with harness.Timer() as t:
+            results[c] = run_config(lm, examples, c, window, args.batch)
+        seconds[c] = t.wall
         acc = statistics.mean(r["score"] for r in results[c].values())
         print(f"  {c:8s} {100 * acc:5.1f} %  ({seconds[c]:.0f} s)", flush=True)
     if args.raw:
@@ -114,10 +113,11 @@ def main(argv: list[str] | None = None) -> None:
                 row = {"id": ex.id, "family": ex.family}
                 row.update({c: results[c][ex.id] for c in names})
                 f.write(json.dumps(row) + "\n")
-    record = report(examples, names, results, window, seconds)
+    rep = report(examples, names, results, window, seconds)
     if args.plot:
-        plot(record, args.plot)
-    print(json.dumps(record))
+        plot(rep, args.plot)
+    summary = {c: dict(rep["configs"][c]["ALL"], seconds=seconds[c]) for c in names}
+    session.finish(summary, model=args.model, source=args.data, n=len(examples), **rep)
 
 
 def report(examples, names, results, window, seconds) -> dict:

@@ -13,7 +13,8 @@ Methods, each run one request at a time (batch 1, greedy, steps = gen_length):
   seer-step0    the sparsity detector with the cut applied inside step 0 (paper Fig. 4)
   oracle        cut at the true end (the baseline answer's end token), same bucket rounding
 
-Reports accuracy (exact match with the reference) overall and per family, boundary MAE and
+Reports accuracy (`seer.data.score`: each family's own metric, exact match otherwise) overall
+and per family, boundary MAE and
 over-truncation (kept window < true end + 1), window cuts (an answer with no end token inside
 its final window, shorter than gen_length: cut by the window; the guard exists to keep this at
 0), shorter answers (fewer tokens than the baseline's answer, for any reason: a model that sees
@@ -22,7 +23,8 @@ NFE, denoising time, speedup vs baseline and as a fraction of the oracle's, and 
 time in detection. Seer only shortens the denoising loop; the prompt processing (the same for
 every method) is reported apart, with an end-to-end speedup (prompt + denoising) beside the
 loop's, so that the loop's speedup is not read as the request's. Every window shape (and the
-vision tower) is warmed up first. Last line: one JSON record.
+vision tower) is warmed up first, and every method runs once on the first request, untimed.
+Last line: the harness's JSON record (`seer.bench.harness`).
 
     python benchmarks/bench_seer.py --n 300                      # built-in text model
     python benchmarks/bench_seer.py --model DIR --n 60           # task from the model (vqa)
@@ -31,9 +33,6 @@ vision tower) is warmed up first. Last line: one JSON record.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
-import time
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -43,9 +42,12 @@ from rich.progress import track
 from rich.table import Table
 
 import seer
+from seer.bench import harness
+from seer.bench.draws import held_out
+from seer.bench.machine import machine_info
 from seer.boundary.config import SeerConfig
 from seer.boundary.truncation import FixedWindowPolicy, resolve, round_window
-from seer.data import Example, builtin_examples
+from seer.data import Example, score
 from seer.errors import SeerError
 
 METHODS = ("baseline", "seer", "seer-noguard", "seer-slack2", "seer-step0", "oracle")
@@ -69,6 +71,22 @@ def task_for(lm, task: str | None) -> str:
     return task
 
 
+def methods(lm, q, g: int, cfg: SeerConfig, step0: SeerConfig | None) -> dict:
+    """Every method on the encoded prompt `q` (one request, batch 1)."""
+    base = lm.generate(q, gen_length=g)
+    res = {"baseline": base}
+    res["seer"] = lm.generate(q, gen_length=g, seer=cfg)
+    res["seer-noguard"] = lm.generate(q, gen_length=g, seer=SeerConfig(
+        **{**_fields(cfg), "guard": False}))  # fmt: skip
+    res["seer-slack2"] = lm.generate(q, gen_length=g, seer=SeerConfig(
+        **{**_fields(cfg), "guard_slack": 2}))  # fmt: skip
+    if step0 is not None:
+        res["seer-step0"] = lm.generate(q, gen_length=g, seer=step0)
+    w = round_window(base.stats.tokens + 1, g, cfg.bucket)
+    res["oracle"] = lm.generate(q, gen_length=g, policy=FixedWindowPolicy([w]))
+    return res
+
+
 def run(args) -> dict:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -81,27 +99,15 @@ def run(args) -> dict:
     if meta.get("sparsity_config"):
         step0 = SeerConfig.from_dict({**meta["sparsity_config"], "cut_in_step0": True})
     source = "builtin-vqa" if task == "vqa" else "builtin"
-    examples = builtin_examples(source, args.n, args.seed, part="eval")
+    examples = held_out(source, args.n, args.seed)
     first = lm.prompt(examples[0].prompt, examples[0].image)  # also warms the vision tower
-    for w in range(cfg.bucket, g + 1, cfg.bucket):  # warm every window shape
-        lm.generate(first, gen_length=w)
+    harness.warm_windows(lm, first, g, cfg.bucket)  # every window shape
+    methods(lm, first, g, cfg, step0)  # every method's code path, untimed
     rows = []
     for ex in track(examples, description=f"held-out {task} requests"):
-        t0 = time.perf_counter()
-        q = lm.prompt(ex.prompt, ex.image)  # PromptInput: ids (+ spliced embeddings)
-        prompt_s = time.perf_counter() - t0
-        base = lm.generate(q, gen_length=g)
-        res = {"baseline": base}
-        res["seer"] = lm.generate(q, gen_length=g, seer=cfg)
-        res["seer-noguard"] = lm.generate(q, gen_length=g, seer=SeerConfig(
-            **{**_fields(cfg), "guard": False}))  # fmt: skip
-        res["seer-slack2"] = lm.generate(q, gen_length=g, seer=SeerConfig(
-            **{**_fields(cfg), "guard_slack": 2}))  # fmt: skip
-        if step0 is not None:
-            res["seer-step0"] = lm.generate(q, gen_length=g, seer=step0)
-        w = round_window(base.stats.tokens + 1, g, cfg.bucket)
-        res["oracle"] = lm.generate(q, gen_length=g, policy=FixedWindowPolicy([w]))
-        rows.append(Row(ex, prompt_s, res))
+        with harness.Timer() as t:
+            q = lm.prompt(ex.prompt, ex.image)  # PromptInput: ids (+ spliced embeddings)
+        rows.append(Row(ex, t.wall, methods(lm, q, g, cfg, step0)))
     record = summarise(rows, g, lm, cfg, args)
     record["task"] = task
     return record
@@ -124,7 +130,7 @@ def summarise(rows: list[Row], g: int, lm, cfg, args) -> dict:
         for row in rows:
             ex, res = row.example, row.results
             r, base = res[m], res["baseline"]
-            acc[ex.family].append(r.text == ex.answer)
+            acc[ex.family].append(score(ex, r.text))
             secs += r.stats.seconds
             det += r.stats.detect_seconds
             nfe += r.stats.nfe
@@ -173,7 +179,7 @@ def summarise(rows: list[Row], g: int, lm, cfg, args) -> dict:
         "prompt_seconds": prompt_s,  # encoding every prompt once (tokenizer; image features)
         "prompt_share": prompt_s / base_e2e if base_e2e else 0.0,  # of the baseline end to end
         "seer_config": _fields(cfg),
-        "machine": f"{platform.machine()} {platform.processor() or ''} threads={args.threads}",
+        "machine": machine_info(),
         "torch": torch.__version__,
         "results": out,
     }
@@ -223,16 +229,13 @@ def main() -> None:
         default=None,
         help="held-out requests (default: vqa for a multimodal model, else text)",
     )
-    ap.add_argument("--n", type=int, default=300)
-    ap.add_argument("--seed", type=int, default=11)
+    harness.add_arguments(ap, n=300, seed=11, skip=("data", "repeats"))
     ap.add_argument("--gen-length", type=int, default=None)
-    ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
-    t0 = time.time()
+    session = harness.Session("seer", args)
     record = run(args)
-    record["wall_seconds"] = round(time.time() - t0, 1)
     show(record)
-    print(json.dumps(record))
+    session.emit(session.adopt(record))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Load test of `seer serve` on loopback: N concurrent streaming clients, M requests, with and
 without Seer, on a built-in model's held-out requests.
 
-    python benchmarks/bench_server.py --model builtin-vqa --requests 48 --concurrency 1 4 16
+    python benchmarks/bench_server.py --model builtin-vqa --n 48 --concurrency 1 4 16
 
 It starts `seer serve` on a free 127.0.0.1 port (Seer on by default; the "full" method sends
 `"seer": false`), loads the same model here for the offline answers (`DiffusionLM.generate`, one
@@ -11,7 +11,8 @@ sent when it is final). Per point: throughput (requests/s, answer tokens/s), lat
 (until `[DONE]`), time to the first content chunk p50/p99, and the checks that nothing was lost
 (every request answered exactly once, status 200, each answer equal to its offline answer).
 Every request has a timeout and the server is stopped at the end: the run stops by itself.
-A human table, then one JSON record as the last line.
+A human table, then the harness's JSON record as the last line (`seer.bench.harness`; results:
+one point per concurrency and method).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import argparse
 import asyncio
 import base64
 import io
-import json
 import os
 import signal
 import socket
@@ -32,10 +32,9 @@ from pathlib import Path
 
 import httpx
 import openai
-import torch
 
 import seer
-from seer.bench.machine import machine_info
+from seer.bench import harness
 from seer.data import load_examples
 
 METHODS = ("seer", "full")  # Seer's window vs the full gen_length window
@@ -174,8 +173,11 @@ def show(record: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="builtin-vqa", help="builtin | builtin-vqa | a folder")
-    ap.add_argument("--data", default=None, help="requests (default: the model's built-in task)")
-    ap.add_argument("--requests", type=int, default=48, help="requests per point (M)")
+    harness.add_arguments(ap, n=48, skip=("repeats", "threads"), help={
+        "n": "requests per point (M)",
+        "data": "requests (default: the model's built-in task)"})  # fmt: skip
+    ap.add_argument("--requests", dest="n", type=harness.positive, default=argparse.SUPPRESS,
+                    help=argparse.SUPPRESS)  # the old name of --n  # fmt: skip
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
     ap.add_argument("--gen-length", type=int, default=64, help="max_tokens of every request")
     ap.add_argument(
@@ -185,16 +187,16 @@ def main(argv: list[str] | None = None) -> int:
         help="semi-AR block (default: the model's; smaller blocks stream sooner)",
     )
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
-    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--log", default="bench_server.log", help="the server's output")
     args = ap.parse_args(argv)
-    torch.set_num_threads(1)
+    args.threads = 1
+    session = harness.Session("server", args)
 
     log = Path(args.log)
     proc, url = start_server(args.model, log)
     try:
         data = args.data or ("builtin-vqa" if args.model == "builtin-vqa" else "builtin")
-        examples = load_examples(data, n=args.requests, part="eval", seed=args.seed)
+        examples = load_examples(data, n=args.n, part="eval", seed=args.seed)
         lm = seer.load(args.model)
         t0 = time.perf_counter()
         offline = {
@@ -233,15 +235,14 @@ def main(argv: list[str] | None = None) -> int:
     for c in args.concurrency:
         by = {p["method"]: p for p in points if p["concurrency"] == c}
         speedup[str(c)] = round(by["seer"]["req_per_s"] / by["full"]["req_per_s"], 3)
-    record = {
-        "bench": "server", "model": args.model, "requests": len(examples),
-        "gen_length": args.gen_length, "block_length": args.block_length,
-        "offline_seconds": round(offline_s, 2),
-        "points": points, "speedup": speedup, "machine": machine_info(),
-        "nothing_lost": all(p["lost"] == 0 and p["wrong"] == 0 for p in points),
-    }  # fmt: skip
+    record = session.record(
+        points, model=args.model, source=data, n=len(examples), requests=len(examples),
+        gen_length=args.gen_length, block_length=args.block_length,
+        offline_seconds=round(offline_s, 2), points=points, speedup=speedup,
+        nothing_lost=all(p["lost"] == 0 and p["wrong"] == 0 for p in points),
+    )  # fmt: skip
     show(record)
-    print(json.dumps(record))
+    session.emit(record)
     return 0 if record["nothing_lost"] else 1
 
 

@@ -22,13 +22,13 @@ arrival -> last finish), p50 / p99 latency (arrival -> result), p50 time to the 
 (arrival -> first block; one block = the whole window unless `--block`), and the peak bytes the
 running rows' canvases and KV caches held (the model's own activations are not counted).
 The machine is shared and noisy: compare ratios inside one run, not across runs. The last line
-of stdout is one JSON record; `--plot` writes the latency-vs-rate figure.
+of stdout is the harness's JSON record (`seer.bench.harness`; results: one row per case);
+`--plot` writes the latency-vs-rate figure.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import statistics
@@ -39,7 +39,7 @@ import torch
 
 import seer
 from seer.batch import request_for
-from seer.bench.machine import machine_info
+from seer.bench import harness
 from seer.data import load_examples
 from seer.engine import Engine, EngineConfig
 
@@ -205,10 +205,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=["builtin", "builtin-vqa"],
                     help="built-in names or model folders")  # fmt: skip
-    ap.add_argument("--data", default=None, help="prompt source (default: the model's name)")
+    harness.add_arguments(ap, n=20, skip=("repeats",), help={
+        "n": "requests per case (unique, held out)",
+        "data": "prompt source (default: the model's name)"})  # fmt: skip
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default=None, help="e.g. bfloat16 (default: the model's)")
-    ap.add_argument("--n", type=int, default=20, help="requests per case (unique, held out)")
     ap.add_argument("--rates", type=float, nargs="+", default=[0.5, 2.0, 8.0],
                     help="arrival rates as multiples of one-at-a-time+Seer capacity (the "
                     "largest is the saturating one)")  # fmt: skip
@@ -219,12 +220,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-batch", type=int, default=8)
     ap.add_argument("--budget", type=int, default=400, help="fcfs / shortest_first: tokens "
                     "per tick, rows x (prompt + window) (0: none)")  # fmt: skip
-    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--plot", type=Path, default=None, help="write the latency-vs-rate PNG")
     args = ap.parse_args(argv)
-    if torch.device(args.device).type == "cpu":
-        torch.set_num_threads(1)
-    torch.manual_seed(args.seed)
+    if torch.device(args.device).type != "cpu":
+        args.threads = None  # the accelerator's: the session leaves torch's threads alone
+    session = harness.Session("serving", args)
     print(f"{'model':<12} {'rate':>6} {'win':<5} {'method':<15}{'tok/s':>9} {'p50 s':>8}"
           f" {'p99 s':>8} {'mean s':>8} {'ttfb50':>8} {'peak KiB':>9}")  # fmt: skip
     rows, models = [], []
@@ -234,15 +234,9 @@ def main(argv: list[str] | None = None) -> int:
         models.append(info)
     if args.plot:
         plot(rows, args.plot)
-    record = {
-        "benchmark": "bench_serving",
-        "machine": machine_info(),
-        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "models": models,
-        "verdicts": verdicts(rows),
-        "rows": [{**r, "rate": None if math.isinf(r["rate"]) else r["rate"]} for r in rows],
-    }
-    print(json.dumps(record))
+    rows = [{**r, "rate": None if math.isinf(r["rate"]) else r["rate"]} for r in rows]
+    session.finish(rows, model=",".join(map(str, args.models)), models=models,
+                   verdicts=verdicts(rows))  # fmt: skip
     return 0
 
 

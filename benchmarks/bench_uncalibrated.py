@@ -13,9 +13,11 @@ steps = window, interleaved request by request with the baseline (full window). 
   fired     requests where the guard had to grow the window (a cut it caught, paid in time)
   found     requests where the detector found a boundary
   window    mean final window; NFE; loop seconds (sum) and speedup over the baseline
+  accuracy  mean `seer.data.score` (each family's metric, exact match otherwise)
 
 The choice for unknown checkpoints is the candidate with the fewest cut answers summed over both
-models, then the shortest total loop time. Last line: one JSON record.
+models, then the shortest total loop time. Every candidate runs once on the first request,
+untimed, before any timing. Last line: the harness's JSON record (`seer.bench.harness`).
 
     python benchmarks/bench_uncalibrated.py --n 60
 """
@@ -24,18 +26,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
-import torch
-
 import seer
+from seer.bench import harness
+from seer.bench.draws import held_out
 from seer.boundary.config import SeerConfig
 from seer.commands.options import model_path
-from seer.data import load_examples
+from seer.data import score
 
 MODELS = ("builtin", "builtin-vqa")
 CANDIDATES = {
@@ -60,15 +60,15 @@ def uncalibrated_copy(name: str, into: Path) -> Path:
     return folder
 
 
-def run_model(name: str, n: int, tmp: Path) -> dict:
+def run_model(name: str, n: int, tmp: Path, seed: int = 0) -> dict:
     lm = seer.load(uncalibrated_copy(name, tmp))
     assert not lm.defaults.seer.config, "the copy must be uncalibrated"
     g = lm.sampling().gen_length
     configs = {k: SeerConfig.from_dict(v) for k, v in CANDIDATES.items()}
-    examples = load_examples(name, n=n, part="eval")
+    examples = held_out(name, n, seed)
     prompts = [lm.prompt(e.prompt, e.image) for e in examples]  # encoded once
-    for w in range(8, g + 1, 8):  # every window shape, before any timing
-        lm.generate(prompts[0], gen_length=w)
+    harness.warm_windows(lm, prompts[0], g, 8)  # every window shape, before any timing
+    harness.warm(lambda c: lm.generate(prompts[0], gen_length=g, seer=c), configs.values())
     stats = {k: dict.fromkeys(("cut", "differ", "fired", "found", "window", "nfe", "seconds"), 0)
              for k in ("baseline", *configs)}  # fmt: skip
     correct = dict.fromkeys(stats, 0)
@@ -86,7 +86,7 @@ def run_model(name: str, n: int, tmp: Path) -> dict:
             s["window"] += gen.stats.window
             s["nfe"] += gen.stats.nfe
             s["seconds"] += gen.stats.seconds
-            correct[key] += ex.answer is not None and gen.text == ex.answer
+            correct[key] += score(ex, gen.text)
     out = {}
     for key, s in stats.items():
         out[key] = {
@@ -95,7 +95,7 @@ def run_model(name: str, n: int, tmp: Path) -> dict:
             "nfe": s["nfe"] / n,
             "seconds": s["seconds"],
             "speedup": stats["baseline"]["seconds"] / s["seconds"],
-            "exact_match": correct[key] / n,
+            "accuracy": correct[key] / n,
         }
     return {"gen_length": g, "n": n, "results": out}
 
@@ -112,16 +112,14 @@ def choose(results: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=60, help="held-out requests per model")
-    ap.add_argument("--threads", type=int, default=1)
+    harness.add_arguments(ap, n=60, skip=("data", "repeats"),
+                          help={"n": "held-out requests per model"})  # fmt: skip
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    t0 = time.perf_counter()
+    session = harness.Session("uncalibrated", args)
     with tempfile.TemporaryDirectory() as tmp:
-        results = {name: run_model(name, args.n, Path(tmp)) for name in MODELS}
+        results = {name: run_model(name, args.n, Path(tmp), args.seed) for name in MODELS}
     head = ("model", "method", "cut", "differ", "fired", "found", "window", "NFE", "loop s",
-            "speedup", "exact")  # fmt: skip
+            "speedup", "acc")  # fmt: skip
     print("{:12s} {:21s} {:>4s} {:>6s} {:>5s} {:>5s} {:>6s} {:>5s} {:>7s} {:>7s} {:>6s}"
           .format(*head))  # fmt: skip
     for name, res in results.items():
@@ -129,22 +127,12 @@ def main() -> None:
             print(
                 f"{name:12s} {key:21s} {r['cut']:4d} {r['differ']:6d} {r['fired']:5d} "
                 f"{r['found']:5d} {r['mean_window']:6.1f} {r['nfe']:5.1f} {r['seconds']:7.2f} "
-                f"{r['speedup']:6.2f}x {r['exact_match']:6.1%}"
+                f"{r['speedup']:6.2f}x {r['accuracy']:6.1%}"
             )
     chosen = choose(results)
     print(f"safest default for an unknown checkpoint: {chosen} {CANDIDATES[chosen]}")
-    record = {
-        "bench": "uncalibrated",
-        "n": args.n,
-        "threads": args.threads,
-        "torch": torch.__version__,
-        "machine": platform.processor() or platform.machine(),
-        "seconds": time.perf_counter() - t0,
-        "candidates": CANDIDATES,
-        "chosen": chosen,
-        "results": results,
-    }
-    print(json.dumps(record))
+    session.finish(results, model=",".join(MODELS), source=",".join(MODELS),
+                   candidates=CANDIDATES, chosen=chosen)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ any-order and same-colour checkers included):
 
     python benchmarks/bench_vqa2.py --model runs/builtin-vqa2/export --n 10
 
-A human table, then one JSON record on the last line. Seed fixed; no warm-up is needed because
+A human table, then the harness's JSON record on the last line (`seer.bench.harness`; results:
+per mode, the mix's accuracy and its drop from k=1). Seed fixed; no warm-up is needed because
 nothing is timed (accuracy only).
 """
 
@@ -23,13 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import sys
 
 import torch
 
 import seer
+from seer.bench import harness, stats
 from seer.boundary.config import SeerConfig
 from seer.data.synthetic import vqa2
 
@@ -38,12 +39,10 @@ READING = ("read", "number", "chart", "table")
 
 def paired_interval(a: list[float], b: list[float], seed: int = 0, n: int = 2000):
     """Mean of a - b and its percentile bootstrap 95 % interval (pairs resampled together)."""
-    d = [x - y for x, y in zip(a, b, strict=True)]
-    if not d:
+    if not a:
         return 0.0, (0.0, 0.0)
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choices(d, k=len(d))) / len(d) for _ in range(n))
-    return sum(d) / len(d), (means[int(0.025 * n)], means[int(0.975 * n) - 1])
+    mean = (sum(a) - sum(b)) / len(a)
+    return mean, stats.bootstrap(a, seed=seed, ys=b, reps=n)
 
 
 @torch.inference_mode()
@@ -129,20 +128,24 @@ def show(record: dict) -> None:
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True, help="a v2 checkpoint folder (LaViDa layout)")
-    ap.add_argument("--n", type=int, default=20, help="held-out requests per family")
-    ap.add_argument("--seed", type=int, default=0)
+    harness.add_arguments(ap, n=20, skip=("data", "repeats"),
+                          help={"n": "held-out requests per family"})  # fmt: skip
     ap.add_argument("--window", type=int, default=vqa2.WINDOW)
     ap.add_argument("--batch", type=int, default=48)
     ap.add_argument("--tokens-per-step", type=lambda s: [int(x) for x in s.split(",")],
                     default=[1, 2, 4, 8])  # fmt: skip
     ap.add_argument("--signal", default=None, help="Seer's signal (default: the model's)")
     args = ap.parse_args(argv)
-    if args.n < 1 or any(k < 1 or args.window % k for k in args.tokens_per_step):
-        sys.exit("--n must be >= 1 and every tokens-per-step must divide the window")
-    record = run(args)
-    show(record)
-    print(json.dumps(record))
-    return record
+    if any(k < 1 or args.window % k for k in args.tokens_per_step):
+        sys.exit("every tokens-per-step must divide the window")
+    session = harness.Session("vqa2", args)
+    rec = run(args)
+    show(rec)
+    results = {m: {"accuracy": acc["all"], "drop_points": rec["drop"][m]["points"]}
+               for m, acc in rec["accuracy"].items()}  # fmt: skip
+    fields = {k: v for k, v in rec.items() if k not in ("model", "n", "seed")}
+    return session.finish(results, model=rec["model"], source="builtin-vqa2", n=rec["n"],
+                          **fields)  # fmt: skip
 
 
 if __name__ == "__main__":

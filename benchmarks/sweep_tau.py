@@ -3,7 +3,8 @@
 tau_pad decides when a group pays for padding (static, rho <= tau_pad) rather than packing
 (varlen). The paper finds 0.2-0.6 flat and >= 0.7 bad on GPU; this measures it for our engine on
 the built-in model (held-out prompts with Seer's detector, and the long-tailed synthetic mix),
-`--repeats` runs per point, median tokens/s. Last line: one JSON record.
+`--repeats` runs per point, interleaved over the taus, median tokens/s. Last line: the harness's
+JSON record (`seer.bench.harness`).
 
     python benchmarks/sweep_tau.py --n 64 --batches 32 64
 """
@@ -11,15 +12,13 @@ the built-in model (held-out prompts with Seer's detector, and the long-tailed s
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import statistics
 
-import torch
 from rich.console import Console
 from rich.table import Table
 
 import seer
+from seer.bench import harness
 from seer.bench.throughput import Workload, heldout, run_case, seer_config, synthetic
 from seer.config import SamplingParams
 
@@ -29,31 +28,29 @@ TAUS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None)
-    ap.add_argument("--n", type=int, default=64)
+    harness.add_arguments(ap, n=64, repeats=2, skip=("data",))
     ap.add_argument("--batches", type=int, nargs="+", default=[32, 64])
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+    session = harness.Session("sweep_tau", args)
     lm = seer.load(args.model or "builtin")
     g = lm.meta.get("seer", {}).get("gen_length", 64)
     p = SamplingParams(gen_length=g).with_defaults(lm.default_rule)
     cfg = seer_config(lm)
     held = heldout(lm, args.n, args.seed, p)
     loads = [held, synthetic(held, g, args.seed)]
-    warm = Workload(held.name, held.ids[:8], held.valid[:8], None)
-    run_case(lm, warm, "seer-routed", 8, p, cfg, 0.4)  # warm-up
+    for w in loads:  # warm-up: every path (static, varlen, eager) on both workloads
+        small = Workload(w.name, w.ids[:8], w.valid[:8], w.fixed and w.fixed[:8])
+        harness.warm(lambda tau, s=small: run_case(lm, s, "seer-routed", 8, p, cfg, tau), TAUS)
     rows = []
     for w in loads:
         for b in args.batches:
             sub = Workload(w.name, w.ids[:b], w.valid[:b], w.fixed and w.fixed[:b])
+            runs: dict[float, list] = {tau: [] for tau in TAUS}
+            for _, tau in harness.rounds(TAUS, args.repeats):  # interleaved over the taus
+                runs[tau].append(run_case(lm, sub, "seer-routed", b, p, cfg, tau))
             for tau in TAUS:
-                runs = [
-                    run_case(lm, sub, "seer-routed", b, p, cfg, tau) for _ in range(args.repeats)
-                ]
-                tok_s = statistics.median(r["tok_s"] for r in runs)
-                paths = runs[0]["paths"]
+                tok_s = statistics.median(r["tok_s"] for r in runs[tau])
+                paths = runs[tau][0]["paths"]
                 rows.append({"workload": w.name, "batch": b, "tau_pad": tau, "tok_s": tok_s,
                              "paths": paths})  # fmt: skip
     t = Table(title=f"Seer + routing vs tau_pad ({lm.name}, gen_length {g}, tokens/s)")
@@ -66,9 +63,7 @@ def main() -> None:
             sel = [r for r in rows if r["workload"] == w.name and r["batch"] == b]
             t.add_row(w.name, str(b), *(f"{r['tok_s']:.1f}" for r in sel))
     Console(width=140).print(t)
-    record = {"bench": "sweep_tau", "model": lm.name, "machine": platform.machine(),
-              "threads": args.threads, "torch": torch.__version__, "rows": rows}  # fmt: skip
-    print(json.dumps(record))
+    session.finish(rows, model=lm.name or args.model or "builtin", source="builtin")
 
 
 if __name__ == "__main__":

@@ -59,7 +59,8 @@ def run_calibration(model, n, out, write: bool, max_over: float = 0.0, *, data=N
     samples = {}
     for side, rows in (("calibration", calib), ("evaluation", evaluation)):
         with progress.bar(f"{side}: baseline answers + step-0 profiles", len(rows)) as advance:
-            samples[side] = cal.collect(lm, rows, g, progress=advance, encode=encoder(lm))
+            samples[side] = cal.collect(lm, rows, g, progress=advance, encode=encoder(lm),
+                                        score=_score)  # fmt: skip
     with progress.status("scoring every detector setting"):
         scores = cal.sweep(samples["calibration"], g, max_over=max_over)
     report = _report(lm, data, g, samples, scores, max_over, (calib, evaluation))
@@ -128,6 +129,7 @@ def _report(lm, data, g: int, samples: dict, scores, max_over: float, sides) -> 
         },
         "n": {"calibration": len(cal_s), "evaluation": len(ev_s)},
         "baseline_exact_match": {side: _accuracy(s) for side, s in samples.items()},
+        "baseline_score": {side: _mean_score(s) for side, s in samples.items()},
         "auc": {
             "thetas": list(cal.THETAS),
             **{
@@ -150,6 +152,19 @@ def _report(lm, data, g: int, samples: dict, scores, max_over: float, sides) -> 
 
 def _accuracy(samples) -> float | None:
     known = [s.correct for s in samples if s.correct is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _score(example, text: str) -> float | None:
+    """`seer.data.score` (the data's own metric: ParallelBench's, a v2 family's checker, exact
+    match otherwise), None for a row it cannot score."""
+    from seer.data import scorable, score
+
+    return score(example, text) if scorable(example) else None
+
+
+def _mean_score(samples) -> float | None:
+    known = [s.score for s in samples if s.score is not None]
     return sum(known) / len(known) if known else None
 
 

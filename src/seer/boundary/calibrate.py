@@ -46,15 +46,17 @@ class Sample:
     correct: bool | None  # baseline answer equals the reference (None: no reference given)
     sparsity: torch.Tensor  # (2 tensors [down, gate], n_layers, n_thetas, W)
     end_prob: torch.Tensor  # (W,) step-0 probability of an end token
+    score: float | None = None  # the baseline answer's score by the data's metric (`score=`)
 
 
 @torch.inference_mode()
 def collect(lm, examples, gen_length: int | None = None, batch: int = 32, progress=None,
-            encode=None) -> list[Sample]:  # fmt: skip
+            encode=None, score=None) -> list[Sample]:  # fmt: skip
     """Baseline answers and step-0 profiles of `examples` (objects with `id`, `prompt`, `image`,
     `answer`, `family`: `seer.data.Example`), `batch` requests at a time. `encode(lm, example)`
     makes a request's prompt (default: `lm.prompt(example.prompt, example.image)`); it is
-    encoded once and both the baseline and the step-0 probe receive it."""
+    encoded once and both the baseline and the step-0 probe receive it. `score(example, text)`
+    scores a baseline answer by the data's own metric (None: it cannot be scored)."""
     encode = encode or (lambda lm, e: lm.prompt(e.prompt, e.image))
     p = lm.sampling(gen_length=gen_length)
     out: list[Sample] = []
@@ -66,7 +68,8 @@ def collect(lm, examples, gen_length: int | None = None, batch: int = 32, progre
         for r, (e, g) in enumerate(zip(chunk, gens, strict=True)):
             correct = None if e.answer is None else g.text.strip() == e.answer.strip()
             sp = prof.sparsity[:, :, :, r]  # (2 tensors, n_layers, n_thetas, W)
-            out.append(Sample(e.id, e.family, g.stats.tokens, correct, sp, prof.end_prob[r]))
+            s = None if score is None else score(e, g.text)
+            out.append(Sample(e.id, e.family, g.stats.tokens, correct, sp, prof.end_prob[r], s))
         if progress is not None:
             progress(len(chunk))
     return out

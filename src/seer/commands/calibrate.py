@@ -83,8 +83,9 @@ def _show(report: dict) -> None:
         )  # fmt: skip
     console = _console()
     console.print(table)
-    em = report["baseline_exact_match"]
-    if em["calibration"] is not None:
+    em = report.get("baseline_score") or report["baseline_exact_match"]
+    if em["calibration"] is not None and em["evaluation"] is not None:
         auc = report["auc"]["end_prob"]
-        console.print(f"baseline exact match: calibration {em['calibration']:.1%}, evaluation "
-                      f"{em['evaluation']:.1%}; end-probability AUC {auc:.3f}")  # fmt: skip
+        console.print(f"baseline score (the data's metric, seer.data.score): calibration "
+                      f"{em['calibration']:.1%}, evaluation {em['evaluation']:.1%}; "
+                      f"end-probability AUC {auc:.3f}")  # fmt: skip
