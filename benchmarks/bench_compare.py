@@ -134,8 +134,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--quick", action="store_true", help="baseline, seer, stop, oracle only")
     ap.add_argument("--dpad", action=argparse.BooleanOptionalAction, default=True,
                     help="DPad and seer+DPad (default: on)")  # fmt: skip
-    ap.add_argument("--daedal", action=argparse.BooleanOptionalAction, default=True,
-                    help="DAEDAL (default: on)")  # fmt: skip
+    ap.add_argument("--daedal", action=argparse.BooleanOptionalAction, default=None,
+                    help="DAEDAL (default: on, off with --quick)")  # fmt: skip
     ap.add_argument("--skip", default="", help="methods to leave out (comma-separated)")
     ap.add_argument("--raw", type=Path, default=None, help="per-request JSON Lines (resumable)")
     ap.add_argument("--plot", type=Path, default=None, help="Pareto PNG")
@@ -163,7 +163,8 @@ def main(argv=None) -> dict:
     except SeerError as e:
         ap.error(str(e))
     seer_cfg = resolve(lm, True)
-    configs = build_configs(lm, g, budgets, args.quick, args.dpad, args.daedal)
+    daedal = not args.quick if args.daedal is None else args.daedal
+    configs = build_configs(lm, g, budgets, args.quick, args.dpad, daedal)
     skip = {m for m in args.skip.split(",") if m}
     if skip - {c.method for c in configs}:
         ap.error(f"--skip: no method named {', '.join(sorted(skip - {c.method for c in configs}))}")

@@ -60,7 +60,7 @@ def _with_seer(cfgs: list[Config]) -> list[Config]:
 def build_configs(lm, g: int, budgets: list[int], quick: bool, dpad: bool = True,
                   daedal: bool = True) -> list[Config]:  # fmt: skip
     """Every config of the comparison (see the script's docstring); `quick`: baseline, seer,
-    stop, oracle and threshold 0.9 only."""
+    stop, oracle and threshold 0.9 (and DAEDAL, when `daedal`)."""
     enders = tuple((t,) for t in lm.tokens.enders)  # ids from the tokenizer, never literals
     out: list[Config] = []
     for k in budgets:
@@ -97,7 +97,7 @@ def build_configs(lm, g: int, budgets: list[int], quick: bool, dpad: bool = True
             Config("dual+threshold", "t=0.9", dict(dual, threshold=0.9), ref=ref1),
             Config("dual+factor", f"f={FACTOR}", dict(dual, factor=FACTOR), ref=ref1),
         ])  # fmt: skip
-    if daedal and not quick:  # its own length and reveal rule: compared with the k = 1 baseline
+    if daedal:  # its own length and reveal rule: compared with the k = 1 baseline
         scaled = dict(daedal=True, daedal_block=8, daedal_eos_tokens=8)
         out += [
             Config("daedal", "official", dict(daedal=True), ref=ref1),
