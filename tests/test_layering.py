@@ -70,7 +70,23 @@ def _imports(name: str, path: Path, modules) -> set[str]:
                 base = ".".join([*anchor, base] if base else anchor)
             found.add(base)
             found |= {f"{base}.{a.name}" for a in node.names}  # `from seer import demo`
+        elif isinstance(node, ast.Call) and _dynamic(node):
+            found.add(_dynamic(node))
     return {m for m in found if m.startswith("seer") and m in modules and m != name}
+
+
+def _dynamic(node: ast.Call) -> str | None:
+    """The module an `importlib.import_module("seer.x.y")` call names, or the package an
+    f-string names before its first field (`f"seer.x.{name}"` -> seer.x); else None."""
+    func = node.func
+    if getattr(func, "attr", getattr(func, "id", None)) != "import_module" or not node.args:
+        return None
+    arg = node.args[0]
+    if isinstance(arg, ast.JoinedStr) and arg.values:
+        arg = arg.values[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value.rstrip(".")
+    return None
 
 
 def _arrows() -> set[tuple[str, str]]:
@@ -86,7 +102,7 @@ def _upward(src: str, dst: str) -> bool:
         return b not in GROUND and b != ""
     if b == "training":  # the build step: nothing imports it
         return a != "training"
-    return RANK[b] > RANK[a]
+    return RANK.get(b, max(RANK.values()) + 1) > RANK.get(a, 0)  # an unplaced package: upward
 
 
 def test_the_core_imports_nothing_above_it():
@@ -146,6 +162,17 @@ def test_every_package_is_placed_in_a_layer():
 )
 def test_what_counts_as_upward(src, dst, upward):
     assert _upward(src, dst) is upward
+
+
+def test_dynamic_imports_are_read(tmp_path):
+    """The old cycle's data -> demo arrow was an `import_module(f"seer.demo.{...}")` at one
+    point: a dynamic import is an arrow too."""
+    path = tmp_path / "x.py"
+    path.write_text(
+        "import importlib\ndef f(t):\n    return importlib.import_module(f'seer.demo.{t}')\n"
+    )
+    got = _imports("seer.data.builtin", path, {"seer.demo", "seer.data.builtin"})
+    assert got == {"seer.demo"} and _upward("seer.data.builtin", "seer.demo")
 
 
 def test_relative_and_lazy_imports_are_read(tmp_path):
