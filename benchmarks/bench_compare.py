@@ -207,7 +207,7 @@ def main(argv=None) -> dict:
     mark_frontier(results)
     record = session.record(
         results,
-        model=lm.name or args.model,
+        model=str(args.model),  # the name or folder given (a v2 folder is named export)
         source=source,
         n=len(rows),
         gen_length=g,
