@@ -75,6 +75,8 @@ def test_what_seer_adds_and_the_headline(record):
         h["b1"]["fastest"] == "seer+threshold@t=0.9" and h["b32"]["fastest"] == h["b1"]["fastest"]
     )
     assert "seer@k=1" in h["equal_accuracy"]  # one changed answer of 8: within chance
+    oracle = dict(record["seer+threshold@t=0.9"], method="oracle", loop_ms=0.001, b32_ms=0.001)
+    assert headline({**record, "oracle@k=1": oracle}, "baseline@k=1") == h  # a bound, not a method
 
 
 def test_detection_share_and_the_batch32_part(record):
