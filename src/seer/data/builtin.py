@@ -71,7 +71,8 @@ def _pool(task: str, seed: int) -> Iterator[Example]:
     """Unique held-out examples, round-robin over the families until every one runs dry."""
     module = _module(task)
     streams = {
-        f: _unique(module, f, random.Random(f"data/{task}/{f}/{seed}")) for f in module.FAMILIES
+        f: _unique(task, module, f, random.Random(f"data/{task}/{f}/{seed}"))
+        for f in module.FAMILIES
     }
     index = 0
     while streams:
@@ -84,22 +85,18 @@ def _pool(task: str, seed: int) -> Iterator[Example]:
             index += 1
 
 
-def _unique(module, family: str, rng: random.Random):
+def _unique(task: str, module, family: str, rng: random.Random):
     seen: set[str] = set()
     misses = 0
     while misses < PATIENCE:
         ex = module.generate_example(family, rng, "heldout")
-        key = _demo_key(task_name(module), ex)
+        key = _demo_key(task, ex)
         if key in seen:
             misses += 1
             continue
         misses = 0
         seen.add(key)
         yield ex
-
-
-def task_name(module) -> str:
-    return {name: task for task, name in MODULES.items()}[module.__name__.rsplit(".", 1)[1]]
 
 
 def _demo_key(task: str, ex) -> str:

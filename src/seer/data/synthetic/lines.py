@@ -44,6 +44,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from seer.data.example import Example
+from seer.data.scoring import score as data_score
 from seer.data.synthetic.lines_templates import OPS, PUZZLES, SCENES
 from seer.data.synthetic.names import first_names, last_names
 
@@ -329,9 +331,6 @@ def metric(item: Item) -> tuple[str | None, object]:
 
 def score(item: Item, text: str) -> float:
     """1.0 when `text` answers `item`: `seer.data.score` with the family's metric."""
-    from seer.data.example import Example
-    from seer.data.scoring import score as data_score
-
     name, reference = metric(item)
     example = Example("", item.prompt, answer=item.answer, reference=reference, metric=name)
     return data_score(example, text)
