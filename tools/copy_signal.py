@@ -5,7 +5,10 @@ prints the mean cross-entropy and top-1 accuracy on the masked *name* tokens: ab
 names' unigram, ~log 900) means nothing is copied yet; it falls as copying starts, long before
 whole answers are right.
 
-    python tools/copy_signal.py runs/builtin-v2/export
+    python tools/copy_signal.py runs/builtin-v2/export [--bare]
+
+``--bare``: on held-out warm-up requests of the copy curriculum (``lines.bare_item``, lines of
+1-3 people, no template) instead: the first place copying shows during the warm-up.
 """
 
 from __future__ import annotations
@@ -24,12 +27,24 @@ from seer.training.trainer import pack
 FAMILIES = ("copy", "reverse", "sort", "who", "long_copy")
 
 
-def main(path: str) -> None:
+def bare(family: str, n: int = 24) -> list[lines.Item]:
+    rng, out = random.Random(2), []
+    while len(out) < n:
+        item = lines.bare_item(rng, 3)
+        if item.family == family and lines.is_heldout(item):
+            out.append(item)
+    return out
+
+
+def main(path: str, warmup: bool = False) -> None:
     torch.manual_seed(0)
     lm = seer.load(path)
     enc = ChatEncoder(lm.tokenizer)
-    for fam in FAMILIES:
-        items = lines.generate(24, seed=2, split="heldout", families=(fam,))
+    for fam in ("copy", "who") if warmup else FAMILIES:
+        if warmup:
+            items = bare(fam)
+        else:
+            items = lines.generate(24, seed=2, split="heldout", families=(fam,))
         prompts, answers = [enc.prompt(i) for i in items], [enc.answer(i) for i in items]
         x, am, p, _ = pack(prompts, answers, enc.pad, 128, random.Random(0), 1.0)
         in_answer = torch.zeros_like(x, dtype=torch.bool)
@@ -49,4 +64,4 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], "--bare" in sys.argv[2:])

@@ -13,6 +13,7 @@ Run: ``python -m seer.training.builtin_v2 --out runs/builtin-v2 --minutes 120`` 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,15 +42,18 @@ class TrainConfig:
     weight_tying: bool = True  # the LM head is the embedding: copying a rare name is free
     window: int = 128
     batch_size: int = 16
-    lr: float = 1.5e-3
+    lr: float = 3e-4  # 1.5e-3 never started copying (docs/builtin-v2/MODEL_CARD.md)
     min_lr: float = 5e-5
-    warmup: int = 300
+    warmup: int = 100
     total_steps: int = 20000  # cosine horizon; a phase may stop earlier on its time budget
     weight_decay: float = 0.01
     full_window_prob: float = 0.3
     cycle_start: int = 0
     windows: str = "row"
     seed: int = 0
+    bare_steps: int = 1500  # the copy warm-up: only `lines.bare_item` requests until this step
+    bare_people: int = 400  # ... whose lines grow by one person (up to 8) every this many steps
+    bare_share: float = 0.2  # the share of warm-up requests in every batch afterwards
 
 
 class ChatEncoder:
@@ -69,14 +73,28 @@ class ChatEncoder:
         return self.tok(item.answer, add_special_tokens=False)["input_ids"] + [self.eot]
 
 
-def batches(enc: ChatEncoder, c: TrainConfig, rng: random.Random):
-    """GROUP batches of training items, grouped by total length, in random order."""
+def batches(enc: ChatEncoder, c: TrainConfig, rng: random.Random, step: Callable[[], int]):
+    """GROUP batches of training items at a time, grouped by total length, in random order; the
+    curriculum by `step()`: warm-up requests only before `c.bare_steps`, then the task mix with
+    a `c.bare_share` of them."""
     while True:
-        yield from _group(enc, c, rng)
+        yield from _group(enc, c, rng, step())
 
 
-def _group(enc: ChatEncoder, c: TrainConfig, rng: random.Random):
-    items = lines.generate(GROUP * c.batch_size, seed=rng.randrange(1 << 30), split="train")
+def _items(c: TrainConfig, rng: random.Random, step: int) -> list[lines.Item]:
+    n = GROUP * c.batch_size
+    bare = n if step < c.bare_steps else sum(rng.random() < c.bare_share for _ in range(n))
+    people = min(8, 1 + step // c.bare_people)
+    warm = []
+    while len(warm) < bare:
+        item = lines.bare_item(rng, people)
+        if not lines.is_heldout(item):
+            warm.append(item)
+    return warm + lines.generate(n - bare, seed=rng.randrange(1 << 30), split="train")
+
+
+def _group(enc: ChatEncoder, c: TrainConfig, rng: random.Random, step: int):
+    items = _items(c, rng, step)
     rows = sorted(
         ((enc.prompt(it), enc.answer(it)) for it in items), key=lambda r: sum(map(len, r))
     )
@@ -120,7 +138,7 @@ def train(out: Path, minutes: float, c: TrainConfig, eval_every: int, threads: i
     heldout = lines.generate(eval_n, seed=1, split="heldout", families=tuple(lines.FAMILIES))
     trainer.fit(
         run,
-        batches(enc, c, rng),
+        batches(enc, c, rng, lambda: run.step),
         lambda b: trainer.loss_fn(model, *b, enc.mask, gen),
         lambda: evaluate(model, enc, heldout, c.window),
         Schedule(minutes, eval_every, log_every=25, rate="tok/s"),

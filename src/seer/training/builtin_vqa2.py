@@ -32,6 +32,7 @@ import torch
 
 from seer.data.synthetic import scenes2, vqa2
 from seer.data.synthetic.vocab_vqa2 import build_tokenizer
+from seer.data.synthetic.vqa2 import VQA2Example
 from seer.training import multimodal, trainer
 from seer.training.trainer import JITTER, Run, Schedule
 
@@ -66,6 +67,8 @@ class TrainConfig:
     cycle_start: int = 0
     init_from: str = "builtin"  # the text model whose LM weights start the LM ("" for none)
     eval_n: int = 45  # held-out requests per evaluation (balanced over the families)
+    warm_until: int = 0  # before this step, only `vqa2.warmup_examples` (one shape, glyph or word)
+    warm_share: float = 0.2  # ... and this share of them in every batch afterwards (if warm_until)
     seed: int = 0
 
 
@@ -104,12 +107,23 @@ def build(out: Path, c: TrainConfig):
     return multimodal.build(out, c, build_tokenizer, scenes2.SIZE, "builtin-vqa2")
 
 
-def next_batch(queue: list, c: TrainConfig, rng: random.Random, batcher: Batcher):
-    """The next (examples, full) batch: GROUP batches are drawn at once, sorted by answer
-    length and chunked, so a cut batch pads little; each chunk is full with the configured
-    probability."""
+def draw(c: TrainConfig, rng: random.Random, step: int) -> list[VQA2Example]:
+    """GROUP batches' examples at `step`: warm-up examples only before `c.warm_until`, then
+    the family mix with a `c.warm_share` of them (none in a run without a warm-up)."""
+    n = GROUP * c.batch_size
+    if step < c.warm_until:
+        warm = n
+    else:
+        warm = sum(rng.random() < c.warm_share for _ in range(n)) if c.warm_until else 0
+    return vqa2.warmup_examples(warm, rng) + vqa2.training_examples(n - warm, rng)
+
+
+def next_batch(queue: list, c: TrainConfig, rng: random.Random, batcher: Batcher, step: int = 0):
+    """The next (examples, full) batch: GROUP batches are drawn at once (`draw`), sorted by
+    answer length and chunked, so a cut batch pads little; each chunk is full with the
+    configured probability."""
     if not queue:
-        drawn = vqa2.training_examples(GROUP * c.batch_size, rng)
+        drawn = draw(c, rng, step)
         drawn.sort(key=lambda e: len(batcher.answer(e.answer)))
         chunks = [drawn[i : i + c.batch_size] for i in range(0, len(drawn), c.batch_size)]
         rng.shuffle(chunks)
@@ -117,11 +131,11 @@ def next_batch(queue: list, c: TrainConfig, rng: random.Random, batcher: Batcher
     return queue.pop()
 
 
-def batches(batcher: Batcher, c: TrainConfig, rng: random.Random):
-    """Training batches without end (`next_batch`)."""
+def batches(batcher: Batcher, c: TrainConfig, rng: random.Random, step=lambda: 0):
+    """Training batches without end (`next_batch` at `step()`)."""
     queue: list = []
     while True:
-        examples, full = next_batch(queue, c, rng, batcher)
+        examples, full = next_batch(queue, c, rng, batcher, step())
         yield batcher(examples, rng, full)
 
 
@@ -144,7 +158,7 @@ def train(
     heldout = vqa2.generate_examples(c.eval_n, seed=1, split="heldout", unique=True)
     trainer.fit(
         run,
-        batches(Batcher(proc, tok, c.window), c, rng),
+        batches(Batcher(proc, tok, c.window), c, rng, lambda: run.step),
         multimodal.image_loss(model, proc, lm.tokens.mask, gen, scenes2.SIZE),
         lambda: heldout_score(lm, heldout, c.window),
         Schedule(minutes, eval_every, save_seconds=save_seconds, timed_evals=True),

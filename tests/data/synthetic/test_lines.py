@@ -155,3 +155,30 @@ def test_vocabulary_is_frozen():
     words = vocab2.words()
     digest = hashlib.sha256("\n".join(words).encode()).hexdigest()[:16]
     assert (len(words), digest) == (3992, "286da1debae3e0c6")
+
+
+def test_the_copy_curriculum_starts_bare_and_grows(tok):
+    """Warm-up requests are the line alone (copy) or the line and a position (who), pass their
+    checker, tokenize without unknown pieces, and the trainer draws only them before
+    `bare_steps`, with lines that grow by one person every `bare_people` steps, then a
+    `bare_share` of them in the mix."""
+    from seer.training.builtin_v2 import TrainConfig, _items
+
+    rng = random.Random(0)
+    for _ in range(50):
+        it = lines.bare_item(rng, 3)
+        assert it.family in ("copy", "who") and not it.turns
+        assert lines.score(it, it.answer) == 1.0
+        line = it.prompt.rsplit(" ", 1)[0] if it.family == "who" else it.prompt
+        assert 1 <= len(parse_list(line)) <= 3
+        assert tok.unk_token_id not in tok(it.prompt)["input_ids"]
+    c = TrainConfig(batch_size=8, bare_steps=100, bare_people=40, bare_share=0.25)
+    early = _items(c, random.Random(1), step=0)
+    assert all(it.prompt.startswith("[") and not it.turns for it in early)
+    assert max(len(parse_list(it.answer)) for it in early if it.family == "copy") == 1
+    grown = _items(c, random.Random(1), step=99)  # 1 + 99 // 40 = 3 people at most
+    assert max(len(parse_list(it.answer)) for it in grown if it.family == "copy") == 3
+    later = _items(c, random.Random(2), step=100)
+    bare = sum(it.prompt.startswith("[") for it in later)  # templated prompts start with words
+    assert 0 < bare < len(later) // 2
+    assert not any(lines.is_heldout(it) for it in early + later)

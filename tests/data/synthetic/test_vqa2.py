@@ -117,6 +117,32 @@ def test_training_draw_follows_the_weights():
     assert counts["read"] > 1.5 * counts["colour"]
 
 
+def test_warmup_draws_one_thing_and_the_trainer_switches_to_the_mix():
+    """Warm-up pictures hold one shape, glyph or word (or 1-3 shapes to count), pass their
+    checker and are never held out; the trainer draws only them before `warm_until`, a
+    `warm_share` of them later, and a run without a warm-up draws exactly as before."""
+    from seer.training.builtin_vqa2 import GROUP, TrainConfig, draw
+
+    warm = vqa2.warmup_examples(200, random.Random(0))
+    assert {e.family for e in warm} == set(vqa2.WARMUP)
+    for e in warm:
+        things = len(e.picture.items) + len(e.picture.texts)
+        assert things == 1 or (e.family == "count" and things <= 3)
+        assert vqa2.score(e, e.answer) == 1.0 and not vqa2.is_heldout(e.picture, e.question)
+    c = TrainConfig(batch_size=8, warm_until=50, warm_share=0.25)
+    first = draw(c, random.Random(1), step=0)
+    assert len(first) == GROUP * 8 and all(e.question in _warm_questions() for e in first)
+    later = [e.family for e in draw(c, random.Random(1), step=50)]
+    assert {"describe", "list"} & set(later) and len(later) == GROUP * 8
+    plain = draw(TrainConfig(batch_size=8), random.Random(3), step=0)
+    assert [e.key for e in plain] == [e.key for e in vqa2.training_examples(32, random.Random(3))]
+
+
+def _warm_questions() -> set[str]:
+    return {q.format(kind=k) for f in ("colour", "number", "read") for q in vqa2.QUESTIONS[f]
+            for k in scenes2.KINDS} | {vqa2.QUESTIONS["count"][0]}  # fmt: skip
+
+
 def test_pictures_round_trip_and_render_glyphs_in_their_cells():
     e = vqa2.generate_examples(1, seed=0, split="train", families=("number",))[0]
     assert Picture.from_dict(e.picture.to_dict()) == e.picture

@@ -269,6 +269,19 @@ def make_item(rng: random.Random, family: str, icl: bool | None = None) -> Item:
     return item
 
 
+def bare_item(rng: random.Random, people: int) -> Item:
+    """A warm-up request of the copy curriculum (docs/builtin-v2/MODEL_CARD.md): a line of 1 to
+    `people` people and nothing else (``copy``: answer the line) or the line and a 0-based
+    position (``who``: answer the person there); no template, scene or in-context turn. With
+    the prompt this short, attention finds the names early and copying starts (a templated
+    prompt four times as long did not start in the same steps)."""
+    line = _people(rng, rng.randint(1, people))
+    if rng.random() < 0.5:
+        return Item("copy", list_str(line), list_str(line))
+    i = rng.randrange(len(line))
+    return Item("who", f"{list_str(line)} {i}", line[i])
+
+
 def is_heldout(item: Item) -> bool:
     """True iff the request falls in the held-out split (MD5 of the whole chat)."""
     digest = hashlib.md5(item.text.encode("utf-8")).digest()

@@ -278,6 +278,53 @@ def generate_examples(
     return draw_examples(VQA2_TASKS, n, seed, split, families, unique=unique)
 
 
+def _one_colour(rng: random.Random) -> Draw:
+    item = Item(rng.choice(KINDS), rng.choice(tuple(COLOURS)), rng.randrange(9),
+                rng.choice(tuple(SHAPE_SIZES)))  # fmt: skip
+    question = rng.choice(QUESTIONS["colour"]).format(kind=item.kind)
+    return Picture(_background(rng), items=(item,)), question, item.colour
+
+
+def _one_glyph(rng: random.Random) -> Draw:
+    digit = str(rng.randrange(10))
+    text = Text(rng.randrange(CELLS), rng.randrange(CELLS), digit, rng.choice(TEXT_COLOURS))
+    return Picture(_background(rng), texts=(text,)), rng.choice(QUESTIONS["number"]), digit
+
+
+def _one_word(rng: random.Random) -> Draw:
+    word = rng.choice(WORDS)
+    text = Text(rng.randrange(CELLS), rng.randint(0, CELLS - len(word)), word,
+                rng.choice(TEXT_COLOURS))  # fmt: skip
+    return Picture(_background(rng), texts=(text,)), rng.choice(QUESTIONS["read"]), word
+
+
+def _few(rng: random.Random) -> Draw:
+    items = _items(rng, rng.randint(1, 3))
+    return Picture(_background(rng), items=tuple(items)), QUESTIONS["count"][0], str(len(items))
+
+
+WARMUP: dict[str, Callable[[random.Random], Draw]] = {
+    "colour": _one_colour,
+    "number": _one_glyph,
+    "read": _one_word,
+    "count": _few,
+}
+"""The warm-up requests (the trainer's first steps; docs/builtin-vqa2/MODEL_CARD.md): one shape,
+one digit, one word or 1-3 shapes on the picture, so the answer is in the picture's mean and the
+LM starts to use the image (on the full mix it ignored it for 5,000 steps)."""
+
+
+def warmup_examples(n: int, rng: random.Random) -> list[VQA2Example]:
+    """`n` training examples of the :data:`WARMUP` draws, the families in turn at random."""
+    out = []
+    while len(out) < n:
+        family = rng.choice(tuple(WARMUP))
+        picture, question, answer = WARMUP[family](rng)
+        if not is_heldout(picture, question):
+            out.append(VQA2Example(family, picture, question, answer))
+    return out
+
+
 def training_examples(n: int, rng: random.Random) -> list[VQA2Example]:
     """`n` training examples, each family drawn with its :data:`WEIGHTS` weight."""
     weights = [WEIGHTS.get(f, 1.0) for f in FAMILIES]
