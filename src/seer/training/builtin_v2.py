@@ -54,6 +54,7 @@ class TrainConfig:
     bare_steps: int = 1500  # the copy warm-up: only `lines.bare_item` requests until this step
     bare_people: int = 400  # ... whose lines grow by one person (up to 8) every this many steps
     bare_share: float = 0.2  # the share of warm-up requests in every batch afterwards
+    until: int = 0  # stop at this step (0: at the time budget or the cycle's end)
 
 
 class ChatEncoder:

@@ -69,6 +69,7 @@ class TrainConfig:
     eval_n: int = 45  # held-out requests per evaluation (balanced over the families)
     warm_until: int = 0  # before this step, only `vqa2.warmup_examples` (one shape, glyph or word)
     warm_share: float = 0.2  # ... and this share of them in every batch afterwards (if warm_until)
+    until: int = 0  # stop at this step (0: at the time budget or the cycle's end)
     seed: int = 0
 
 

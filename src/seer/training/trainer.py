@@ -200,8 +200,11 @@ class Run:
         self.t_end = self.last_save + minutes * 60
 
     def running(self) -> bool:
-        """Within the time budget and the current cycle's steps."""
-        return time.time() < self.t_end and self.step < self.c.cycle_start + self.c.total_steps
+        """Within the time budget, the current cycle's steps and the phase's last step (a
+        config's `until`, where it has one: a release script's phases end at fixed steps)."""
+        until = getattr(self.c, "until", 0) or math.inf
+        end = min(until, self.c.cycle_start + self.c.total_steps)
+        return time.time() < self.t_end and self.step < end
 
     def update(self, loss: torch.Tensor) -> None:
         """One AdamW step on `loss` (gradient norm clipped to 1) at the scheduled learning rate."""

@@ -146,6 +146,9 @@ def test_trainer_runs_resumes_and_exports_a_loadable_checkpoint(tmp_path):
     cfg.total_steps = 3
     train(tmp_path, minutes=5, c=cfg, eval_every=100, threads=1, eval_n=4)
     assert torch.load(tmp_path / "state.pt", weights_only=False)["step"] == 3
+    cfg.total_steps, cfg.until = 100, 5  # a phase that ends at a fixed step
+    train(tmp_path, minutes=5, c=cfg, eval_every=100, threads=1, eval_n=4)
+    assert torch.load(tmp_path / "state.pt", weights_only=False)["step"] == 5
     assert json.loads((tmp_path / "train_config.json").read_text())["window"] == 32
     assert Path(tmp_path / "export" / "tokenizer.json").is_file()
 
