@@ -66,8 +66,10 @@ def main(path: str, warmup: bool = False) -> None:
                 acc = (logits.argmax(-1) == target).float().mean()
                 scores.append((F.cross_entropy(logits, target).item(), 100 * acc.item()))
         (ce, acc), (ce_s, acc_s) = scores
-        print(f"{fam:9s} {len(chosen):2d}: cross-entropy {ce:.2f} nats (another picture's:"
-              f" {ce_s:.2f}), top-1 {acc:.0f} % ({acc_s:.0f} %)")
+        print(
+            f"{fam:9s} {len(chosen):2d}: cross-entropy {ce:.2f} nats (another picture's:"
+            f" {ce_s:.2f}), top-1 {acc:.0f} % ({acc_s:.0f} %)"
+        )
 
 
 if __name__ == "__main__":
