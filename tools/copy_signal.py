@@ -5,16 +5,17 @@ prints the mean cross-entropy and top-1 accuracy on the masked *name* tokens: ab
 names' unigram, ~log 900) means nothing is copied yet; it falls as copying starts, long before
 whole answers are right.
 
-    python tools/copy_signal.py runs/builtin-v2/export [--bare]
+    python tools/copy_signal.py runs/builtin-v2/export [--bare [--people N]] [--window W]
 
 ``--bare``: on held-out warm-up requests of the copy curriculum (``lines.bare_item``, lines of
-1-3 people, no template) instead: the first place copying shows during the warm-up.
+1 to N people, default 3, no template) instead: the first place copying shows during the
+warm-up.
 """
 
 from __future__ import annotations
 
+import argparse
 import random
-import sys
 
 import torch
 import torch.nn.functional as F
@@ -27,26 +28,26 @@ from seer.training.trainer import pack
 FAMILIES = ("copy", "reverse", "sort", "who", "long_copy")
 
 
-def bare(family: str, n: int = 24) -> list[lines.Item]:
+def bare(family: str, people: int, n: int = 24) -> list[lines.Item]:
     rng, out = random.Random(2), []
     while len(out) < n:
-        item = lines.bare_item(rng, 3)
+        item = lines.bare_item(rng, people)
         if item.family == family and lines.is_heldout(item):
             out.append(item)
     return out
 
 
-def main(path: str, warmup: bool = False) -> None:
+def main(path: str, warmup: bool = False, people: int = 3, window: int = 128) -> None:
     torch.manual_seed(0)
     lm = seer.load(path)
     enc = ChatEncoder(lm.tokenizer)
     for fam in ("copy", "who") if warmup else FAMILIES:
         if warmup:
-            items = bare(fam)
+            items = bare(fam, people)
         else:
             items = lines.generate(24, seed=2, split="heldout", families=(fam,))
         prompts, answers = [enc.prompt(i) for i in items], [enc.answer(i) for i in items]
-        x, am, p, _ = pack(prompts, answers, enc.pad, 128, random.Random(0), 1.0)
+        x, am, p, _ = pack(prompts, answers, enc.pad, window, random.Random(0), 1.0)
         in_answer = torch.zeros_like(x, dtype=torch.bool)
         for r, a in enumerate(answers):
             in_answer[r, p : p + len(a) - 1] = True  # the answer, without <|eot_id|>
@@ -64,4 +65,10 @@ def main(path: str, warmup: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], "--bare" in sys.argv[2:])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("export")
+    ap.add_argument("--bare", action="store_true", help="warm-up requests instead of the mix")
+    ap.add_argument("--people", type=int, default=3, help="--bare lines of 1 to this many")
+    ap.add_argument("--window", type=int, default=128, help="the answer window")
+    a = ap.parse_args()
+    main(a.export, a.bare, a.people, a.window)
