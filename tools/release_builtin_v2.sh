@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
-# How the built-in text model v2 (runs/builtin-v2 -> its export) is produced (repo root).
+# How the built-in text model v2 (runs/builtin-v2 -> its export; MODEL_CARD:
+# docs/builtin-v2/MODEL_CARD.md) is produced (repo root). Not shipped yet: in training.
 #
-# One run folder, resumed phase after phase (`--out` holds state.pt; a phase that stops on its
-# time budget resumes with the same command). Phase 1 is the recipe of seer.training.builtin_v2's
-# defaults: LLaDA d_model 128, 6 layers, 4 heads, SwiGLU 384, RoPE theta 10000, the LM head tied
-# to the embedding (weight_tying), window 128,
-# batch 16 (drawn 4 batches at a time and grouped by length), AdamW lr 1.5e-3 after a 300-step
-# warm-up on a 20000-step cosine horizon, per-row windows (the full 128 for 30 % of the rows,
-# else the answer plus 0-24 [EOS], the rest hidden). Wall times: MODEL_CARD.md.
+# One run folder, resumed phase after phase (`--out` holds state.pt; each phase ends at its
+# `--until` step, so a rerun replays the run; `--minutes` only caps a session). The model:
+# LLaDA d_model 128, 6 layers, 4 heads, SwiGLU 384, RoPE theta 10000, the LM head tied to the
+# embedding (weight_tying). The data stream and masks depend only on the step a phase starts at.
+# Wall times (one core of the shared 2-core VM): MODEL_CARD.md.
 set -euo pipefail
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 run=${RUN:-runs/builtin-v2}
-train() { python -m seer.training.builtin_v2 --out "$run" --threads 1 --eval-every 1000 "$@"; }
+train() { python -m seer.training.builtin_v2 --out "$run" --threads 1 --minutes 1000 "$@"; }
 
-# 1. phase 1 (session of 2026-12-01, one core of the shared 2-core VM): 170 minutes
-train --minutes 170 --total-steps 20000
+# 1. the copy warm-up (steps 0-1200, ~15 min): bare one-person lines only (copy: the line; who:
+#    the line and position 0), 48-position window, batch 32, lr 3e-4 after a 100-step warm-up,
+#    cosine to 5e-5 at step 1200. Copying starts here (tools/copy_signal.py --bare --people 1
+#    --window 48: top-1 67 % / 57 % on held-out copy / who names at step 1200).
+train --eval-every 100000 --window 48 --batch-size 32 --total-steps 1200 --warmup 100 \
+  --bare-steps 1200 --bare-people 1000000 --until 1200
+# 2. longer bare lines (1-2 people to step 2000, 1-3 to 3000, ...): lr 2e-4 warm restart
+#    (50-step warm-up, cosine over 2000 steps), same window and batch.
+train --eval-every 100000 --window 48 --batch-size 32 --lr 2e-4 --cycle-start 1200 --warmup 50 \
+  --total-steps 2000 --bare-steps 100000 --bare-people 1000 --until 3200
+# 3. (next) the task mix in the 128 window with a share of bare lines, at a low rate.

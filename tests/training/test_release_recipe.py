@@ -81,3 +81,16 @@ def test_vqa2_release_phase_parses_and_matches_the_trainer_defaults():
     c = trainer.parse_args(args, train_vqa2.TrainConfig, "x", Path("r"), 1.0)[1]
     assert c == train_vqa2.TrainConfig()  # the run in progress uses the defaults
     assert c.window == 128 and c.init_from == "builtin"
+
+
+def test_text_v2_release_phases_chain_at_their_until_steps():
+    from seer.training import builtin_v2 as train_v2
+
+    args = phases("release_builtin_v2.sh", "python -m seer.training.builtin_v2 ")
+    cfgs = [trainer.parse_args(a, train_v2.TrainConfig, "x", Path("r"), 1.0)[1] for a in args]
+    assert len(cfgs) >= 2 and cfgs[0].cycle_start == 0
+    for before, after in zip(cfgs, cfgs[1:], strict=False):
+        assert after.cycle_start == before.until  # a warm restart where the last phase stopped
+    for c in cfgs:
+        assert c.cycle_start < c.until <= c.cycle_start + c.total_steps
+    assert cfgs[0].bare_steps >= cfgs[0].until  # the first phase is all warm-up
