@@ -2,21 +2,27 @@
 # How the built-in multimodal model v2 (builtin-vqa2; MODEL_CARD: docs/builtin-vqa2/MODEL_CARD.md)
 # is produced (repo root). Not shipped yet: the run below is in progress (see the card).
 #
-# One training phase, resumable across sessions: LaViDa-LLaDA (SigLIP tower, projector and LM all
-# trained), the LM started from the built-in text model (`--init-from builtin`), 128 window,
-# length-grouped batches (a fifth of them full windows), warm-up 300 then cosine 1.5e-3 -> 1e-4
-# over 30000 steps. Each session runs the same command with its own time budget (`--minutes`, 1000 here: to the last step) and
-# continues from $run/state.pt where the last stopped; the schedule depends on the step only, so
-# the sessions add up to one run. One core of a shared CPU VM gives 0.1-0.7 steps/s.
+# LaViDa-LLaDA (SigLIP tower, projector and LM all trained), the LM started from the built-in
+# text model (`--init-from builtin`), 128 window, length-grouped batches (a fifth of them full
+# windows), AdamW lr 3e-4 after a 100-step warm-up, cosine to 1e-4 over 30000 steps (the first
+# runs at 1.5e-3 never used their pictures: MODEL_CARD.md). Phases resume from $run/state.pt and
+# end at their --until step, so a rerun replays the run (`--minutes` only caps a session); the
+# schedule depends on the step only. One core of a shared CPU VM gives 0.1-1 steps/s.
 set -euo pipefail
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 run=${RUN:-runs/builtin-vqa2}
-# 1. train (resumable; repeat until step 30000):
-python -m seer.training.builtin_vqa2 --out "$run" --minutes 1000 --threads 1 \
-  --eval-every 300 --init-from builtin --lr 1.5e-3 --min-lr 1e-4 --total-steps 30000
-# 2. measure the realism criteria on the checkpoint (per family at 1, 2, 4, 8 tokens per
+train() { python -m seer.training.builtin_vqa2 --out "$run" --minutes 1000 --threads 1 \
+  --eval-every 1000 --init-from builtin --lr 3e-4 --warmup 100 --min-lr 1e-4 --total-steps 30000 "$@"; }
+# 1. the family mix (steps 0-1854)
+train --until 1854
+# 2. the warm-up draws (one shape, digit or word, or 1-3 shapes to count) to step 3300, then the
+#    mix with a fifth of them: the LM starts to use the picture (tools/read_signal.py --warmup)
+train --warm-until 3300 --until 3639
+# 3. a second warm-up to step 5500 (reading had not started), then the mix with a fifth of them
+train --warm-until 5500
+# 4. measure the realism criteria on the checkpoint (per family at 1, 2, 4, 8 tokens per
 #    step; Seer against the full window with paired intervals; median answer length):
 python benchmarks/bench_vqa2.py --model "$run/export" --n 20 | tee docs/builtin-vqa2/bench_vqa2.txt
-# 3. (when it meets the criteria) calibrate Seer on held-out requests and ship it as builtin-vqa:
+# 5. (when it meets the criteria) calibrate Seer on held-out requests and ship it as builtin-vqa:
 #    copy $run/export/* into src/seer/assets/builtin-vqa, seer calibrate --write, redraw the
 #    sample images, and rerun tools/release_builtin_vqa.sh's measurements.

@@ -74,13 +74,17 @@ def test_one_window_per_batch_mode(tmp_path):
         train.TrainConfig(windows="column")
 
 
-def test_vqa2_release_phase_parses_and_matches_the_trainer_defaults():
+def test_vqa2_release_phases_chain_at_their_until_steps():
     from seer.training import builtin_vqa2 as train_vqa2
 
-    (args,) = phases("release_builtin_vqa2.sh", "python -m seer.training.builtin_vqa2 ")
-    c = trainer.parse_args(args, train_vqa2.TrainConfig, "x", Path("r"), 1.0)[1]
-    assert c == train_vqa2.TrainConfig()  # the run in progress uses the defaults
-    assert c.window == 128 and c.init_from == "builtin"
+    args = phases("release_builtin_vqa2.sh", "python -m seer.training.builtin_vqa2 ")
+    cfgs = [trainer.parse_args(a, train_vqa2.TrainConfig, "x", Path("r"), 1.0)[1] for a in args]
+    assert len(cfgs) >= 3 and all(c.cycle_start == 0 for c in cfgs)  # one schedule
+    ends = [c.until for c in cfgs[:-1]]
+    assert ends == sorted(ends)
+    assert all(c.warm_until > e for c, e in zip(cfgs[1:], ends, strict=True))
+    assert all(c.window == 128 and c.init_from == "builtin" for c in cfgs)
+    assert cfgs[0].lr == train_vqa2.TrainConfig().lr  # the defaults are the recipe's
 
 
 def test_text_v2_release_phases_chain_at_their_until_steps():
