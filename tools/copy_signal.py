@@ -5,7 +5,7 @@ prints the mean cross-entropy and top-1 accuracy on the masked *name* tokens: ab
 names' unigram, ~log 900) means nothing is copied yet; it falls as copying starts, long before
 whole answers are right.
 
-    python tools/copy_signal.py runs/builtin-v2/export [--bare [--people N]] [--window W]
+    python tools/copy_signal.py runs/builtin-v2/export [--bare [--people N]] [--window W] [--decode]
 
 ``--bare``: on held-out warm-up requests of the copy curriculum (``lines.bare_item``, lines of
 1 to N people, default 3, no template) instead: the first place copying shows during the
@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 import seer
 from seer.data.synthetic import lines
-from seer.training.builtin_v2 import ChatEncoder
+from seer.training.builtin_v2 import ChatEncoder, evaluate
 from seer.training.trainer import pack
 
 FAMILIES = ("copy", "reverse", "sort", "who", "long_copy")
@@ -37,7 +37,9 @@ def bare(family: str, people: int, n: int = 24) -> list[lines.Item]:
     return out
 
 
-def main(path: str, warmup: bool = False, people: int = 3, window: int = 128) -> None:
+def main(
+    path: str, warmup: bool = False, people: int = 3, window: int = 128, decode: bool = False
+) -> None:
     torch.manual_seed(0)
     lm = seer.load(path)
     enc = ChatEncoder(lm.tokenizer)
@@ -61,7 +63,11 @@ def main(path: str, warmup: bool = False, people: int = 3, window: int = 128) ->
         name = torch.tensor([t.strip().isalpha() and t.strip()[0].isupper() for t in pieces])
         ce = F.cross_entropy(logits, target, reduction="none")[name].mean()
         acc = (logits.argmax(-1) == target)[name].float().mean()
-        print(f"{fam:10s} names: cross-entropy {ce:.2f} nats, top-1 {100 * acc:.0f} %")
+        line = f"{fam:10s} names: cross-entropy {ce:.2f} nats, top-1 {100 * acc:.0f} %"
+        if decode:
+            right = evaluate(lm.model, enc, items, window)[fam]
+            line += f"; whole answers right {100 * right:.0f} % (one token per step)"
+        print(line)
 
 
 if __name__ == "__main__":
@@ -70,5 +76,10 @@ if __name__ == "__main__":
     ap.add_argument("--bare", action="store_true", help="warm-up requests instead of the mix")
     ap.add_argument("--people", type=int, default=3, help="--bare lines of 1 to this many")
     ap.add_argument("--window", type=int, default=128, help="the answer window")
+    ap.add_argument(
+        "--decode",
+        action="store_true",
+        help="also decode the requests (one token per step, greedy) and score them",
+    )
     a = ap.parse_args()
-    main(a.export, a.bare, a.people, a.window)
+    main(a.export, a.bare, a.people, a.window, a.decode)
