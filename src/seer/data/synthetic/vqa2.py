@@ -315,7 +315,7 @@ LM starts to use the image (on the full mix it ignored it for 5,000 steps)."""
 
 
 def warmup_examples(n: int, rng: random.Random) -> list[VQA2Example]:
-    """`n` training examples of the :data:`WARMUP` draws, the families in turn at random."""
+    """`n` training examples of the :data:`WARMUP` draws, each of a family drawn at random."""
     out = []
     while len(out) < n:
         family = rng.choice(tuple(WARMUP))
