@@ -22,4 +22,8 @@ train --eval-every 100000 --window 48 --batch-size 32 --total-steps 1200 --warmu
 #    (50-step warm-up, cosine over 2000 steps), same window and batch.
 train --eval-every 100000 --window 48 --batch-size 32 --lr 2e-4 --cycle-start 1200 --warmup 50 \
   --total-steps 2000 --bare-steps 100000 --bare-people 1000 --until 3200
-# 3. (next) the task mix in the 128 window with a share of bare lines, at a low rate.
+# 3. the task mix in the 128 window (batch 16) with 30 % bare lines of 1-8 people, lr 2e-4 (warm
+#    restart at 3200, cosine horizon 20000): copying carries over to the templated prompts
+#    (in progress: no --until yet; the run goes on from where it stopped).
+train --eval-every 1000 --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 20000 \
+  --bare-steps 0 --bare-people 400 --bare-share 0.3
