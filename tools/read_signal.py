@@ -6,13 +6,15 @@ at its first step) and prints the mean cross-entropy and top-1 accuracy on the a
 (without <|eot_id|> and padding), with the real image features and with the features of
 another request's picture (rows shuffled): a model that uses its pictures does worse on the
 shuffled ones; the same cross-entropy means it ignores them. ``--warmup`` measures the
-trainer's warm-up draws (`vqa2.warmup_examples`: one shape, glyph or word) instead.
+trainer's warm-up draws (`vqa2.warmup_examples`: one shape, glyph or word) instead,
+``--reading`` the reading warm-up's (`vqa2.glyphs`: one digit printed 1-32 times).
 
-    python tools/read_signal.py runs/builtin-vqa2/export [--warmup]
+    python tools/read_signal.py runs/builtin-vqa2/export [--warmup | --reading]
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import sys
 
@@ -23,24 +25,29 @@ import seer
 from seer.data.synthetic import scenes2, vqa2
 from seer.training.builtin_vqa2 import Batcher
 
+READING = {f"digit x{k}": functools.partial(vqa2.glyphs, copies=k) for k in vqa2.GLYPH_COPIES}
+"""The reading warm-up's draws by number of copies of the digit."""
 
-def warmup_heldout(n: int) -> list:
-    """`n` held-out draws of each warm-up family (the trainer never sees them)."""
-    rng, out = random.Random(2), []
-    while len(out) < n * len(vqa2.WARMUP):
-        for family, draw in vqa2.WARMUP.items():
+
+def heldout_draws(draws: dict, n: int) -> list:
+    """`n` held-out examples of each of `draws` (name -> draw; the trainer never sees them),
+    each named by its draw."""
+    rng, out = random.Random(2), {name: [] for name in draws}
+    for name, draw in draws.items():
+        while len(out[name]) < n:
             picture, question, answer = draw(rng)
             if vqa2.is_heldout(picture, question):
-                out.append(vqa2.VQA2Example(family, picture, question, answer))
-    return out
+                out[name].append(vqa2.VQA2Example(name, picture, question, answer))
+    return [e for chosen in out.values() for e in chosen]
 
 
-def main(path: str, warmup: bool = False) -> None:
+def main(path: str, mode: str = "") -> None:
     torch.manual_seed(0)
     lm = seer.load(path)
     batcher = Batcher(lm.processor, lm.tokenizer, vqa2.WINDOW)
-    if warmup:
-        examples, families = warmup_heldout(24), tuple(vqa2.WARMUP)
+    if mode in ("--warmup", "--reading"):
+        draws = vqa2.WARMUP if mode == "--warmup" else READING
+        examples, families = heldout_draws(draws, 24), tuple(draws)
     else:
         examples = vqa2.generate_examples(24 * len(vqa2.FAMILIES), seed=2, split="heldout")
         families = vqa2.FAMILIES
@@ -73,4 +80,4 @@ def main(path: str, warmup: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], "--warmup" in sys.argv[2:])
+    main(sys.argv[1], *sys.argv[2:3])

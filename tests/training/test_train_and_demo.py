@@ -131,3 +131,29 @@ def test_demo_shows_progress_from_its_first_second(four_layer, tmp_path, capsys,
     phases = ["loading", "warming up", "baseline and Seer", "step-0 profiles", "drawing"]
     at = [err.find(p) for p in phases]
     assert -1 not in at and at == sorted(at), err
+
+
+def test_sigterm_saves_the_step_it_reached_and_stops(tmp_path, monkeypatch):
+    """`kill` on a training run: it ends after the current step, saved (no step lost to the
+    5-minute saves), and the handler is put back afterwards."""
+    import os
+    import signal
+
+    from seer.training import builtin
+
+    real, drawn = builtin.batches, []
+
+    def batches(*args):
+        for b in real(*args):
+            drawn.append(1)
+            if len(drawn) == 3:
+                os.kill(os.getpid(), signal.SIGTERM)
+            yield b
+
+    monkeypatch.setattr(builtin, "batches", batches)
+    before = signal.getsignal(signal.SIGTERM)
+    cfg = TrainConfig(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, batch_size=4,
+                      window=64, total_steps=50, warmup=1)  # fmt: skip
+    train(tmp_path, minutes=5, c=cfg, eval_every=100, eval_n=8)
+    assert torch.load(tmp_path / "state.pt", weights_only=False)["step"] == 3
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -69,6 +69,7 @@ class TrainConfig:
     eval_n: int = 45  # held-out requests per evaluation (balanced over the families)
     warm_until: int = 0  # before this step, only `vqa2.warmup_examples` (one shape, glyph or word)
     warm_share: float = 0.2  # ... and this share of them in every batch afterwards (if warm_until)
+    read_share: float = 0.0  # share of every batch from `vqa2.reading_examples` (repeated digits)
     until: int = 0  # stop at this step (0: at the time budget or the cycle's end)
     seed: int = 0
 
@@ -108,15 +109,26 @@ def build(out: Path, c: TrainConfig):
     return multimodal.build(out, c, build_tokenizer, scenes2.SIZE, "builtin-vqa2")
 
 
+def _share(rng: random.Random, n: int, p: float) -> int:
+    """How many of `n` draws land in a share `p` (no RNG call when `p` is 0)."""
+    return sum(rng.random() < p for _ in range(n)) if p else 0
+
+
 def draw(c: TrainConfig, rng: random.Random, step: int) -> list[VQA2Example]:
     """GROUP batches' examples at `step`: warm-up examples only before `c.warm_until`, then
-    the family mix with a `c.warm_share` of them (none in a run without a warm-up)."""
+    the family mix with a `c.warm_share` of them (none in a run without a warm-up); a
+    `c.read_share` of every batch is the reading warm-up's."""
     n = GROUP * c.batch_size
+    read = _share(rng, n, c.read_share)
     if step < c.warm_until:
-        warm = n
+        warm = n - read
     else:
-        warm = sum(rng.random() < c.warm_share for _ in range(n)) if c.warm_until else 0
-    return vqa2.warmup_examples(warm, rng) + vqa2.training_examples(n - warm, rng)
+        warm = _share(rng, n - read, c.warm_share if c.warm_until else 0)
+    return (
+        vqa2.reading_examples(read, rng)
+        + vqa2.warmup_examples(warm, rng)
+        + vqa2.training_examples(n - read - warm, rng)
+    )
 
 
 def next_batch(queue: list, c: TrainConfig, rng: random.Random, batcher: Batcher, step: int = 0):

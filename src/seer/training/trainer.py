@@ -22,6 +22,8 @@ import argparse
 import json
 import math
 import random
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
@@ -193,6 +195,7 @@ class Run:
             self.step, self.log = state["step"], state["log"]
             print(f"resumed at step {self.step}")
         self.t_end = self.last_save = time.time()
+        self.stopped = False  # set by SIGTERM in `fit`: save and stop after the current step
 
     def start(self, minutes: float) -> None:
         """Start the time budget (periodic saves count from now too)."""
@@ -204,7 +207,7 @@ class Run:
         config's `until`, where it has one: a release script's phases end at fixed steps)."""
         until = getattr(self.c, "until", 0) or math.inf
         end = min(until, self.c.cycle_start + self.c.total_steps)
-        return time.time() < self.t_end and self.step < end
+        return not self.stopped and time.time() < self.t_end and self.step < end
 
     def update(self, loss: torch.Tensor) -> None:
         """One AdamW step on `loss` (gradient norm clipped to 1) at the scheduled learning rate."""
@@ -263,9 +266,25 @@ def fit(run: Run, batches: Iterable, loss: Callable[[tuple], torch.Tensor],
     """The training loop: one AdamW step per batch of `batches` (tuples whose first item is x,
     drawn only while the run has time and steps left) on `loss(batch)`, a loss line every
     `log_every` steps, a held-out evaluation every `eval_every`, saves on the way and at the end.
-    The speed counts from the start or the last evaluation."""
+    The speed counts from the start or the last evaluation. SIGTERM (`kill`) ends the run
+    after the current step, saved, as the time budget does."""
     batches: Iterator = iter(batches)
     run.start(s.minutes)
+    main = threading.current_thread() is threading.main_thread()
+    stop = lambda *_: setattr(run, "stopped", True)  # noqa: E731
+    before = signal.signal(signal.SIGTERM, stop) if main else None
+    try:
+        _loop(run, batches, loss, evaluate, s)
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, before)
+    run.save()
+    why = " (SIGTERM)" if run.stopped else ""
+    print(f"saved step {run.step} to {run.out}{why}", flush=True)
+
+
+def _loop(run: Run, batches: Iterator, loss: Callable[[tuple], torch.Tensor],
+          evaluate: Callable[[], dict], s: Schedule) -> None:  # fmt: skip
     t0, done0, ntok = time.time(), run.step, 0
     while run.running():
         batch = next(batches)
@@ -288,8 +307,6 @@ def fit(run: Run, batches: Iterable, loss: Callable[[tuple], torch.Tensor],
                 run.log[-1]["time"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             t0, done0, ntok = time.time(), step, 0
         run.save_every(s.save_seconds)
-    run.save()
-    print(f"saved step {run.step} to {run.out}", flush=True)
 
 
 def parse_args(

@@ -138,6 +138,34 @@ def test_warmup_draws_one_thing_and_the_trainer_switches_to_the_mix():
     assert [e.key for e in plain] == [e.key for e in vqa2.training_examples(32, random.Random(3))]
 
 
+def test_reading_warmup_prints_one_digit_apart_and_takes_its_share():
+    """`glyphs` prints one digit 1-32 times, never two copies side by side (each reads as the
+    number alone), answered by the digit; `read_share` puts that share of every batch in it."""
+    from seer.training.builtin_vqa2 import TrainConfig, draw
+
+    rng = random.Random(0)
+    seen = set()
+    for _ in range(300):
+        picture, question, answer = vqa2.glyphs(rng)
+        cells = {(t.row, t.col) for t in picture.texts}
+        assert {t.text for t in picture.texts} == {answer} and len(answer) == 1
+        assert not any((r, c + 1) in cells or (r + 1, c) in cells for r, c in cells)
+        assert question in vqa2.QUESTIONS["number"]
+        seen.add(len(cells))
+    assert seen == set(vqa2.GLYPH_COPIES)
+    assert all(not vqa2.is_heldout(e.picture, e.question) and vqa2.score(e, e.answer) == 1.0
+               for e in vqa2.reading_examples(50, rng))  # fmt: skip
+    drawn = draw(TrainConfig(batch_size=64, read_share=0.5), random.Random(1), step=0)
+    share = sum(
+        len({t.text for t in e.picture.texts}) == 1
+        and e.family == "number"
+        and len(e.answer) == 1
+        and len(e.picture.texts) > 0
+        for e in drawn
+    ) / len(drawn)
+    assert 0.4 < share < 0.65
+
+
 def _warm_questions() -> set[str]:
     return {q.format(kind=k) for f in ("colour", "number", "read") for q in vqa2.QUESTIONS[f]
             for k in scenes2.KINDS} | {vqa2.QUESTIONS["count"][0]}  # fmt: skip

@@ -314,15 +314,42 @@ one digit, one word or 1-3 shapes on the picture, so the answer is in the pictur
 LM starts to use the image (on the full mix it ignored it for 5,000 steps)."""
 
 
-def warmup_examples(n: int, rng: random.Random) -> list[VQA2Example]:
-    """`n` training examples of the :data:`WARMUP` draws, each of a family drawn at random."""
+GLYPH_COPIES = (1, 2, 4, 8, 16, 32)
+"""How many times `glyphs` prints its digit (one of these, uniformly)."""
+_CHECKER = tuple((r, c) for r in range(CELLS) for c in range(CELLS) if (r + c) % 2 == 0)
+
+
+def glyphs(rng: random.Random, copies: int = 0) -> Draw:
+    """One digit printed in `copies` cells (0: one of :data:`GLYPH_COPIES`) of a checkerboard,
+    so no two copies sit side by side and each reads as the number alone. With many copies the
+    digit is in the mean of the image tokens; with one the LM must find its cell. The reading
+    warm-up (`read_share` in `seer.training.builtin_vqa2`): the LM ignored a single printed digit
+    for 5,700 steps though the tower's token at its cell encodes it (a linear probe: 55 %)."""
+    digit, colour = str(rng.randrange(10)), rng.choice(TEXT_COLOURS)
+    cells = sorted(rng.sample(_CHECKER, copies or rng.choice(GLYPH_COPIES)))
+    texts = tuple(Text(r, c, digit, colour) for r, c in cells)
+    return Picture(_background(rng), texts=texts), rng.choice(QUESTIONS["number"]), digit
+
+
+def _draw_training(n: int, rng: random.Random, pick: Callable[[], tuple[str, Callable]]):
+    """`n` examples that are not held out, each from the (family, draw) that `pick` returns."""
     out = []
     while len(out) < n:
-        family = rng.choice(tuple(WARMUP))
-        picture, question, answer = WARMUP[family](rng)
+        family, draw = pick()
+        picture, question, answer = draw(rng)
         if not is_heldout(picture, question):
             out.append(VQA2Example(family, picture, question, answer))
     return out
+
+
+def warmup_examples(n: int, rng: random.Random) -> list[VQA2Example]:
+    """`n` training examples of the :data:`WARMUP` draws, each of a family drawn at random."""
+    return _draw_training(n, rng, lambda: (f := rng.choice(tuple(WARMUP)), WARMUP[f]))
+
+
+def reading_examples(n: int, rng: random.Random) -> list[VQA2Example]:
+    """`n` training examples of the reading warm-up (`glyphs`, family ``number``)."""
+    return _draw_training(n, rng, lambda: ("number", glyphs))
 
 
 def training_examples(n: int, rng: random.Random) -> list[VQA2Example]:
