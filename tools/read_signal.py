@@ -24,6 +24,7 @@ import torch.nn.functional as F
 import seer
 from seer.data.synthetic import scenes2, vqa2
 from seer.training.builtin_vqa2 import Batcher
+from seer.training.trainer import embed_with_images
 
 READING = {f"digit x{k}": functools.partial(vqa2.glyphs, copies=k) for k in vqa2.GLYPH_COPIES}
 """The reading warm-up's draws by number of copies of the digit."""
@@ -66,8 +67,7 @@ def main(path: str, mode: str = "") -> None:
             shuffled = feats[torch.roll(torch.arange(len(chosen)), 1)]
             scores = []
             for f in (feats, shuffled):
-                h = lm.model.get_input_embeddings()(noisy)
-                h = h.masked_scatter(image_at[..., None], f.flatten(0, 1).to(h))
+                h = embed_with_images(lm.model, noisy, image_at, f.flatten(0, 1))
                 logits = lm.model(inputs_embeds=h, attention_mask=am, position_ids=pos).logits
                 logits, target = logits[answer].float(), x[answer]
                 acc = (logits.argmax(-1) == target).float().mean()

@@ -91,6 +91,13 @@ def pack(
     return x, am, p, torch.tensor(wins)
 
 
+def embed_with_images(model, ids, image_at, image_features) -> torch.Tensor:
+    """The token embeddings of `ids` (B, N) with `image_features` (K, D) in place of the K
+    positions where `image_at` (B, N) is True, as the prompt processor splices them."""
+    h = model.get_input_embeddings()(ids)
+    return h.masked_scatter(image_at[..., None], image_features.to(h))
+
+
 def loss_fn(
     model,
     x,
@@ -116,8 +123,7 @@ def loss_fn(
     pos = (am.cumsum(-1) - 1).clamp(min=0)
     kw = {"logits_positions": slice(p, n)}
     if image_features is not None:
-        h = model.get_input_embeddings()(noisy)
-        kw["inputs_embeds"] = h.masked_scatter(image_at[..., None], image_features.to(h))
+        kw["inputs_embeds"] = embed_with_images(model, noisy, image_at, image_features)
         noisy = None
     logits = model(noisy, attention_mask=am, position_ids=pos, **kw).logits
     ce = F.cross_entropy(logits.float().transpose(1, 2), x[:, p:], reduction="none")  # (B, W)
