@@ -19,7 +19,11 @@ train --until 1854
 #    mix with a fifth of them: the LM starts to use the picture (tools/read_signal.py --warmup)
 train --warm-until 3300 --until 3639
 # 3. a second warm-up to step 5500 (reading had not started), then the mix with a fifth of them
-train --warm-until 5500
+train --warm-until 5500 --until 6817
+# 4. the reading warm-up: half of every batch one digit printed 1-32 times (vqa2.glyphs), the
+#    rest as in 3. The LM had read no glyph in 6,800 steps; here it starts within ~1,300
+#    (tools/read_signal.py --reading: own picture 1.85-2.0 nats, another's 2.6-2.9).
+train --warm-until 5500 --read-share 0.5
 # 4. measure the realism criteria on the checkpoint (per family at 1, 2, 4, 8 tokens per
 #    step; Seer against the full window with paired intervals; median answer length):
 python benchmarks/bench_vqa2.py --model "$run/export" --n 20 | tee docs/builtin-vqa2/bench_vqa2.txt

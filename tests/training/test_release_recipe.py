@@ -82,7 +82,8 @@ def test_vqa2_release_phases_chain_at_their_until_steps():
     assert len(cfgs) >= 3 and all(c.cycle_start == 0 for c in cfgs)  # one schedule
     ends = [c.until for c in cfgs[:-1]]
     assert ends == sorted(ends)
-    assert all(c.warm_until > e for c, e in zip(cfgs[1:], ends, strict=True))
+    assert all(c.warm_until > 0 for c in cfgs[1:])  # the warm-up draws stay in the mix
+    assert cfgs[-1].read_share > 0  # the reading warm-up
     assert all(c.window == 128 and c.init_from == "builtin" for c in cfgs)
     assert cfgs[0].lr == train_vqa2.TrainConfig().lr  # the defaults are the recipe's
 
