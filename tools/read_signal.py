@@ -7,7 +7,8 @@ at its first step) and prints the mean cross-entropy and top-1 accuracy on the a
 another request's picture (rows shuffled): a model that uses its pictures does worse on the
 shuffled ones; the same cross-entropy means it ignores them. ``--warmup`` measures the
 trainer's warm-up draws (`vqa2.warmup_examples`: one shape, glyph or word) instead,
-``--reading`` the reading warm-up's (`vqa2.glyphs`: one digit printed 1-32 times).
+``--reading`` the reading warm-up's (`vqa2.glyphs`: one digit printed 1-32 times; `vqa2.rows`:
+a number or a word in 1 or 4 rows).
 
     python tools/read_signal.py runs/builtin-vqa2/export [--warmup | --reading]
 """
@@ -26,8 +27,12 @@ from seer.data.synthetic import scenes2, vqa2
 from seer.training.builtin_vqa2 import Batcher
 from seer.training.trainer import embed_with_images
 
-READING = {f"digit x{k}": functools.partial(vqa2.glyphs, copies=k) for k in vqa2.GLYPH_COPIES}
-"""The reading warm-up's draws by number of copies of the digit."""
+READING = {f"digit x{k}": functools.partial(vqa2.glyphs, copies=k) for k in vqa2.GLYPH_COPIES} | {
+    f"{family} x{k}": functools.partial(vqa2.rows, family=family, copies=k)
+    for family in ("number", "read")
+    for k in (1, 4)
+}
+"""The reading warm-up's draws by number of copies of the text (a digit, a number, a word)."""
 
 
 def heldout_draws(draws: dict, n: int) -> list:

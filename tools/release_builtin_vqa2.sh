@@ -23,7 +23,10 @@ train --warm-until 5500 --until 6817
 # 4. the reading warm-up: half of every batch one digit printed 1-32 times (vqa2.glyphs), the
 #    rest as in 3. The LM had read no glyph in 6,800 steps; here it starts within ~1,300
 #    (tools/read_signal.py --reading: own picture 1.85-2.0 nats, another's 2.6-2.9).
-train --warm-until 5500 --read-share 0.5
+train --warm-until 5500 --read-share 0.5 --until 9459
+# 5. the reading warm-up's second stage: a third digits as in 4, a third numbers of 2-4 digits,
+#    a third words, each in 1, 2, 4 or 8 rows (vqa2.rows).
+train --warm-until 5500 --read-share 0.5 --reading runs
 # 4. measure the realism criteria on the checkpoint (per family at 1, 2, 4, 8 tokens per
 #    step; Seer against the full window with paired intervals; median answer length):
 python benchmarks/bench_vqa2.py --model "$run/export" --n 20 | tee docs/builtin-vqa2/bench_vqa2.txt

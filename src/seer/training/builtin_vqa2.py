@@ -69,7 +69,8 @@ class TrainConfig:
     eval_n: int = 45  # held-out requests per evaluation (balanced over the families)
     warm_until: int = 0  # before this step, only `vqa2.warmup_examples` (one shape, glyph or word)
     warm_share: float = 0.2  # ... and this share of them in every batch afterwards (if warm_until)
-    read_share: float = 0.0  # share of every batch from `vqa2.reading_examples` (repeated digits)
+    read_share: float = 0.0  # share of every batch from `vqa2.reading_examples` (repeated text)
+    reading: str = "digits"  # ... of this stage (`vqa2.READING`: "digits", then "runs")
     until: int = 0  # stop at this step (0: at the time budget or the cycle's end)
     seed: int = 0
 
@@ -125,7 +126,7 @@ def draw(c: TrainConfig, rng: random.Random, step: int) -> list[VQA2Example]:
     else:
         warm = _share(rng, n - read, c.warm_share if c.warm_until else 0)
     return (
-        vqa2.reading_examples(read, rng)
+        vqa2.reading_examples(read, rng, c.reading)
         + vqa2.warmup_examples(warm, rng)
         + vqa2.training_examples(n - read - warm, rng)
     )

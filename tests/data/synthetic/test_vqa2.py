@@ -166,6 +166,26 @@ def test_reading_warmup_prints_one_digit_apart_and_takes_its_share():
     assert 0.4 < share < 0.65
 
 
+def test_reading_runs_print_one_number_or_word_per_row():
+    """The second reading stage: a number of 2-4 digits or a word in 1-8 rows, one copy a row,
+    each inside the grid, answered by the text; the first stage's stream is unchanged."""
+    rng = random.Random(0)
+    for _ in range(200):
+        picture, question, answer = vqa2.rows(rng, rng.choice(("number", "read")))
+        texts = picture.texts
+        assert {t.text for t in texts} == {answer} and len({t.row for t in texts}) == len(texts)
+        assert all(t.col + len(t.text) <= scenes2.CELLS for t in texts)
+        assert len(texts) in vqa2.ROW_COPIES
+        assert (answer.isdigit() and 2 <= len(answer) <= 4) == (
+            question in vqa2.QUESTIONS["number"]
+        )
+    runs = vqa2.reading_examples(300, random.Random(1), "runs")
+    assert {e.family for e in runs} == {"number", "read"}
+    assert all(vqa2.score(e, e.answer) == 1.0 for e in runs)
+    digits = vqa2.reading_examples(20, random.Random(1))
+    assert all(len(e.answer) == 1 for e in digits)
+
+
 def _warm_questions() -> set[str]:
     return {q.format(kind=k) for f in ("colour", "number", "read") for q in vqa2.QUESTIONS[f]
             for k in scenes2.KINDS} | {vqa2.QUESTIONS["count"][0]}  # fmt: skip

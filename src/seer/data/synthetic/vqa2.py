@@ -35,6 +35,7 @@ request and the split does not depend on the renderer.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 import re
@@ -331,6 +332,37 @@ def glyphs(rng: random.Random, copies: int = 0) -> Draw:
     return Picture(_background(rng), texts=texts), rng.choice(QUESTIONS["number"]), digit
 
 
+ROW_COPIES = (1, 2, 4, 8)
+"""How many rows `rows` prints its number or word in (one of these, uniformly)."""
+
+
+def rows(rng: random.Random, family: str, copies: int = 0) -> Draw:
+    """A number of 2-4 digits (`family` ``number``) or a word (``read``) printed in `copies`
+    rows (0: one of :data:`ROW_COPIES`), each at its own column: the reading warm-up's second
+    stage, after `glyphs`, for runs of glyphs read in order."""
+    if family == "number":
+        digits = rng.randint(2, 4)
+        text = str(rng.randint(10 ** (digits - 1), 10**digits - 1))
+    else:
+        text = rng.choice(WORDS)
+    colour = rng.choice(TEXT_COLOURS)
+    at = sorted(rng.sample(range(CELLS), copies or rng.choice(ROW_COPIES)))
+    texts = tuple(Text(r, rng.randint(0, CELLS - len(text)), text, colour) for r in at)
+    return Picture(_background(rng), texts=texts), rng.choice(QUESTIONS[family]), text
+
+
+READING: dict[str, tuple[tuple[str, Callable[[random.Random], Draw]], ...]] = {
+    "digits": (("number", glyphs),),
+    "runs": (
+        ("number", glyphs),
+        ("number", functools.partial(rows, family="number")),
+        ("read", functools.partial(rows, family="read")),
+    ),
+}
+"""The reading warm-up's stages (`reading` in `seer.training.builtin_vqa2`): (family, draw)
+pairs, one picked uniformly per example: single digits, then numbers and words too."""
+
+
 def _draw_training(n: int, rng: random.Random, pick: Callable[[], tuple[str, Callable]]):
     """`n` examples that are not held out, each from the (family, draw) that `pick` returns."""
     out = []
@@ -347,9 +379,11 @@ def warmup_examples(n: int, rng: random.Random) -> list[VQA2Example]:
     return _draw_training(n, rng, lambda: (f := rng.choice(tuple(WARMUP)), WARMUP[f]))
 
 
-def reading_examples(n: int, rng: random.Random) -> list[VQA2Example]:
-    """`n` training examples of the reading warm-up (`glyphs`, family ``number``)."""
-    return _draw_training(n, rng, lambda: ("number", glyphs))
+def reading_examples(n: int, rng: random.Random, stage: str = "digits") -> list[VQA2Example]:
+    """`n` training examples of the reading warm-up's `stage` (:data:`READING`)."""
+    pairs = READING[stage]
+    pick = (lambda: pairs[0]) if len(pairs) == 1 else (lambda: rng.choice(pairs))
+    return _draw_training(n, rng, pick)
 
 
 def training_examples(n: int, rng: random.Random) -> list[VQA2Example]:
