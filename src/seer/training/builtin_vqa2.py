@@ -27,6 +27,7 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 
@@ -73,6 +74,8 @@ class TrainConfig:
     reading: str = "digits"  # ... of this stage (`vqa2.READING`: "digits", then "runs")
     until: int = 0  # stop at this step (0: at the time budget or the cycle's end)
     seed: int = 0
+
+    CHOICES: ClassVar[dict[str, tuple]] = {"reading": tuple(vqa2.READING)}
 
 
 class Batcher(multimodal.ImageBatcher):

@@ -319,14 +319,16 @@ def parse_args(
     argv: list[str] | None, config: type, doc: str, out: Path, minutes: float
 ) -> tuple[argparse.Namespace, object]:
     """The trainers' command line: --out, --minutes, --threads, --eval-every and one flag per
-    field of the `config` dataclass (`total_steps` -> `--total-steps`). Returns (args, config)."""
+    field of the `config` dataclass (`total_steps` -> `--total-steps`; the values a field may
+    take in the config's `CHOICES`, where it has them). Returns (args, config)."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--out", type=Path, default=out)
     ap.add_argument("--minutes", type=float, default=minutes)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--eval-every", type=int, default=500)
+    choices = getattr(config, "CHOICES", {})
     for f, v in asdict(config()).items():
-        ap.add_argument(f"--{f.replace('_', '-')}", type=type(v), default=v)
+        ap.add_argument(f"--{f.replace('_', '-')}", type=type(v), default=v, choices=choices.get(f))
     args = ap.parse_args(argv)
     return args, config(**{f: getattr(args, f) for f in asdict(config())})
 

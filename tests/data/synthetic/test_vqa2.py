@@ -8,6 +8,7 @@ import hashlib
 import itertools
 import random
 import statistics
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -184,6 +185,13 @@ def test_reading_runs_print_one_number_or_word_per_row():
     assert all(vqa2.score(e, e.answer) == 1.0 for e in runs)
     digits = vqa2.reading_examples(20, random.Random(1))
     assert all(len(e.answer) == 1 for e in digits)
+    from seer.training import trainer
+    from seer.training.builtin_vqa2 import TrainConfig
+
+    _, c = trainer.parse_args(["--reading", "runs"], TrainConfig, "x", Path("r"), 1.0)
+    assert c.reading == "runs"
+    with pytest.raises(SystemExit):  # argparse's one-line usage error
+        trainer.parse_args(["--reading", "words"], TrainConfig, "x", Path("r"), 1.0)
 
 
 def _warm_questions() -> set[str]:
