@@ -269,6 +269,18 @@ def test_make_checkpoint_help_lists_the_factorys_architectures():
     assert all(a in ARCHS_HELP for a in ARCHS)
 
 
+@pytest.mark.parametrize("command", ["batch", "calibrate"])
+def test_data_help_lists_every_builtin_source(command, capsys, monkeypatch):
+    """The built-in sources are written out in the help (importing `seer.data` for them would
+    slow every `seer --help`): the list must follow `seer.data.builtin.SOURCES`."""
+    from seer.data.builtin import SOURCES
+
+    monkeypatch.setenv("COLUMNS", "1000")  # argparse wraps at hyphens otherwise
+    assert main([command, "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(f"{name} " in text or f"{name}," in text for name in SOURCES)
+
+
 def test_generate_with_seer_settings_on_a_two_layer_model(model_dir, capsys):
     argv = ["generate", "--model", str(model_dir), "--prompt", PROMPT, "--gen-length", "16"]
     assert main([*argv, "--seer-layer", "1", "--seer-signal", "sparsity", "--json"]) == 0

@@ -3,11 +3,11 @@
     seer batch --model DIR --data prompts.jsonl --out answers.jsonl [--seer] [--resume]
     seer batch --model DIR --data prompts.jsonl --out answers.jsonl --ray 2 [--ray-address A]
 
-`--data`: a .jsonl / .csv / .parquet / .arrow file, a datasets.save_to_disk folder, builtin /
-builtin-vqa, or parallelbench:ROOT[/GROUP[/TASK]] (`seer.data`). Rows are appended as they
-finish (`seer.batch`); `--resume` skips the ids already in `--out`, once `<out>.meta.json` shows
-the same model weights, settings and data (`seer.provenance`; anything else is refused in one
-line). `--ray N` runs N Ray actors
+`--data`: a .jsonl / .csv / .parquet / .arrow file, a datasets.save_to_disk folder, a built-in
+source (builtin, builtin-vqa, builtin-v2, builtin-vqa2), or parallelbench:ROOT[/GROUP[/TASK]]
+(`seer.data`). Rows are appended as they finish (`seer.batch`); `--resume` skips the ids
+already in `--out`, once `<out>.meta.json` shows the same model weights, settings and data
+(`seer.provenance`; anything else is refused in one line). `--ray N` runs N Ray actors
 (`seer.distributed.ray_batch`, extra seer[ray]). At the end, a table of the rows and the mean
 score per family (task) of the whole output, resumed rows included (`seer.data.score`: a
 ParallelBench task's own metric, else exact match), and why the families without a score have
@@ -27,8 +27,9 @@ def add_parser(sub) -> None:
     options.add_model(p, default=None)
     p.add_argument("--data", required=True,
                    help="dataset: .jsonl, .csv, .parquet, .arrow, a save_to_disk folder, "
-                   "builtin / builtin-vqa, or parallelbench:ROOT[/GROUP[/TASK]] (a "
-                   "ParallelBench checkout's test files)")  # fmt: skip
+                   "builtin / builtin-vqa / builtin-v2 / builtin-vqa2, or "
+                   "parallelbench:ROOT[/GROUP[/TASK]] (a ParallelBench checkout's test "
+                   "files)")  # fmt: skip
     p.add_argument("--out", required=True, help="output file (.jsonl; .parquet with --ray)")
     p.add_argument("--n", type=options.POSITIVE, default=None, help="only the first N rows")
     p.add_argument("--resume", action="store_true", help="skip the ids already in --out")

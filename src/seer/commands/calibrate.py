@@ -20,7 +20,8 @@ def add_parser(sub) -> None:
     )
     options.add_model(p, "builtin")
     p.add_argument("--data", default=None, help="prompts: .jsonl / .csv / .parquet / a "
-                   "save_to_disk folder, builtin / builtin-vqa, or parallelbench:ROOT/TASK "
+                   "save_to_disk folder, builtin / builtin-vqa / builtin-v2 / builtin-vqa2, or "
+                   "parallelbench:ROOT/TASK "
                    "(default: the built-in model's own task)")  # fmt: skip
     p.add_argument("--n", type=options.POSITIVE, default=None,
                    help="use the first N rows (builtin: draw N requests; default 300)")  # fmt: skip
