@@ -38,13 +38,11 @@ READING = {f"digit x{k}": functools.partial(vqa2.glyphs, copies=k) for k in vqa2
 def heldout_draws(draws: dict, n: int) -> list:
     """`n` held-out examples of each of `draws` (name -> draw; the trainer never sees them),
     each named by its draw."""
-    rng, out = random.Random(2), {name: [] for name in draws}
-    for name, draw in draws.items():
-        while len(out[name]) < n:
-            picture, question, answer = draw(rng)
-            if vqa2.is_heldout(picture, question):
-                out[name].append(vqa2.VQA2Example(name, picture, question, answer))
-    return [e for chosen in out.values() for e in chosen]
+    rng = random.Random(2)
+    out = []
+    for pair in draws.items():
+        out += vqa2.draw_split(n, rng, lambda pair=pair: pair, "heldout")
+    return out
 
 
 def main(path: str, mode: str = "") -> None:

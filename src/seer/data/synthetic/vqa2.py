@@ -363,27 +363,29 @@ READING: dict[str, tuple[tuple[str, Callable[[random.Random], Draw]], ...]] = {
 pairs, one picked uniformly per example: single digits, then numbers and words too."""
 
 
-def _draw_training(n: int, rng: random.Random, pick: Callable[[], tuple[str, Callable]]):
-    """`n` examples that are not held out, each from the (family, draw) that `pick` returns."""
+def draw_split(n: int, rng: random.Random, pick: Callable[[], tuple[str, Callable]],
+               split: str = "train") -> list[VQA2Example]:  # fmt: skip
+    """`n` examples of `split` ("train": never held out; "heldout"), each from the
+    (family, draw) that `pick` returns, the others drawn and dropped."""
     out = []
     while len(out) < n:
         family, draw = pick()
         picture, question, answer = draw(rng)
-        if not is_heldout(picture, question):
+        if is_heldout(picture, question) == (split == "heldout"):
             out.append(VQA2Example(family, picture, question, answer))
     return out
 
 
 def warmup_examples(n: int, rng: random.Random) -> list[VQA2Example]:
     """`n` training examples of the :data:`WARMUP` draws, each of a family drawn at random."""
-    return _draw_training(n, rng, lambda: (f := rng.choice(tuple(WARMUP)), WARMUP[f]))
+    return draw_split(n, rng, lambda: (f := rng.choice(tuple(WARMUP)), WARMUP[f]))
 
 
 def reading_examples(n: int, rng: random.Random, stage: str = "digits") -> list[VQA2Example]:
     """`n` training examples of the reading warm-up's `stage` (:data:`READING`)."""
     pairs = READING[stage]
     pick = (lambda: pairs[0]) if len(pairs) == 1 else (lambda: rng.choice(pairs))
-    return _draw_training(n, rng, pick)
+    return draw_split(n, rng, pick)
 
 
 def training_examples(n: int, rng: random.Random) -> list[VQA2Example]:
