@@ -29,12 +29,7 @@ FAMILIES = ("copy", "reverse", "sort", "who", "long_copy")
 
 
 def bare(family: str, people: int, n: int = 24) -> list[lines.Item]:
-    rng, out = random.Random(2), []
-    while len(out) < n:
-        item = lines.bare_item(rng, people)
-        if item.family == family and lines.is_heldout(item):
-            out.append(item)
-    return out
+    return lines.bare_items(n, random.Random(2), people, split="heldout", family=family)
 
 
 def main(

@@ -84,13 +84,8 @@ def batches(enc: ChatEncoder, c: TrainConfig, rng: random.Random, step: Callable
 
 def _items(c: TrainConfig, rng: random.Random, step: int) -> list[lines.Item]:
     n = GROUP * c.batch_size
-    bare = n if step < c.bare_steps else sum(rng.random() < c.bare_share for _ in range(n))
-    people = min(8, 1 + step // c.bare_people)
-    warm = []
-    while len(warm) < bare:
-        item = lines.bare_item(rng, people)
-        if not lines.is_heldout(item):
-            warm.append(item)
+    bare = n if step < c.bare_steps else trainer.share_count(rng, n, c.bare_share)
+    warm = lines.bare_items(bare, rng, people=min(8, 1 + step // c.bare_people))
     return warm + lines.generate(n - bare, seed=rng.randrange(1 << 30), split="train")
 
 

@@ -113,21 +113,16 @@ def build(out: Path, c: TrainConfig):
     return multimodal.build(out, c, build_tokenizer, scenes2.SIZE, "builtin-vqa2")
 
 
-def _share(rng: random.Random, n: int, p: float) -> int:
-    """How many of `n` draws land in a share `p` (no RNG call when `p` is 0)."""
-    return sum(rng.random() < p for _ in range(n)) if p else 0
-
-
 def draw(c: TrainConfig, rng: random.Random, step: int) -> list[VQA2Example]:
     """GROUP batches' examples at `step`: warm-up examples only before `c.warm_until`, then
     the family mix with a `c.warm_share` of them (none in a run without a warm-up); a
     `c.read_share` of every batch is the reading warm-up's."""
     n = GROUP * c.batch_size
-    read = _share(rng, n, c.read_share)
+    read = trainer.share_count(rng, n, c.read_share)
     if step < c.warm_until:
         warm = n - read
     else:
-        warm = _share(rng, n - read, c.warm_share if c.warm_until else 0)
+        warm = trainer.share_count(rng, n - read, c.warm_share if c.warm_until else 0)
     return (
         vqa2.reading_examples(read, rng, c.reading)
         + vqa2.warmup_examples(warm, rng)

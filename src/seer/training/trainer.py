@@ -91,6 +91,11 @@ def pack(
     return x, am, p, torch.tensor(wins)
 
 
+def share_count(rng: random.Random, n: int, p: float) -> int:
+    """How many of `n` draws land in a share `p` of a batch (no RNG call when `p` is 0)."""
+    return sum(rng.random() < p for _ in range(n)) if p else 0
+
+
 def embed_with_images(model, ids, image_at, image_features) -> torch.Tensor:
     """The token embeddings of `ids` (B, N) with `image_features` (K, D) in place of the K
     positions where `image_at` (B, N) is True, as the prompt processor splices them."""

@@ -185,3 +185,14 @@ def test_the_copy_curriculum_starts_bare_and_grows(tok):
     bare = sum(it.prompt.startswith("[") for it in later)  # templated prompts start with words
     assert 0 < bare < len(later) // 2
     assert not any(lines.is_heldout(it) for it in early + later)
+
+
+def test_bare_items_keep_to_their_split_and_family():
+    """`lines.bare_items` draws warm-up requests of one split (and family, when asked) only:
+    the trainer's come from the training side, `tools/copy_signal.py --bare`'s from the held-out
+    side."""
+    held = lines.bare_items(12, random.Random(3), 4, split="heldout", family="who")
+    assert len(held) == 12 and all(lines.is_heldout(it) and it.family == "who" for it in held)
+    train = lines.bare_items(40, random.Random(3), 4)
+    assert not any(lines.is_heldout(it) for it in train)
+    assert {it.family for it in train} == {"copy", "who"}

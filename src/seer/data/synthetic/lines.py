@@ -282,6 +282,19 @@ def bare_item(rng: random.Random, people: int) -> Item:
     return Item("who", f"{list_str(line)} {i}", line[i])
 
 
+def bare_items(
+    n: int, rng: random.Random, people: int, split: str = "train", family: str | None = None
+) -> list[Item]:
+    """`n` warm-up requests (:func:`bare_item`) of `split`, of `family` if given; the others
+    drawn are dropped."""
+    out = []
+    while len(out) < n:
+        item = bare_item(rng, people)
+        if is_heldout(item) == (split == "heldout") and family in (None, item.family):
+            out.append(item)
+    return out
+
+
 def is_heldout(item: Item) -> bool:
     """True iff the request falls in the held-out split (MD5 of the whole chat)."""
     digest = hashlib.md5(item.text.encode("utf-8")).digest()
