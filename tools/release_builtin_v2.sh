@@ -23,7 +23,11 @@ train --eval-every 100000 --window 48 --batch-size 32 --total-steps 1200 --warmu
 train --eval-every 100000 --window 48 --batch-size 32 --lr 2e-4 --cycle-start 1200 --warmup 50 \
   --total-steps 2000 --bare-steps 100000 --bare-people 1000 --until 3200
 # 3. the task mix in the 128 window (batch 16) with 30 % bare lines of 1-8 people, lr 2e-4 (warm
-#    restart at 3200, cosine horizon 20000): copying carries over to the templated prompts
-#    (in progress: no --until yet; the run goes on from where it stopped).
+#    restart at 3200, cosine horizon 20000): copying carries over to the templated prompts.
 train --eval-every 1000 --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 20000 \
+  --bare-steps 0 --bare-people 400 --bare-share 0.3 --until 10690
+# 4. as 3 with the cosine horizon at 40000 (lr 1.54e-4 -> 1.87e-4 at step 10690): whole answers
+#    were still rising (15 % at step 10000), too early to anneal (in progress: no --until yet;
+#    the run goes on from where it stopped).
+train --eval-every 1000 --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 40000 \
   --bare-steps 0 --bare-people 400 --bare-share 0.3

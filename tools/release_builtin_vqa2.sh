@@ -26,10 +26,13 @@ train --warm-until 5500 --until 6817
 train --warm-until 5500 --read-share 0.5 --until 9459
 # 5. the reading warm-up's second stage: a third digits as in 4, a third numbers of 2-4 digits,
 #    a third words, each in 1, 2, 4 or 8 rows (vqa2.rows).
-train --warm-until 5500 --read-share 0.5 --reading runs
-# 6. measure the realism criteria on the checkpoint (per family at 1, 2, 4, 8 tokens per
+train --warm-until 5500 --read-share 0.5 --reading runs --until 15589
+# 6. the third stage: numbers and words only, half each (single digits were read at 100 %,
+#    numbers 23 %, words 0-4 % at step 15000: tools/read_signal.py --reading).
+train --warm-until 5500 --read-share 0.5 --reading rows
+# 7. measure the realism criteria on the checkpoint (per family at 1, 2, 4, 8 tokens per
 #    step; Seer against the full window with paired intervals; median answer length):
 python benchmarks/bench_vqa2.py --model "$run/export" --n 20 | tee docs/builtin-vqa2/bench_vqa2.txt
-# 7. (when it meets the criteria) calibrate Seer on held-out requests and ship it as builtin-vqa:
+# 8. (when it meets the criteria) calibrate Seer on held-out requests and ship it as builtin-vqa:
 #    copy $run/export/* into src/seer/assets/builtin-vqa, seer calibrate --write, redraw the
 #    sample images, and rerun tools/release_builtin_vqa.sh's measurements.

@@ -95,7 +95,11 @@ def test_text_v2_release_phases_chain_at_their_until_steps():
     cfgs = [trainer.parse_args(a, train_v2.TrainConfig, "x", Path("r"), 1.0)[1] for a in args]
     assert len(cfgs) >= 2 and cfgs[0].cycle_start == 0
     for before, after in zip(cfgs, cfgs[1:], strict=False):
-        assert after.cycle_start == before.until  # a warm restart where the last phase stopped
+        # a warm restart where the last phase stopped, or the same cycle with a longer horizon
+        same_cycle = (after.cycle_start, after.lr) == (before.cycle_start, before.lr)
+        assert after.cycle_start == before.until or (
+            same_cycle and after.total_steps > before.total_steps
+        )
     for c in cfgs[:-1]:
         assert c.cycle_start < c.until <= c.cycle_start + c.total_steps
     assert cfgs[-1].until == 0 or cfgs[-1].until > cfgs[-1].cycle_start  # the last may run on

@@ -71,7 +71,7 @@ class TrainConfig:
     warm_until: int = 0  # before this step, only `vqa2.warmup_examples` (one shape, glyph or word)
     warm_share: float = 0.2  # ... and this share of them in every batch afterwards (if warm_until)
     read_share: float = 0.0  # share of every batch from `vqa2.reading_examples` (repeated text)
-    reading: str = "digits"  # ... of this stage (`vqa2.READING`: "digits", then "runs")
+    reading: str = "digits"  # ... of this stage (`vqa2.READING`: "digits", "runs", "rows")
     until: int = 0  # stop at this step (0: at the time budget or the cycle's end)
     seed: int = 0
 

@@ -185,6 +185,9 @@ def test_reading_runs_print_one_number_or_word_per_row():
     assert all(vqa2.score(e, e.answer) == 1.0 for e in runs)
     digits = vqa2.reading_examples(20, random.Random(1))
     assert all(len(e.answer) == 1 for e in digits)
+    later = vqa2.reading_examples(60, random.Random(1), "rows")  # no single digits any more
+    assert {e.family for e in later} == {"number", "read"}
+    assert all(len(e.answer) >= 2 for e in later)
     from seer.training import trainer
     from seer.training.builtin_vqa2 import TrainConfig
 

@@ -358,9 +358,14 @@ READING: dict[str, tuple[tuple[str, Callable[[random.Random], Draw]], ...]] = {
         ("number", functools.partial(rows, family="number")),
         ("read", functools.partial(rows, family="read")),
     ),
+    "rows": (
+        ("number", functools.partial(rows, family="number")),
+        ("read", functools.partial(rows, family="read")),
+    ),
 }
 """The reading warm-up's stages (`reading` in `seer.training.builtin_vqa2`): (family, draw)
-pairs, one picked uniformly per example: single digits, then numbers and words too."""
+pairs, one picked uniformly per example: single digits, then numbers and words too, then
+numbers and words only (single digits read at 100 % by then)."""
 
 
 def draw_split(n: int, rng: random.Random, pick: Callable[[], tuple[str, Callable]],
