@@ -50,8 +50,21 @@ def test_loss_masks_only_the_answer_window_and_weights_by_one_over_t(tmp_path):
         assert (x[r, p + len(ans) :] == enc.eos).all()
     ids = {"mask_token_id": enc.mask, "eos_token_id": enc.eos, "pad_token_id": enc.eos}
     raw = llada_config(len(enc.vocab), d_model=32, n_layers=1, n_heads=2, **ids)
-    loss = loss_fn(random_model(raw), x, am, p, wins, enc.mask, torch.Generator().manual_seed(0))
-    assert torch.isfinite(loss) and loss > 0
+    model = random_model(raw)
+    loss = loss_fn(model, x, am, p, wins, enc.mask, torch.Generator().manual_seed(0))
+    # the definition, with the LM head over the whole window: CE on masked tokens / t, summed
+    # per row, over the row's window length, averaged over rows (the same draws as loss_fn)
+    gen = torch.Generator().manual_seed(0)
+    t = (1 - 1e-3) * torch.rand(4, 1, generator=gen) + 1e-3
+    masked = torch.rand(4, 64, generator=gen) < t
+    noisy = x.clone()
+    noisy[:, p:] = torch.where(masked, enc.mask, x[:, p:])
+    pos = (am.cumsum(-1) - 1).clamp(min=0)
+    logits = model(noisy, attention_mask=am, position_ids=pos, logits_positions=slice(p, None))
+    ce = torch.nn.functional.cross_entropy(
+        logits.logits.transpose(1, 2), x[:, p:], reduction="none"
+    )
+    assert masked.any() and torch.allclose(loss, ((ce * masked / t).sum(1) / wins).mean())
     x, am, p, wins = make_batch(enc, ex, 64, random.Random(1), 0.0)  # short per-row windows
     for r, e in enumerate(ex):
         n = len(enc.answer(e.answer))

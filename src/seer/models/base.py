@@ -35,7 +35,7 @@ FORWARD_KWARGS = frozenset(
         "attention_mask",  # (B, S) 0/1 or a bias; None = full attention
         "inputs_embeds",  # (B, L, D) instead of input_ids (spliced image features)
         "position_ids",  # (B, L) absolute positions (left padding, truncated windows)
-        "logits_positions",  # slice of columns to compute the LM head at
+        "logits_positions",  # slice of columns (or a bool mask) to compute the LM head at
         "after_layer",  # hook(i, h, mask) -> None | (h, mask, position_ids): Seer's cut
         "past_key_values",  # KVCache to read and write
         "use_cache",  # return a KVCache of every column

