@@ -28,6 +28,7 @@ train --eval-every 1000 --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 2
   --bare-steps 0 --bare-people 400 --bare-share 0.3 --until 10690
 # 4. as 3 with the cosine horizon at 40000 (lr 1.54e-4 -> 1.87e-4 at step 10690): whole answers
 #    were still rising (15 % at step 10000), too early to anneal (in progress: no --until yet;
-#    the run goes on from where it stopped).
-train --eval-every 1000 --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 40000 \
+#    the run goes on from where it stopped). Evaluated every 2000 steps from 12130 (each
+#    evaluation takes ~7 minutes; tools/copy_signal.py is the quicker signal).
+train --eval-every 2000 --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 40000 \
   --bare-steps 0 --bare-people 400 --bare-share 0.3
