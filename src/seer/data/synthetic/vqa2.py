@@ -351,17 +351,14 @@ def rows(rng: random.Random, family: str, copies: int = 0) -> Draw:
     return Picture(_background(rng), texts=texts), rng.choice(QUESTIONS[family]), text
 
 
+_ROWS = (
+    ("number", functools.partial(rows, family="number")),
+    ("read", functools.partial(rows, family="read")),
+)
 READING: dict[str, tuple[tuple[str, Callable[[random.Random], Draw]], ...]] = {
     "digits": (("number", glyphs),),
-    "runs": (
-        ("number", glyphs),
-        ("number", functools.partial(rows, family="number")),
-        ("read", functools.partial(rows, family="read")),
-    ),
-    "rows": (
-        ("number", functools.partial(rows, family="number")),
-        ("read", functools.partial(rows, family="read")),
-    ),
+    "runs": (("number", glyphs), *_ROWS),
+    "rows": _ROWS,
 }
 """The reading warm-up's stages (`reading` in `seer.training.builtin_vqa2`): (family, draw)
 pairs, one picked uniformly per example: single digits, then numbers and words too, then
