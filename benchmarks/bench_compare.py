@@ -100,6 +100,7 @@ from seer.bench.compare_report import (  # noqa: F401
 from seer.bench.draws import held_out, sample
 from seer.bench.stats import bootstrap, bootstrap_ratio, pareto  # noqa: F401
 from seer.boundary.truncation import resolve
+from seer.data.builtin import source_for
 from seer.errors import SeerError
 
 N = 200  # the published run's requests per model
@@ -154,7 +155,7 @@ def main(argv=None) -> dict:
     except ValueError:
         ap.error(f"--budgets: comma-separated integers, got {args.budgets!r}")
     lm = load_model(args.model, args.device)
-    source = args.data or ("builtin-vqa" if getattr(lm, "multimodal", False) else "builtin")
+    source = args.data or source_for(args.model, getattr(lm, "multimodal", False))
     g = lm.meta.get("seer", {}).get("gen_length") or lm.sampling().gen_length
     if any(k < 1 or g % k for k in budgets):
         ap.error(f"--budgets: each must divide gen_length {g}, got {args.budgets}")

@@ -38,6 +38,7 @@ from seer.bench import harness
 from seer.bench.draws import held_out
 from seer.boundary.config import SeerConfig
 from seer.boundary.truncation import policy_for, resolve
+from seer.data.builtin import source_for
 
 MODELS = ("builtin", "builtin-vqa")
 
@@ -57,7 +58,7 @@ def run_model(name: str, n: int, data: str | None = None, seed: int = 0) -> dict
     lm = seer.load(name)
     g = lm.sampling().gen_length
     configs = signals(lm)
-    source = data or ("builtin-vqa" if lm.multimodal else "builtin")
+    source = data or source_for(name, lm.multimodal)
     examples = held_out(source, n, seed)
     prompts = [encode(lm, e) for e in examples]  # encoded once (a chat through its template)
     bucket = min(c.bucket for c in configs.values())

@@ -48,6 +48,7 @@ from seer.bench.machine import machine_info
 from seer.boundary.config import SeerConfig
 from seer.boundary.truncation import FixedWindowPolicy, resolve, round_window
 from seer.data import Example, score
+from seer.data.builtin import source_for
 from seer.errors import SeerError
 
 METHODS = ("baseline", "seer", "seer-noguard", "seer-slack2", "seer-step0", "oracle")
@@ -90,7 +91,8 @@ def methods(lm, q, g: int, cfg: SeerConfig, step0: SeerConfig | None) -> dict:
 def run(args) -> dict:
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    lm = seer.load(args.model or ("builtin-vqa" if args.task == "vqa" else "builtin"))
+    name = args.model or ("builtin-vqa" if args.task == "vqa" else "builtin")
+    lm = seer.load(name)
     task = task_for(lm, args.task)
     meta = lm.meta.get("seer", {})
     g = args.gen_length or meta.get("gen_length", 64)
@@ -98,7 +100,7 @@ def run(args) -> dict:
     step0 = None
     if meta.get("sparsity_config"):
         step0 = SeerConfig.from_dict({**meta["sparsity_config"], "cut_in_step0": True})
-    source = "builtin-vqa" if task == "vqa" else "builtin"
+    source = source_for(name, task == "vqa")
     examples = held_out(source, args.n, args.seed)
     first = lm.prompt(examples[0].prompt, examples[0].image)  # also warms the vision tower
     harness.warm_windows(lm, first, g, cfg.bucket)  # every window shape

@@ -36,6 +36,7 @@ import openai
 import seer
 from seer.bench import harness
 from seer.data import load_examples
+from seer.data.builtin import source_for
 
 METHODS = ("seer", "full")  # Seer's window vs the full gen_length window
 
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     log = Path(args.log)
     proc, url = start_server(args.model, log)
     try:
-        data = args.data or ("builtin-vqa" if args.model == "builtin-vqa" else "builtin")
+        data = args.data or source_for(args.model, False)
         examples = load_examples(data, n=args.n, part="eval", seed=args.seed)
         lm = seer.load(args.model)
         t0 = time.perf_counter()

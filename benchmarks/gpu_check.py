@@ -60,7 +60,7 @@ def random_llada(folder: Path, tiny: bool) -> Path:
 def prompts(n: int) -> list[str]:
     from seer.data import load_examples
 
-    return [e.prompt for e in load_examples("builtin", n=n, part="eval")]
+    return [e.prompt for e in load_examples("builtin-v1", n=n, part="eval")]  # its vocabulary
 
 
 # -- sections ------------------------------------------------------------------------------------
@@ -232,7 +232,7 @@ def check_serving(args, tmp: Path) -> dict:
 
     folder = random_llada(tmp / "engine", args.tiny)  # the engine section's model, if made
     n, rates = ("6", ["2"]) if args.tiny else ("48", ["1", "8"])
-    argv = ["--models", str(folder), "--data", "builtin", "--device", args.device,
+    argv = ["--models", str(folder), "--data", "builtin-v1", "--device", args.device,
             "--n", n, "--rates", *rates, "--gen-length", "64", "--steps", "64",
             "--max-batch", "8" if args.tiny else "64", "--budget", "0",
             "--plot", str(args.out / "serving.png")]  # fmt: skip

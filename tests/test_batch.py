@@ -25,7 +25,7 @@ PB = Path(__file__).parent / "fixtures" / "parallelbench"  # a tiny fake Paralle
 
 @pytest.fixture(scope="module")
 def lm():
-    return seer.load("builtin")
+    return seer.load("builtin-v1")
 
 
 def _rows(path):
@@ -33,7 +33,7 @@ def _rows(path):
 
 
 def test_rows_in_input_order_with_costs_and_the_answers_of_generate(lm, tmp_path):
-    ex = load_examples("builtin", n=10)
+    ex = load_examples("builtin-v1", n=10)
     out = tmp_path / "out.jsonl"
     summary = run_batch(lm, ex, out, params=P, seer=True, max_batch=4)
     rows = _rows(out)
@@ -58,7 +58,7 @@ def test_writer_holds_rows_until_their_predecessors_are_written(tmp_path):
 
 
 def test_resume_drops_a_torn_line_and_refuses_foreign_output(lm, tmp_path):
-    ex = load_examples("builtin", n=6)
+    ex = load_examples("builtin-v1", n=6)
     out = tmp_path / "out.jsonl"
     run_batch(lm, ex[:3], out, params=P, max_batch=2)
     with out.open("a") as f:
@@ -87,7 +87,7 @@ def test_a_bad_row_names_its_id(lm, tmp_path):
 def _slow_batch(lm, out, n):
     """Runs in a forked child: a batch slowed down so the parent can kill it mid-way."""
     slow = lambda rows, tokens: time.sleep(0.1)  # noqa: E731
-    run_batch(lm, load_examples("builtin", n=n), out, params=P, max_batch=2, progress=slow)
+    run_batch(lm, load_examples("builtin-v1", n=n), out, params=P, max_batch=2, progress=slow)
 
 
 def test_killed_mid_way_then_resumed_every_id_exactly_once(lm, tmp_path):
@@ -103,12 +103,12 @@ def test_killed_mid_way_then_resumed_every_id_exactly_once(lm, tmp_path):
     child.join(timeout=30)
     assert child.exitcode == -signal.SIGKILL
     assert 4 <= out.read_text().count("\n") < n  # killed mid-way, not after the end
-    summary = run_batch(lm, load_examples("builtin", n=n), out, params=P, resume=True)
+    summary = run_batch(lm, load_examples("builtin-v1", n=n), out, params=P, resume=True)
     assert summary.skipped >= 4 and summary.skipped + summary.rows == n
     ids = [r["id"] for r in _rows(out)]
-    assert ids == [e.id for e in load_examples("builtin", n=n)]  # each once, in input order
+    assert ids == [e.id for e in load_examples("builtin-v1", n=n)]  # each once, in input order
     fresh = tmp_path / "fresh.jsonl"
-    run_batch(lm, load_examples("builtin", n=n), fresh, params=P, max_batch=5)
+    run_batch(lm, load_examples("builtin-v1", n=n), fresh, params=P, max_batch=5)
     strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]  # noqa: E731
     assert strip(_rows(out)) == strip(_rows(fresh))  # resuming changes no answer
 
@@ -120,7 +120,7 @@ def test_seer_batch_command_writes_resumes_and_reports_bad_rows_in_one_line(tmp_
     data.write_text("".join(json.dumps({"id": f"r{i}", "prompt": f"add {i} and 2"}) + "\n"
                             for i in range(5)))  # fmt: skip
     out = tmp_path / "o.jsonl"
-    argv = ["batch", "--model", "builtin", "--data", str(data), "--out", str(out),
+    argv = ["batch", "--model", "builtin-v1", "--data", str(data), "--out", str(out),
             "--gen-length", "16", "--seer", "--max-batch", "2"]  # fmt: skip
     assert main([*argv, "--n", "3"]) == 0
     assert "3 rows (0 already in" in capsys.readouterr().err
@@ -173,7 +173,7 @@ def test_seer_batch_on_parallelbench_scores_rows_and_prints_a_table_per_task(lm,
     from seer.cli import main
 
     out = tmp_path / "pb.jsonl"
-    argv = ["batch", "--model", "builtin", "--data", f"parallelbench:{PB}", "--out", str(out),
+    argv = ["batch", "--model", "builtin-v1", "--data", f"parallelbench:{PB}", "--out", str(out),
             "--gen-length", "8", "--max-batch", "4"]  # fmt: skip
     assert main([*argv, "--n", "6"]) == 0
     capsys.readouterr()
@@ -192,3 +192,21 @@ def test_seer_batch_on_parallelbench_scores_rows_and_prints_a_table_per_task(lm,
     assert lines["words_to_sentence/easy"][:3] == ["1", "0", "-"]
     assert lines["all"] == ["10", "9", f"{mean:.3f}"]
     assert "words_to_sentence/easy: not scored: metric sentence_to_words_score is left out" in err
+
+
+def test_the_shipped_text_model_answers_parallelbench_as_the_readme_runs_it(tmp_path, capsys):
+    """`seer batch --model builtin --data parallelbench:ROOT/waiting_line/copy --out F` with the
+    model's own defaults (the 128 window, one token per step): every row answered and scored by
+    the official metric."""
+    from seer.cli import main
+
+    out = tmp_path / "copy.jsonl"
+    task = f"parallelbench:{PB}/waiting_line/copy"
+    assert main(["batch", "--model", "builtin", "--data", task, "--out", str(out), "-q"]) == 0
+    examples = load_examples(task)
+    rows = _rows(out)
+    assert [r["id"] for r in rows] == [e.id for e in examples]
+    for ex, r in zip(examples, rows, strict=True):
+        assert r["window"] == 128 and r["nfe"] == 128
+        assert r["score"] == score(ex, r["answer"])
+    assert "waiting_line/copy" in capsys.readouterr().err

@@ -25,7 +25,7 @@ def test_configs_set_the_sampling(bench):
 
 
 def test_a_run_scores_every_request_per_family(bench, capsys):
-    bench.main(["--model", "builtin", "--data", FAKE, "--configs", "k=1,k=8", "--window", "16"])
+    bench.main(["--model", "builtin-v1", "--data", FAKE, "--configs", "k=1,k=8", "--window", "16"])
     record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     total = record["configs"]["k=1"]["ALL"]["n"]
     assert total == sum(v["n"] for f, v in record["configs"]["k=1"].items() if f != "ALL") > 0

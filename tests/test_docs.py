@@ -1,7 +1,7 @@
 """Every Python block of README.md and of the documentation site (docs/*.md) runs as written,
 on the shipped models; the site's pages are all in its navigation and the README's links resolve.
 
-The only substitutions: a model folder passed to `seer.load` becomes "builtin" (or
+The only substitutions: a model folder passed to `seer.load` becomes "builtin-v1" (or
 "builtin-vqa" for a multimodal checkpoint's folder), `device="cuda"` becomes "cpu", and a block
 that talks to `seer serve` at http://127.0.0.1:8000 gets a real `seer serve --model builtin-vqa`
 on a free port. Each block runs in a folder that holds the files the README names: `cat.png`,
@@ -42,7 +42,7 @@ def all_blocks() -> list[tuple[str, str]]:
 
 def on_builtin_models(code: str) -> str:
     def model(m: re.Match) -> str:
-        name = "builtin-vqa" if MULTIMODAL.search(m.group(2)) else "builtin"
+        name = "builtin-vqa" if MULTIMODAL.search(m.group(2)) else "builtin-v1"
         return f'{m.group(1)}"{name}"'
 
     code = re.sub(r'(seer\.load\()"([^"]+)"', model, code)
@@ -92,7 +92,7 @@ def test_the_substitution():
     code = 'lm = seer.load("/models/LLaDA-8B-Instruct", device="cuda")\n'
     code += 'vlm = seer.load("/models/lavida-llada-v1.0-instruct")'
     assert on_builtin_models(code) == (
-        'lm = seer.load("builtin", device="cpu")\nvlm = seer.load("builtin-vqa")'
+        'lm = seer.load("builtin-v1", device="cpu")\nvlm = seer.load("builtin-vqa")'
     )
 
 

@@ -52,18 +52,18 @@ def test_every_extra_of_pyproject_is_known():
 @pytest.mark.parametrize(
     ("blocked", "argv", "says"),
     [
-        ("uvicorn", ["serve", "--model", "builtin"],
+        ("uvicorn", ["serve", "--model", "builtin-v1"],
          'seer serve needs the serve extra (uvicorn is not installed): pip install -e ".[serve]"'),
-        ("fastapi", ["serve", "--model", "builtin", "--replicas", "2"],
+        ("fastapi", ["serve", "--model", "builtin-v1", "--replicas", "2"],
          "seer serve needs the serve extra (fastapi is not installed)"),
-        ("ray", ["serve", "--model", "builtin", "--replicas", "2"],
+        ("ray", ["serve", "--model", "builtin-v1", "--replicas", "2"],
          'seer serve --replicas needs the ray extra (ray is not installed): pip install -e '
          '".[ray]"'),
-        ("gradio", ["ui", "--model", "builtin"],
+        ("gradio", ["ui", "--model", "builtin-v1"],
          'seer ui needs the ui extra (gradio is not installed): pip install -e ".[ui]"'),
-        ("gradio", ["serve", "--model", "builtin", "--ui"],
+        ("gradio", ["serve", "--model", "builtin-v1", "--ui"],
          "seer serve --ui needs the ui extra (gradio is not installed)"),
-        ("ray", ["batch", "--model", "builtin", "--data", "/no/such.jsonl", "--out", "o.jsonl",
+        ("ray", ["batch", "--model", "builtin-v1", "--data", "/no/such.jsonl", "--out", "o.jsonl",
                  "--ray", "2"],
          "seer batch --ray needs the ray extra (ray is not installed)"),
     ],
@@ -79,10 +79,10 @@ def test_parquet_data_without_the_data_extra(capsys, monkeypatch, no_model, tmp_
     _block(monkeypatch, "datasets")
     data = tmp_path / "rows.parquet"
     data.write_bytes(b"PAR1")
-    err = _one_line(capsys, ["batch", "--model", "builtin", "--data", str(data), "--out",
+    err = _one_line(capsys, ["batch", "--model", "builtin-v1", "--data", str(data), "--out",
                              str(tmp_path / "o.jsonl")])  # fmt: skip
     assert f"{data}: reading Parquet / Arrow / save_to_disk data needs the data extra" in err
-    err = _one_line(capsys, ["calibrate", "--model", "builtin", "--data", str(data)])
+    err = _one_line(capsys, ["calibrate", "--model", "builtin-v1", "--data", str(data)])
     assert "needs the data extra (datasets is not installed)" in err
 
 

@@ -10,7 +10,7 @@ from seer.errors import SeerError
 
 @pytest.fixture(scope="module")
 def lm():
-    return seer.load("builtin")
+    return seer.load("builtin-v1")
 
 
 @pytest.mark.parametrize("use_seer", [False, True])
@@ -44,7 +44,7 @@ def test_stream_answers_one_prompt(lm):
 def test_seer_generate_stream_prints_the_same_answer(lm, capsys):
     from seer.cli import main
 
-    argv = ["generate", "--model", "builtin", "--prompt", "add 4 and 5", "--block-length", "8"]
+    argv = ["generate", "--model", "builtin-v1", "--prompt", "add 4 and 5", "--block-length", "8"]
     assert main([*argv, "--stream", "--seer"]) == 0
     out, err = capsys.readouterr()
     assert out == lm.generate("add 4 and 5", block_length=8, seer=True).text + "\n"

@@ -21,7 +21,7 @@ P = SamplingParams(gen_length=8)
 
 @pytest.fixture(scope="module")
 def lm():
-    return seer.load("builtin")
+    return seer.load("builtin-v1")
 
 
 def _data(tmp_path, n=4):
@@ -83,20 +83,20 @@ def test_other_weights_are_refused_and_a_moved_copy_resumes(lm, tmp_path):
     raw = bytearray((b / "model.safetensors").read_bytes())
     raw[-1] ^= 1  # one bit of the last weight
     (b / "model.safetensors").write_bytes(bytes(raw))
-    ex = load_examples("builtin", n=3)
+    ex = load_examples("builtin-v1", n=3)
     out = tmp_path / "o.jsonl"
-    run_batch(seer.load(a), ex[:1], out, params=P, data="builtin")
+    run_batch(seer.load(a), ex[:1], out, params=P, data="builtin-v1")
     with pytest.raises(SeerError, match="model.weights_sha256="):
-        run_batch(seer.load(b), ex, out, params=P, resume=True, data="builtin")
-    with pytest.raises(SeerError, match='data.source="builtin", this run has data.source="b'):
+        run_batch(seer.load(b), ex, out, params=P, resume=True, data="builtin-v1")
+    with pytest.raises(SeerError, match='data.source="builtin-v1", this run has data.source="b'):
         run_batch(seer.load(a), ex, out, params=P, resume=True, data="builtin-vqa")
     shutil.rmtree(b)
     a.rename(b)  # the same weights in another folder: the same run
-    assert run_batch(seer.load(b), ex, out, params=P, resume=True, data="builtin").rows == 2
+    assert run_batch(seer.load(b), ex, out, params=P, resume=True, data="builtin-v1").rows == 2
 
 
 def test_an_output_without_a_record_resumes_with_one_warning(lm, tmp_path, caplog):
-    ex = load_examples("builtin", n=3)
+    ex = load_examples("builtin-v1", n=3)
     out = tmp_path / "o.jsonl"
     run_batch(lm, ex[:1], out, params=P)
     provenance.sidecar(out).unlink()  # as an older seer wrote it
@@ -111,12 +111,13 @@ def test_an_output_without_a_record_resumes_with_one_warning(lm, tmp_path, caplo
 def test_the_skeleton_resolves_the_settings_the_loaded_model_does(lm):
     """The Ray driver records settings without loading weights: they must equal the loaded
     model's, or a Ray resume of a single-process output (or back) would be refused."""
-    skeleton = seer.load("builtin", weights=False)
+    skeleton = seer.load("builtin-v1", weights=False)
     assert next(skeleton.model.parameters()).is_meta
     for options, seer_opt in (({}, None), ({"gen_length": 16, "steps": 4}, {"margin": 1})):
-        full = provenance.batch_record(lm, lm.sampling(**options), seer_opt, data="builtin")
+        full = provenance.batch_record(lm, lm.sampling(**options), seer_opt, data="builtin-v1")
         light = provenance.batch_record(skeleton, skeleton.sampling(**options), seer_opt,
-                                        dtype="float32", device="cpu", data="builtin")  # fmt: skip
+                                        dtype="float32", device="cpu",
+                                        data="builtin-v1")  # fmt: skip
         assert provenance.compared(full) == provenance.compared(light)
 
 
@@ -130,7 +131,7 @@ def test_the_cli_refuses_resuming_a_full_window_output_with_seer(tmp_path, capsy
 
     data = _data(tmp_path)
     out = tmp_path / "o.jsonl"
-    argv = ["batch", "--model", "builtin", "--data", str(data), "--out", str(out),
+    argv = ["batch", "--model", "builtin-v1", "--data", str(data), "--out", str(out),
             "--gen-length", "8"]  # fmt: skip
     assert main([*argv, "--n", "2"]) == 0
     capsys.readouterr()

@@ -38,7 +38,7 @@ def test_the_image_placeholder_marks_where_the_image_goes(vqa, image):
 
 
 def test_a_word_outside_the_vocabulary_is_one_warning(caplog):
-    lm = seer.load("builtin")
+    lm = seer.load("builtin-v1")
     with caplog.at_level(logging.WARNING, "seer.models"):
         known = lm.encode("copy : cat dog")
         assert caplog.records == []
@@ -53,7 +53,7 @@ def test_a_word_outside_the_vocabulary_is_one_warning(caplog):
 def test_early_stop_with_one_block_says_it_does_nothing(capsys, caplog):
     from seer.cli import main
 
-    argv = ["generate", "--model", "builtin", "--prompt", "spell sun", "--gen-length", "8"]
+    argv = ["generate", "--model", "builtin-v1", "--prompt", "spell sun", "--gen-length", "8"]
     with caplog.at_level(logging.WARNING, "seer.cli"):
         assert main([*argv, "--early-stop"]) == 0
         assert main([*argv, "--early-stop", "--block-length", "4"]) == 0

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How the built-in text model in src/seer/assets/builtin was produced (run from the repo root).
+# How the built-in text model in src/seer/assets/builtin-v1 was produced (run from the repo root).
 #
 # The shipped weights (step 13064) come from three training phases on one run folder; each phase
 # resumes the previous one's state (`--out` holds state.pt), and `--cycle-start` begins a warm
@@ -24,17 +24,17 @@ train --windows batch --lr 1.5e-3 --min-lr 5e-5 --cycle-start 7000 --total-steps
 train --windows row --lr 8e-4 --min-lr 5e-5 --cycle-start 8564 --total-steps 4500
 
 # 4. copy the export into the package, calibrate Seer on held-out prompts, store seer.json:
-dst=src/seer/assets/builtin
+dst=src/seer/assets/builtin-v1
 mkdir -p "$dst"
 cp "$run"/export/{config.json,model.safetensors,tokenizer.json,tokenizer_config.json} "$dst"/
 cp "$run"/export/special_tokens_map.json "$dst"/
-seer calibrate --n 300 --out docs/results/calibration --write
+seer calibrate --model builtin-v1 --n 300 --out docs/results/calibration --write
 # 5. measure and show:
-python benchmarks/bench_seer.py --n 300 | tee docs/results/bench_seer.txt
-python benchmarks/bench_compare.py --model builtin --n 200 --repeats 1 --dpad --daedal \
+python benchmarks/bench_seer.py --model builtin-v1 --n 300 | tee docs/results/bench_seer.txt
+python benchmarks/bench_compare.py --model builtin-v1 --n 200 --repeats 1 --dpad --daedal \
   --skip blocks8,prefix,seer+prefix --engine-n 32 --engine-repeats 3 --anchors baseline@k=1 \
   --raw docs/results/compare/raw_builtin.jsonl --plot docs/results/figures/compare_builtin.png \
   --markdown docs/results/compare/bench_compare_builtin.md | tee docs/results/compare/bench_compare_builtin.txt
-seer demo --text --out docs/results/figures/seer-demo.png | tee docs/results/demo.txt
-seer profile --prompt "describe : red ball , blue cube , green shoe , pink hat" \
+seer demo --model builtin-v1 --out docs/results/figures/seer-demo.png | tee docs/results/demo.txt
+seer profile --model builtin-v1 --prompt "describe : red ball , blue cube , green shoe , pink hat" \
   --out docs/results/figures/profile-describe.png

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # How the built-in text model v2 (runs/builtin-v2 -> its export; MODEL_CARD:
-# docs/builtin-v2/MODEL_CARD.md) is produced (repo root). Not shipped yet: in training.
+# docs/builtin-v2/MODEL_CARD.md) is produced (repo root). Shipped as `builtin` from a step of the
+# run (release 1: step 14342) while the run goes on; step 5 makes a release.
 #
 # One run folder, resumed phase after phase (`--out` holds state.pt; each phase ends at its
 # `--until` step, so a rerun replays the run; `--minutes` only caps a session). The model:
@@ -32,3 +33,20 @@ train --eval-every 1000 --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 2
 #    evaluation takes ~7 minutes; tools/copy_signal.py is the quicker signal).
 train --eval-every 2000 --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 40000 \
   --bare-steps 0 --bare-people 400 --bare-share 0.3
+
+# 5. a release (release 1: the export saved at step 14342): the export into the package as
+#    `builtin` with its sampling defaults (generation_config.json: the 128 window, one token per
+#    step, low-confidence remasking), Seer calibrated on the calibration side of its own task,
+#    then the measurements of the card (docs/builtin-v2/MODEL_CARD.md, "Release 1").
+dst=src/seer/assets/builtin
+cp "$run"/export/{config.json,model.safetensors,tokenizer.json,tokenizer_config.json} "$dst"/
+cp "$run"/export/special_tokens_map.json "$dst"/
+seer calibrate --model builtin --n 300 --out docs/results/calibration-v2 --write
+python benchmarks/bench_realism.py --model builtin --configs k=1,k=2,k=8 \
+  --raw docs/builtin-v2/realism_raw.jsonl | tee docs/builtin-v2/realism.txt
+# ParallelBench (your checkout; its items and references stay out of the repository, so do
+# these outputs: the card reports the scores only)
+for task in copy reverse sort shuffle; do
+  seer batch --model builtin --data "parallelbench:$PARALLELBENCH/waiting_line/$task" \
+    --out "$run/pb_$task.jsonl" --cache prefix
+done

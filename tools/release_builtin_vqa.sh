@@ -2,7 +2,7 @@
 # How the built-in multimodal model in src/seer/assets/builtin-vqa was produced (repo root).
 #
 # One training phase: 6000 steps (LaViDa-LLaDA, SigLIP tower and projector trained too), the
-# language model started from the built-in text model (`--init-from builtin`, the shipped
+# language model started from the built-in text model (`--init-from builtin-v1`, the shipped
 # step-13064 weights), per-row windows, cosine 1.5e-3 -> 1e-4 over 6000 steps after a 200-step
 # warm-up. It originally ran 95 minutes on one core of a shared 2-core VM (MODEL_CARD.md); the
 # budget here is set high so that it ends at its step count, not on the clock.
@@ -11,7 +11,7 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 run=${RUN:-runs/builtin-vqa}
 # 1. train (resumable):
 python -m seer.training.builtin_vqa --out "$run" --minutes 1000 --threads 1 --eval-every 1000 \
-  --init-from builtin --lr 1.5e-3 --min-lr 1e-4 --total-steps 6000
+  --init-from builtin-v1 --lr 1.5e-3 --min-lr 1e-4 --total-steps 6000
 # 2. copy the export into the package, calibrate Seer on held-out image questions, store the
 #    defaults in seer.json (its system_prompt: null is kept):
 dst=src/seer/assets/builtin-vqa

@@ -3,7 +3,7 @@
 # is produced (repo root). Not shipped yet: the run below is in progress (see the card).
 #
 # LaViDa-LLaDA (SigLIP tower, projector and LM all trained), the LM started from the built-in
-# text model (`--init-from builtin`), 128 window, length-grouped batches (a fifth of them full
+# text model (`--init-from builtin-v1`), 128 window, length-grouped batches (a fifth of them full
 # windows), AdamW lr 3e-4 after a 100-step warm-up, cosine to 1e-4 over 30000 steps (the first
 # runs at 1.5e-3 never used their pictures: MODEL_CARD.md). Phases resume from $run/state.pt and
 # end at their --until step, so a rerun replays the run (`--minutes` only caps a session); the
@@ -12,7 +12,7 @@ set -euo pipefail
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 run=${RUN:-runs/builtin-vqa2}
 train() { python -m seer.training.builtin_vqa2 --out "$run" --minutes 1000 --threads 1 \
-  --eval-every 1000 --init-from builtin --lr 3e-4 --warmup 100 --min-lr 1e-4 --total-steps 30000 "$@"; }
+  --eval-every 1000 --init-from builtin-v1 --lr 3e-4 --warmup 100 --min-lr 1e-4 --total-steps 30000 "$@"; }
 # 1. the family mix (steps 0-1854)
 train --until 1854
 # 2. the warm-up draws (one shape, digit or word, or 1-3 shapes to count) to step 3300, then the

@@ -2,7 +2,8 @@
 
 By default the built-in *multimodal* model (LaViDa-LLaDA layout) answers questions about the
 sample images shipped in the package (`assets/images`, held-out examples it never saw in
-training); `--text` (or `--model` with a text model) runs the text model on fixed prompts.
+training); `--text` (or `--model` with a text model) runs the text model on held-out requests of
+its own task, one per family from a one-token answer to a long one (`text_requests`).
 Shows progress from its first second (loading, warm-up, each phase; on a terminal), then prints
 a table that fits 80 columns (request, answer, true length, L*, kept window, seconds, speedup,
 the same answer as without Seer?, the reference answer?) and writes a PNG with each image, its
@@ -18,20 +19,27 @@ import json
 import time
 from importlib import resources
 from pathlib import Path
+from textwrap import shorten
 
 from rich import box
 from rich.table import Table
 
-PROMPTS = (
-    "what color is the cup ? the cup is red , the box is blue",
-    "how many items : cat dog cow hen",
-    "add 4 and 5",
-    "spell elephant",
-    "copy : red ball green hat blue cup",
-    "repeat star 12 times",
-    "describe : red ball , blue cube , green shoe , pink hat",
-    "describe : red ball , blue cube , green shoe , pink hat , gray box , white key , black bag",
-)
+# the text model's demo families, one-token answers to long ones (`seer.data.synthetic.lines`)
+TEXT_FAMILIES = ("count", "who", "copy", "reverse", "shuffle", "sum", "sudoku", "long_copy")
+
+
+def text_requests(model) -> list:
+    """Held-out requests of a text model's own task (`seer.data.builtin.source_for`: the v2 tasks
+    for a model that is not built in): the first of each of TEXT_FAMILIES, or of every family of
+    a task without them (``builtin-v1``), at most eight."""
+    from seer.data import builtin_examples
+    from seer.data.builtin import source_for
+
+    firsts = {}
+    for ex in builtin_examples(source_for(model, False), 60, part="eval"):
+        firsts.setdefault(ex.family, ex)
+    families = TEXT_FAMILIES if set(TEXT_FAMILIES) <= set(firsts) else list(firsts)
+    return [firsts[f] for f in families][:8]
 
 
 def sample_images() -> list[dict]:
@@ -41,18 +49,6 @@ def sample_images() -> list[dict]:
     return [{**s, "file": folder / s["file"]} for s in samples]
 
 
-# the reference answers of PROMPTS (the demo tasks' rules: seer.data.synthetic.tasks)
-REFERENCES = (
-    "red",
-    "4",
-    "4 plus 5 is 9",
-    "e l e p h a n t",
-    "red ball green hat blue cup",
-    " ".join(["star"] * 12),
-    "there is a red ball . there is a blue cube . there is a green shoe . there is a pink hat .",
-    "there is a red ball . there is a blue cube . there is a green shoe . there is a pink hat . "
-    "there is a gray box . there is a white key . there is a black bag .",
-)
 LEGEND = (
     "end: the baseline's answer length (tokens); L*: Seer's boundary; win: the window kept; "
     "speed: baseline s / Seer s; =base: Seer's answer equals the baseline's; =ref: Seer's "
@@ -80,14 +76,17 @@ def run_demo(
     cfg = resolve(lm, True)
     sp_cfg = resolve(lm, SeerConfig.from_dict(lm.meta.get("seer", {}).get("sparsity_config", {})))
     g = lm.sampling().gen_length  # the model's default window
-    if lm.multimodal:
-        requests = [(s["question"], s["file"], s["answer"]) for s in sample_images()]
-    else:
-        requests = list(zip(PROMPTS, (None,) * len(PROMPTS), REFERENCES, strict=True))
+    if lm.multimodal:  # (label, prompt, image, reference answer)
+        requests = [(s["question"], s["question"], s["file"], s["answer"]) for s in sample_images()]
+    else:  # a chat's prompt is its ids (the in-context turn too); the reference is its Example
+        from seer.batch import encoder
+
+        encode = encoder(lm)
+        requests = [(ex.prompt, encode(lm, ex), None, ex) for ex in text_requests(name)]
     console.print(f"[bold]{lm.name}[/]: gen_length {g}, Seer {cfg.signal} detector")
     lengths = range(cfg.bucket, g + 1, cfg.bucket)
     for length in progress.track(lengths, "warming up every window length"):
-        lm.generate(requests[0][0], image=requests[0][1], gen_length=length)
+        lm.generate(requests[0][1], image=requests[0][2], gen_length=length)
     wide = console.width >= 100
     table = Table(title=f"Seer on {lm.name} (greedy, steps = gen_length)", box=box.SIMPLE_HEAD,
                   caption=LEGEND, caption_justify="left")  # fmt: skip
@@ -97,7 +96,9 @@ def run_demo(
     for col in (*numbers, "=base", "=ref"):
         table.add_column(col, justify="right", no_wrap=True)
     rows, t_base, t_seer, t_image = [], 0.0, 0.0, 0.0
-    for prompt, image, reference in progress.track(requests, "baseline and Seer, each request"):
+    for label, prompt, image, reference in progress.track(
+        requests, "baseline and Seer, each request"
+    ):
         if image is not None:
             t0 = time.perf_counter()
             lm.prompt(prompt, image)
@@ -111,7 +112,7 @@ def run_demo(
         window = f"{fast.stats.window}" + (f"↑{fast.stats.grown}" if fast.stats.grown else "")
         times = (f"{base.stats.seconds:.3f}",) if wide else ()
         table.add_row(
-            f"{Path(image).stem}\n{prompt}" if image is not None else prompt,
+            f"{Path(image).stem}\n{label}" if image is not None else shorten(label, 120),
             fast.text,
             str(base.stats.tokens),
             "-" if b is None or b.length is None else str(b.length),
@@ -120,12 +121,12 @@ def run_demo(
             f"{fast.stats.seconds:.3f}",
             f"{base.stats.seconds / fast.stats.seconds:.1f}x",
             _yes(fast.token_ids == base.token_ids),
-            _yes(" ".join(fast.text.split()) == reference),
+            _yes(_right(fast.text, reference)),
         )
-        rows.append((prompt, image, b, base.stats.tokens))
+        rows.append((label, prompt, image, b, base.stats.tokens))
     profiles = [
-        _profile_row(lm, prompt, image, g, sp_cfg, b, end)
-        for prompt, image, b, end in progress.track(rows, "step-0 profiles for the figure")
+        _profile_row(lm, label, prompt, image, g, sp_cfg, b, end)
+        for label, prompt, image, b, end in progress.track(rows, "step-0 profiles for the figure")
     ]
     console.print(table)
     console.print(
@@ -153,18 +154,27 @@ def _detector(cfg) -> dict:
     return {"signal": "both", "threshold": cfg.eos_tau, "label": "sparsity and P(end)"}
 
 
+def _right(text: str, reference) -> bool:
+    """The answer is right: its family's check for an Example, else the reference's words."""
+    if isinstance(reference, str):
+        return " ".join(text.split()) == reference
+    from seer.data import score
+
+    return score(reference, text) == 1.0
+
+
 def _yes(ok: bool) -> str:
     return "yes" if ok else "[red]NO[/]"
 
 
-def _profile_row(lm, prompt: str, image, g: int, sp_cfg, boundary, true_end: int) -> dict:
+def _profile_row(lm, label: str, prompt, image, g: int, sp_cfg, boundary, true_end: int) -> dict:
     """Step-0 sparsity (the calibrated sparsity setting) and P(end token) for one request."""
     from seer.boundary.probe import step0
 
     prof = step0(lm, prompt, g, layers=(sp_cfg.layer,), thetas=(sp_cfg.theta,),
                  tensors=(sp_cfg.tensor,), image=image)  # fmt: skip
     return {
-        "label": f"{prompt[:70]}  (true end {true_end})",
+        "label": f"{shorten(label, 70)}  (true end {true_end})",
         "image": None if image is None else str(image),
         "profile": prof.sparsity[0, 0, 0, 0].tolist(),
         "second": prof.end_prob[0].tolist(),

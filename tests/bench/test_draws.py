@@ -16,7 +16,7 @@ FAKE = Path(__file__).parents[1] / "fixtures" / "parallelbench" / "waiting_line"
 
 
 def test_a_builtin_draw_is_the_evaluation_part_and_a_prefix_of_a_larger_one():
-    small, large = held_out("builtin", 5, 0), held_out("builtin", 9, 0)
+    small, large = held_out("builtin-v1", 5, 0), held_out("builtin-v1", 9, 0)
     assert [e.id for e in small] == [e.id for e in large[:5]]
     assert not any(in_calibration(e) for e in large)
     assert len({example_key(e) for e in large}) == 9
@@ -36,7 +36,7 @@ def test_an_unscorable_request_is_refused_in_one_line(tmp_path):
     with pytest.raises(SeerError, match=r"every request must be scorable; \d+: no reference"):
         held_out(str(data), 2, 0)
     with pytest.raises(SeerError, match="n must be >= 1"):
-        held_out("builtin", 0, 0)
+        held_out("builtin-v1", 0, 0)
 
 
 def test_sample_is_all_or_a_seeded_random_subset():

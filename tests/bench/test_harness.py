@@ -78,7 +78,7 @@ def test_one_record_schema_printed_last_and_written_to_the_folder(tmp_path, caps
 
 
 def test_tag_of_model_names():
-    assert harness.tag("builtin") == "builtin"
+    assert harness.tag("builtin-v1") == "builtin-v1"
     assert harness.tag("/a/b/builtin-vqa2/export") == "builtin-vqa2"
     assert harness.tag(None) == "all"
     assert harness.tag("a b") == "a_b"

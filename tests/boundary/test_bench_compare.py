@@ -18,7 +18,7 @@ def bench():
         yield module
 
 
-@pytest.mark.parametrize("source,n", [("builtin", 48), ("builtin-vqa", 32)])
+@pytest.mark.parametrize("source,n", [("builtin-v1", 48), ("builtin-vqa", 32)])
 def test_held_out_requests_are_unique_and_disjoint_from_calibration(bench, source, n):
     examples = bench.held_out(source, n, 0)
     keys = {example_key(e) for e in examples}
@@ -38,7 +38,7 @@ def test_pareto_front_and_bootstrap(bench):
 
 def test_a_quick_run_and_its_resume(bench, tmp_path):
     raw = tmp_path / "raw.jsonl"
-    argv = ["--model", "builtin", "--n", "3", "--repeats", "2", "--budgets", "8", "--quick",
+    argv = ["--model", "builtin-v1", "--n", "3", "--repeats", "2", "--budgets", "8", "--quick",
             "--no-engine", "--raw", str(raw), "--plot", str(tmp_path / "p.png")]  # fmt: skip
     rec = bench.main(argv)
     res = rec["results"]
@@ -67,7 +67,7 @@ def test_a_config_added_later_runs_alone_beside_the_anchors(bench, tmp_path, mon
     recorded requests beside the full-window baselines only; its times are put on the first
     pass's scale; its tokens equal a run that had it from the start."""
     raw = tmp_path / "raw.jsonl"
-    argv = ["--model", "builtin", "--n", "2", "--repeats", "1", "--budgets", "8", "--quick",
+    argv = ["--model", "builtin-v1", "--n", "2", "--repeats", "1", "--budgets", "8", "--quick",
             "--engine-n", "1", "--raw", str(raw)]  # fmt: skip
     full = bench.build_configs
     added = "seer+threshold@t=0.9"
@@ -109,7 +109,7 @@ def test_a_parallelbench_source_runs_its_chats_and_scores_with_seer_data_score(
     examples = bench.held_out(f"parallelbench:{root}/waiting_line", 2, 0)
     assert all(e.metric for e in examples) and any(len(e.messages) > 1 for e in examples)
     monkeypatch.setattr(seer.data, "score", lambda ex, text: float(ex.id == examples[0].id))
-    argv = ["--model", "builtin", "--data", f"parallelbench:{root}/waiting_line", "--n", "2",
+    argv = ["--model", "builtin-v1", "--data", f"parallelbench:{root}/waiting_line", "--n", "2",
             "--repeats", "1", "--budgets", "8", "--quick", "--engine-n", "2",
             "--raw", str(tmp_path / "raw.jsonl")]  # fmt: skip
     res = bench.main(argv)["results"]

@@ -131,7 +131,7 @@ def test_calibrate_needs_data_for_a_users_model(text_dir, tmp_path):
 
 
 def test_calibrating_the_builtin_text_model_cuts_no_answer_and_reports_held_out(tmp_path):
-    report = run_calibration("builtin", 24, tmp_path / "out", False, data="builtin")
+    report = run_calibration("builtin-v1", 24, tmp_path / "out", False, data="builtin-v1")
     chosen = report["chosen"]
     assert chosen["cut"] == 0 and chosen["detected"] > 0  # on the calibration side
     assert chosen["mean_window"] < report["gen_length"]  # it does truncate

@@ -58,7 +58,7 @@ def test_uncalibrated_model_says_so_once_and_names_the_command(tmp_path, caplog)
 
 def test_calibrated_model_gives_no_uncalibrated_notice(caplog):
     caplog.set_level(logging.WARNING, LOGGER)
-    lm = seer.load("builtin")
+    lm = seer.load("builtin-v1")
     assert resolve(lm, True).signal == dict(lm.defaults.seer.config)["signal"]
     assert not [m for m in _notices(caplog) if "uncalibrated" in m]
 

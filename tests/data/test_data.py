@@ -161,7 +161,7 @@ def test_split_is_deduplicated_disjoint_and_stable():
         split(examples[:1], 0.5)
 
 
-@pytest.mark.parametrize("source", ["builtin", "builtin-vqa"])
+@pytest.mark.parametrize("source", ["builtin-v1", "builtin-vqa"])
 def test_builtin_sources_are_unique_and_prefix_stable(source):
     ex = load_examples(source, n=80)
     assert len({e.key for e in ex}) == 80 and [e.id for e in ex] == [str(i) for i in range(80)]
@@ -180,8 +180,8 @@ def test_builtin_heldout_is_disjoint_from_training_and_calibration():
     a training prompt."""
     old = tasks.generate_examples(300, 11, "heldout")
     assert len({e.prompt for e in old}) == 239  # the finding this replaces
-    evaluation = load_examples("builtin", n=300, part="eval", seed=11)
-    calib = load_examples("builtin", n=300, part="calib", seed=7)
+    evaluation = load_examples("builtin-v1", n=300, part="eval", seed=11)
+    calib = load_examples("builtin-v1", n=300, part="calib", seed=7)
     ev, ca = {e.key for e in evaluation}, {e.key for e in calib}
     assert len(ev) == 300 and len(ca) == 300 and not ev & ca
     assert not ev & tuned_keys("text")
@@ -191,7 +191,7 @@ def test_builtin_heldout_is_disjoint_from_training_and_calibration():
     train = {e.prompt for e in tasks.generate_examples(3000, 0, "train")}
     assert not train & {e.prompt for e in evaluation}
     with pytest.raises(SeerError, match="part"):
-        builtin_examples("builtin", 5, part="test")
+        builtin_examples("builtin-v1", 5, part="test")
     with pytest.raises(SeerError, match="unknown data format|does not exist"):
         load_examples("builtin-audio")
 

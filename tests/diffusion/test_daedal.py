@@ -45,7 +45,7 @@ def expected(case: dict, eos: int) -> list[list[int]]:
 
 @pytest.fixture(scope="module")
 def builtin():
-    return seer.load("builtin")
+    return seer.load("builtin-v1")
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def tiny_golden():
     return load_model(GOLDEN)
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c["name"].startswith("builtin")],
+@pytest.mark.parametrize("case", [c for c in CASES if c["name"].startswith("builtin-v1")],
                          ids=lambda c: c["name"])  # fmt: skip
 def test_engine_matches_official_daedal(builtin, case):
     """Through `generate` (the step-level engine): tokens, and each row's NFE (the official
@@ -145,14 +145,15 @@ def test_seer_and_a_fixed_window_do_not_compose(builtin):
 def test_cli_flags(builtin, capsys):
     from seer.cli import main
 
-    argv = ["generate", "--model", "builtin", "--daedal", "--daedal-initial", "8", "--daedal-block",
-            "8", "--daedal-eos-tokens", "8", "--json", "--prompt", "copy : red box"]  # fmt: skip
+    argv = ["generate", "--model", "builtin-v1", "--daedal", "--daedal-initial", "8",
+            "--daedal-block", "8", "--daedal-eos-tokens", "8", "--json", "--prompt",
+            "copy : red box"]  # fmt: skip
     assert main(argv) in (0, None)
     got = json.loads(capsys.readouterr().out)
     want = builtin.generate("copy : red box", daedal=True, daedal_initial=8, daedal_block=8,
                             daedal_eos_tokens=8)  # fmt: skip
     assert got["token_ids"] == want.token_ids and got["nfe"] == want.stats.nfe
-    assert main(["generate", "--model", "builtin", "--daedal-low", "2", "--prompt", "x"]) == 2
+    assert main(["generate", "--model", "builtin-v1", "--daedal-low", "2", "--prompt", "x"]) == 2
     err = capsys.readouterr().err
     assert "--daedal-low" in err and len(err.strip().splitlines()) == 1
 

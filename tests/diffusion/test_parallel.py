@@ -116,7 +116,7 @@ def test_a_cut_window_runs_under_threshold_like_a_short_request(cache):
 # -- dInfer's early stop -------------------------------------------------------------------------
 
 
-BUILTIN = Path(__file__).parents[2] / "src" / "seer" / "assets" / "builtin"
+BUILTIN = Path(__file__).parents[2] / "src" / "seer" / "assets" / "builtin-v1"
 
 
 def test_early_stop_ends_a_row_after_the_block_that_holds_eos():
@@ -192,7 +192,7 @@ def test_dpad_by_name_runs_through_generate_the_engine_and_the_cli(capsys):
     from seer.cli import main
     from seer.diffusion.cache import SuffixDropout
 
-    lm = seer.load("builtin")
+    lm = seer.load("builtin-v1")
     qs = ["what is 3 + 4 ?", "spell cat backwards ."]
     p = lm.sampling(gen_length=32, steps=16, block_length=8, cache="dpad", dpad_window=4)
     want = [lm.loop.run(lm.canvas([q], p), p, cache=SuffixDropout(4)) for q in qs]
@@ -203,7 +203,7 @@ def test_dpad_by_name_runs_through_generate_the_engine_and_the_cli(capsys):
     assert [g.stats.nfe for g in solo] == [w.nfe for w in want]
     batch = lm.generate(qs, p)
     assert [g.token_ids for g in batch] == [g.token_ids for g in solo]
-    argv = ["generate", "--model", "builtin", "--prompt", qs[0], "--gen-length", "32",
+    argv = ["generate", "--model", "builtin-v1", "--prompt", qs[0], "--gen-length", "32",
             "--steps", "16", "--block-length", "8", "--cache", "dpad", "--dpad-window", "4",
             "--json"]  # fmt: skip
     assert main(argv) == 0

@@ -62,8 +62,8 @@ def single(tmp_path_factory):
     import seer
 
     out = tmp_path_factory.mktemp("single") / "out.jsonl"
-    lm = seer.load("builtin")
-    run_batch(lm, load_examples("builtin", n=9), out, params=lm.sampling(gen_length=GEN),
+    lm = seer.load("builtin-v1")
+    run_batch(lm, load_examples("builtin-v1", n=9), out, params=lm.sampling(gen_length=GEN),
               seer=True, max_batch=3)  # fmt: skip
     return _rows(out)
 
@@ -73,7 +73,7 @@ def test_two_actors_one_killed_every_row_once_with_the_single_process_answers(
 ):
     out, marker = tmp_path / "out.jsonl", tmp_path / "killed"
     with deadline(DEADLINE):
-        s = batch("builtin", load_examples("builtin", n=9), out, actors=2,
+        s = batch("builtin-v1", load_examples("builtin-v1", n=9), out, actors=2,
                   sampling={"gen_length": GEN}, seer=True, max_batch=3,
                   _fault=str(marker))  # fmt: skip
     assert marker.exists()  # an actor did SIGKILL itself while holding a batch
@@ -86,7 +86,7 @@ def test_seer_batch_ray_command_writes_parquet_in_input_order(cluster, single, t
     from seer.cli import main
 
     out = tmp_path / "out.parquet"
-    argv = ["batch", "--model", "builtin", "--data", "builtin", "--n", "5", "--out", str(out),
+    argv = ["batch", "--model", "builtin-v1", "--data", "builtin-v1", "--n", "5", "--out", str(out),
             "--ray", "1", "--seer", "--gen-length", str(GEN), "--max-batch", "3"]  # fmt: skip
     with deadline(DEADLINE):
         assert main(argv) == 0
@@ -108,10 +108,10 @@ def test_a_ray_resume_with_other_settings_is_refused(tmp_path):
     from seer.errors import SeerError
 
     out = tmp_path / "out.jsonl"
-    lm = seer.load("builtin")
-    ex = load_examples("builtin", n=3)
-    run_batch(lm, ex[:1], out, params=lm.sampling(gen_length=GEN), data="builtin")
+    lm = seer.load("builtin-v1")
+    ex = load_examples("builtin-v1", n=3)
+    run_batch(lm, ex[:1], out, params=lm.sampling(gen_length=GEN), data="builtin-v1")
     with pytest.raises(SeerError, match="seer.enabled=false, this run has seer.enabled=true"):
-        batch("builtin", ex, out, sampling={"gen_length": GEN}, seer=True, resume=True,
-              data="builtin")  # fmt: skip
+        batch("builtin-v1", ex, out, sampling={"gen_length": GEN}, seer=True, resume=True,
+              data="builtin-v1")  # fmt: skip
     assert len(out.read_text().splitlines()) == 1

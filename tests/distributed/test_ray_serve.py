@@ -24,7 +24,7 @@ from serve_helpers import Server, httpx, metrics, total  # noqa: E402
 
 openai = pytest.importorskip("openai")
 
-MODEL = "builtin"
+MODEL = "builtin-v1"
 SLOW = {"model": MODEL, "prompt": "hi", "max_tokens": 256, "steps": 256, "seer": False}  # ~4 s
 
 

@@ -13,7 +13,7 @@ from seer.cli import main  # noqa: E402
 
 
 def _error(capsys, *argv: str) -> str:
-    assert main(["serve", "--model", "builtin", *argv]) == 2
+    assert main(["serve", "--model", "builtin-v1", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("seer: error: ") and "\n" not in err and "Traceback" not in err, err
     return err

@@ -24,7 +24,7 @@ TOKENS = TokenIds(mask=9, eos=8, pad=8)
 
 @pytest.fixture(scope="module")
 def lm():
-    return seer.load("builtin")
+    return seer.load("builtin-v1")
 
 
 def test_diffusion_lm_has_every_member_the_engine_needs(lm):

@@ -29,7 +29,7 @@ def _rows(name: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def builtin():
-    return HarnessOptions(pretrained="builtin").load()
+    return HarnessOptions(pretrained="builtin-v1").load()
 
 
 @pytest.fixture()
@@ -55,7 +55,7 @@ def evaluate(monkeypatch, offline):
 
 @pytest.mark.parametrize("use_seer", [False, True], ids=["baseline", "seer"])
 def test_generate_until_equals_direct_loop(evaluate, builtin, use_seer):
-    out = evaluate("seer_tiny_gen", f"pretrained=builtin,batch_size=4,seer={use_seer}")
+    out = evaluate("seer_tiny_gen", f"pretrained=builtin-v1,batch_size=4,seer={use_seer}")
     samples = sorted(out["samples"]["seer_tiny_gen"], key=lambda s: s["doc_id"])
     rows = _rows("seer_tiny.jsonl")
     direct = [
@@ -70,7 +70,7 @@ def test_generate_until_equals_direct_loop(evaluate, builtin, use_seer):
 
 
 def test_multiple_choice_equals_direct_estimator(evaluate, builtin):
-    out = evaluate("seer_tiny_mc", "pretrained=builtin,mc_num=8,mc_batch=4,seed=7")
+    out = evaluate("seer_tiny_mc", "pretrained=builtin-v1,mc_num=8,mc_batch=4,seed=7")
     samples = sorted(out["samples"]["seer_tiny_mc"], key=lambda s: s["doc_id"])
     correct = []
     for r, s in zip(_rows("seer_tiny_mc.jsonl"), samples, strict=True):
@@ -149,7 +149,7 @@ def test_check_greedy_matches_its_definition(builtin):
 
 def test_bad_model_arguments_are_one_line_errors():
     with pytest.raises(SeerError, match="unknown model argument"):
-        HarnessOptions.from_args(pretrained="builtin", gen_lenght=64)
+        HarnessOptions.from_args(pretrained="builtin-v1", gen_lenght=64)
     with pytest.raises(SeerError, match="mc_num"):
         HarnessOptions.from_args(mc_num=10, mc_batch=4)
     with pytest.raises(SeerError, match="does not support loglikelihood_rolling"):

@@ -26,7 +26,7 @@ GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden"
 
 @pytest.fixture(scope="module")
 def builtin():
-    return seer.load("builtin")
+    return seer.load("builtin-v1")
 
 
 @pytest.fixture(scope="module")
@@ -43,18 +43,20 @@ def ckpt(tmp_path):
 
 
 def test_builtin_names_load_the_shipped_models(builtin, builtin_vqa):
-    assert builtin_path("builtin").name == "builtin" and builtin.name == "builtin"
+    assert builtin_path("builtin-v1").name == "builtin-v1" and builtin.name == "builtin-v1"
     assert builtin_vqa.multimodal and not builtin.multimodal
-    with pytest.raises(CheckpointError, match="builtin"):
+    with pytest.raises(CheckpointError, match="builtin / builtin-vqa / builtin-v1"):
         seer.load("builtin-nope")  # not a name, not a folder: the error names the choices
-    assert set(BUILTIN) == {"builtin", "builtin-vqa"}
+    assert set(BUILTIN) == {"builtin", "builtin-vqa", "builtin-v1"}
 
 
 def test_builtin_models_default_to_the_window_they_were_trained_on(builtin, builtin_vqa):
-    for lm in (builtin, builtin_vqa):
+    v2 = seer.load("builtin", weights=False)  # the text model v2: the 128 window
+    for lm, g in ((builtin, 64), (builtin_vqa, 64), (v2, 128)):
         p = lm.sampling()
-        assert (p.gen_length, p.total_steps, p.block, p.temperature) == (64, 64, 64, 0.0)
+        assert (p.gen_length, p.total_steps, p.block, p.temperature) == (g, g, g, 0.0)
         assert lm.defaults.sources["gen_length"] == "generation_config.json"
+    assert v2.defaults.seer.chat_only and v2.sampling().remasking == "low_confidence"
     assert builtin_vqa.sampling().cache == "none"  # not LaViDa's prefix_lm: not trained for it
 
 

@@ -58,7 +58,7 @@ def test_pickled_vq_weights_are_one_line_without_torchs_advice(tmp_path, content
 
 
 def test_a_prompt_over_the_context_prints_only_our_error(capfd):
-    lm = seer.load("builtin")
+    lm = seer.load("builtin-v1")
     with pytest.raises(SeerError, match="exceeds the model's context"):
         lm.generate("star " * 600)
     captured = capfd.readouterr()

@@ -19,7 +19,7 @@ from serve_helpers import Server, httpx, metrics, total
 
 openai = pytest.importorskip("openai")
 
-MODEL = "builtin"
+MODEL = "builtin-v1"
 LONG = dict(model=MODEL, prompt="spell sun", max_tokens=448,
             extra_body={"steps": 448, "block_length": 32})  # fmt: skip
 

@@ -45,7 +45,7 @@ def test_text_release_has_the_three_phases_of_the_model_card():
         assert c.cycle_start == end  # each phase resumes where the last ended
         end = c.cycle_start + c.total_steps
     assert [c.cycle_start for c in cfgs] == [0, 7000, 8564] and end == 13064
-    card = (ROOT / "src/seer/assets/builtin/MODEL_CARD.md").read_text()
+    card = (ROOT / "src/seer/assets/builtin-v1/MODEL_CARD.md").read_text()
     for step in ("7000", "8564", "13064"):
         assert step in card
     assert cfgs[2].lr == pytest.approx(8e-4) and cfgs[0].lr == pytest.approx(1.5e-3)
@@ -54,7 +54,7 @@ def test_text_release_has_the_three_phases_of_the_model_card():
 def test_vqa_release_has_its_one_phase():
     (args,) = phases("release_builtin_vqa.sh", "python -m seer.training.builtin_vqa ")
     c = trainer.parse_args(args, train_vqa.TrainConfig, "x", Path("r"), 1.0)[1]
-    assert c.total_steps == 6000 and c.cycle_start == 0 and c.init_from == "builtin"
+    assert c.total_steps == 6000 and c.cycle_start == 0 and c.init_from == "builtin-v1"
     assert "6000 steps" in (ROOT / "src/seer/assets/builtin-vqa/MODEL_CARD.md").read_text()
 
 
@@ -84,7 +84,7 @@ def test_vqa2_release_phases_chain_at_their_until_steps():
     assert ends == sorted(ends)
     assert all(c.warm_until > 0 for c in cfgs[1:])  # the warm-up draws stay in the mix
     assert cfgs[-1].read_share > 0  # the reading warm-up
-    assert all(c.window == 128 and c.init_from == "builtin" for c in cfgs)
+    assert all(c.window == 128 and c.init_from == "builtin-v1" for c in cfgs)
     assert cfgs[0].lr == train_vqa2.TrainConfig().lr  # the defaults are the recipe's
 
 

@@ -11,6 +11,8 @@ import seer
 from seer.cli import main
 from seer.data.synthetic.tasks import generate_examples
 from seer.models.factory import make_random_checkpoint
+from seer.models.loader import builtin_path
+from seer.models.tokens import load_tokenizer
 from seer.training.builtin import Encoder, TrainConfig, make_batch, train
 from seer.training.trainer import loss_fn
 
@@ -98,7 +100,7 @@ def test_calibrate_writes_seer_json_that_load_uses(four_layer, tmp_path):
     from seer.calibration import run_calibration
 
     report = run_calibration(four_layer, 16, tmp_path / "cal", write=True, max_over=0.5,
-                             data="builtin")  # fmt: skip
+                             data="builtin-v1")  # fmt: skip
     assert (tmp_path / "cal" / "sparsity_aligned.png").is_file()
     auc = report["auc"]["end_prob"]  # NaN when no answer of the random model ends
     assert auc != auc or 0 <= auc <= 1
@@ -108,12 +110,18 @@ def test_calibrate_writes_seer_json_that_load_uses(four_layer, tmp_path):
     (four_layer / "seer.json").unlink()
 
 
-def test_demo_prompts_use_only_words_the_tokenizer_knows():
-    from seer.data.synthetic.tokenizer import vocabulary
-    from seer.demo import PROMPTS
+def test_demo_requests_use_only_words_their_tokenizer_knows():
+    """The demo's requests are held-out requests of each built-in text model's own task, one per
+    family (short to long answers), and the model's tokenizer reads every word of them."""
+    from seer.demo import TEXT_FAMILIES, text_requests
 
-    vocab = vocabulary()
-    assert all(w in vocab for p in PROMPTS for w in p.split())
+    for name in ("builtin", "builtin-v1"):
+        tok = load_tokenizer(builtin_path(name))
+        requests = text_requests(name)
+        assert len({e.family for e in requests}) == len(requests) > 5
+        for ex in requests:
+            assert tok.unk_token_id not in tok.encode(ex.prompt, add_special_tokens=False)
+    assert [e.family for e in text_requests("builtin")] == list(TEXT_FAMILIES)
 
 
 def test_demo_shows_progress_from_its_first_second(four_layer, tmp_path, capsys, monkeypatch):

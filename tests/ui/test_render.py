@@ -64,7 +64,7 @@ def test_a_message_is_one_escaped_line():
 def lm():
     import seer
 
-    return seer.load("builtin")
+    return seer.load("builtin-v1")
 
 
 @pytest.fixture(scope="module")

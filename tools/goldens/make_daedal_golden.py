@@ -54,14 +54,14 @@ from goldens_common import git_rev, import_dir_as_package  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 LLADA = ROOT / "tests" / "fixtures" / "golden" / "llada"
 
-BUILTIN = ROOT / "src" / "seer" / "assets" / "builtin"
+BUILTIN = ROOT / "src" / "seer" / "assets" / "builtin-v1"
 # The tiny model's confidences are 0.02-0.3: a reveal threshold among them
 SMALL = dict(initial_gen_length=8, max_gen_length=48, block_length=8, high_conf_threshold=0.25,
              low_conf_threshold=0.05, expansion_factor=4, eos_confidence_threshold=0.01,
              expand_eos_confidence_threshold=0.05, eos_check_tokens=4)  # fmt: skip
 
 
-BUILTIN_TEXTS = (  # held-out style requests of the built-in text model (seer.data builtin)
+BUILTIN_TEXTS = (  # held-out style requests of the built-in text model (seer.data builtin-v1)
     "the box is orange , the cube is red , the bag is red . what color is the cube ?",
     "copy : orange goat hen cube owl fish blue pig duck",
     "copy : white box duck blue table bird bag",  # the same length as the next: a batch of 2
@@ -196,7 +196,7 @@ def main(argv=None) -> int:
             "sampler": "models/LLaDA_DAEDAL.py: add_gumbel_noise, generate (unchanged)",
             "model": "dllm_eval/models/modeling_llada.py: LLaDAModelLM (float32)",
         },
-        "checkpoints": "src/seer/assets/builtin (its tokenizer's chat template for the prompts) "
+        "checkpoints": "src/seer/assets/builtin-v1 (its tokenizer's chat template for the prompts) "
         "and tests/fixtures/golden/llada",
         "signature": "generate" + str(inspect.signature(generate)),
         "defaults": {

@@ -34,6 +34,7 @@ from seer.boundary.config import SeerConfig
 from seer.boundary.truncation import resolve, round_window
 from seer.config import SamplingParams
 from seer.data import builtin_examples
+from seer.data.builtin import source_for
 from seer.engine import Engine, EngineConfig, Request
 
 METHODS = ("no-trunc", "seer-naive", "seer-routed", "oracle-routed")
@@ -96,7 +97,10 @@ def run_case(lm, w: Workload, method: str, batch: int, p, cfg, tau_pad: float) -
 
 def heldout(lm, n: int, seed: int, p: SamplingParams) -> Workload:
     # the evaluation part: unique held-out prompts, disjoint from calibration's
-    ids = [lm.encode(e.prompt) for e in builtin_examples("builtin", n, seed=seed, part="eval")]
+    ids = [
+        lm.encode(e.prompt)
+        for e in builtin_examples(source_for(lm.name, False), n, seed=seed, part="eval")
+    ]
     ref = Engine(lm, EngineConfig(max_batch=64)).generate([Request(q, p) for q in ids])
     return Workload("heldout", ids, [max(1, o.tokens) for o in ref], None)
 

@@ -16,10 +16,10 @@ from dataclasses import fields
 
 from seer import spec
 from seer.boundary.config import SeerConfig
-from seer.config import DAEDAL, SamplingParams
+from seer.config import BUILTIN_MODELS, DAEDAL, SamplingParams
 
 IMAGE_HELP = "image file or data:image/...;base64 URI (multimodal models)"
-BUILTIN = ("builtin", "builtin-vqa")  # the models shipped in the package, loadable by name
+BUILTIN = BUILTIN_MODELS
 log = logging.getLogger("seer.cli")
 
 

@@ -1,22 +1,23 @@
-"""The built-in synthetic tasks as a data source: ``builtin`` (text, `seer.data.synthetic.tasks`),
-``builtin-vqa`` (image questions, `seer.data.synthetic.vqa`), and the v2 models' tasks
-``builtin-v2`` (waiting lines, puzzles and sums, `seer.data.synthetic.lines`) and ``builtin-vqa2``
-(reading, charts, tables, lists, captions, `seer.data.synthetic.vqa2`). A v2 request carries its
-family's metric and reference, so `seer.data.score` checks it as its trainer does (several valid
-answers where the family has them); a ``builtin-v2`` request is the whole chat (its in-context
-example turn too).
+"""The built-in synthetic tasks as a data source, each named after the shipped model that was
+trained on it: ``builtin`` (the text model v2's waiting lines, puzzles and sums,
+`seer.data.synthetic.lines`; also named ``builtin-v2``), ``builtin-vqa`` (image questions,
+`seer.data.synthetic.vqa`), ``builtin-v1`` (the first text model's instructions,
+`seer.data.synthetic.tasks`) and ``builtin-vqa2`` (the VQA model v2's reading, charts, tables,
+lists and captions, `seer.data.synthetic.vqa2`). A v2 request carries its family's metric and
+reference, so `seer.data.score` checks it as its trainer does (several valid answers where the
+family has them); a ``builtin`` request is the whole chat (its in-context example turn too).
 
 The source is a *pool* of unique held-out requests: the held-out split of the tasks (disjoint
 from everything the built-in models were trained on, by a hash of the prompt), drawn round-robin
 over the families, each family from its own RNG stream, with repeats skipped. A family whose
-held-out prompt space is small (text: ``spell`` holds about 13 unique held-out prompts,
+held-out prompt space is small (``builtin-v1``: ``spell`` holds about 13 unique held-out prompts,
 ``arith`` about 30) stops contributing when it runs dry, so large pools are not exactly
 balanced. The pool of ``n`` is a prefix of the pool of ``n + 1``, so row ids (pool positions)
 are stable.
 
 ``part="calib"`` / ``"eval"`` keep the requests on one side of `seer.data.split`'s hash split.
-The evaluation side of ``builtin`` / ``builtin-vqa`` also leaves out every request of the draw
-the shipped models' ``seer.json`` defaults were calibrated on (`TUNED_DRAW`: 300 held-out
+The evaluation side of ``builtin-v1`` / ``builtin-vqa`` also leaves out every request of the draw
+those models' ``seer.json`` defaults were calibrated on (`TUNED_DRAW`: 300 held-out
 examples of seed 7, drawn before this module existed), so no published figure is measured on a
 request the defaults were tuned on.
 """
@@ -32,7 +33,8 @@ from seer.data.example import Example
 from seer.data.split import CALIB_FRACTION, CALIB_SEED, in_calibration
 from seer.errors import SeerError
 
-SOURCES = {"builtin": "text", "builtin-vqa": "vqa", "builtin-v2": "lines", "builtin-vqa2": "vqa2"}
+SOURCES = {"builtin": "lines", "builtin-vqa": "vqa", "builtin-v1": "text", "builtin-v2": "lines",
+           "builtin-vqa2": "vqa2"}  # fmt: skip
 DEFAULT_N = 300
 PARTS = (None, "calib", "eval")
 TUNED_DRAW = (300, 7)  # (n, seed) of generate_examples(..., "heldout") behind the shipped seer.json
@@ -59,6 +61,19 @@ def builtin_examples(
         if len(out) == n:
             return out
     raise SeerError(f"{source} holds only {len(out)} unique held-out requests of part {part}")
+
+
+def source_for(model, images: bool) -> str:
+    """The data source a benchmark runs by default: a built-in model's own task (the source of
+    the same name; text-only requests for ``builtin-vqa``: ``builtin-v1``, the tasks its LM was
+    trained on), else the built-in image task (`images`) or text task."""
+    from seer.config import BUILTIN_MODELS
+
+    if str(model) == "builtin-vqa" and not images:
+        return "builtin-v1"
+    if str(model) in BUILTIN_MODELS:
+        return str(model)
+    return "builtin-vqa" if images else "builtin"
 
 
 def task_of(source: str) -> str:

@@ -95,11 +95,11 @@ def make_random_checkpoint(
     arch: str, folder: str | Path, layers: int = 2, width: int = 64, seed: int = 0
 ) -> Path:
     """A random model of `arch` with the built-in models' word-level tokenizer (copied from the
-    shipped `builtin` folder, with its special ids), ready for `seer.load`.
+    shipped `builtin-v1` folder, with its special ids), ready for `seer.load`.
 
     The config is validated before anything is written, so a bad size leaves no folder behind.
     """
-    source = builtin_path("builtin")
+    source = builtin_path("builtin-v1")
     tok = load_tokenizer(source)
     shipped = json.loads((source / "config.json").read_text())
     ids = {k: shipped[k] for k in ("mask_token_id", "eos_token_id", "pad_token_id")}

@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
+from seer.config import BUILTIN_MODELS
 from seer.errors import CheckpointError, SeerError
 from seer.models.base import DiffusionModel
 from seer.models.defaults import (
@@ -75,18 +76,19 @@ def resolve_device(device) -> torch.device:
     return dev
 
 
-BUILTIN = ("builtin", "builtin-vqa")  # the models shipped in the package (seer/assets/<name>)
+BUILTIN = BUILTIN_MODELS
 
 
 def builtin_path(name: str = "builtin") -> Path:
-    """Folder of a shipped model: "builtin" (text) or "builtin-vqa" (text and images)."""
+    """Folder of a shipped model: "builtin" (text), "builtin-vqa" (text and images) or
+    "builtin-v1" (the first text model)."""
     if name not in BUILTIN:
-        raise CheckpointError(f"unknown built-in model {name!r}; choose {' or '.join(BUILTIN)}")
+        raise CheckpointError(f"unknown built-in model {name!r}; choose {', '.join(BUILTIN)}")
     return Path(str(resources.files("seer") / "assets" / name))
 
 
 def model_folder(path: str | Path) -> Path:
-    """The folder a model argument names: "builtin" / "builtin-vqa", else a local path."""
+    """The folder a model argument names: a built-in model's name, else a local path."""
     if isinstance(path, str) and path in BUILTIN:
         return builtin_path(path)
     if not isinstance(path, (str, Path)):

@@ -53,7 +53,7 @@ class TrainConfig:
     weight_decay: float = 0.01
     full_window_prob: float = 0.5
     cycle_start: int = 0
-    init_from: str = "builtin"  # the text model whose LM weights start the LM ("" for none)
+    init_from: str = "builtin-v1"  # the text model whose LM weights start the LM ("" for none)
     seed: int = 0
 
 

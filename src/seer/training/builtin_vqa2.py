@@ -66,7 +66,7 @@ class TrainConfig:
     weight_decay: float = 0.01
     full_window_prob: float = 0.2  # share of batches whose rows all get the full window
     cycle_start: int = 0
-    init_from: str = "builtin"  # the text model whose LM weights start the LM ("" for none)
+    init_from: str = "builtin-v1"  # the text model whose LM weights start the LM ("" for none)
     eval_n: int = 45  # held-out requests per evaluation (balanced over the families)
     warm_until: int = 0  # before this step, only `vqa2.warmup_examples` (one shape, glyph or word)
     warm_share: float = 0.2  # ... and this share of them in every batch afterwards (if warm_until)

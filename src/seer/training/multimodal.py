@@ -68,9 +68,9 @@ def build(out: Path, c, build_tokenizer: Callable[[Path], object], image_size: i
     raw = model_config(c, tok, image_size)
     model = random_model(raw, seed=c.seed, std=0.02)
     if c.init_from and not (out / "state.pt").is_file():
-        from seer.models.loader import builtin_path
+        from seer.models.loader import BUILTIN, builtin_path
 
-        src = builtin_path() if c.init_from == "builtin" else Path(c.init_from)
+        src = builtin_path(c.init_from) if c.init_from in BUILTIN else Path(c.init_from)
         print(f"LM initialised from {src}: {init_lm_from(model, tok, src)} token rows copied")
     proc = LlavaProcessor(model, tok, system=None)
     lm = DiffusionLM(model, tok, token_ids(raw, tok), name=name, processor=proc)

@@ -248,17 +248,18 @@ def _int(value) -> int | None:
 
 def _example(lm) -> tuple[str, str | None]:
     """A prompt (and image) the shipped models answer, pre-filled; empty for other models."""
+    from seer.config import BUILTIN_MODELS
     from seer.models.loader import model_folder
 
     with contextlib.suppress(Exception):
-        for name in ("builtin", "builtin-vqa"):
+        for name in BUILTIN_MODELS:
             if Path(lm.name or "-").name == model_folder(name).name:
-                from seer.demo import PROMPTS, sample_images
+                from seer.demo import sample_images, text_requests
 
                 if lm.multimodal:
                     s = sample_images()[0]
                     return s["question"], str(s["file"])
-                return PROMPTS[2], None
+                return text_requests(name)[0].prompt, None
     return "", None
 
 

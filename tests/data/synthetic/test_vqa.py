@@ -40,7 +40,7 @@ from seer.data.synthetic.vqa import (
 from seer.errors import SeerError
 
 N = 1000  # 200 per family
-BUILTIN = Path(vqa.__file__).resolve().parents[2] / "assets" / "builtin"
+BUILTIN = Path(vqa.__file__).resolve().parents[2] / "assets" / "builtin-v1"
 SAMPLES = Path(vqa.__file__).resolve().parents[2] / "assets" / "images"
 
 
