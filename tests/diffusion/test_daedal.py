@@ -53,8 +53,12 @@ def tiny_golden():
     return load_model(GOLDEN)
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c["name"].startswith("builtin-v1")],
-                         ids=lambda c: c["name"])  # fmt: skip
+# the cases recorded on the first text model (named builtin_* in the golden; now builtin-v1)
+BUILTIN_CASES = [c for c in CASES if c["name"].startswith("builtin")]
+assert BUILTIN_CASES, "the DAEDAL golden holds no case on the built-in model"
+
+
+@pytest.mark.parametrize("case", BUILTIN_CASES, ids=lambda c: c["name"])
 def test_engine_matches_official_daedal(builtin, case):
     """Through `generate` (the step-level engine): tokens, and each row's NFE (the official
     batch-1 NFE; a batch's rows change phase on their own, see seer.diffusion.daedal)."""
