@@ -43,7 +43,9 @@ cp "$run"/export/{config.json,model.safetensors,tokenizer.json,tokenizer_config.
 cp "$run"/export/special_tokens_map.json "$dst"/
 seer calibrate --model builtin --n 300 --out docs/results/calibration-v2 --write
 python benchmarks/bench_realism.py --model builtin --configs k=1,k=2,k=8 \
-  --raw docs/builtin-v2/realism_raw.jsonl | tee docs/builtin-v2/realism.txt
+  --raw docs/builtin-v2/realism_k_raw.jsonl | tee docs/builtin-v2/realism_k.txt
+python benchmarks/bench_realism.py --model builtin --configs thr0.9,thr0.7,dpad \
+  --raw docs/builtin-v2/realism_thr_raw.jsonl | tee docs/builtin-v2/realism_thr.txt
 # ParallelBench (your checkout; its items and references stay out of the repository, so do
 # these outputs: the card reports the scores only)
 for task in copy reverse sort shuffle; do
