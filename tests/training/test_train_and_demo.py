@@ -32,6 +32,21 @@ def test_training_runs_a_few_steps_and_exports_a_loadable_checkpoint(tmp_path):
     assert state["step"] == 4
 
 
+def test_a_run_resumes_from_its_export_when_the_optimiser_state_is_gone(tmp_path, capsys):
+    """What a committed run keeps (export/ and resume.json, not the large state.pt) is enough:
+    the weights and the step come back, the evaluation log too."""
+    cfg = TrainConfig(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, batch_size=4,
+                      window=64, total_steps=2, warmup=1)  # fmt: skip
+    model, log = train(tmp_path, minutes=5, c=cfg, eval_every=2, eval_n=4)
+    saved = {k: v.clone() for k, v in model.state_dict().items()}
+    (tmp_path / "state.pt").unlink()
+    more = TrainConfig(**{**{f: getattr(cfg, f) for f in cfg.__slots__}, "total_steps": 2})
+    again, log2 = train(tmp_path, minutes=5, c=more, eval_every=100, eval_n=4)
+    assert "resumed at step 2 from" in capsys.readouterr().out
+    assert log2 == log and torch.load(tmp_path / "state.pt", weights_only=False)["step"] == 2
+    assert all(torch.equal(v, saved[k]) for k, v in again.state_dict().items())
+
+
 def test_loss_masks_only_the_answer_window_and_weights_by_one_over_t(tmp_path):
     from transformers import AutoTokenizer
 

@@ -18,7 +18,7 @@ from seer.models.configs import lavida_config, siglip_config
 from seer.models.factory import random_model
 from seer.models.tokens import load_tokenizer
 from seer.models.vision import IMAGE_TOKEN_INDEX
-from seer.training.trainer import layout, lm_config, loss_fn
+from seer.training.trainer import RESUME, layout, lm_config, loss_fn
 
 
 def model_config(c, tok, image_size: int) -> dict:
@@ -67,7 +67,8 @@ def build(out: Path, c, build_tokenizer: Callable[[Path], object], image_size: i
     tok = load_tokenizer(tok_dir)  # local files, never remote code (config.json has auto_map)
     raw = model_config(c, tok, image_size)
     model = random_model(raw, seed=c.seed, std=0.02)
-    if c.init_from and not (out / "state.pt").is_file():
+    resumes = (out / "state.pt").is_file() or (out / RESUME).is_file()
+    if c.init_from and not resumes:
         from seer.models.loader import BUILTIN, builtin_path
 
         src = builtin_path(c.init_from) if c.init_from in BUILTIN else Path(c.init_from)

@@ -31,10 +31,12 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from safetensors.torch import load_file
 
 from seer.models.configs import llada_config
 from seer.models.factory import save_checkpoint
 
+RESUME = "resume.json"  # the step and evaluation log beside the export: enough to resume
 JITTER = 24  # a cut row's window: its answer plus 0..JITTER [EOS]
 
 
@@ -193,8 +195,13 @@ class Run:
 
     The folder format is stable (a stopped run resumes with the same command line):
     `out/state.pt` = {"model", "opt", "step", "log"} (replaced atomically), `out/export/` (the
-    checkpoint in the official layout plus the files `write_tokenizer(export)` writes) and
-    `out/train_config.json` (the `TrainConfig`). The optimiser is AdamW at `lr_at(step, c)`.
+    checkpoint in the official layout plus the files `write_tokenizer(export)` writes),
+    `out/resume.json` = {"step", "log"} and `out/train_config.json` (the `TrainConfig`). The
+    optimiser is AdamW at `lr_at(step, c)`.
+
+    Without state.pt (it is large and stays out of git), `export/` and resume.json are enough:
+    the run resumes from the exported weights at the recorded step with fresh optimiser moments.
+    A run committed as export + resume.json survives a machine that loses everything else.
     """
 
     def __init__(self, out: Path, model, c, raw: dict, write_tokenizer: Callable[[Path], object]):
@@ -208,6 +215,11 @@ class Run:
             self.opt.load_state_dict(state["opt"])
             self.step, self.log = state["step"], state["log"]
             print(f"resumed at step {self.step}")
+        elif (out / RESUME).is_file() and (out / "export" / "model.safetensors").is_file():
+            model.load_state_dict(load_file(out / "export" / "model.safetensors"))
+            saved = json.loads((out / RESUME).read_text())
+            self.step, self.log = saved["step"], saved["log"]
+            print(f"resumed at step {self.step} from {out / 'export'} (fresh optimiser moments)")
         self.t_end = self.last_save = time.time()
         self.stopped = False  # set by SIGTERM in `fit`: save and stop after the current step
 
@@ -260,6 +272,7 @@ class Run:
         export = out / "export"
         save_checkpoint(self.model, self.raw, export)
         self.write_tokenizer(export)
+        (out / RESUME).write_text(json.dumps({"step": self.step, "log": self.log}, indent=1))
         (out / "train_config.json").write_text(json.dumps(asdict(self.c), indent=2))
 
 
