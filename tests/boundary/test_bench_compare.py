@@ -18,7 +18,9 @@ def bench():
         yield module
 
 
-@pytest.mark.parametrize("source,n", [("builtin-v1", 48), ("builtin-vqa", 32)])
+@pytest.mark.parametrize(
+    "source,n", [("builtin", 16), ("builtin-v1", 48), ("builtin-vqa", 32), ("builtin-vqa2", 8)]
+)
 def test_held_out_requests_are_unique_and_disjoint_from_calibration(bench, source, n):
     examples = bench.held_out(source, n, 0)
     keys = {example_key(e) for e in examples}

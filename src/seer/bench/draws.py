@@ -55,10 +55,11 @@ def held_out(source: str, n: int, seed: int) -> list[Example]:
     keys = [example_key(e) for e in examples]
     if len(set(keys)) != len(keys):
         raise SeerError(f"{source}: the requests are not unique (a request appears twice)")
-    if str(source) in ("builtin", "builtin-vqa"):
-        from seer.data.builtin import task_of, tuned_keys
+    if is_builtin(source):
+        from seer.data.builtin import TUNED_TASKS, task_of, tuned_keys
 
-        if set(keys) & set(tuned_keys(task_of(source))):
+        task = task_of(source)
+        if task in TUNED_TASKS and set(keys) & set(tuned_keys(task)):
             raise AssertionError("a held-out request is in the seer.json tuning draw")
     return examples
 

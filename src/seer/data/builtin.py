@@ -38,6 +38,7 @@ SOURCES = {"builtin": "lines", "builtin-vqa": "vqa", "builtin-v1": "text", "buil
 DEFAULT_N = 300
 PARTS = (None, "calib", "eval")
 TUNED_DRAW = (300, 7)  # (n, seed) of generate_examples(..., "heldout") behind the shipped seer.json
+TUNED_TASKS = ("text", "vqa")  # the first models' tasks, tuned on TUNED_DRAW (v2: calibration part)
 PATIENCE = 300  # consecutive repeats after which a family counts as exhausted
 
 
@@ -50,7 +51,7 @@ def builtin_examples(
         raise SeerError(f"part must be one of calib, eval or None, got {part!r}")
     if n < 1:
         raise SeerError(f"n must be >= 1, got {n}")
-    tuned = tuned_keys(task) if part == "eval" and task in ("text", "vqa") else frozenset()
+    tuned = tuned_keys(task) if part == "eval" and task in TUNED_TASKS else frozenset()
     out = []
     for ex in _pool(task, seed):
         if part is not None and in_calibration(ex, CALIB_FRACTION, CALIB_SEED) != (part == "calib"):
