@@ -91,6 +91,7 @@ def summarise(rows, eng, configs, g, examples) -> dict:
             det = [x.get("detect", 0.0) for x in res]
             rec["detect_ms"] = 1000 * sum(det) / n
             rec["detect_share"] = sum(det) / (loop_s * n) if loop_s > 0 else 0.0
+            rec["full_window"] = sum(x["window"] >= g for x in res)  # no boundary, or at the end
         if cfg.name in eng:
             _b32(rec, eng[cfg.name], eng.get(cfg.ref))
         out[cfg.name] = rec
