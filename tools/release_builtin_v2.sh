@@ -31,6 +31,9 @@ train --eval-every 1000 --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 2
 #    were still rising (15 % at step 10000), too early to anneal (in progress: no --until yet;
 #    the run goes on from where it stopped). Evaluated every 2000 steps from 12130 (each
 #    evaluation takes ~7 minutes; tools/copy_signal.py is the quicker signal).
+#    2026-12-02: the machine holding runs/builtin-v2d (step 19022) was replaced and the folder
+#    lost; the run resumed from release 1's weights (step 14342, fresh optimiser moments) in
+#    checkpoints/builtin-v2d, which git keeps (checkpoints/README.md): RUN=checkpoints/builtin-v2d.
 train --eval-every 2000 --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 40000 \
   --bare-steps 0 --bare-people 400 --bare-share 0.3
 

@@ -8,6 +8,9 @@
 # runs at 1.5e-3 never used their pictures: MODEL_CARD.md). Phases resume from $run/state.pt and
 # end at their --until step, so a rerun replays the run (`--minutes` only caps a session); the
 # schedule depends on the step only. One core of a shared CPU VM gives 0.1-1 steps/s.
+# 2026-12-02: the machine holding runs/builtin-vqa2c (step 21208) was replaced and the folder lost;
+# the run restarted from step 0 with this script in checkpoints/builtin-vqa2, which git keeps
+# (checkpoints/README.md): RUN=checkpoints/builtin-vqa2 tools/release_builtin_vqa2.sh
 set -euo pipefail
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 run=${RUN:-runs/builtin-vqa2}
