@@ -219,7 +219,7 @@ class Session:
 
 def tag(model) -> str:
     """A file-name tag of a model name or folder (the folder's name; `export` folders take their
-    parent's, as /work/runs/builtin-v2/export -> builtin-v2)."""
+    parent's, as checkpoints/builtin-vqa2/export -> builtin-vqa2)."""
     if model is None:
         return "all"
     p = Path(str(model))
