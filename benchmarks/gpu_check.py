@@ -1,4 +1,4 @@
-"""The prepared GPU check (run by `benchmarks/gpu_check.sh`): five sections, each timed, each
+"""The prepared GPU check (run by `benchmarks/gpu_check.sh`): seven sections, each timed, each
 writing its result under `--out` (default docs/results/gpu/), a summary table and a last-line JSON.
 
   graphs   the engine's static path with CUDA graphs against the same path run eagerly
@@ -14,6 +14,8 @@ writing its result under `--out` (default docs/results/gpu/), a summary table an
   serving  `bench_serving.py` with that random LLaDA (bf16) on the device: Poisson arrivals up to
            saturation, one-at-a-time / static / fcfs / shortest_first (issue 14's GPU run)
   compare  `bench_compare.py` on the built-in text model at one budget (4 tokens per step)
+  train    the text model v2's trainer on the device: one batch's loss equal to the CPU's, and
+           optimiser steps/s at batch 16 and 256 (whether a GPU session can train there)
 
 `--tiny` shrinks every size so that the whole check runs on a CPU in a few minutes (`--device
 cpu --tiny`): it proves that each step runs, not what a GPU does (no graphs, no Triton on CPU:
@@ -264,7 +266,48 @@ def check_compare(args, tmp: Path) -> dict:
                                     for k, r in rec["results"].items()}}  # fmt: skip
 
 
+def check_train(args, tmp: Path) -> dict:
+    """The text model v2's trainer on the device (a GPU session can train there): one batch's
+    loss equals the CPU's (fp32; the masks are drawn on the CPU either way), then optimiser
+    steps per second at batch 16 and 256 from the shipped weights."""
+    import copy
+
+    from seer.training import builtin_v2, trainer
+
+    lm = seer.load("builtin")
+    enc = builtin_v2.ChatEncoder(lm.tokenizer)
+    sizes = (4,) if args.tiny else (16, 256)
+    out = {"ok": True, "steps_per_s": {}, "tokens_per_s": {}}
+    for b in sizes:
+        c = builtin_v2.TrainConfig(batch_size=b, device=args.device)
+        batch = next(builtin_v2.batches(enc, c, random.Random(0), lambda: 10**6))
+        model = copy.deepcopy(lm.model).float().to(args.device).train()
+        if b == sizes[0]:  # parity with the CPU on the same batch and masks
+            cpu = copy.deepcopy(lm.model).float().train()
+            ref = trainer.loss_fn(cpu, *batch, enc.mask, torch.Generator().manual_seed(0))
+            got = trainer.loss_fn(model, *trainer.to_device(batch, args.device), enc.mask,
+                                  torch.Generator().manual_seed(0))  # fmt: skip
+            out["loss_cpu"], out["loss_device"] = ref.item(), got.item()
+            out["ok"] = abs(ref.item() - got.item()) <= 1e-3 * max(1.0, abs(ref.item()))
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        gen, n = torch.Generator().manual_seed(0), 2 if args.tiny else 20
+        for i in range(n + 2):  # two warm-up steps
+            if i == 2:
+                sync(args.device)
+                t0 = time.perf_counter()
+            loss = trainer.loss_fn(model, *trainer.to_device(batch, args.device), enc.mask, gen)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        sync(args.device)
+        dt = time.perf_counter() - t0
+        out["steps_per_s"][b] = round(n / dt, 2)
+        out["tokens_per_s"][b] = round(n * batch[0].numel() / dt)
+    return out
+
+
 SECTIONS = {
+    "train": check_train,
     "graphs": check_graphs,
     "triton": check_triton,
     "bf16": check_bf16,

@@ -104,3 +104,21 @@ def test_text_v2_release_phases_chain_at_their_until_steps():
         assert c.cycle_start < c.until <= c.cycle_start + c.total_steps
     assert cfgs[-1].until == 0 or cfgs[-1].until > cfgs[-1].cycle_start  # the last may run on
     assert cfgs[0].bare_steps >= cfgs[0].until  # the first phase is all warm-up
+
+
+def test_the_gpu_training_script_continues_the_text_runs_last_phase_on_cuda():
+    """tools/train_gpu.sh (for a lent GPU) parses with the trainer's command line and runs the
+    release script's last phase, only with the device and a larger batch."""
+    from seer.training import builtin_v2 as train_v2
+
+    text = (ROOT / "tools" / "train_gpu.sh").read_text().replace("\\\n", " ")
+    line = next(x.strip() for x in text.splitlines() if "-m seer.training.builtin_v2" in x)
+    line = line.split(" 2>&1")[0]
+    for var, value in (('"$run"', "runs/x"), ('"${MINUTES:-5}"', "5"), ('"${BATCH:-256}"', "256")):
+        line = line.replace(var, value)
+    gpu = trainer.parse_args(shlex.split(line)[3:], train_v2.TrainConfig, "x", Path("r"), 1.0)[1]
+    last = phases("release_builtin_v2.sh", "python -m seer.training.builtin_v2 ")[-1]
+    cpu = trainer.parse_args(last, train_v2.TrainConfig, "x", Path("r"), 1.0)[1]
+    assert (gpu.device, gpu.batch_size) == ("cuda", 256)
+    differ = {f for f in cpu.__slots__ if getattr(cpu, f) != getattr(gpu, f)}
+    assert differ == {"device", "batch_size"}

@@ -81,7 +81,7 @@ def save_checkpoint(model, raw: dict, folder: str | Path, dtype=torch.float32) -
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(raw, indent=2, sort_keys=True) + "\n")
-    state = {k: v.detach().to(dtype).contiguous() for k, v in model.state_dict().items()}
+    state = {k: v.detach().to("cpu", dtype).contiguous() for k, v in model.state_dict().items()}
     save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
     return folder
 

@@ -55,6 +55,7 @@ class TrainConfig:
     bare_people: int = 400  # ... whose lines grow by one person (up to 8) every this many steps
     bare_share: float = 0.2  # the share of warm-up requests in every batch afterwards
     until: int = 0  # stop at this step (0: at the time budget or the cycle's end)
+    device: str = "cpu"  # "cuda" on a GPU machine (the masks are drawn on the CPU either way)
 
 
 class ChatEncoder:
@@ -127,7 +128,7 @@ def train(out: Path, minutes: float, c: TrainConfig, eval_every: int, threads: i
     raw["rope_theta"] = c.rope_theta
     raw["weight_tying"] = c.weight_tying
     raw["max_sequence_length"] = 1024
-    model = random_model(raw, seed=c.seed, std=0.02).train()
+    model = random_model(raw, seed=c.seed, std=0.02).to(c.device).train()
     run = Run(out, model, c, raw, write_tokenizer)
     rng = random.Random(f"train2/{c.seed}/{run.step}")
     gen = torch.Generator().manual_seed(c.seed * 1000 + run.step)
@@ -135,7 +136,7 @@ def train(out: Path, minutes: float, c: TrainConfig, eval_every: int, threads: i
     trainer.fit(
         run,
         batches(enc, c, rng, lambda: run.step),
-        lambda b: trainer.loss_fn(model, *b, enc.mask, gen),
+        lambda b: trainer.loss_fn(model, *trainer.to_device(b, c.device), enc.mask, gen),
         lambda: evaluate(model, enc, heldout, c.window),
         Schedule(minutes, eval_every, log_every=25, rate="tok/s"),
     )

@@ -93,6 +93,15 @@ def pack(
     return x, am, p, torch.tensor(wins)
 
 
+def device_of(model) -> torch.device:
+    return next(model.parameters()).device
+
+
+def to_device(batch: tuple, device) -> tuple:
+    """A batch's tensors on `device` (other items as they are)."""
+    return tuple(v.to(device) if isinstance(v, torch.Tensor) else v for v in batch)
+
+
 def share_count(rng: random.Random, n: int, p: float) -> int:
     """How many of `n` draws land in a share `p` of a batch (no RNG call when `p` is 0)."""
     return sum(rng.random() < p for _ in range(n)) if p else 0
@@ -122,9 +131,10 @@ def loss_fn(
     Multimodal rows: `image_features` (K, D) replace the token embeddings where `image_at`
     (B, P + W) is True (K such positions in all), as the prompt processor splices them."""
     b, n = x.shape
-    valid = torch.arange(n - p)[None] < wins[:, None]  # (B, W) inside the row's window
-    t = (1 - eps) * torch.rand(b, 1, generator=gen) + eps  # mask ratio per sequence
-    masked = (torch.rand(b, n - p, generator=gen) < t) & valid
+    dev = x.device  # the draws come from `gen` on the CPU: the same masks on any device
+    valid = torch.arange(n - p, device=dev)[None] < wins[:, None]  # (B, W) inside the window
+    t = ((1 - eps) * torch.rand(b, 1, generator=gen) + eps).to(dev)  # mask ratio per sequence
+    masked = (torch.rand(b, n - p, generator=gen).to(dev) < t) & valid
     noisy = x.clone()
     noisy[:, p:] = torch.where(masked, mask_id, x[:, p:])
     pos = (am.cumsum(-1) - 1).clamp(min=0)
@@ -170,7 +180,7 @@ def loop_score(model, tokens, items, window: int, batch: int, prompt: Callable,
     hits: dict[str, list[float]] = {}
     for i in range(0, len(items), batch):
         chunk = items[i : i + batch]
-        canvas = make_canvas([prompt(it) for it in chunk], window, tokens, "cpu")
+        canvas = make_canvas([prompt(it) for it in chunk], window, tokens, device_of(model))
         for it, row in zip(chunk, loop.run(canvas, params).answer.tolist(), strict=True):
             hits.setdefault(it.family, []).append(score(it, row))
     return per_family(hits)
@@ -210,7 +220,7 @@ class Run:
         self.opt = torch.optim.AdamW(model.parameters(), lr=c.lr, weight_decay=c.weight_decay)
         self.step, self.log = 0, []  # optimiser steps done; one entry per evaluation
         if (out / "state.pt").is_file():
-            state = torch.load(out / "state.pt", weights_only=False)
+            state = torch.load(out / "state.pt", weights_only=False, map_location=device_of(model))
             model.load_state_dict(state["model"])
             self.opt.load_state_dict(state["opt"])
             self.step, self.log = state["step"], state["log"]
