@@ -179,7 +179,10 @@ def main(argv=None) -> dict:
         ap.error(f"--anchors: no config named {', '.join(sorted(unknown))}")
     settings = {"model": args.model, "source": source, "n": args.n, "seed": args.seed,
                 "repeats": args.repeats, "budgets": budgets, "quick": args.quick,
-                "configs": [c.name for c in configs], "threads": args.threads}  # fmt: skip
+                "configs": [c.name for c in configs], "threads": args.threads,
+                # a raw file resumes only with the same weights and Seer settings: a new release
+                # of a built-in model keeps its name
+                "weights_sha256": weights_of(lm), "seer": asdict(seer_cfg)}  # fmt: skip
     tag = harness.tag(args.model)
     out = args.out
     raw = args.raw or (out / f"raw-{tag}.jsonl" if out else Path(f"/tmp/bench_compare_{tag}.jsonl"))
@@ -233,6 +236,14 @@ def main(argv=None) -> dict:
         md_path.write_text(markdown(record))
         print(f"[bench_compare] wrote {md_path}")
     return session.emit(record, tag=tag)
+
+
+def weights_of(lm) -> str | None:
+    """The SHA-256 of the loaded model's weights files (None for a model without a folder)."""
+    from seer.provenance import weights
+
+    folder = getattr(lm, "path", None)
+    return None if folder is None else weights(Path(folder))[0]
 
 
 def _done_ids(raw: Path, settings: dict) -> set[int]:

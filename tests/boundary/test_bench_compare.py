@@ -64,6 +64,33 @@ def test_a_quick_run_and_its_resume(bench, tmp_path):
     assert again["results"]["seer@k=8"]["accuracy"] == res["seer@k=8"]["accuracy"]
 
 
+def test_a_raw_file_is_not_resumed_with_other_weights(bench, tmp_path):
+    """A new release of a model keeps its name: the raw records of the old weights are not
+    taken as the new ones' answers; the run starts over beside them."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    from seer.models.loader import builtin_path
+
+    model, raw = tmp_path / "m", tmp_path / "raw.jsonl"
+    shutil.copytree(builtin_path("builtin-v1"), model)
+    argv = ["--model", str(model), "--data", "builtin-v1", "--n", "1", "--repeats", "1",
+            "--budgets", "8", "--quick", "--no-engine", "--raw", str(raw),
+            "--plot", str(tmp_path / "p.png")]  # fmt: skip
+    bench.main(argv)
+    state = load_file(model / "model.safetensors")
+    name = next(iter(state))
+    state[name] = state[name] * 1.01
+    save_file(state, model / "model.safetensors", metadata={"format": "pt"})
+    bench.main(argv)
+    lines = [json.loads(x) for x in raw.read_text().splitlines()]
+    assert (
+        len(lines) == 2
+        and lines[0]["settings"]["weights_sha256"] != lines[1]["settings"]["weights_sha256"]
+    )
+
+
 def test_a_config_added_later_runs_alone_beside_the_anchors(bench, tmp_path, monkeypatch):
     """Resume per config: a method added after a finished run (DAEDAL, say) is run on the
     recorded requests beside the full-window baselines only; its times are put on the first
