@@ -344,13 +344,15 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
     reqs = {c.name: requests_of(c) for c in cases}
     warm(lambda c: Engine(lm, EngineConfig(max_batch=32)).generate(reqs[c.name][:2]), cases)
     walls, cpus, first = defaultdict(list), defaultdict(list), {}
-    for _, cfg in rounds(cases, repeats):
+    for r, cfg in rounds(cases, repeats):
         eng = Engine(lm, EngineConfig(max_batch=32))
         with Timer() as t:
             res = eng.generate(reqs[cfg.name])
         walls[cfg.name].append(t.wall)
         cpus[cfg.name].append(t.cpu)
         first.setdefault(cfg.name, res)
+        # the records are written after the last round: say how far the rounds are
+        progress(f"engine round {r + 1}/{repeats}, {cfg.name} ({len(reqs[cfg.name])} requests)")
     scale = 1.0
     if anchor is not None:
         scale = done[anchor.name]["wall_seconds"] / stats.median(walls[anchor.name])
