@@ -13,7 +13,11 @@ with `seer.data.score` (the family's checker, ParallelBench's official metric fo
 and reports accuracy per family with bootstrap 95 % intervals, the points lost against k=1
 with paired intervals, how many answers changed, and the lengths of the k=1 answers (median,
 90th percentile and maximum as a share of the window). `--plot` draws accuracy against tokens
-per step, per family group.
+per step, per family group, and for the list families with a closed form (copy, shuffle,
+random replace: `seer.bench.marginals`) the model beside the accuracy of a perfect model at the
+same list lengths (ParallelBench's analysis: one item per token, low-confidence remasking).
+`--from-raw` re-reads a `--raw` file of an earlier run (the same `--data`, `--n`, `--seed`) and
+reports and plots it without generating.
 
 `--n` keeps a seeded random sample of a task (`seer.bench.draws.permuted`; a built-in source is
 already a seeded draw), never its first rows.
@@ -21,6 +25,8 @@ already a seeded draw), never its first rows.
     python benchmarks/bench_realism.py --model builtin --data builtin --n 380
     python benchmarks/bench_realism.py --model builtin \
         --data parallelbench:/path/to/ParallelBench/waiting_line --n 400 --configs k=1,k=2,k=4,k=8
+    python benchmarks/bench_realism.py --model builtin --configs k=1,k=2,k=8 \
+        --from-raw docs/builtin-v2/realism_k_raw.jsonl --plot docs/builtin-v2/realism_k.png
 
 Last line: the harness's JSON record (`seer.bench.harness`): results per config (all families:
 n, accuracy, interval, changed, seconds), configs per config and family, lengths.
@@ -81,6 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--raw", type=Path, default=None, help="per-request results (JSON Lines)")
     ap.add_argument("--plot", type=Path, default=None)
+    ap.add_argument("--from-raw", type=Path, default=None, help="report an earlier --raw file")
     args = ap.parse_args(argv)
     session = harness.Session("realism", args)
 
@@ -98,26 +105,91 @@ def main(argv: list[str] | None = None) -> None:
     for c in names:
         settings(c, window)
     print(f"{len(examples)} requests of {args.data}, model {args.model}, window {window}")
-    results, seconds = {}, {}
-    warm = examples[: min(2, len(examples))]  # every config's code path once, untimed
-    harness.warm(lambda c: run_config(lm, warm, c, window, args.batch), names)
-    for c in names:
-        with harness.Timer() as t:
-            results[c] = run_config(lm, examples, c, window, args.batch)
-        seconds[c] = t.wall
-        acc = statistics.mean(r["score"] for r in results[c].values())
-        print(f"  {c:8s} {100 * acc:5.1f} %  ({seconds[c]:.0f} s)", flush=True)
-    if args.raw:
+    if args.from_raw:
+        results, seconds = read_raw(args.from_raw, examples, names), {c: None for c in names}
+    else:
+        results, seconds = generate(lm, examples, names, window, args.batch)
+    if args.raw and not args.from_raw:
         with args.raw.open("w") as f:
             for ex in examples:
                 row = {"id": ex.id, "family": ex.family}
                 row.update({c: results[c][ex.id] for c in names})
                 f.write(json.dumps(row) + "\n")
     rep = report(examples, names, results, window, seconds)
+    rep["closed_form"] = closed_forms(examples, names)
     if args.plot:
         plot(rep, args.plot)
     summary = {c: dict(rep["configs"][c]["ALL"], seconds=seconds[c]) for c in names}
     session.finish(summary, model=args.model, source=args.data, n=len(examples), **rep)
+
+
+def generate(lm, examples, names, window, batch) -> tuple[dict, dict]:
+    """Every config over the examples, timed: (results per config, seconds per config)."""
+    results, seconds = {}, {}
+    warm = examples[: min(2, len(examples))]  # every config's code path once, untimed
+    harness.warm(lambda c: run_config(lm, warm, c, window, batch), names)
+    for c in names:
+        with harness.Timer() as t:
+            results[c] = run_config(lm, examples, c, window, batch)
+        seconds[c] = t.wall
+        acc = statistics.mean(r["score"] for r in results[c].values())
+        print(f"  {c:8s} {100 * acc:5.1f} %  ({seconds[c]:.0f} s)", flush=True)
+    return results, seconds
+
+
+def read_raw(path: Path, examples, names) -> dict:
+    """Results per config from a `--raw` file, checked against the examples of this run."""
+    if not path.is_file():
+        raise SystemExit(f"bench_realism: error: no raw file {path}")
+    rows = {}
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        row = json.loads(line)
+        rows[row["id"]] = row
+        missing = [c for c in names if c not in row]
+        if missing:
+            raise SystemExit(f"bench_realism: error: {path}:{n} has no config {missing[0]}")
+    want = {ex.id: ex.family for ex in examples}
+    got = {i: r["family"] for i, r in rows.items()}
+    if got != want:
+        raise SystemExit(f"bench_realism: error: {path} holds other requests than --data / --n / "
+                         f"--seed give ({len(got)} rows, {len(want)} requests)")  # fmt: skip
+    return {c: {i: r[c] for i, r in rows.items()} for c in names}
+
+
+def list_size(ex) -> int | None:
+    """The number of items in a list request's line (None for other requests)."""
+    ref = ex.reference
+    if isinstance(ref, dict) and isinstance(ref.get("input"), list):
+        return len(ref["input"])
+    if isinstance(ref, str) and ref.startswith("["):
+        try:
+            return len(json.loads(ref))
+        except ValueError:
+            return None
+    return None
+
+
+def closed_forms(examples, names) -> dict[str, dict[str, float]]:
+    """Per list family with a closed form and per k=... config: a perfect model's accuracy at
+    the family's list lengths (ParallelBench's analysis: one item per token, k items per step,
+    low-confidence remasking), averaged over its requests."""
+    from seer.bench.marginals import TASKS, closed_form, step_counts
+
+    ks = [int(c[2:]) for c in names if c.startswith("k=")]
+    sizes = defaultdict(list)  # family -> list lengths; a ParallelBench family is waiting_line/copy
+    for ex in examples:
+        if (ex.family or "").rsplit("/", 1)[-1] in TASKS and (n := list_size(ex)):
+            sizes[ex.family].append(n)
+    return {
+        fam: {
+            f"k={k}": statistics.mean(
+                closed_form(fam.rsplit("/", 1)[-1], step_counts(n, min(k, n)), "low_confidence")
+                for n in ns
+            )
+            for k in ks
+        }
+        for fam, ns in sizes.items()
+    }
 
 
 def report(examples, names, results, window, seconds) -> dict:
@@ -161,22 +233,38 @@ def report(examples, names, results, window, seconds) -> dict:
 
 
 def plot(record: dict, path: Path) -> None:
-    """Accuracy against tokens per step, one line per family (the k=... configs only)."""
+    """Accuracy against tokens per step, one line per family (the k=... configs only); beside
+    it, the list families that have a closed form against a perfect model's accuracy."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     ks = sorted(int(c[2:]) for c in record["configs"] if c.startswith("k="))
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    closed = record.get("closed_form") or {}
+    fig, axes = plt.subplots(1, 2 if closed else 1, figsize=(12 if closed else 7, 4.5),
+                             squeeze=False)  # fmt: skip
+    ax = axes[0][0]
+    ax.set_prop_cycle(color=plt.get_cmap("tab20").colors)  # ~20 families, each its own colour
     for fam in record["configs"][f"k={ks[0]}"]:
         ys = [100 * record["configs"][f"k={k}"][fam]["accuracy"] for k in ks]
         ax.plot(ks, ys, marker="o", lw=2.5 if fam == "ALL" else 1, label=fam)
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(ks, [str(k) for k in ks])
-    ax.set_xlabel("tokens per step")
-    ax.set_ylabel("accuracy (%)")
     ax.legend(fontsize=7, ncol=2)
+    ax.set_title("every family")
+    if closed:
+        ax = axes[0][1]
+        for fam, curve in closed.items():
+            model = [100 * record["configs"][f"k={k}"][fam]["accuracy"] for k in ks]
+            line = ax.plot(ks, model, marker="o", label=f"{fam}: the model")[0]
+            ax.plot(ks, [100 * curve[f"k={k}"] for k in ks], ls="--", color=line.get_color(),
+                    label=f"{fam}: a perfect model (closed form)")  # fmt: skip
+        ax.set_title("list families beside ParallelBench's closed form")
+        ax.legend(fontsize=7)
+    for ax in axes[0]:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.set_xlabel("tokens per step")
+        ax.set_ylabel("accuracy (%)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
