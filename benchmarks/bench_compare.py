@@ -51,8 +51,9 @@ time per request (wall time too), accuracy over those requests with its interval
 changed, the speedup's range over rounds.
 
 Raw per-request results go to `--raw` (JSON Lines); a run with the same settings resumes from
-it, at any `--n`, and per config (a config added later runs beside the anchors, `--anchors`,
-and its times are scaled by their first-pass / later-pass ratio). Outputs: a table, the
+it, at any `--n`, at the next batch-32 round, and per config (a config added later runs beside
+the anchors, `--anchors`, and its times are scaled by their first-pass / later-pass ratio).
+Outputs: a table, the
 Pareto plot (`--plot`), the README's tables (`--markdown`), and the last-line JSON record
 (`seer.bench.harness`); `--out DIR` writes all of them there (raw-, compare-*.png / .md / .json).
 

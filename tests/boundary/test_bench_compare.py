@@ -152,3 +152,41 @@ def test_an_unscorable_source_is_refused_in_one_line(bench, tmp_path):
     data.write_text("".join(json.dumps({"prompt": f"add {i} and 2"}) + "\n" for i in range(8)))
     with pytest.raises(SeerError, match=r"every request must be scorable; \d+: no reference"):
         bench.held_out(str(data), 2, 0)
+
+
+def test_a_run_stopped_in_its_engine_rounds_resumes_at_the_next_round(bench, tmp_path, monkeypatch):
+    """Each engine round is written as it ends: a run stopped in its third timed round runs
+    only the rounds left, and its records are those the rounds recorded."""
+    from seer.engine import Engine
+
+    raw = tmp_path / "raw.jsonl"
+    argv = ["--model", "builtin-v1", "--n", "3", "--repeats", "2", "--budgets", "8", "--quick",
+            "--engine-n", "3", "--raw", str(raw)]  # fmt: skip
+    timed, real = [], Engine.generate
+
+    class Stop(Exception):
+        pass
+
+    def generate(self, requests, *a, **k):
+        if len(requests) == 3:  # a timed round (the warm-up runs two requests)
+            timed.append(1)
+            if len(timed) == 3 and stop:
+                raise Stop
+        return real(self, requests, *a, **k)
+
+    monkeypatch.setattr(Engine, "generate", generate)
+    stop = True
+    with pytest.raises(Stop):
+        bench.main(argv)
+    rounds = [x for x in map(json.loads, raw.read_text().splitlines()) if "engine_round" in x]
+    assert len(rounds) == 2 and all("result" in x for x in rounds)  # the third never ended
+    stop, timed[:] = False, []
+    rec = bench.main(argv)
+    configs = [c for c in rec["results"].values() if c.get("b32_n")]
+    assert len(timed) == 2 * len(configs) - 2  # the two finished rounds are not run again
+    lines = [json.loads(x) for x in raw.read_text().splitlines()]
+    first = {x["engine_round"]: x for x in lines if x.get("round") == 0}
+    for x in (x for x in lines if "engine" in x):
+        assert x["correct"] == first[x["engine"]]["result"]["correct"]
+        walls = [y["wall"] for y in lines if y.get("engine_round") == x["engine"]]
+        assert x["wall_repeats"] == walls and len(walls) == 2

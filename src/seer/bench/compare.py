@@ -9,8 +9,9 @@ time, so intervals cover requests and repeats. Batch 32: every engine config ove
 (or a seeded random sample, `seer.bench.draws.sample`) at max_batch 32, `repeats` interleaved
 rounds. DPad runs by name (`cache="dpad"`), through `generate` and the engine alike.
 
-Raw records (JSON Lines, one line per request, then one per engine config) make a run
-resumable at any n (the draw of n is a prefix of the draw of n + 1) and per config: a config
+Raw records (JSON Lines, one line per request, one per timed engine round, then one per engine
+config) make a run resumable at any n (the draw of n is a prefix of the draw of n + 1), at the
+next engine round (a stopped batch-32 part keeps its finished rounds) and per config: a config
 added after a finished run is run beside the anchors (the full-window baselines, or those
 named), and its times are put on the first pass's scale by the anchors' time ratio.
 """
@@ -216,6 +217,28 @@ def recorded(raw: Path, settings: dict, n: int, key: str) -> dict:
     return out
 
 
+def _engine_result(results, examples, b1_texts) -> dict:
+    """What an engine config's record keeps of its first round's answers."""
+    return {
+        "correct": [correct(ex, r.text) for r, ex in zip(results, examples, strict=True)],
+        "hashes": [hash(tuple(r.token_ids)) for r in results],
+        "same_text_as_batch1": sum(r.text == t for r, t in zip(results, b1_texts, strict=True))
+        / len(examples),
+        "nfe": [r.nfe for r in results],
+        "windows": [r.window for r in results],
+        "detect_seconds": [r.detect_seconds for r in results],
+    }
+
+
+def _round_lines(raw: Path, settings: dict, idx: list[int], pass_: list[str]) -> list[dict]:
+    """The engine rounds of this run and pass (the same configs and requests) already timed."""
+    if not raw.exists():
+        return []
+    lines = (json.loads(x) for x in raw.read_text().splitlines())
+    return [x for x in lines if "engine_round" in x and x["pass"] == pass_
+            and x["requests"] == idx and same_run(x["settings"], settings)]  # fmt: skip
+
+
 def is_anchor(cfg: Config, anchors: tuple[str, ...] = ()) -> bool:
     """The configs re-run beside configs added to a finished request, so that the added configs'
     times can be put on the first pass's scale (the machine's load changes): the full-window
@@ -344,22 +367,33 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
     reqs = {c.name: requests_of(c) for c in cases}
     warm(lambda c: Engine(lm, EngineConfig(max_batch=32)).generate(reqs[c.name][:2]), cases)
     walls, cpus, first = defaultdict(list), defaultdict(list), {}
+    sub_b1 = [[rows[i]["results"][c.name]["text"] for i in idx] for c in cases]
+    pass_ = [c.name for c in cases]  # a pass's rounds resume only into the same pass
+    for line in _round_lines(raw, settings, idx, pass_):  # rounds a stopped run finished
+        walls[line["engine_round"]].append(line["wall"])
+        cpus[line["engine_round"]].append(line["cpu"])
+        if "result" in line:
+            first.setdefault(line["engine_round"], line["result"])
     for r, cfg in rounds(cases, repeats):
+        if len(walls[cfg.name]) > r:
+            continue
         eng = Engine(lm, EngineConfig(max_batch=32))
         with Timer() as t:
             res = eng.generate(reqs[cfg.name])
         walls[cfg.name].append(t.wall)
         cpus[cfg.name].append(t.cpu)
-        first.setdefault(cfg.name, res)
-        # the records are written after the last round: say how far the rounds are
+        line = {"settings": settings, "engine_round": cfg.name, "round": r, "pass": pass_,
+                "requests": idx, "wall": t.wall, "cpu": t.cpu}  # fmt: skip
+        if cfg.name not in first:
+            first[cfg.name] = line["result"] = _engine_result(res, sub, sub_b1[cases.index(cfg)])
+        with raw.open("a") as f:  # each round is kept: a stopped run resumes at the next one
+            f.write(json.dumps(line) + "\n")
         progress(f"engine round {r + 1}/{repeats}, {cfg.name} ({len(reqs[cfg.name])} requests)")
     scale = 1.0
     if anchor is not None:
         scale = done[anchor.name]["wall_seconds"] / stats.median(walls[anchor.name])
     out = {c.name: done[c.name] for c in runnable if c.name in done}
     for cfg in todo:
-        results = first[cfg.name]
-        b1 = [rows[i]["results"][cfg.name]["text"] for i in idx]
         rec = {
             "settings": settings,
             "engine": cfg.name,
@@ -370,13 +404,7 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
             "cpu_seconds": stats.median(cpus[cfg.name]),  # less hit by the machine's other load
             "wall_repeats": walls[cfg.name],
             "cpu_repeats": cpus[cfg.name],
-            "correct": [correct(ex, r.text) for r, ex in zip(results, sub, strict=True)],
-            "hashes": [hash(tuple(r.token_ids)) for r in results],
-            "same_text_as_batch1": sum(r.text == t for r, t in zip(results, b1, strict=True))
-            / len(sub),
-            "nfe": [r.nfe for r in results],
-            "windows": [r.window for r in results],
-            "detect_seconds": [r.detect_seconds for r in results],
+            **first[cfg.name],
         }
         if anchor is not None:
             rec.update(wall_measured=stats.median(walls[cfg.name]), scale=scale)
