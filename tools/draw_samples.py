@@ -2,7 +2,7 @@
 page and the tests show the built-in multimodal model): one held-out request per family of
 `seer.demo.IMAGE_FAMILIES`, from the evaluation side of the `builtin-vqa` task (never trained
 or calibrated on; `seer.demo.draw_samples`). Run from the repo root after a change to the task:
-`python tools/draw_samples.py` (tests/test_demo_samples.py checks the shipped ones are these)."""
+`python tools/draw_samples.py` (tests/test_demo.py checks the shipped ones are these)."""
 
 from pathlib import Path
 

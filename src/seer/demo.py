@@ -152,8 +152,8 @@ def run_demo(
             t0 = time.perf_counter()
             lm.prompt(prompt, image)
             t_image += time.perf_counter() - t0
-        base = _fastest(lambda: lm.generate(prompt, image=image, gen_length=g), repeats)
-        fast = _fastest(lambda: lm.generate(prompt, image=image, gen_length=g, seer=True), repeats)
+        base = _fastest(lm, prompt, image, g, None, repeats)
+        fast = _fastest(lm, prompt, image, g, True, repeats)
         t_base, t_seer = t_base + base.stats.seconds, t_seer + fast.stats.seconds
         b = fast.boundary
         window = f"{fast.stats.window}" + (f"↑{fast.stats.grown}" if fast.stats.grown else "")
@@ -241,11 +241,11 @@ def _profile_row(lm, label: str, prompt, image, g: int, sp_cfg, boundary, true_e
     }
 
 
-def _fastest(run, repeats: int):
-    """The fastest of up to `repeats` calls of `run`, stopping once they took MIN_SECONDS."""
+def _fastest(lm, prompt, image, g: int, seer, repeats: int):
+    """The fastest of up to `repeats` generations, stopping once they took MIN_SECONDS."""
     best, spent = None, 0.0
     for _ in range(max(1, repeats)):
-        gen = run()
+        gen = lm.generate(prompt, image=image, gen_length=g, seer=seer)
         spent += gen.stats.seconds
         best = gen if best is None or gen.stats.seconds < best.stats.seconds else best
         if spent >= MIN_SECONDS:
