@@ -27,7 +27,7 @@ seer calibrate --model builtin-vqa --data builtin-vqa --n "${CALIB_N:-600}" \
 # 3. the package's sample images (the evaluation side of the same task: they change only with
 #    the task) and the demo on them
 python tools/draw_samples.py
-seer demo --out docs/builtin-vqa2/seer-demo.png | tee docs/builtin-vqa2/demo.txt
+seer demo --out docs/builtin-vqa2/demo.png | tee docs/builtin-vqa2/demo.txt
 
 # 4. the measurements (hours on one core; MEASURE=0 skips them): the realism criteria per
 #    family, then Seer against the alternatives at equal budgets
