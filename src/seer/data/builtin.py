@@ -84,7 +84,7 @@ def source_for(model, images: bool) -> str:
     if name in MULTIMODAL and not images:
         if name not in TEXT_ONLY:
             raise SeerError(f"{name} answers questions about pictures only (its LM learned no "
-                            "text-only task); give the data (--data) or an image task")  # fmt: skip
+                            "text-only task): it has no built-in text-only requests")  # fmt: skip
         return TEXT_ONLY[name]
     if name in BUILTIN_MODELS:
         return name
