@@ -62,9 +62,8 @@ model (docs/benchmarks.md; a v2 model is calibrated first, `seer calibrate`):
 
     python benchmarks/bench_compare.py --model builtin --out docs/results/compare
     python benchmarks/bench_compare.py --model builtin-vqa --out docs/results/compare
-    python benchmarks/bench_compare.py --model /work/runs/builtin-v2/export --data builtin-v2 \
-        --out docs/results/compare
-    python benchmarks/bench_compare.py --model /work/runs/builtin-vqa2/export --data builtin-vqa2 \
+    python benchmarks/bench_compare.py --model builtin-v1 --out docs/results/compare
+    python benchmarks/bench_compare.py --model checkpoints/builtin-v2d/export --data builtin \
         --out docs/results/compare
     python benchmarks/bench_compare.py --model builtin --n 4 --repeats 1 --budgets 4 --quick
 """
@@ -119,7 +118,7 @@ def load_model(name: str, device: str = "cpu"):
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="builtin", help="builtin | builtin-vqa | a folder")
+    ap.add_argument("--model", default="builtin", help="a built-in model's name or a folder")
     harness.add_arguments(ap, n=N, repeats=3, help={"seed": "draw of the held-out requests"})
     ap.add_argument("--engine-repeats", type=harness.positive, default=None,
                     help="batch-32 rounds (default: --repeats)")  # fmt: skip

@@ -1,7 +1,8 @@
 """What Seer's boundary detection costs, as a share of the denoising loop, on the built-in models.
 
-For each built-in model (text `builtin`, multimodal `builtin-vqa`) and each Seer signal it ships
-(the calibrated default from seer.json, and the sparsity detector of its `sparsity_config`), every
+For each shipped model (text `builtin`, multimodal `builtin-vqa`: the v2 models; the records
+in docs/results were measured on the first ones) and each Seer signal it ships (the calibrated
+default from seer.json, and the sparsity detector of its `sparsity_config`), every
 held-out request (`seer.data`, evaluation side: never used for calibration) is answered at batch
 1, greedy, steps = window, with the signals interleaved request by request. Per run it records:
 

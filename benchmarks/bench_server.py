@@ -173,7 +173,7 @@ def show(record: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="builtin-vqa", help="builtin | builtin-vqa | a folder")
+    ap.add_argument("--model", default="builtin-vqa", help="a built-in model's name or a folder")
     harness.add_arguments(ap, n=48, skip=("repeats", "threads"), help={
         "n": "requests per point (M)",
         "data": "requests (default: the model's built-in task)"})  # fmt: skip
@@ -196,9 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     log = Path(args.log)
     proc, url = start_server(args.model, log)
     try:
-        data = args.data or source_for(args.model, False)
-        examples = load_examples(data, n=args.n, part="eval", seed=args.seed)
         lm = seer.load(args.model)
+        data = args.data or source_for(args.model, lm.multimodal)  # images for an image model
+        examples = load_examples(data, n=args.n, part="eval", seed=args.seed)
         t0 = time.perf_counter()
         offline = {
             m: [lm.generate(ex.prompt, lm.sampling(gen_length=args.gen_length,

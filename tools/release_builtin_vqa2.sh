@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# How the built-in multimodal model v2 (builtin-vqa2; MODEL_CARD: docs/builtin-vqa2/MODEL_CARD.md)
-# is produced (repo root). Not shipped yet: the run below is in progress (see the card).
+# How the built-in multimodal model v2 (MODEL_CARD: docs/builtin-vqa2/MODEL_CARD.md) is produced
+# (repo root). Shipped as `builtin-vqa` from a step of the run (release 1: step 9584) while the
+# run goes on; step 8 makes a release (tools/ship_builtin_vqa2.sh, which also runs alone).
 #
 # LaViDa-LLaDA (SigLIP tower, projector and LM all trained), the LM started from the built-in
 # text model (`--init-from builtin-v1`), 128 window, length-grouped batches (a fifth of them full
@@ -36,6 +37,7 @@ train --warm-until 5500 --read-share 0.5 --reading rows
 # 7. measure the realism criteria on the checkpoint (per family at 1, 2, 4, 8 tokens per
 #    step; Seer against the full window with paired intervals; median answer length):
 python benchmarks/bench_vqa2.py --model "$run/export" --n 20 | tee docs/builtin-vqa2/bench_vqa2.txt
-# 8. (when it meets the criteria) calibrate Seer on held-out requests and ship it as builtin-vqa:
-#    copy $run/export/* into src/seer/assets/builtin-vqa, seer calibrate --write, redraw the
-#    sample images, and rerun tools/release_builtin_vqa.sh's measurements.
+# 8. a release: the export into the package as `builtin-vqa`, Seer calibrated on the calibration
+#    side of its own task (seer calibrate --write), the sample images redrawn, the demo and the
+#    measurements (CALIB_N and MEASURE=0 make a quick one; see the script)
+RUN="$run" tools/ship_builtin_vqa2.sh

@@ -1,12 +1,13 @@
 """Calibration, the run behind `seer calibrate`: choose a model's Seer defaults on the user's
 own prompts (the CLI only parses the flags and prints the report this returns).
 
-The dataset (`seer.data`: JSON Lines, CSV, Parquet, a `save_to_disk` folder, `builtin` /
-`builtin-vqa`) is de-duplicated and split by content into a calibration and an evaluation side
-(`seer.data.split`: disjoint, `--calib-fraction`, `--seed`). No reference answers are needed: the
-baseline's own answer (full window) says where each answer ends. On the calibration side every
-signal is measured (`seer.boundary.calibrate`: sparsity per tensor / layer / theta under the
-paper's SNR rule and the change-point rule, the step-0 end probability, the combined signal) and
+The dataset (`seer.data`: JSON Lines, CSV, Parquet, a `save_to_disk` folder, a built-in
+model's name for its own task) is de-duplicated and split by content into a calibration and an
+evaluation side (`seer.data.split`: disjoint, `--calib-fraction`, `--seed`). No reference
+answers are needed: the baseline's own answer (full window) says where each answer ends. On the
+calibration side every signal is measured (`seer.boundary.calibrate`: sparsity per tensor /
+layer / theta under the paper's SNR rule and the change-point rule, the step-0 end probability,
+the combined signal) and
 the fastest setting (smallest mean window) that cuts no answer short (`--max-over`, default 0)
 is chosen; the evaluation side reports how it, the best setting of each signal and the paper's
 defaults do on requests the choice never saw. Writes to `--out`: report.json (every figure, the
@@ -34,7 +35,7 @@ def data_for(model, data: str | None) -> str:
     from seer.errors import SeerError
 
     raise SeerError("give --data FILE (your prompts: .jsonl, .csv, .parquet or a save_to_disk "
-                    "folder; builtin / builtin-vqa; or parallelbench:ROOT/TASK)")  # fmt: skip
+                    "folder; a built-in model's name; or parallelbench:ROOT/TASK)")  # fmt: skip
 
 
 def run_calibration(model, n, out, write: bool, max_over: float = 0.0, *, data=None,

@@ -17,10 +17,11 @@ LLADA_RULES = ("low_confidence", "random")  # LLaDA's remasking: linear schedule
 DREAM_RULES = ("origin", "maskgit_plus", "topk_margin", "entropy")  # Dream's algorithms
 RULES = LLADA_RULES + DREAM_RULES
 CACHES = ("none", "prefix", "dual", "prefix_lm", "dpad")  # KV-cache policies (seer.diffusion.cache)
-# the models shipped in the package (seer/assets/<name>), loadable by name: the text model (v2),
-# the multimodal model, and the first text model (kept for the tests and the records measured on
-# it). Each one's own task is the data source of the same name (`seer.data.builtin`).
-BUILTIN_MODELS = ("builtin", "builtin-vqa", "builtin-v1")
+# the models shipped in the package (seer/assets/<name>), loadable by name: the text model v2,
+# the multimodal model v2, and the first text and multimodal models (kept for the tests and the
+# records measured on them). Each one's own task is the data source of the same name
+# (`seer.data.builtin`).
+BUILTIN_MODELS = ("builtin", "builtin-vqa", "builtin-v1", "builtin-vqa-v1")
 SCHEDULES = ("linear", "timestep", "shift")  # reveal counts per step (seer.diffusion.schedule)
 
 

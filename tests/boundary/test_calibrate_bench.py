@@ -1,5 +1,6 @@
 """`benchmarks/bench_seer.py` on image questions (a tiny random LaViDa): every method runs on
-one encoded prompt per request, the summary covers the vqa families, and the prompt time is
+one encoded prompt per request, the summary covers the families of the built-in image task
+(`builtin-vqa`'s, `seer.data.synthetic.vqa2`: a model folder's default), and the prompt time is
 counted once, apart from the denoising loop."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from argparse import Namespace
 import pytest
 from conftest import benchmark
 
-from seer.data.synthetic import vqa
+from seer.data.synthetic import vqa2
 from seer.models.factory import make_random_checkpoint
 
 
@@ -36,7 +37,7 @@ def test_every_method_runs_on_the_vqa_families(record, bench):
     assert record["task"] == "vqa" and record["n"] == 5
     assert set(record["results"]) == set(bench.METHODS)  # seer-step0 from sparsity_config
     for r in record["results"].values():
-        assert set(r["per_family"]) <= set(vqa.FAMILIES) and r["per_family"]
+        assert set(r["per_family"]) <= set(vqa2.FAMILIES) and r["per_family"]
         assert 0 <= r["accuracy"] <= 1
     assert record["results"]["oracle"]["boundary_mae"] == 0
     assert record["results"]["baseline"]["same_as_baseline"] == 1

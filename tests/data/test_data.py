@@ -161,13 +161,13 @@ def test_split_is_deduplicated_disjoint_and_stable():
         split(examples[:1], 0.5)
 
 
-@pytest.mark.parametrize("source", ["builtin-v1", "builtin-vqa"])
+@pytest.mark.parametrize("source", ["builtin-v1", "builtin-vqa-v1"])
 def test_builtin_sources_are_unique_and_prefix_stable(source):
     ex = load_examples(source, n=80)
     assert len({e.key for e in ex}) == 80 and [e.id for e in ex] == [str(i) for i in range(80)]
     assert [e.key for e in load_examples(source, n=30)] == [e.key for e in ex[:30]]
     assert all(e.answer and e.family for e in ex)
-    if source == "builtin-vqa":
+    if source == "builtin-vqa-v1":
         assert all(e.image is not None and "<image>" not in e.prompt for e in ex)
     else:
         assert all(tasks.is_heldout(e.prompt) for e in ex)  # never a training prompt
@@ -197,27 +197,54 @@ def test_builtin_heldout_is_disjoint_from_training_and_calibration():
 
 
 def test_builtin_vqa_eval_excludes_calibration_and_tuning():
-    evaluation = load_examples("builtin-vqa", n=60, part="eval")
-    calib = load_examples("builtin-vqa", n=60, part="calib", seed=3)
-    assert not {e.key for e in evaluation} & {e.key for e in calib}
-    assert not {e.key for e in evaluation} & tuned_keys("vqa")
+    """The first VQA model's task leaves out its seer.json's tuning draw; the v2 model's
+    (builtin-vqa) was calibrated on its calibration side, which the evaluation side never holds."""
+    for source, tuned in (("builtin-vqa-v1", tuned_keys("vqa")), ("builtin-vqa", frozenset())):
+        evaluation = load_examples(source, n=60, part="eval")
+        calib = load_examples(source, n=60, part="calib", seed=3)
+        assert not {e.key for e in evaluation} & {e.key for e in calib}
+        assert not {e.key for e in evaluation} & tuned
 
 
-@pytest.mark.parametrize("source", ["builtin-v2", "builtin-vqa2"])
+def test_each_builtin_model_names_its_own_task():
+    """`builtin` / `builtin-vqa` are the v2 models' tasks (also named builtin-v2 / builtin-vqa2),
+    `builtin-v1` / `builtin-vqa-v1` the first ones'; a benchmark's default source is the model's
+    own task, and builtin-vqa, which answers about pictures only, has no text-only one."""
+    from seer.data.builtin import SOURCES, source_for
+
+    assert SOURCES["builtin"] == SOURCES["builtin-v2"] == "lines"
+    assert SOURCES["builtin-vqa"] == SOURCES["builtin-vqa2"] == "vqa2"
+    assert (SOURCES["builtin-v1"], SOURCES["builtin-vqa-v1"]) == ("text", "vqa")
+    for alias, name in (("builtin-vqa2", "builtin-vqa"), ("builtin-v2", "builtin")):
+        assert [e.key for e in load_examples(alias, n=5)] == [
+            e.key for e in load_examples(name, n=5)
+        ]
+    assert source_for("builtin-vqa", True) == "builtin-vqa"
+    assert source_for("builtin-vqa-v1", True) == "builtin-vqa-v1"
+    assert source_for("builtin-vqa-v1", False) == "builtin-v1"  # the tasks its LM learned
+    for name in ("builtin", "builtin-v1"):
+        assert source_for(name, False) == name
+    assert source_for("/a/model", True) == "builtin-vqa"  # the shipped image task
+    assert source_for("/a/model", False) == "builtin"
+    with pytest.raises(SeerError, match="builtin-vqa answers questions about pictures only"):
+        source_for("builtin-vqa", False)
+
+
+@pytest.mark.parametrize("source", ["builtin", "builtin-vqa"])
 def test_v2_sources_are_held_out_and_carry_their_metric(source):
     """The v2 models' tasks: every family, unique held-out requests (never a training request:
     the generators' hash split), each with the metric its trainer scores it by, so
     `seer.data.score` accepts the reference and a different valid answer where one exists."""
     from seer.data.synthetic import lines, vqa2
 
-    module = lines if source == "builtin-v2" else vqa2
+    module = lines if source == "builtin" else vqa2
     ex = load_examples(source, n=3 * len(module.FAMILIES))
     assert {e.family for e in ex} == set(module.FAMILIES) and len({e.key for e in ex}) == len(ex)
     assert [e.key for e in load_examples(source, n=10)] == [e.key for e in ex[:10]]
     assert all(score(e, e.answer) == 1.0 for e in ex)
-    own = lines.METRICS if source == "builtin-v2" else dict.fromkeys(vqa2.FAMILIES, "any")
+    own = lines.METRICS if source == "builtin" else dict.fromkeys(vqa2.FAMILIES, "any")
     assert all((e.metric is not None) == (e.family in own) for e in ex)
-    if source == "builtin-v2":  # the whole chat, and in the held-out split by its hash
+    if source == "builtin":  # the whole chat, and in the held-out split by its hash
         assert all(e.messages[-1]["content"] == e.prompt for e in ex)
         rng = random.Random(0)
         train = {

@@ -1,8 +1,9 @@
 """Model `seer` through lmms-eval's own evaluator, on a tiny local VQA task (no downloads).
 
-The task (tests/harness/lmms_tasks) asks the built-in multimodal model about the package's sample
-images; the harness's answers and score must equal a direct loop of `DiffusionLM.generate` over
-the same JSON Lines rows, one image at a time.
+The task (tests/harness/lmms_tasks) asks the first built-in multimodal model (`builtin-vqa-v1`,
+whose answers the score check pins) about its own sample images; the harness's answers and score
+must equal a direct loop of `DiffusionLM.generate` over the same JSON Lines rows, one image at a
+time.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from seer.harness.lmms_eval import SeerLMMs  # noqa: E402  (registers model "see
 from seer.harness.options import HarnessOptions  # noqa: E402
 
 TASKS = Path(__file__).parent / "lmms_tasks"
-IMAGES = Path(seer.__file__).parent / "assets" / "images"
+IMAGES = Path(seer.__file__).parent / "assets" / "builtin-vqa-v1" / "images"
 
 
 @pytest.fixture(scope="module")
 def vlm():
-    return HarnessOptions(pretrained="builtin-vqa").load()
+    return HarnessOptions(pretrained="builtin-vqa-v1").load()
 
 
 @pytest.mark.parametrize("use_seer", [False, True], ids=["baseline", "seer"])
@@ -38,7 +39,7 @@ def test_generate_until_equals_direct_loop(monkeypatch, offline, vlm, use_seer):
     monkeypatch.chdir(TASKS.parents[2])  # the task names its data file from the repository root
     out = evaluator.simple_evaluate(
         model="seer",
-        model_args=f"pretrained=builtin-vqa,batch_size=4,seer={use_seer}",
+        model_args=f"pretrained=builtin-vqa-v1,batch_size=4,seer={use_seer}",
         tasks=["seer_tiny_vqa"],
         task_manager=TaskManager(include_path=str(TASKS), include_defaults=False),
         log_samples=True,
@@ -57,12 +58,12 @@ def test_generate_until_equals_direct_loop(monkeypatch, offline, vlm, use_seer):
     expected = sum(d == r["answer"] for d, r in zip(direct, rows, strict=True)) / len(rows)
     score = out["results"]["seer_tiny_vqa"]["exact_match,none"]
     assert score == pytest.approx(expected)
-    assert 0 < score < 1  # the built-in model reads colours, not text: a real measurement
+    assert 0 < score < 1  # the model reads colours, not text: a real measurement
 
 
 def _adapter(vlm, docs):
     lm = SeerLMMs.__new__(SeerLMMs)
-    lm.opts, lm.lm = HarnessOptions(pretrained="builtin-vqa"), vlm
+    lm.opts, lm.lm = HarnessOptions(pretrained="builtin-vqa-v1"), vlm
     lm.task_dict = {"t": {"test": docs}}
     return lm
 

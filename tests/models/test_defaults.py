@@ -45,30 +45,40 @@ def ckpt(tmp_path):
 def test_builtin_names_load_the_shipped_models(builtin, builtin_vqa):
     assert builtin_path("builtin-v1").name == "builtin-v1" and builtin.name == "builtin-v1"
     assert builtin_vqa.multimodal and not builtin.multimodal
-    with pytest.raises(CheckpointError, match="builtin / builtin-vqa / builtin-v1"):
+    with pytest.raises(
+        CheckpointError, match="builtin / builtin-vqa / builtin-v1 / builtin-vqa-v1"
+    ):
         seer.load("builtin-nope")  # not a name, not a folder: the error names the choices
-    assert set(BUILTIN) == {"builtin", "builtin-vqa", "builtin-v1"}
+    assert set(BUILTIN) == {"builtin", "builtin-vqa", "builtin-v1", "builtin-vqa-v1"}
+    assert seer.load("builtin-vqa-v1").multimodal
 
 
 def test_builtin_models_default_to_the_window_they_were_trained_on(builtin, builtin_vqa):
     v2 = seer.load("builtin", weights=False)  # the text model v2: the 128 window
-    for lm, g in ((builtin, 64), (builtin_vqa, 64), (v2, 128)):
+    vqa_v1 = seer.load("builtin-vqa-v1", weights=False)  # the first VQA model: 64
+    for lm, g in ((builtin, 64), (builtin_vqa, 128), (v2, 128), (vqa_v1, 64)):
         p = lm.sampling()
         assert (p.gen_length, p.total_steps, p.block, p.temperature) == (g, g, g, 0.0)
         assert lm.defaults.sources["gen_length"] == "generation_config.json"
-    assert v2.defaults.seer.chat_only and v2.sampling().remasking == "low_confidence"
-    assert builtin_vqa.sampling().cache == "none"  # not LaViDa's prefix_lm: not trained for it
+        assert lm.defaults.seer.gen_length == g  # seer.json's window is the same
+    for lm in (v2, builtin_vqa):
+        assert lm.defaults.seer.chat_only and lm.sampling().remasking == "low_confidence"
+    for lm in (builtin_vqa, vqa_v1):  # not LaViDa's prefix_lm / shift: not trained for them
+        assert (lm.sampling().cache, lm.sampling().schedule) == ("none", "linear")
 
 
 def test_readme_multimodal_batch_example_answers(builtin_vqa):
     """`vlm.generate(["What colour?", "Count them"], image=[...])` with no gen_length used to
-    return ['', ''] (a 128 window on a model trained on 64); the model's own window answers."""
+    return ['', ''] (a 128 window on the first VQA model, trained on 64); each model's own
+    window answers."""
     from seer.demo import sample_images
 
-    imgs = [s["file"] for s in sample_images()[:2]]
-    out = builtin_vqa.generate(["What colour?", "Count them"], image=imgs)
-    assert all(g.text for g in out)
-    assert all(g.stats.gen_length == 64 for g in out)
+    vqa_v1 = seer.load("builtin-vqa-v1")
+    for lm in (builtin_vqa, vqa_v1):
+        imgs = [s["file"] for s in sample_images(lm.name)[:2]]
+        out = lm.generate(["What colour?", "Count them"], image=imgs)
+        assert all(g.text for g in out)
+        assert all(g.stats.gen_length == lm.defaults.seer.gen_length for g in out)
 
 
 # -- lm.sampling --------------------------------------------------------------------------------
@@ -170,7 +180,7 @@ def test_bad_seer_json_is_one_line_naming_the_field(ckpt, text, match):
 
 def test_seer_json_is_typed(tmp_path):
     shutil.copytree(
-        builtin_path("builtin-vqa"), tmp_path / "m", ignore=lambda *_: ["*.safetensors"]
+        builtin_path("builtin-vqa-v1"), tmp_path / "m", ignore=lambda *_: ["*.safetensors"]
     )
     s = SeerSettings.read(tmp_path / "m")
     assert s.gen_length == 64 and s.has_system_prompt and s.system_prompt is None

@@ -15,14 +15,14 @@ import pytest
 from corpus.corpus import case_id, cases, png_uri, substitute
 from serve_helpers import KEY, Server, data_uri, httpx, metrics, total
 
-from seer.data.synthetic.vqa import generate_examples
+from seer.data.synthetic.vqa2 import generate_examples  # the shipped model's own task
 from seer.demo import sample_images
 
 openai = pytest.importorskip("openai")  # the serve extra
 from seer.serve.engine_api import sampling  # noqa: E402
 
 MODEL = "builtin-vqa"
-CHART = next(s for s in sample_images() if s["family"] == "chart")  # the longest answer
+LIST = next(s for s in sample_images() if s["family"] == "list")  # an answer of several blocks
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_image_chat_equals_generate_and_the_cli(client, vqa_lm, capsys):
         )  # fmt: skip
         g = offline(vqa_lm, s["question"], s["file"], gen_length=32, steps=16, block_length=16)
         check_same(r.choices[0], r.usage, g, opts["max_tokens"])
-    s = CHART
+    s = LIST
     r = client.chat.completions.create(
         model=MODEL, messages=image_message(s["question"], data_uri(s["file"]))
     )
@@ -148,7 +148,7 @@ def test_daedal_request_equals_generate_and_turns_the_default_seer_off(client, v
 
 
 def test_streaming_concatenates_to_the_answer(client, server, vqa_lm):
-    s = CHART
+    s = LIST
     messages = image_message(s["question"], data_uri(s["file"]))
     extra = {"steps": 32, "block_length": 4, "seer": False}
     full = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=32,
@@ -270,7 +270,7 @@ def test_error_codes_400_401_404_413_have_openai_bodies(server):
     _error(_post(server, {"model": MODEL, "messages": bad}), 400, "image")
     remote = image_message("what ?", "http://example.com/a.png")
     _error(_post(server, {"model": MODEL, "messages": remote}), 400, "not fetched")
-    local = image_message("what ?", str(CHART["file"]))
+    local = image_message("what ?", str(LIST["file"]))
     _error(_post(server, {"model": MODEL, "messages": local}), 400, "--allow-local-images")
     turns = [*hi, {"role": "assistant", "content": "x"}, *hi]
     _error(_post(server, {"model": MODEL, "messages": turns}), 400, "one user message")

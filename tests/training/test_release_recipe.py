@@ -55,7 +55,7 @@ def test_vqa_release_has_its_one_phase():
     (args,) = phases("release_builtin_vqa.sh", "python -m seer.training.builtin_vqa ")
     c = trainer.parse_args(args, train_vqa.TrainConfig, "x", Path("r"), 1.0)[1]
     assert c.total_steps == 6000 and c.cycle_start == 0 and c.init_from == "builtin-v1"
-    assert "6000 steps" in (ROOT / "src/seer/assets/builtin-vqa/MODEL_CARD.md").read_text()
+    assert "6000 steps" in (ROOT / "src/seer/assets/builtin-vqa-v1/MODEL_CARD.md").read_text()
 
 
 def test_one_window_per_batch_mode(tmp_path):
@@ -86,6 +86,37 @@ def test_vqa2_release_phases_chain_at_their_until_steps():
     assert cfgs[-1].read_share > 0  # the reading warm-up
     assert all(c.window == 128 and c.init_from == "builtin-v1" for c in cfgs)
     assert cfgs[0].lr == train_vqa2.TrainConfig().lr  # the defaults are the recipe's
+
+
+def test_vqa2_release_step_ships_the_export_as_builtin_vqa():
+    """The release step (tools/ship_builtin_vqa2.sh, the last step of release_builtin_vqa2.sh):
+    it copies every file of the run's export but the uncalibrated seer.json into the package's
+    `builtin-vqa` folder, which holds them all beside its own generation_config.json, seer.json
+    and card; its `seer` lines parse with the CLI, and calibrate writes to that model's
+    seer.json on its own task."""
+    from seer.cli import build_parser
+
+    text = (ROOT / "tools" / "ship_builtin_vqa2.sh").read_text().replace("\\\n", " ")
+    text = text.replace('"${CALIB_N:-600}"', "600")
+    copied = set()
+    for line in text.splitlines():
+        m = re.match(r'cp "\$run"/export/\{([^}]*)\} "\$dst"/$', line.strip())
+        if m:
+            copied |= set(m.group(1).split(","))
+    export = {p.name for p in (ROOT / "checkpoints" / "builtin-vqa2" / "export").iterdir()}
+    assert copied == export - {"seer.json"}
+    dst = ROOT / "src" / "seer" / "assets" / "builtin-vqa"
+    assert "dst=src/seer/assets/builtin-vqa\n" in text
+    shipped = {p.name for p in dst.iterdir()}
+    assert copied | {"seer.json", "generation_config.json", "MODEL_CARD.md"} == shipped
+    lines = [shlex.split(x.strip().split(" |")[0]) for x in text.splitlines()
+             if x.strip().startswith("seer ")]  # fmt: skip
+    args = [build_parser().parse_args(a[1:]) for a in lines]
+    calibrate = next(a for a in args if a.command == "calibrate")
+    assert (calibrate.model, calibrate.data) == ("builtin-vqa", "builtin-vqa") and calibrate.write
+    assert {a.command for a in args} >= {"calibrate", "demo"}
+    release = (ROOT / "tools" / "release_builtin_vqa2.sh").read_text()
+    assert 'RUN="$run" tools/ship_builtin_vqa2.sh' in release
 
 
 def test_text_v2_release_phases_chain_at_their_until_steps():

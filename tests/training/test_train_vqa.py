@@ -55,13 +55,30 @@ def test_demo_shows_images_questions_and_answers(tmp_path, capsys, monkeypatch):
     assert png.stat().st_size > 1000
 
 
-def test_the_shipped_multimodal_model_loads_and_answers_its_sample_colours():
+def test_the_first_multimodal_model_loads_and_answers_its_sample_colours():
     from seer.demo import sample_images
 
-    lm = seer.load("builtin-vqa")
+    lm = seer.load("builtin-vqa-v1")
     assert lm.multimodal and lm.meta["seer"]["config"]["signal"] == "eos_prob"
-    colours = [s for s in sample_images() if s["family"] == "colour"]
+    colours = [s for s in sample_images("builtin-vqa-v1") if s["family"] == "colour"]
     outs = lm.generate([s["question"] for s in colours], image=[s["file"] for s in colours],
                        seer=True)  # fmt: skip
     assert [g.text for g in outs] == [s["answer"] for s in colours]
     assert all(g.stats.window < 64 for g in outs)  # Seer cut the 64-position window
+
+
+def test_the_shipped_multimodal_model_is_calibrated_on_its_own_task_in_its_window():
+    """`builtin-vqa` (the VQA model v2, any release): its seer.json was calibrated on its own
+    task in its own 128 window, and Seer answers its samples in that window (never an answer's
+    particular words: a release changes them)."""
+    from seer.demo import sample_images
+
+    lm = seer.load("builtin-vqa")
+    meta = lm.meta["seer"]
+    assert lm.multimodal and meta["gen_length"] == lm.sampling().gen_length == 128
+    assert meta["calibration"]["data"] == "builtin-vqa"
+    assert meta["calibration"]["over_truncation"] == 0
+    samples = sample_images("builtin-vqa")[:2]
+    outs = lm.generate([s["question"] for s in samples], image=[s["file"] for s in samples],
+                       seer=True)  # fmt: skip
+    assert all(g.stats.gen_length == 128 and g.stats.window <= 128 for g in outs)

@@ -29,7 +29,8 @@ sync_api = pytest.importorskip(
 pytest.importorskip("gradio", reason="the ui extra is not installed (pip install 'seer[ui]')")
 pytest.importorskip("uvicorn", reason="the serve extra is not installed")
 
-SETTINGS = ["--gen-length", "64", "--steps", "16"]  # 4 tokens per step: a short test
+WINDOW = 128  # the shipped multimodal model's window (the page's block length field holds it too)
+SETTINGS = ["--gen-length", str(WINDOW), "--steps", "16"]  # 8 tokens per step: a short test
 SHOT = os.environ.get("SEER_UI_SCREENSHOT")  # where to save the page at the end (docs/figures)
 
 # every data-step the two canvases show, in the order the browser saw them
@@ -140,7 +141,7 @@ def test_the_page_runs_both_sides_and_refuses_bad_inputs(server, browser, tmp_pa
     _run(page)
     assert "gen_length must be >= 1" in _message(page)
 
-    _set(page, window, "64")  # a file that is not an image
+    _set(page, window, str(WINDOW))  # a file that is not an image
     page.click("#seer-image button[aria-label=Clear]")
     notes = tmp_path / "notes.png"
     notes.write_text("not an image at all")
@@ -168,9 +169,9 @@ def test_the_page_runs_both_sides_and_refuses_bad_inputs(server, browser, tmp_pa
     # Seer's cut: the red line, and hatched positions that were never computed
     side = page.locator("#seer-seer-canvas .seer-side")
     kept = int(side.get_attribute("data-window"))
-    assert kept == fast["window"] < 64
+    assert kept == fast["window"] < WINDOW
     assert page.locator("#seer-seer-canvas .seer-cut").count() == 1
-    assert page.locator("#seer-seer-canvas .chip.cut").count() == 64 - kept
+    assert page.locator("#seer-seer-canvas .chip.cut").count() == WINDOW - kept
     assert page.locator("#seer-base-canvas .seer-cut").count() == 0
     # the final answers are `seer generate`'s
     for stats, want in (("#seer-base-stats", base), ("#seer-seer-stats", fast)):

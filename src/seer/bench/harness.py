@@ -69,8 +69,8 @@ def add_arguments(
     h = {
         "n": "requests (unique, held out)",
         "seed": "seed of the draw and of every sampler",
-        "data": "data source: builtin, builtin-vqa, builtin-v2, builtin-vqa2, a file, or "
-        "parallelbench:ROOT/TASK (default: the model's built-in task)",
+        "data": "data source: a built-in model's task (builtin, builtin-vqa, builtin-v1, "
+        "builtin-vqa-v1), a file, or parallelbench:ROOT/TASK (default: the model's built-in task)",
         "repeats": "timing repeats, interleaved across configs",
         "threads": "torch CPU threads",
         "out": f"also write the record to this folder (the published ones: {RESULTS}/<bench>/)",

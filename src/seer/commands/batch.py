@@ -4,7 +4,8 @@
     seer batch --model DIR --data prompts.jsonl --out answers.jsonl --ray 2 [--ray-address A]
 
 `--data`: a .jsonl / .csv / .parquet / .arrow file, a datasets.save_to_disk folder, a built-in
-source (builtin, builtin-vqa, builtin-v2, builtin-vqa2), or parallelbench:ROOT[/GROUP[/TASK]]
+source (builtin, builtin-vqa, builtin-v1, builtin-vqa-v1; builtin-v2, builtin-vqa2: other names
+of the first two), or parallelbench:ROOT[/GROUP[/TASK]]
 (`seer.data`). Rows are appended as they finish (`seer.batch`); `--resume` skips the ids
 already in `--out`, once `<out>.meta.json` shows the same model weights, settings and data
 (`seer.provenance`; anything else is refused in one line). `--ray N` runs N Ray actors
@@ -27,7 +28,8 @@ def add_parser(sub) -> None:
     options.add_model(p, default=None)
     p.add_argument("--data", required=True,
                    help="dataset: .jsonl, .csv, .parquet, .arrow, a save_to_disk folder, "
-                   "builtin / builtin-vqa / builtin-v2 / builtin-vqa2, or "
+                   "builtin / builtin-vqa / builtin-v1 / builtin-vqa-v1 (also builtin-v2 / "
+                   "builtin-vqa2 for the first two), or "
                    "parallelbench:ROOT[/GROUP[/TASK]] (a ParallelBench checkout's test "
                    "files)")  # fmt: skip
     p.add_argument("--out", required=True, help="output file (.jsonl; .parquet with --ray)")

@@ -20,7 +20,8 @@ def add_parser(sub) -> None:
     )
     options.add_model(p, "builtin")
     p.add_argument("--data", default=None, help="prompts: .jsonl / .csv / .parquet / a "
-                   "save_to_disk folder, builtin / builtin-vqa / builtin-v2 / builtin-vqa2, or "
+                   "save_to_disk folder, builtin / builtin-vqa / builtin-v1 / builtin-vqa-v1 (also "
+                   "builtin-v2 / builtin-vqa2 for the first two), or "
                    "parallelbench:ROOT/TASK "
                    "(default: the built-in model's own task)")  # fmt: skip
     p.add_argument("--n", type=options.POSITIVE, default=None,

@@ -11,8 +11,8 @@ def _megabytes(text: str) -> int:
 
 def add_parser(sub) -> None:
     p = sub.add_parser("serve", help="OpenAI-compatible HTTP server (chat, completions, images)")
-    options.add_model(p, default="builtin-vqa", help="model folder, or builtin / builtin-vqa "
-                      "(default builtin-vqa: text and images)")  # fmt: skip
+    options.add_model(p, default="builtin-vqa", help="model folder, or a built-in model's name "
+                      "(default builtin-vqa: the multimodal model)")  # fmt: skip
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
     p.add_argument("--port", type=options.number(int, 0, 65535), default=8000)
     p.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY'")

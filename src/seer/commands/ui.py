@@ -8,7 +8,7 @@ from seer.commands import options
 
 def add_parser(sub) -> None:
     p = sub.add_parser("ui", help="web page: watch denoising step by step, with and without Seer")
-    options.add_model(p, default="builtin", help="model folder, or builtin / builtin-vqa "
+    options.add_model(p, default="builtin", help="model folder, or a built-in model's name "
                       "(default builtin; builtin-vqa takes images)")  # fmt: skip
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
     p.add_argument("--port", type=options.number(int, 0, 65535), default=7860,

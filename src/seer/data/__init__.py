@@ -2,7 +2,7 @@
 
     from seer.data import load_examples, split
     examples = load_examples("prompts.jsonl")        # or .csv, .parquet, a save_to_disk folder,
-                                                     # "builtin" / "builtin-vqa",
+                                                     # a built-in model's name ("builtin", ...),
                                                      # "parallelbench:ROOT/waiting_line/copy"
     calib, evaluation = split(examples, 0.5, seed=0) # de-duplicated and disjoint
     score(examples[0], "an answer")                  # the task's metric, else exact match
@@ -46,8 +46,9 @@ def load_examples(
     """The examples of `source`, in source order.
 
     `source`: a .jsonl / .csv / .parquet / .arrow file, a `datasets.save_to_disk` folder,
-    ``builtin`` / ``builtin-vqa`` (unique held-out requests of the built-in tasks; `seed` picks
-    the draw, `n` defaults to 300), or ``parallelbench:ROOT[/GROUP[/TASK]]`` (the official test
+    a built-in model's name (``builtin``, ``builtin-vqa``, ``builtin-v1``, ``builtin-vqa-v1``:
+    unique held-out requests of its own task, `seer.data.builtin`; `seed` picks the draw, `n`
+    defaults to 300), or ``parallelbench:ROOT[/GROUP[/TASK]]`` (the official test
     files of a ParallelBench checkout, `seer.data.parallelbench`). `n`: keep the first n rows.
     `part`: ``"calib"`` or ``"eval"`` keeps one side of `split` (default fraction and seed) —
     for the built-in sources the evaluation side also excludes what the shipped models were

@@ -1,11 +1,12 @@
 """The built-in synthetic tasks as a data source, each named after the shipped model that was
 trained on it: ``builtin`` (the text model v2's waiting lines, puzzles and sums,
-`seer.data.synthetic.lines`; also named ``builtin-v2``), ``builtin-vqa`` (image questions,
-`seer.data.synthetic.vqa`), ``builtin-v1`` (the first text model's instructions,
-`seer.data.synthetic.tasks`) and ``builtin-vqa2`` (the VQA model v2's reading, charts, tables,
-lists and captions, `seer.data.synthetic.vqa2`). A v2 request carries its family's metric and
-reference, so `seer.data.score` checks it as its trainer does (several valid answers where the
-family has them); a ``builtin`` request is the whole chat (its in-context example turn too).
+`seer.data.synthetic.lines`; also named ``builtin-v2``), ``builtin-vqa`` (the VQA model v2's
+reading, charts, tables, lists and captions, `seer.data.synthetic.vqa2`; also named
+``builtin-vqa2``), ``builtin-v1`` (the first text model's instructions,
+`seer.data.synthetic.tasks`) and ``builtin-vqa-v1`` (the first VQA model's image questions,
+`seer.data.synthetic.vqa`). A v2 request carries its family's metric and reference, so
+`seer.data.score` checks it as its trainer does (several valid answers where the family has
+them); a ``builtin`` request is the whole chat (its in-context example turn too).
 
 The source is a *pool* of unique held-out requests: the held-out split of the tasks (disjoint
 from everything the built-in models were trained on, by a hash of the prompt), drawn round-robin
@@ -16,10 +17,12 @@ balanced. The pool of ``n`` is a prefix of the pool of ``n + 1``, so row ids (po
 are stable.
 
 ``part="calib"`` / ``"eval"`` keep the requests on one side of `seer.data.split`'s hash split.
-The evaluation side of ``builtin-v1`` / ``builtin-vqa`` also leaves out every request of the draw
-those models' ``seer.json`` defaults were calibrated on (`TUNED_DRAW`: 300 held-out
-examples of seed 7, drawn before this module existed), so no published figure is measured on a
-request the defaults were tuned on.
+The evaluation side of the first models' tasks (``builtin-v1`` / ``builtin-vqa-v1``,
+`TUNED_TASKS`) also leaves out every request of the draw those models' ``seer.json`` defaults
+were calibrated on (`TUNED_DRAW`: 300 held-out examples of seed 7, drawn before this module
+existed), so no published figure is measured on a request the defaults were tuned on. The v2
+models are calibrated on the calibration side of their own task, which the evaluation side
+never holds.
 """
 
 from __future__ import annotations
@@ -33,12 +36,18 @@ from seer.data.example import Example
 from seer.data.split import CALIB_FRACTION, CALIB_SEED, in_calibration
 from seer.errors import SeerError
 
-SOURCES = {"builtin": "lines", "builtin-vqa": "vqa", "builtin-v1": "text", "builtin-v2": "lines",
-           "builtin-vqa2": "vqa2"}  # fmt: skip
+SOURCES = {"builtin": "lines", "builtin-vqa": "vqa2", "builtin-v1": "text", "builtin-vqa-v1": "vqa",
+           "builtin-v2": "lines", "builtin-vqa2": "vqa2"}  # fmt: skip
 DEFAULT_N = 300
 PARTS = (None, "calib", "eval")
 TUNED_DRAW = (300, 7)  # (n, seed) of generate_examples(..., "heldout") behind the shipped seer.json
 TUNED_TASKS = ("text", "vqa")  # the first models' tasks, tuned on TUNED_DRAW (v2: calibration part)
+# text-only requests for a multimodal built-in model: the text tasks its LM was trained on, in its
+# vocabulary. builtin-vqa (v2) has none: its LM, started from builtin-v1, learned the vqa2
+# families only, and its vocabulary lacks most words of builtin-v1's tasks (it answers them with
+# colour words).
+TEXT_ONLY = {"builtin-vqa-v1": "builtin-v1"}
+MULTIMODAL = ("builtin-vqa", "builtin-vqa-v1")  # the built-in models that take images
 PATIENCE = 300  # consecutive repeats after which a family counts as exhausted
 
 
@@ -66,14 +75,19 @@ def builtin_examples(
 
 def source_for(model, images: bool) -> str:
     """The data source a benchmark runs by default: a built-in model's own task (the source of
-    the same name; text-only requests for ``builtin-vqa``: ``builtin-v1``, the tasks its LM was
-    trained on), else the built-in image task (`images`) or text task."""
+    the same name; text-only requests for ``builtin-vqa-v1``: ``builtin-v1``, the tasks its LM
+    was trained on; ``builtin-vqa`` answers about pictures only: an error), else the built-in
+    image task (`images`) or text task."""
     from seer.config import BUILTIN_MODELS
 
-    if str(model) == "builtin-vqa" and not images:
-        return "builtin-v1"
-    if str(model) in BUILTIN_MODELS:
-        return str(model)
+    name = str(model)
+    if name in MULTIMODAL and not images:
+        if name not in TEXT_ONLY:
+            raise SeerError(f"{name} answers questions about pictures only (its LM learned no "
+                            "text-only task): it has no built-in text-only requests")  # fmt: skip
+        return TEXT_ONLY[name]
+    if name in BUILTIN_MODELS:
+        return name
     return "builtin-vqa" if images else "builtin"
 
 

@@ -11,10 +11,11 @@ checker.
   many blanks has several solutions); and the image questions of `seer.data.synthetic.vqa2`:
   ``normalised_match_score`` (exact match, case and spaces free), ``any_order_score`` (every
   object named once, any order), ``same_colour_pair_score`` (two objects of one colour).
-* Any other example with a reference `answer` (a dataset file's ``answer`` column, the built-in
-  tasks ``builtin`` / ``builtin-vqa``) is scored by exact match of the stripped texts — the
-  check the built-in models were trained and measured with (`seer.training.builtin.exact_match`,
-  `seer.training.builtin_vqa.exact_match`); their tasks have no other checker.
+* Any other example with a reference `answer` (a dataset file's ``answer`` column, the first
+  built-in models' tasks ``builtin-v1`` / ``builtin-vqa-v1``) is scored by exact match of the
+  stripped texts — the check those models were trained and measured with
+  (`seer.training.builtin.exact_match`, `seer.training.builtin_vqa.exact_match`); their tasks
+  have no other checker.
 """
 
 from __future__ import annotations

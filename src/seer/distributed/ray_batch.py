@@ -130,7 +130,7 @@ def batch(
 ) -> RaySummary:
     """Answer `examples` with `actors` Ray actors; rows as `seer.batch.run_batch` writes them.
 
-    `model`: a folder reachable from every node (or builtin / builtin-vqa), loaded with
+    `model`: a folder reachable from every node (or a built-in model's name), loaded with
     `device` / `dtype` and `threads` torch threads per actor; `sampling`: options
     for `lm.sampling(**sampling)`; `max_batch`: rows per actor call and engine batch;
     `progress(rows, tokens)` as rows arrive; `data`: the examples' source, recorded with the

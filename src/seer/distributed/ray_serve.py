@@ -108,7 +108,7 @@ def serve(model: str, *, replicas: int = 2, min_replicas: int | None = None,
           model_arg: str | None = None, served_model_name: str | None = None,
           drain_timeout: float = 60.0, log_level: str = "info", ready=None,
           **build) -> None:  # fmt: skip
-    """Serve `model` (a folder every node can read, or builtin / builtin-vqa) with Ray Serve
+    """Serve `model` (a folder every node can read, or a built-in model's name) with Ray Serve
     replicas until SIGINT / SIGTERM. `build`: `seer.serve.build`'s options (max_batch, api_key,
     ...); `ready(url, replicas, device)` is called once the replicas answer."""
     lo, hi = _check(replicas, min_replicas, max_replicas)

@@ -32,7 +32,7 @@ SAMPLING = {f.name: (f, s) for f, s in specs(SamplingParams) if kind(f) is not N
 class HarnessOptions:
     """The `--model_args` of model `seer` (both harnesses)."""
 
-    pretrained: str = "builtin"  # a model folder, or builtin / builtin-vqa
+    pretrained: str = "builtin"  # a model folder, or a built-in model's name
     seer: object = None  # Seer's truncation: None/False off, True on, or a dict of options
     gen_length: int | None = None  # answer window (default: max_gen_toks, else the model's)
     dtype: str | None = None  # float32 | bfloat16 | float16 (default: the checkpoint's)
@@ -91,7 +91,7 @@ class HarnessOptions:
         return opts
 
     def load(self):
-        """The model: a folder, or a shipped model by name (builtin, builtin-vqa)."""
+        """The model: a folder, or a shipped model by name (builtin, builtin-vqa, ...)."""
         import seer
 
         return seer.load(self.pretrained, dtype=self.dtype, device=self.device)

@@ -1,4 +1,5 @@
-"""Train the built-in multimodal model: a small LaViDa-LLaDA on the synthetic image questions.
+"""Train the first built-in multimodal model (`builtin-vqa-v1`): a small LaViDa-LLaDA on the
+synthetic image questions of `seer.data.synthetic.vqa` (the v2 model: `builtin_vqa2`).
 
 Architecture (LaViDa's, shrunk): a SigLIP tower (96 px images, patch 8 -> 12 x 12 patches,
 hidden 96), the `mlp2x_gelu` projector, LaViDa's 2 x 2 pool (36 image tokens), and a LLaDA

@@ -1,11 +1,12 @@
-"""Train the built-in multimodal model v2: a small LaViDa-LLaDA on the v2 image questions.
+"""Train the built-in multimodal model v2 (shipped as `builtin-vqa`): a small LaViDa-LLaDA on the
+v2 image questions.
 
 Architecture (LaViDa's, shrunk; sized to train on one CPU thread): a SigLIP tower (128 px
 pictures, patch 8 -> 16 x 16 patches, hidden 128, 4 layers of which 3 run), the `mlp2x_gelu`
 projector, LaViDa's 2 x 2 average pool (8 x 8 = 64 image tokens, one per 16 px glyph cell of
 :mod:`seer.data.synthetic.scenes2`) and a LLaDA (d_model 128, 6 layers, 4 heads). The LM starts from
-the built-in text model (`--init-from builtin`; rows copied by token string, a v2 piece ``" red"``
-from the word ``red``), which already knows the chat format and [EOS]-padded windows.
+the first built-in text model (`--init-from builtin-v1`; rows copied by token string, a v2 piece
+``" red"`` from the word ``red``), which already knows the chat format and [EOS]-padded windows.
 
 Recipe: the first models' (`seer.training.trainer`): LLaDA SFT, answer + <|eot_id|> + [EOS] padding
 to the 128-position window, mask ratio t ~ U(0, 1) per row, CE on masked positions / t. A batch is

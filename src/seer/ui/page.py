@@ -257,7 +257,7 @@ def _example(lm) -> tuple[str, str | None]:
                 from seer.demo import sample_images, text_requests
 
                 if lm.multimodal:
-                    s = sample_images()[0]
+                    s = sample_images(name)[0]
                     return s["question"], str(s["file"])
                 return text_requests(name)[0].prompt, None
     return "", None

@@ -41,7 +41,8 @@ from seer.errors import SeerError
 
 N = 1000  # 200 per family
 BUILTIN = Path(vqa.__file__).resolve().parents[2] / "assets" / "builtin-v1"
-SAMPLES = Path(vqa.__file__).resolve().parents[2] / "assets" / "images"
+# the first VQA model's sample images (the package's until the VQA model v2 shipped)
+SAMPLES = Path(vqa.__file__).resolve().parents[2] / "assets" / "builtin-vqa-v1" / "images"
 
 
 @pytest.fixture(scope="module")
@@ -255,7 +256,7 @@ def test_save_samples_and_shipped_samples(tmp_path: Path) -> None:
         spec = ImageSpec.from_dict(r["spec"])
         assert is_heldout(spec, r["question"])
         assert r["prompt"] == f"{IMAGE_TOKEN}\n{r['question']}"
-    # the package's samples are exactly these (regenerate with save_samples(folder, 6))
+    # builtin-vqa-v1's samples are exactly these (regenerate with save_samples(folder, 6))
     shipped = (SAMPLES / "samples.json").read_text(encoding="utf-8")
     assert shipped == (tmp_path / "samples.json").read_text(encoding="utf-8")
     assert all((SAMPLES / r["file"]).is_file() for r in records)

@@ -1,4 +1,4 @@
-"""lmms-eval hooks of the tiny VQA task: the images are the package's sample images."""
+"""lmms-eval hooks of the tiny VQA task: the images are the first VQA model's sample images."""
 
 from pathlib import Path
 
@@ -6,7 +6,7 @@ from PIL import Image
 
 import seer
 
-IMAGES = Path(seer.__file__).parent / "assets" / "images"
+IMAGES = Path(seer.__file__).parent / "assets" / "builtin-vqa-v1" / "images"
 
 
 def doc_to_visual(doc):

@@ -1,0 +1,43 @@
+"""The demo's requests: the package's sample images are `seer.demo.draw_samples`' output (one
+held-out request per family of the built-in multimodal model's task, on its evaluation side),
+and each model shows its own samples (a folder's `images/`, else the package's)."""
+
+from __future__ import annotations
+
+import json
+
+from PIL import Image, ImageChops
+
+from seer.data import Example, in_calibration, score
+from seer.demo import IMAGE_FAMILIES, _reference, draw_samples, sample_images
+from seer.models.loader import builtin_path
+
+
+def test_the_package_samples_are_draw_samples_output(tmp_path):
+    shipped = sample_images()
+    folder = shipped[0]["file"].parent
+    (tmp_path / "samples.json").write_text('[{"file": "stale.png"}]')
+    (tmp_path / "stale.png").write_bytes(b"")
+    paths = draw_samples(tmp_path)  # what tools/draw_samples.py writes into the package
+    assert not (tmp_path / "stale.png").exists()  # a previous draw's files go
+    drawn = json.loads((tmp_path / "samples.json").read_text())
+    assert drawn == json.loads((folder / "samples.json").read_text())
+    assert sorted(p.name for p in folder.glob("*.png")) == [p.name for p in paths]
+    for p in paths:
+        a, b = Image.open(p).convert("RGB"), Image.open(folder / p.name).convert("RGB")
+        assert ImageChops.difference(a, b).getbbox() is None, p.name
+    assert [s["family"] for s in shipped] == list(IMAGE_FAMILIES)
+    for s in shipped:  # held out, never on the calibration side, right by their own metric
+        ex = Example("x", s["question"], image=Image.open(s["file"]).convert("RGB"))  # as drawn
+        assert not in_calibration(ex) and s["prompt"] == f"<image>\n{s['question']}"
+        assert score(_reference(s), s["answer"]) == 1.0
+    lists = next(s for s in shipped if s["family"] == "list")
+    assert score(_reference(lists), ", ".join(reversed(lists["reference"]))) == 1.0  # any order
+
+
+def test_each_model_shows_its_own_samples():
+    assert sample_images("builtin-vqa") == sample_images()
+    v1 = sample_images("builtin-vqa-v1")  # the first VQA model's six, in its folder
+    assert v1[0]["file"].parent == builtin_path("builtin-vqa-v1") / "images"
+    assert [s["family"] for s in v1] == ["colour", "count", "read", "describe", "chart", "colour"]
+    assert all(isinstance(_reference(s), str) for s in v1)  # exact match, as it was trained
