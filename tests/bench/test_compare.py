@@ -122,3 +122,15 @@ def test_the_published_configs_cover_every_method():
     assert dpad.params["cache"] == "dpad" and dpad.engine  # by name, through the engine too
     quick = {c.method for c in build_configs(LM, 64, [8], quick=True, daedal=False)}
     assert quick == {"baseline", "seer", "stop", "oracle", "threshold", "seer+threshold"}
+
+
+def test_the_tables_say_what_seer_adds_at_each_batch_size(record):
+    from seer.bench.compare_report import markdown
+
+    rec = {"results": record, "gen_length": 64, "model": "m", "n": N,
+           "headline": headline(record, "baseline@k=1")}  # fmt: skip
+    md = markdown(rec)
+    assert "at batch 1 is seer+threshold@t=0.9" in md and "at batch 32 is seer+threshold" in md
+    adds = record["seer+threshold@t=0.9"]["seer_adds"]
+    assert f"{adds['loop_speedup']:.2f}× over threshold@t=0.9 at batch 1." in md
+    assert f"{adds['b32_speedup']:.2f}× over threshold@t=0.9 at batch 32." in md

@@ -374,8 +374,10 @@ def _adds_table(record: dict) -> list[str]:
             if x.get("fastest_with_seer"):
                 line += f"; the fastest with Seer is {x['fastest_with_seer']}"
                 a = x.get("seer_adds")
-                if a:
+                if a and key == "b1":
                     line += f", {a['loop_speedup']:.2f}× over {a['config']} at batch 1"
+                elif a and "b32_speedup" in a:
+                    line += f", {a['b32_speedup']:.2f}× over {a['config']} at batch 32"
             out += ["", line + "."]
     return out
 
