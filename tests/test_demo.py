@@ -41,3 +41,27 @@ def test_each_model_shows_its_own_samples():
     assert v1[0]["file"].parent == builtin_path("builtin-vqa-v1") / "images"
     assert [s["family"] for s in v1] == ["colour", "count", "read", "describe", "chart", "colour"]
     assert all(isinstance(_reference(s), str) for s in v1)  # exact match, as it was trained
+
+
+def test_seer_is_timed_over_as_many_runs_as_the_baseline():
+    from types import SimpleNamespace
+
+    from seer import demo
+
+    class LM:
+        def __init__(self, seconds):
+            self.seconds, self.calls = list(seconds), 0
+
+        def generate(self, prompt, image=None, gen_length=None, seer=None):
+            self.calls += 1
+            return SimpleNamespace(stats=SimpleNamespace(seconds=self.seconds.pop(0)))
+
+    slow = LM([0.9, 0.1, 0.1])  # a full window over MIN_SECONDS: one run
+    best, runs = demo._fastest(slow, "p", None, 8, None, 3)
+    assert (runs, best.stats.seconds, slow.calls) == (1, 0.9, 1)
+    seer = LM([0.05, 0.01, 0.02])
+    best, n = demo._fastest(seer, "p", None, 8, True, runs, until=None)
+    assert (n, best.stats.seconds) == (1, 0.05)  # not the fastest of three
+    quick = LM([0.1, 0.2, 0.05])
+    best, runs = demo._fastest(quick, "p", None, 8, None, 3)
+    assert (runs, best.stats.seconds) == (3, 0.05)
