@@ -39,12 +39,12 @@ def main() -> None:
     held = heldout(lm, args.n, args.seed, p)
     loads = [held, synthetic(held, g, args.seed)]
     for w in loads:  # warm-up: every path (static, varlen, eager) on both workloads
-        small = Workload(w.name, w.ids[:8], w.valid[:8], w.fixed and w.fixed[:8])
+        small = Workload(w.name, w.base[:8], w.valid[:8], w.fixed and w.fixed[:8])
         harness.warm(lambda tau, s=small: run_case(lm, s, "seer-routed", 8, p, cfg, tau), TAUS)
     rows = []
     for w in loads:
         for b in args.batches:
-            sub = Workload(w.name, w.ids[:b], w.valid[:b], w.fixed and w.fixed[:b])
+            sub = Workload(w.name, w.base[:b], w.valid[:b], w.fixed and w.fixed[:b])
             runs: dict[float, list] = {tau: [] for tau in TAUS}
             for _, tau in harness.rounds(TAUS, args.repeats):  # interleaved over the taus
                 runs[tau].append(run_case(lm, sub, "seer-routed", b, p, cfg, tau))

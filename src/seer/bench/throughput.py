@@ -7,9 +7,10 @@ Methods (every request greedy, steps = gen_length, one engine tick per `batch` r
   seer-routed    Seer's windows, hybrid routing (static / varlen / eager by padding waste)
   oracle-routed  the true end (reference answer + 1, bucket-rounded), hybrid routing
 Workloads:
-  heldout    the built-in text tasks' held-out prompts, evaluation part (`seer.data`: unique,
-             disjoint from the calibration part); the reference answer is the
-             full-window answer of each prompt, computed first
+  heldout    the model's own built-in task, held-out requests of its evaluation part
+             (`seer.data`: unique, disjoint from the calibration part; a chat's turns and a
+             picture as `seer batch` sends them); the reference answer is the full-window
+             answer of each request, computed first
   synthetic  the same prompts with answer lengths drawn from a long-tailed (log-normal) mix like
              the paper's Figure 3a, given to the engine as fixed windows (so "seer-*" rows use
              the drawn L* in place of a detector's, and oracle-routed is seer-routed)
@@ -22,6 +23,7 @@ compaction.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import platform
 import statistics
@@ -45,7 +47,7 @@ class Workload:
     """Prompts with their reference answer lengths."""
 
     name: str  # heldout | synthetic
-    ids: list[list[int]]  # prompt token ids
+    base: list[Request]  # the requests as `seer batch` makes them (a chat's turns, an image)
     valid: list[int]  # valid answer tokens per request (reference length or drawn L*)
     fixed: list[int] | None  # synthetic: the drawn windows given to the engine
 
@@ -59,14 +61,17 @@ def seer_config(lm) -> SeerConfig:
 
 
 def requests(w: Workload, method: str, p: SamplingParams, cfg: SeerConfig) -> list[Request]:
+    def at(q: Request, **kw) -> Request:
+        return dataclasses.replace(q, **{"params": p, "seer": None, "window": None, **kw})
+
     if method == "no-trunc":
-        return [Request(q, p) for q in w.ids]
+        return [at(q) for q in w.base]
     if w.fixed is not None:  # synthetic: the drawn L* stands for the detector's
-        return [Request(q, p, window=n) for q, n in zip(w.ids, w.fixed, strict=True)]
+        return [at(q, window=n) for q, n in zip(w.base, w.fixed, strict=True)]
     if method == "oracle-routed":
         wins = [round_window(n + 1, p.gen_length, cfg.bucket) for n in w.valid]
-        return [Request(q, p, window=n) for q, n in zip(w.ids, wins, strict=True)]
-    return [Request(q, p, seer=cfg) for q in w.ids]
+        return [at(q, window=n) for q, n in zip(w.base, wins, strict=True)]
+    return [at(q, seer=cfg) for q in w.base]
 
 
 def engine_config(method: str, batch: int, tau_pad: float) -> EngineConfig:
@@ -96,21 +101,24 @@ def run_case(lm, w: Workload, method: str, batch: int, p, cfg, tau_pad: float) -
 
 
 def heldout(lm, n: int, seed: int, p: SamplingParams) -> Workload:
-    # the evaluation part: unique held-out prompts, disjoint from calibration's
-    ids = [
-        lm.encode(e.prompt)
-        for e in builtin_examples(source_for(lm.name, False), n, seed=seed, part="eval")
+    """The evaluation part of the model's own task (unique held-out requests, disjoint from
+    calibration's; with their pictures for a multimodal model), as `seer batch` makes them."""
+    from seer.batch import request_for
+
+    source = source_for(lm.name, lm.multimodal)
+    reqs = [
+        request_for(lm, e, p, None) for e in builtin_examples(source, n, seed=seed, part="eval")
     ]
-    ref = Engine(lm, EngineConfig(max_batch=64)).generate([Request(q, p) for q in ids])
-    return Workload("heldout", ids, [max(1, o.tokens) for o in ref], None)
+    ref = Engine(lm, EngineConfig(max_batch=64)).generate(reqs)
+    return Workload("heldout", reqs, [max(1, o.tokens) for o in ref], None)
 
 
-def synthetic(base: Workload, gen_length: int, seed: int) -> Workload:
+def synthetic(held: Workload, gen_length: int, seed: int) -> Workload:
     g = torch.Generator().manual_seed(seed)
     # log-normal, median 8 tokens, long right tail (the longest ~10x the short ones)
-    draw = torch.exp(math.log(8) + 0.9 * torch.randn(len(base.ids), generator=g))
+    draw = torch.exp(math.log(8) + 0.9 * torch.randn(len(held.base), generator=g))
     lengths = [int(min(gen_length, max(1, round(float(x))))) for x in draw]
-    return Workload("synthetic", base.ids, lengths, lengths)
+    return Workload("synthetic", held.base, lengths, lengths)
 
 
 def run(lm, *, n: int, batches: tuple[int, ...], gen_length: int, tau_pad: float, seed: int,
@@ -122,7 +130,7 @@ def run(lm, *, n: int, batches: tuple[int, ...], gen_length: int, tau_pad: float
     held = heldout(lm, n, seed, p)
     loads = [held, synthetic(held, gen_length, seed)]
     for w in loads:  # warm-up: every method once on a small batch
-        small = Workload(w.name, w.ids[:8], w.valid[:8], w.fixed and w.fixed[:8])
+        small = Workload(w.name, w.base[:8], w.valid[:8], w.fixed and w.fixed[:8])
         for m in METHODS:
             run_case(lm, small, m, 8, p, cfg, tau_pad)
     results = []
@@ -130,7 +138,7 @@ def run(lm, *, n: int, batches: tuple[int, ...], gen_length: int, tau_pad: float
         base = None
         for b in batches:
             k = max(b, 16)
-            sub = Workload(w.name, w.ids[:k], w.valid[:k], w.fixed and w.fixed[:k])
+            sub = Workload(w.name, w.base[:k], w.valid[:k], w.fixed and w.fixed[:k])
             for m in METHODS:
                 if w.fixed is not None and m == "oracle-routed":
                     continue  # identical to seer-routed on the synthetic mix
