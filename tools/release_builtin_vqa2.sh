@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How the built-in multimodal model v2 (MODEL_CARD: docs/builtin-vqa2/MODEL_CARD.md) is produced
-# (repo root). Shipped as `builtin-vqa` from a step of the run (release 1: step 9584) while the
+# (repo root). Shipped as `builtin-vqa` from a step of the run (release 1: step 14841, in phase 5) while the
 # run goes on; step 8 makes a release (tools/ship_builtin_vqa2.sh, which also runs alone).
 #
 # LaViDa-LLaDA (SigLIP tower, projector and LM all trained), the LM started from the built-in

@@ -5,7 +5,8 @@
 #   RUN=checkpoints/builtin-vqa2 tools/ship_builtin_vqa2.sh               # the whole release
 #   RUN=checkpoints/builtin-vqa2 CALIB_N=60 MEASURE=0 tools/ship_builtin_vqa2.sh   # a quick one
 #
-# Release 1 (2026-12-02) was step 9584 of checkpoints/builtin-vqa2 with CALIB_N=60 MEASURE=0.
+# Release 1 (2026-12-02) was step 14841 of checkpoints/builtin-vqa2 with CALIB_N=300 MEASURE=0,
+# then bench_vqa2 alone.
 # Nothing in the package or the tests depends on a release's answers, so a new one needs only
 # this script (then the card's figures: docs/builtin-vqa2/MODEL_CARD.md).
 set -euo pipefail
