@@ -138,13 +138,19 @@ def generate(lm, examples, names, window, batch) -> tuple[dict, dict]:
 
 
 def read_raw(path: Path, examples, names) -> dict:
-    """Results per config from a `--raw` file, checked against the examples of this run."""
+    """Results per config from a `--raw` file, checked against the examples of this run (the
+    same requests; the scores are the file's, as its run computed them)."""
     if not path.is_file():
         raise SystemExit(f"bench_realism: error: no raw file {path}")
     rows = {}
     for n, line in enumerate(path.read_text().splitlines(), 1):
-        row = json.loads(line)
-        rows[row["id"]] = row
+        try:
+            row = json.loads(line)
+            rows[row["id"]] = row
+            row["family"]
+        except (ValueError, KeyError, TypeError):
+            raise SystemExit(f"bench_realism: error: {path}:{n} is not a --raw record "
+                             "(JSON: id, family, a result per config)") from None  # fmt: skip
         missing = [c for c in names if c not in row]
         if missing:
             raise SystemExit(f"bench_realism: error: {path}:{n} has no config {missing[0]}")

@@ -235,7 +235,10 @@ def main() -> None:
     ap.add_argument("--gen-length", type=int, default=None)
     args = ap.parse_args()
     session = harness.Session("seer", args)
-    record = run(args)
+    try:
+        record = run(args)
+    except SeerError as e:  # a task the model cannot take: one line
+        ap.error(str(e))
     show(record)
     session.emit(session.adopt(record))
 

@@ -58,3 +58,11 @@ def test_list_sizes_come_from_the_reference(bench):
     assert bench.list_size(ex('["A B", "C D"]')) == 2
     assert bench.list_size(ex({"input": ["A B", "C D", "E F"], "word": "G H"})) == 3
     assert bench.list_size(ex("42")) is None
+
+
+def test_a_file_that_is_not_a_raw_record_is_one_line(bench, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "no id"}\n')
+    with pytest.raises(SystemExit, match="bad.jsonl:1 is not a --raw record"):
+        bench.main(["--model", "builtin-v1", "--data", FAKE, "--configs", "k=1", "--window", "16",
+                    "--from-raw", str(bad)])  # fmt: skip

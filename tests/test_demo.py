@@ -65,3 +65,15 @@ def test_seer_is_timed_over_as_many_runs_as_the_baseline():
     quick = LM([0.1, 0.2, 0.05])
     best, runs = demo._fastest(quick, "p", None, 8, None, 3)
     assert (runs, best.stats.seconds) == (3, 0.05)
+
+
+def test_a_family_the_task_lacks_is_refused_before_anything_is_removed(tmp_path):
+    import pytest
+
+    from seer.errors import SeerError
+
+    draw_samples(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(SeerError, match="has no held-out number, table, list request"):
+        draw_samples(tmp_path, "builtin-vqa-v1")  # the first task has no numbers to read
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -11,9 +11,9 @@ the same answer as without Seer?, the reference answer?) and writes a PNG with e
 step-0 profiles (P(end) and the calibrated sparsity) and the detected boundary and true end
 marked; the legend names the signal that set the boundary. Every window length is
 warmed up first (one denoising step at each), so the timings compare steady states rather than
-first-call costs. Each timing is the fastest of up to `repeats` runs: the baseline's repeat only
-while they have taken under `MIN_SECONDS` (a full 128 window runs once), and Seer's run as many
-times as the baseline's did, so neither side gets more tries. The times are the denoising
+first-call costs. Each timing is the fastest of up to `repeats` runs: the baseline runs again
+only while its runs have taken under `MIN_SECONDS` (a full 128 window runs once), and Seer runs
+as many times as the baseline did, so neither side gets more tries. The times are the denoising
 loop's; the image encoding (the same with and without Seer) is reported once.
 """
 
@@ -73,17 +73,21 @@ def draw_samples(folder, source: str = "builtin-vqa", families=IMAGE_FAMILIES) -
     ``samples.json`` (file, family, question, prompt, answer, metric, reference). The files a
     previous ``samples.json`` listed are removed first."""
     from seer.data import builtin_examples
+    from seer.errors import SeerError
     from seer.models.tokens import IMAGE_TOKEN
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    old = folder / "samples.json"
-    if old.is_file():
-        for s in json.loads(old.read_text()):
-            (folder / s["file"]).unlink(missing_ok=True)
     firsts = {}
     for ex in builtin_examples(source, 100, part="eval"):
         firsts.setdefault(ex.family, ex)
+    missing = [f for f in families if f not in firsts]
+    if missing:  # checked before anything is removed
+        raise SeerError(f"{source} has no held-out {', '.join(missing)} request to draw")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    listing = folder / "samples.json"
+    if listing.is_file():
+        for s in json.loads(listing.read_text()):
+            (folder / s["file"]).unlink(missing_ok=True)
     paths, records = [], []
     for i, family in enumerate(families):
         ex = firsts[family]
@@ -93,7 +97,7 @@ def draw_samples(folder, source: str = "builtin-vqa", families=IMAGE_FAMILIES) -
         records.append({"file": path.name, "family": family, "question": ex.prompt,
                         "prompt": f"{IMAGE_TOKEN}\n{ex.prompt}", "answer": ex.answer,
                         "metric": ex.metric, "reference": ex.reference})  # fmt: skip
-    old.write_text(json.dumps(records, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    listing.write_text(json.dumps(records, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return paths
 
 
@@ -135,7 +139,8 @@ def run_demo(
     console.print(f"[bold]{lm.name}[/]: gen_length {g}, Seer {cfg.signal} detector")
     lengths = range(cfg.bucket, g + 1, cfg.bucket)
     for length in progress.track(lengths, "warming up every window length"):
-        lm.generate(requests[0][1], image=requests[0][2], gen_length=length, steps=1)
+        blocks = -(-length // (lm.sampling(gen_length=length).block_length or length))
+        lm.generate(requests[0][1], image=requests[0][2], gen_length=length, steps=blocks)
     wide = console.width >= 100
     table = Table(title=f"Seer on {lm.name} (greedy, steps = gen_length)", box=box.SIMPLE_HEAD,
                   caption=LEGEND, caption_justify="left")  # fmt: skip

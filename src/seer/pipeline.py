@@ -380,8 +380,8 @@ def load(
     path: str | Path, dtype=None, device: str = "cpu", tokenizer: bool = True, weights: bool = True
 ) -> DiffusionLM:
     """Load a model folder (config.json + safetensors + tokenizer files) as published, or a
-    shipped model by name (`seer.config.BUILTIN_MODELS`): "builtin" (text), "builtin-vqa" (images
-    and text), "builtin-v1" / "builtin-vqa-v1" (the first ones).
+    shipped model by name (`seer.config.BUILTIN_MODELS`): "builtin" (text), "builtin-vqa" (questions
+    about pictures), "builtin-v1" / "builtin-vqa-v1" (the first ones).
 
     Everything the folder says about defaults is read here, once: `lm.defaults` (sampling, from
     the family's official call and generation_config.json; Seer's settings, from seer.json).

@@ -134,3 +134,16 @@ def test_the_tables_say_what_seer_adds_at_each_batch_size(record):
     adds = record["seer+threshold@t=0.9"]["seer_adds"]
     assert f"{adds['loop_speedup']:.2f}× over threshold@t=0.9 at batch 1." in md
     assert f"{adds['b32_speedup']:.2f}× over threshold@t=0.9 at batch 32." in md
+
+
+def test_a_raw_file_torn_by_a_kill_loses_only_its_last_line(tmp_path):
+    from seer.bench.compare import raw_lines
+    from seer.errors import SeerError
+
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text('{"request": 0}\n{"request": 1}\n{"requ')
+    assert raw_lines(raw) == [{"request": 0}, {"request": 1}]
+    assert raw.read_text() == '{"request": 0}\n{"request": 1}\n'  # the next record starts a line
+    raw.write_text('{"request": 0}\n{"requ\n{"request": 2}\n')
+    with pytest.raises(SeerError, match=r"raw.jsonl:2: not a JSON record"):
+        raw_lines(raw)

@@ -13,8 +13,10 @@ from PIL import Image
 
 from seer.data import Example, builtin_examples, dedupe, load_examples, score, split
 from seer.data.builtin import TUNED_DRAW, tuned_keys
+from seer.data.split import CALIB_FRACTION, CALIB_SEED
 from seer.data.synthetic import tasks
 from seer.errors import SeerError
+from seer.models.loader import builtin_path
 
 
 def _png(colour) -> bytes:
@@ -204,6 +206,12 @@ def test_builtin_vqa_eval_excludes_calibration_and_tuning():
         calib = load_examples(source, n=60, part="calib", seed=3)
         assert not {e.key for e in evaluation} & {e.key for e in calib}
         assert not {e.key for e in evaluation} & tuned
+    calibration = json.loads((builtin_path("builtin-vqa") / "seer.json").read_text())["calibration"]
+    assert (calibration["data"], calibration["split_seed"], calibration["calib_fraction"]) == (
+        "builtin-vqa",
+        CALIB_SEED,
+        CALIB_FRACTION,
+    )  # the split the evaluation side is disjoint from
 
 
 def test_each_builtin_model_names_its_own_task():

@@ -81,4 +81,5 @@ def test_the_shipped_multimodal_model_is_calibrated_on_its_own_task_in_its_windo
     samples = sample_images("builtin-vqa")[:2]
     outs = lm.generate([s["question"] for s in samples], image=[s["file"] for s in samples],
                        seer=True)  # fmt: skip
-    assert all(g.stats.gen_length == 128 and g.stats.window <= 128 for g in outs)
+    assert all(g.stats.gen_length == 128 and g.text for g in outs)
+    assert all(g.stats.window < 128 for g in outs)  # Seer cut the windows of one-word answers

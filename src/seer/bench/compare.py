@@ -27,6 +27,7 @@ from pathlib import Path
 from seer.bench import stats
 from seer.bench.harness import Timer, rounds, warm
 from seer.boundary.truncation import FixedWindowPolicy, round_window
+from seer.errors import SeerError
 
 DPAD_WINDOW = 16  # DPad's sliding window of suffix positions kept after the block
 FACTOR = 1.0  # Fast-dLLM's factor (its README's --factor)
@@ -200,10 +201,7 @@ def recorded(raw: Path, settings: dict, n: int, key: str) -> dict:
     """The raw records of this run, merged per `key` value (a request index, or an engine config):
     the first record of a config wins, later ones only add configs."""
     out: dict = {}
-    if not raw.exists():
-        return out
-    for line in raw.read_text().splitlines():
-        rec = json.loads(line)
+    for rec in raw_lines(raw):
         k = rec.get(key)
         if k is None or not same_run(rec.get("settings"), settings):
             continue
@@ -214,6 +212,24 @@ def recorded(raw: Path, settings: dict, n: int, key: str) -> dict:
                 out[k]["results"].setdefault(name, res)
         else:
             out[k] = rec
+    return out
+
+
+def raw_lines(raw: Path) -> list[dict]:
+    """The records of a raw file. A last line torn by a run killed while writing it is removed
+    from the file (its request or round runs again, and the next record starts a line of its
+    own); any other unreadable line is an error."""
+    if not raw.exists():
+        return []
+    lines = raw.read_text().splitlines()
+    out = []
+    for i, line in enumerate(lines, 1):
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            if i < len(lines):
+                raise SeerError(f"{raw}:{i}: not a JSON record (one per line)") from None
+            raw.write_text("".join(x + "\n" for x in lines[:-1]))
     return out
 
 
@@ -232,10 +248,7 @@ def _engine_result(results, examples, b1_texts) -> dict:
 
 def _round_lines(raw: Path, settings: dict, idx: list[int], pass_: list[str]) -> list[dict]:
     """The engine rounds of this run and pass (the same configs and requests) already timed."""
-    if not raw.exists():
-        return []
-    lines = (json.loads(x) for x in raw.read_text().splitlines())
-    return [x for x in lines if "engine_round" in x and x["pass"] == pass_
+    return [x for x in raw_lines(raw) if "engine_round" in x and x["pass"] == pass_
             and x["requests"] == idx and same_run(x["settings"], settings)]  # fmt: skip
 
 

@@ -15,7 +15,8 @@ Workloads:
              the paper's Figure 3a, given to the engine as fixed windows (so "seer-*" rows use
              the drawn L* in place of a detector's, and oracle-routed is seer-routed)
 Throughput counts *valid answer tokens*: the reference answer's tokens (heldout) or the drawn
-L* (synthetic), the same numerator for every method, over the wall time of `generate`.
+L* (synthetic), the same numerator for every method, over the wall time of `generate`, which
+encodes the requests too (the tokenizer; a picture's vision tower), as a server would.
 Latency is per request, from the call until its group finished. The time breakdown follows the
 paper's Table 11: model compute (forwards and token selection), boundary detection, routing,
 compaction.

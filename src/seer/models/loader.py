@@ -80,8 +80,8 @@ BUILTIN = BUILTIN_MODELS
 
 
 def builtin_path(name: str = "builtin") -> Path:
-    """Folder of a shipped model: "builtin" (text), "builtin-vqa" (images and text), or the first
-    models "builtin-v1" (text) and "builtin-vqa-v1" (images and text)."""
+    """Folder of a shipped model: "builtin" (text), "builtin-vqa" (questions about pictures), or
+    the first models "builtin-v1" (text) and "builtin-vqa-v1" (pictures and text)."""
     if name not in BUILTIN:
         raise CheckpointError(f"unknown built-in model {name!r}; choose {', '.join(BUILTIN)}")
     return Path(str(resources.files("seer") / "assets" / name))
