@@ -380,7 +380,6 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
     reqs = {c.name: requests_of(c) for c in cases}
     warm(lambda c: Engine(lm, EngineConfig(max_batch=32)).generate(reqs[c.name][:2]), cases)
     walls, cpus, first = defaultdict(list), defaultdict(list), {}
-    sub_b1 = [[rows[i]["results"][c.name]["text"] for i in idx] for c in cases]
     pass_ = [c.name for c in cases]  # a pass's rounds resume only into the same pass
     for line in _round_lines(raw, settings, idx, pass_):  # rounds a stopped run finished
         walls[line["engine_round"]].append(line["wall"])
@@ -397,8 +396,9 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
         cpus[cfg.name].append(t.cpu)
         line = {"settings": settings, "engine_round": cfg.name, "round": r, "pass": pass_,
                 "requests": idx, "wall": t.wall, "cpu": t.cpu}  # fmt: skip
-        if cfg.name not in first:
-            first[cfg.name] = line["result"] = _engine_result(res, sub, sub_b1[cases.index(cfg)])
+        if cfg.name not in first and cfg is not anchor:  # an anchor's answers are on record
+            b1 = [rows[i]["results"][cfg.name]["text"] for i in idx]
+            first[cfg.name] = line["result"] = _engine_result(res, sub, b1)
         with raw.open("a") as f:  # each round is kept: a stopped run resumes at the next one
             f.write(json.dumps(line) + "\n")
         progress(f"engine round {r + 1}/{repeats}, {cfg.name} ({len(reqs[cfg.name])} requests)")
