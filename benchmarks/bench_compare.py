@@ -183,7 +183,7 @@ def main(argv=None) -> dict:
                 # a raw file resumes only with the same weights and Seer settings: a new release
                 # of a built-in model keeps its name
                 "weights_sha256": weights_of(lm), "seer": asdict(seer_cfg)}  # fmt: skip
-    tag = harness.tag(args.model)
+    tag = harness.tag(args.model, args.data)  # a run on other data keeps its own files
     out = args.out
     raw = args.raw or (out / f"raw-{tag}.jsonl" if out else Path(f"/tmp/bench_compare_{tag}.jsonl"))
     raw.parent.mkdir(parents=True, exist_ok=True)

@@ -82,3 +82,16 @@ def test_tag_of_model_names():
     assert harness.tag("/a/b/builtin-vqa2/export") == "builtin-vqa2"
     assert harness.tag(None) == "all"
     assert harness.tag("a b") == "a_b"
+
+
+def test_tag_names_the_data_a_run_was_given():
+    from pathlib import Path
+
+    root = Path(__file__).parents[1] / "fixtures" / "parallelbench"
+    pb = "parallelbench:" + str(root)
+    copy = harness.tag("builtin", pb + "/waiting_line/copy")
+    assert copy == "builtin-parallelbench-waiting_line-copy"
+    assert harness.tag("builtin", pb + "/waiting_line") == "builtin-parallelbench-waiting_line"
+    assert harness.tag("builtin", pb) == "builtin-parallelbench"
+    assert harness.tag("/r/x/export", "/data/rows.jsonl") == "x-rows"
+    assert harness.tag("builtin", None) == "builtin"

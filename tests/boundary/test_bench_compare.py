@@ -141,8 +141,12 @@ def test_a_parallelbench_source_runs_its_chats_and_scores_with_seer_data_score(
     argv = ["--model", "builtin-v1", "--data", f"parallelbench:{root}/waiting_line", "--n", "2",
             "--repeats", "1", "--budgets", "8", "--quick", "--engine-n", "2",
             "--raw", str(tmp_path / "raw.jsonl")]  # fmt: skip
-    res = bench.main(argv)["results"]
+    res = bench.main(argv + ["--out", str(tmp_path / "out")])["results"]
     assert res["baseline@k=8"]["accuracy"] == 0.5 and res["baseline@k=8"]["b32_accuracy"] == 0.5
+    # the run on other data keeps its own files: the model's own comparison is not overwritten
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    tag = "builtin-v1-parallelbench-waiting_line"
+    assert names == [f"compare-{tag}.json", f"compare-{tag}.md", f"compare-{tag}.png"]
 
 
 def test_an_unscorable_source_is_refused_in_one_line(bench, tmp_path):

@@ -217,22 +217,34 @@ class Session:
         return self.emit(self.record(results, **fields), tag)
 
 
-def tag(model) -> str:
+def tag(model, data: str | None = None) -> str:
     """A file-name tag of a model name or folder (the folder's name; `export` folders take their
-    parent's, as checkpoints/builtin-vqa2/export -> builtin-vqa2)."""
+    parent's, as checkpoints/builtin-vqa2/export -> builtin-vqa2), and of the data a run was
+    given, if any (`--data`), so that a model's runs on other data do not overwrite its own:
+    builtin + parallelbench:/x/ParallelBench/waiting_line/copy ->
+    builtin-parallelbench-waiting_line-copy, builtin + /x/rows.jsonl -> builtin-rows."""
     if model is None:
         return "all"
     p = Path(str(model))
     name = p.parent.name if p.name == "export" and p.parent.name else p.name
+    if data:
+        from seer.data.parallelbench import PREFIX, is_parallelbench, resolve
+
+        if is_parallelbench(data):  # its task selector (ROOT is the machine's, not the data's)
+            selector = resolve(data.removeprefix(PREFIX))[1]
+            name += "-parallelbench" + (f"-{selector.replace('/', '-')}" if selector else "")
+        else:
+            name += f"-{Path(str(data)).stem}"
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "model"
 
 
 def write(record: dict, folder: str | Path, name: str | None = None) -> Path:
-    """`<folder>/<bench>-<name>.json` (indented; `name` defaults to the model's `tag`);
-    returns the path."""
+    """`<folder>/<bench>-<name>.json` (indented; `name` defaults to the `tag` of the record's
+    model and `--data`); returns the path."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{record['bench']}-{name or tag(record.get('model'))}.json"
+    data = (record.get("settings") or {}).get("data")
+    path = folder / f"{record['bench']}-{name or tag(record.get('model'), data)}.json"
     path.write_text(json.dumps(record, indent=1) + "\n")
     return path
 
