@@ -44,11 +44,11 @@ full-window baseline of nearest NFE, answers changed against the reference confi
 and against the first baseline, answers shorter than the reference's, window cuts, mean NFE,
 loop and end-to-end time per request (median over repeats), the loop speedup over the
 reference with an interval over requests *and* repeats, and for Seer configs detection's share
-of the loop (`detect_share`; the record's `detection`). Batch 32: every engine config over all
-requests (`--engine-n N`: a seeded random sample of N, `b32_sample` says which) through
-`seer.engine.Engine` (max_batch 32), `--engine-repeats` interleaved rounds; the process's CPU
-time per request (wall time too), accuracy over those requests with its interval, answers
-changed, the speedup's range over rounds.
+of the loop (`detect_share`; the record's `detection`). Batch 32: every engine config over a
+seeded random sample of 32 of the requests (`--engine-n N`, or `all`; `b32_sample` says which)
+through `seer.engine.Engine` (max_batch 32), `--engine-repeats` interleaved rounds; the
+process's CPU time per request (wall time too), accuracy over those requests with its
+interval, answers changed, the speedup's range over rounds.
 
 Raw per-request results go to `--raw` (JSON Lines); a run with the same settings resumes from
 it, at any `--n`, at the next batch-32 round, and per config (a config added later runs beside
@@ -104,7 +104,8 @@ from seer.boundary.truncation import resolve
 from seer.data.builtin import source_for
 from seer.errors import SeerError
 
-N = 200  # the published run's requests per model
+N = 100  # the published runs' requests per model
+ENGINE_N = 32  # ... and their batch-32 sample (seeded)
 
 
 def load_model(name: str, device: str = "cpu"):
@@ -116,6 +117,11 @@ def load_model(name: str, device: str = "cpu"):
     return seer.load(name, device=device)
 
 
+def _engine_n(text: str) -> int | None:
+    """argparse type of --engine-n: a positive integer, or `all` (None)."""
+    return None if text == "all" else harness.positive(text)
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="builtin", help="a built-in model's name or a folder")
@@ -124,8 +130,9 @@ def parser() -> argparse.ArgumentParser:
                     help="batch-32 rounds (default: --repeats)")  # fmt: skip
     ap.add_argument("--budgets", default="1,2,4,8", help="tokens per step")
     ap.add_argument("--no-engine", action="store_true", help="skip the batch-32 engine runs")
-    ap.add_argument("--engine-n", type=harness.positive, default=None,
-                    help="batch 32 over a seeded random sample of N (default: all)")  # fmt: skip
+    ap.add_argument("--engine-n", type=_engine_n, default=ENGINE_N,
+                    help=f"batch 32 over a seeded random sample of N, or all (default: "
+                         f"{ENGINE_N})")  # fmt: skip
     ap.add_argument(
         "--anchors",
         default="",

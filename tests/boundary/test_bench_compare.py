@@ -194,3 +194,14 @@ def test_a_run_stopped_in_its_engine_rounds_resumes_at_the_next_round(bench, tmp
         assert x["correct"] == first[x["engine"]]["result"]["correct"]
         walls = [y["wall"] for y in lines if y.get("engine_round") == x["engine"]]
         assert x["wall_repeats"] == walls and len(walls) == 2
+
+
+def test_the_defaults_are_the_published_settings(bench):
+    """--n alone changes the size of a run: the defaults are the README's runs (100 requests,
+    3 repeats, batch 32 over a seeded sample of 32); `--engine-n all` takes every request."""
+    args = bench.parser().parse_args([])
+    assert (args.n, args.repeats, args.engine_n, args.budgets) == (100, 3, 32, "1,2,4,8")
+    assert not args.quick and args.dpad and args.daedal is None
+    assert bench.parser().parse_args(["--engine-n", "all"]).engine_n is None
+    with pytest.raises(SystemExit):
+        bench.parser().parse_args(["--engine-n", "0"])
