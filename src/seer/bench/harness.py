@@ -229,9 +229,13 @@ def tag(model, data: str | None = None) -> str:
     name = p.parent.name if p.name == "export" and p.parent.name else p.name
     if data:
         from seer.data.parallelbench import PREFIX, is_parallelbench, resolve
+        from seer.errors import SeerError
 
         if is_parallelbench(data):  # its task selector (ROOT is the machine's, not the data's)
-            selector = resolve(data.removeprefix(PREFIX))[1]
+            try:
+                selector = resolve(data.removeprefix(PREFIX))[1]
+            except SeerError:  # a checkout this machine lacks: the path's last two parts
+                selector = "/".join(Path(data.removeprefix(PREFIX)).parts[-2:])
             name += "-parallelbench" + (f"-{selector.replace('/', '-')}" if selector else "")
         else:
             name += f"-{Path(str(data)).stem}"
