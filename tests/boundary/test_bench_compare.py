@@ -205,3 +205,15 @@ def test_the_defaults_are_the_published_settings(bench):
     assert bench.parser().parse_args(["--engine-n", "all"]).engine_n is None
     with pytest.raises(SystemExit):
         bench.parser().parse_args(["--engine-n", "0"])
+
+
+def test_the_plot_is_relative_to_the_baseline():
+    """Each point: the speed-up over the one-token-per-step baseline and the accuracy difference
+    to it, batch 1 over every request and batch 32 over its sample."""
+    from seer.bench.compare_report import _relative
+
+    ref = {"loop_ms": 100.0, "accuracy": 0.20, "b32_ms": 80.0, "b32_accuracy": 0.25}
+    r = {"loop_ms": 25.0, "accuracy": 0.17, "b32_ms": 10.0, "b32_accuracy": 0.25}
+    speed, delta = _relative(r, ref, "loop_ms")
+    assert speed == 4.0 and delta == pytest.approx(-3.0)
+    assert _relative(r, ref, "b32_ms") == (8.0, 0.0)

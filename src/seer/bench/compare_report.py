@@ -390,53 +390,76 @@ def _b32sample(res: dict) -> str:
     return next((r["b32_sample"] for r in res.values() if "b32_sample" in r), "none")
 
 
+def _relative(r: dict, ref: dict, clock: str) -> tuple[float, float]:
+    """(speed-up over `ref`, accuracy difference to `ref` in points) on `clock`'s side: the
+    batch-1 loop (`loop_ms`, accuracy over every request) or batch 32 (`b32_ms`, its sample)."""
+    acc = "accuracy" if clock == "loop_ms" else "b32_accuracy"
+    return ref[clock] / r[clock], 100 * (r[acc] - ref[acc])
+
+
 def plot(record: dict, path: Path) -> None:
+    """Accuracy against speed, each relative to the one-token-per-step baseline (the headline's
+    reference): batch 1 with the paired 95 % interval of the accuracy difference (the intervals
+    of the accuracies themselves are as wide as the whole spread of methods on 100 requests),
+    batch 32 over its sample (no interval: 32 requests). The dotted line is the Pareto front."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     res = record["results"]
+    ref = res.get(record.get("headline", {}).get("reference", ""))
+    if ref is None:  # no baseline in the run: nothing to be relative to
+        ref = next(iter(res.values()))
     methods = sorted({r["method"] for r in res.values()})
     cmap = plt.get_cmap("tab20")
     fig, axes = plt.subplots(1, 2, figsize=(14, 5.5))
-    for ax, key, title in (
-        (axes[0], "loop_ms", "batch 1: denoising loop ms / request"),
-        (axes[1], "b32_ms", "batch 32 (engine): end-to-end CPU ms / request"),
-    ):
+    for ax, clock in ((axes[0], "loop_ms"), (axes[1], "b32_ms")):
+        if clock not in ref:
+            ax.set_axis_off()
+            continue
         for i, m in enumerate(methods):
-            pts = [r for r in res.values() if r["method"] == m and key in r]
+            pts = sorted((r for r in res.values() if r["method"] == m and clock in r),
+                         key=lambda r, c=clock: r[c], reverse=True)  # fmt: skip
             if not pts:
                 continue
-            pts.sort(key=lambda r: r[key])
-            x = [r[key] for r in pts]
-            acc, ci = ("accuracy", "ci95") if key == "loop_ms" else ("b32_accuracy", "b32_ci95")
-            y = [100 * r[acc] for r in pts]
-            err = [[100 * (r[acc] - r[ci][0]) for r in pts],
-                   [100 * (r[ci][1] - r[acc]) for r in pts]]  # fmt: skip
+            x, y = zip(*(_relative(r, ref, clock) for r in pts), strict=True)
             marker = "o" if m.startswith("seer") else ("*" if m == "oracle" else "s")
-            ax.errorbar(x, y, yerr=err, fmt=marker + "-", color=cmap(i % 20), label=m,
-                        capsize=2, lw=1, ms=6, alpha=0.85)  # fmt: skip
-            for r in pts:
-                ax.annotate(r["budget"], (r[key], 100 * r[acc]), fontsize=6,
-                            xytext=(3, 3), textcoords="offset points")  # fmt: skip
-        acc = "accuracy" if key == "loop_ms" else "b32_accuracy"
-        front = sorted(
-            (r[key], 100 * r[acc]) for r in res.values()
-            if key in r and r["pareto_b1" if key == "loop_ms" else "pareto_b32"]
-        )  # fmt: skip
+            style = dict(fmt=marker + "-", color=cmap(i % 20), label=m, lw=1, ms=6, alpha=0.85)
+            if clock == "loop_ms":
+                lo = [y0 - 100 * r["ci95_minus_baseline"][0] for y0, r in zip(y, pts, strict=True)]
+                hi = [100 * r["ci95_minus_baseline"][1] - y0 for y0, r in zip(y, pts, strict=True)]
+                ax.errorbar(x, y, yerr=[lo, hi], capsize=2, elinewidth=0.6, **style)
+            else:
+                ax.errorbar(x, y, **style)
+            for r, x0, y0 in zip(pts, x, y, strict=True):
+                ax.annotate(r["budget"], (x0, y0), fontsize=6, xytext=(3, 3),
+                            textcoords="offset points")  # fmt: skip
+        flag = "pareto_b1" if clock == "loop_ms" else "pareto_b32"
+        front = sorted(_relative(r, ref, clock) for r in res.values() if clock in r and r[flag])
         if front:
-            ax.step(*zip(*front, strict=True), where="post", color="k", lw=0.8, ls=":",
+            ax.step(*zip(*front, strict=True), where="pre", color="k", lw=0.8, ls=":",
                     label="Pareto front")  # fmt: skip
+        ax.axhline(0, color="grey", lw=0.8)
         ax.set_xscale("log")
-        ax.set_xlabel(title)
-        ax.set_ylabel("accuracy % (seer.data.score; bootstrap 95 % CI)")
+        if clock == "loop_ms":
+            ax.set_xlabel("batch 1: denoising-loop speed-up over the baseline at 1 token / step")
+            ax.set_ylabel("accuracy − baseline's, points (paired 95 % CI)")
+        else:
+            n32 = ref.get("b32_n", "")
+            ax.set_xlabel("batch 32 (engine): end-to-end speed-up over the baseline (CPU time)")
+            ax.set_ylabel(f"accuracy − baseline's, points ({n32} requests, no interval)")
         ax.grid(alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()  # batch 1 has every method
     fig.legend(handles, labels, loc="lower center", ncol=9, fontsize=7)
+    data = str(record.get("source") or "")
+    if data.startswith("parallelbench:"):  # its last two parts, not this machine's path
+        data = "parallelbench: " + "/".join(Path(data.split(":", 1)[1]).parts[-2:])
+    on = f" on {data}" if data and data != record["model"] else ""
     fig.suptitle(
-        f"{record['model']}: accuracy vs time, {record['n']} held-out requests, "
-        f"gen_length {record['gen_length']} (k = tokens per step, t = threshold)"
+        f"{record['model']}{on}: {record['n']} held-out requests, gen_length "
+        f"{record['gen_length']}, baseline {100 * ref['accuracy']:.1f} % (k = tokens per step, "
+        "t = threshold)"
     )
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
