@@ -7,7 +7,8 @@
 # `--until` step, so a rerun replays the run; `--minutes` only caps a session). The model:
 # LLaDA d_model 128, 6 layers, 4 heads, SwiGLU 384, RoPE theta 10000, the LM head tied to the
 # embedding (weight_tying). The data stream and masks depend only on the step a phase starts at.
-# Wall times (one core of the shared 2-core VM): MODEL_CARD.md.
+# Wall times (one core of the shared 2-core VM): MODEL_CARD.md. Steps 5-6 read a checkout of
+# furiosa-ai/ParallelBench: PARALLELBENCH=/path/to/ParallelBench (the folder holding dataset/).
 set -euo pipefail
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 run=${RUN:-runs/builtin-v2}
@@ -55,3 +56,11 @@ for task in copy reverse sort shuffle; do
   seer batch --model builtin --data "parallelbench:$PARALLELBENCH/waiting_line/$task" \
     --out "$run/pb_$task.jsonl" --cache prefix
 done
+# 6. the comparisons (issue 21; README "Results") re-measured on the release: the model's own
+#    task (published settings: 100 requests, 3 repeats, batch 32 over a seeded sample of 32;
+#    about 3 h of one core) and ParallelBench's waiting_line (1 and 8 tokens per step; about
+#    1.5 h). A raw file resumes only with the same weights, so the new release's records start
+#    beside the old ones; ParallelBench's raw records hold its items and stay outside the repo.
+python benchmarks/bench_compare.py --model builtin --out docs/results/compare
+python benchmarks/bench_compare.py --model builtin --data "parallelbench:$PARALLELBENCH/waiting_line" \
+  --budgets 1,8 --out docs/results/compare --raw "$run/raw-builtin-parallelbench-waiting_line.jsonl"
