@@ -119,7 +119,12 @@ def load_model(name: str, device: str = "cpu"):
 
 def _engine_n(text: str) -> int | None:
     """argparse type of --engine-n: a positive integer, or `all` (None)."""
-    return None if text == "all" else harness.positive(text)
+    if text.strip().lower() == "all":
+        return None
+    try:
+        return harness.positive(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"a positive integer or all, got {text!r}") from None
 
 
 def parser() -> argparse.ArgumentParser:

@@ -95,6 +95,7 @@ def test_tag_names_the_data_a_run_was_given():
     assert harness.tag("builtin", pb) == "builtin-parallelbench"
     assert harness.tag("/r/x/export", "/data/rows.jsonl") == "x-rows"
     assert harness.tag("builtin", None) == "builtin"
+    assert harness.tag("builtin", "builtin") == "builtin"  # its own task: no suffix
     # a record made on a machine with another checkout still gets a name
     assert harness.tag("builtin", "parallelbench:/gone/waiting_line/copy") == (
         "builtin-parallelbench-waiting_line-copy"

@@ -196,15 +196,17 @@ def test_a_run_stopped_in_its_engine_rounds_resumes_at_the_next_round(bench, tmp
         assert x["wall_repeats"] == walls and len(walls) == 2
 
 
-def test_the_defaults_are_the_published_settings(bench):
+def test_the_defaults_are_the_published_settings(bench, capsys):
     """--n alone changes the size of a run: the defaults are the README's runs (100 requests,
     3 repeats, batch 32 over a seeded sample of 32); `--engine-n all` takes every request."""
     args = bench.parser().parse_args([])
     assert (args.n, args.repeats, args.engine_n, args.budgets) == (100, 3, 32, "1,2,4,8")
     assert not args.quick and args.dpad and args.daedal is None
-    assert bench.parser().parse_args(["--engine-n", "all"]).engine_n is None
-    with pytest.raises(SystemExit):
-        bench.parser().parse_args(["--engine-n", "0"])
+    assert bench.parser().parse_args(["--engine-n", "ALL"]).engine_n is None
+    for bad in ("0", "abc"):
+        with pytest.raises(SystemExit):
+            bench.parser().parse_args(["--engine-n", bad])
+    assert "a positive integer or all, got 'abc'" in capsys.readouterr().err
 
 
 def test_the_plot_is_relative_to_the_baseline():
@@ -217,3 +219,14 @@ def test_the_plot_is_relative_to_the_baseline():
     speed, delta = _relative(r, ref, "loop_ms")
     assert speed == 4.0 and delta == pytest.approx(-3.0)
     assert _relative(r, ref, "b32_ms") == (8.0, 0.0)
+
+
+def test_the_plot_needs_the_baseline_it_is_relative_to(tmp_path):
+    """A record without its headline's reference is one clear error, not a plot of differences
+    to some other config."""
+    from seer.bench.compare_report import plot
+    from seer.errors import SeerError
+
+    record = {"results": {"seer@k=1": {"method": "seer", "budget": "k=1"}}, "headline": {}}
+    with pytest.raises(SeerError, match="no baseline reference"):
+        plot(record, tmp_path / "x.png")

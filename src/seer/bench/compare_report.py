@@ -1,7 +1,7 @@
 """The summary of a comparison run (`seer.bench.compare`): per config, accuracy with its interval,
 the paired differences and tests, answers changed, window cuts, NFE, batch-1 and batch-32 times
 with their speedup intervals, detection's share of the loop, the Pareto fronts; then the table,
-the README's Markdown tables and the accuracy-against-time plot.
+the README's Markdown tables and the plot of accuracy difference against speed-up.
 
 Accuracy is the mean of `seer.data.score` (the source's own metric: ParallelBench's metrics, the
 v2 families' checkers, exact match otherwise). Batch-1 speedup intervals resample requests and
@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from seer.bench import stats
+from seer.data import parallelbench
+from seer.errors import SeerError
 
 
 def _seconds(x: dict) -> list[float]:
@@ -398,19 +400,22 @@ def _relative(r: dict, ref: dict, clock: str) -> tuple[float, float]:
 
 
 def plot(record: dict, path: Path) -> None:
-    """Accuracy against speed, each relative to the one-token-per-step baseline (the headline's
-    reference): batch 1 with the paired 95 % interval of the accuracy difference (the intervals
-    of the accuracies themselves are as wide as the whole spread of methods on 100 requests),
-    batch 32 over its sample (no interval: 32 requests). The dotted line is the Pareto front."""
+    """Accuracy against speed, each relative to the headline's reference (the full-window
+    baseline at the run's first budget, one token per step by default): batch 1 with the paired
+    95 % interval of the accuracy difference (the intervals of the accuracies themselves are as
+    wide as the whole spread of methods on 100 requests), batch 32 over its sample (no interval:
+    32 requests). The dotted line is the Pareto front."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     res = record["results"]
-    ref = res.get(record.get("headline", {}).get("reference", ""))
-    if ref is None:  # no baseline in the run: nothing to be relative to
-        ref = next(iter(res.values()))
+    ref = res.get((record.get("headline") or {}).get("reference", ""))
+    if ref is None:  # the intervals are differences to it: nothing else can stand in
+        raise SeerError("compare plot: the record has no baseline reference (its headline)")
+    k = ref["budget"].removeprefix("k=")
+    at = f"the baseline at {k} token{'' if k == '1' else 's'} / step"
     methods = sorted({r["method"] for r in res.values()})
     cmap = plt.get_cmap("tab20")
     fig, axes = plt.subplots(1, 2, figsize=(14, 5.5))
@@ -443,18 +448,18 @@ def plot(record: dict, path: Path) -> None:
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_xscale("log")
         if clock == "loop_ms":
-            ax.set_xlabel("batch 1: denoising-loop speed-up over the baseline at 1 token / step")
+            ax.set_xlabel(f"batch 1: denoising-loop speed-up over {at}")
             ax.set_ylabel("accuracy − baseline's, points (paired 95 % CI)")
         else:
             n32 = ref.get("b32_n", "")
-            ax.set_xlabel("batch 32 (engine): end-to-end speed-up over the baseline (CPU time)")
+            ax.set_xlabel(f"batch 32 (engine): end-to-end speed-up over {at} (CPU time)")
             ax.set_ylabel(f"accuracy − baseline's, points ({n32} requests, no interval)")
         ax.grid(alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()  # batch 1 has every method
     fig.legend(handles, labels, loc="lower center", ncol=9, fontsize=7)
     data = str(record.get("source") or "")
-    if data.startswith("parallelbench:"):  # its last two parts, not this machine's path
-        data = "parallelbench: " + "/".join(Path(data.split(":", 1)[1]).parts[-2:])
+    if parallelbench.is_parallelbench(data):  # its task selector, not this machine's path
+        data = "parallelbench: " + (parallelbench.label(data) or "every task")
     on = f" on {data}" if data and data != record["model"] else ""
     fig.suptitle(
         f"{record['model']}{on}: {record['n']} held-out requests, gen_length "

@@ -227,15 +227,11 @@ def tag(model, data: str | None = None) -> str:
         return "all"
     p = Path(str(model))
     name = p.parent.name if p.name == "export" and p.parent.name else p.name
-    if data:
-        from seer.data.parallelbench import PREFIX, is_parallelbench, resolve
-        from seer.errors import SeerError
+    if data and str(data) != str(model):  # `--model builtin --data builtin` is the model's own
+        from seer.data.parallelbench import is_parallelbench, label
 
         if is_parallelbench(data):  # its task selector (ROOT is the machine's, not the data's)
-            try:
-                selector = resolve(data.removeprefix(PREFIX))[1]
-            except SeerError:  # a checkout this machine lacks: the path's last two parts
-                selector = "/".join(Path(data.removeprefix(PREFIX)).parts[-2:])
+            selector = label(data)
             name += "-parallelbench" + (f"-{selector.replace('/', '-')}" if selector else "")
         else:
             name += f"-{Path(str(data)).stem}"

@@ -75,6 +75,17 @@ def resolve(spec: str) -> tuple[Path, str]:
     )
 
 
+def label(source: str) -> str:
+    """The task selector of a ``parallelbench:`` source (``waiting_line/copy``, ``waiting_line``, or
+    ``""`` for every task), for file names and plot titles: ROOT is this machine's path, not the
+    data's. Without the checkout (a record read elsewhere), the path's last two parts."""
+    spec = source.removeprefix(PREFIX)
+    try:
+        return resolve(spec)[1]
+    except SeerError:
+        return "/".join(Path(spec).parts[-2:])
+
+
 def tasks(root: Path) -> dict[str, Path]:
     """Task name (``group/task``) -> its test file, sorted by name."""
     test = root / TEST_DIR
