@@ -25,7 +25,7 @@ already a seeded draw), never its first rows.
     python benchmarks/bench_realism.py --model builtin --data builtin --n 380
     python benchmarks/bench_realism.py --model builtin \
         --data parallelbench:/path/to/ParallelBench/waiting_line --n 400 --configs k=1,k=2,k=4,k=8
-    python benchmarks/bench_realism.py --model builtin --configs k=1,k=2,k=8 \
+    python benchmarks/bench_realism.py --model builtin \
         --from-raw docs/builtin-v2/realism_k_raw.jsonl --plot docs/builtin-v2/realism_k.png
 
 Last line: the harness's JSON record (`seer.bench.harness`): results per config (all families:
@@ -83,7 +83,9 @@ def main(argv: list[str] | None = None) -> None:
     harness.add_arguments(ap, data="builtin", skip=("repeats",),
                           help={"n": "a seeded random sample of n (default: all)"})  # fmt: skip
     ap.add_argument("--window", type=int, default=None, help="gen_length (default: the model's)")
-    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--configs", default=None,
+                    help=f"comma-separated (default: {','.join(CONFIGS)}; with --from-raw: the "
+                    "file's)")  # fmt: skip
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--raw", type=Path, default=None, help="per-request results (JSON Lines)")
     ap.add_argument("--plot", type=Path, default=None)
@@ -101,6 +103,8 @@ def main(argv: list[str] | None = None) -> None:
         examples = load_examples(args.data, n=args.n, seed=args.seed)
     else:
         examples = permuted(load_examples(args.data), args.seed)[: args.n]
+    if args.configs is None:
+        args.configs = ",".join(raw_configs(args.from_raw) if args.from_raw else CONFIGS)
     names = [c for c in args.configs.split(",") if c]
     for c in names:
         settings(c, window)
@@ -135,6 +139,15 @@ def generate(lm, examples, names, window, batch) -> tuple[dict, dict]:
         acc = statistics.mean(r["score"] for r in results[c].values())
         print(f"  {c:8s} {100 * acc:5.1f} %  ({seconds[c]:.0f} s)", flush=True)
     return results, seconds
+
+
+def raw_configs(path: Path) -> list[str]:
+    """The configs a `--raw` file's first record holds (every key but id and family)."""
+    try:
+        first = json.loads(path.read_text().splitlines()[0])
+        return [k for k in first if k not in ("id", "family")]
+    except (OSError, IndexError, ValueError, AttributeError):
+        raise SystemExit(f"bench_realism: error: {path} is not a --raw file") from None
 
 
 def read_raw(path: Path, examples, names) -> dict:
