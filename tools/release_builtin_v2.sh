@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How the built-in text model v2 (runs/builtin-v2 -> its export; MODEL_CARD:
 # docs/builtin-v2/MODEL_CARD.md) is produced (repo root). Shipped as `builtin` from a step of the
-# run (release 1: step 14342) while the run goes on; step 5 makes a release.
+# run (release 1: step 14342; release 2: step 40108, where the run ended); step 5 makes a release.
 #
 # One run folder, resumed phase after phase (`--out` holds state.pt; each phase ends at its
 # `--until` step, so a rerun replays the run; `--minutes` only caps a session). The model:
@@ -29,16 +29,17 @@ train --eval-every 100000 --window 48 --batch-size 32 --lr 2e-4 --cycle-start 12
 train --eval-every 1000 --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 20000 \
   --bare-steps 0 --bare-people 400 --bare-share 0.3 --until 10690
 # 4. as 3 with the cosine horizon at 40000 (lr 1.54e-4 -> 1.87e-4 at step 10690): whole answers
-#    were still rising (15 % at step 10000), too early to anneal (in progress: no --until yet;
-#    the run goes on from where it stopped). Evaluated every 2000 steps from 12130 (each
-#    evaluation takes ~7 minutes; tools/copy_signal.py is the quicker signal).
+#    were still rising (15 % at step 10000), too early to anneal. Evaluated every 2000 steps from
+#    12130 (each evaluation takes ~7 minutes; tools/copy_signal.py is the quicker signal).
 #    2026-12-02: the machine holding runs/builtin-v2d (step 19022) was replaced and the folder
 #    lost; the run resumed from release 1's weights (step 14342, fresh optimiser moments) in
 #    checkpoints/builtin-v2d, which git keeps (checkpoints/README.md): RUN=checkpoints/builtin-v2d.
+#    2026-12-03: stopped at step 40108 (release 2), past the stated budget of 40000 steps; the
+#    cosine (40000 steps from 3200) would end at 43200, lr 5.24e-5 at 40000 (floor 5e-5).
 train --eval-every 2000 --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 40000 \
-  --bare-steps 0 --bare-people 400 --bare-share 0.3
+  --bare-steps 0 --bare-people 400 --bare-share 0.3 --until 40108
 
-# 5. a release (release 1: the export saved at step 14342): the export into the package as
+# 5. a release (release 1: the export saved at step 14342; release 2: at step 40108): the export into the package as
 #    `builtin` with its sampling defaults (generation_config.json: the 128 window, one token per
 #    step, low-confidence remasking), Seer calibrated on the calibration side of its own task,
 #    then the measurements of the card (docs/builtin-v2/MODEL_CARD.md, "Release 1").
