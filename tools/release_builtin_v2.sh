@@ -59,7 +59,7 @@ for task in copy reverse sort shuffle; do
 done
 # 6. the comparisons (issue 21; README "Results") re-measured on the release: the model's own
 #    task (published settings: 100 requests, 3 repeats, batch 32 over a seeded sample of 32;
-#    about 3 h of one core) and ParallelBench's waiting_line (1 and 8 tokens per step; about
+#    about 1.7-3 h of one core) and ParallelBench's waiting_line (1 and 8 tokens per step; about
 #    1.5 h). A raw file resumes only with the same weights, so the new release's records start
 #    beside the old ones; ParallelBench's raw records hold its items and stay outside the repo.
 python benchmarks/bench_compare.py --model builtin --out docs/results/compare
