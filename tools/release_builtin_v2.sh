@@ -35,9 +35,10 @@ train --eval-every 1000 --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 2
 #    lost; the run resumed from release 1's weights (step 14342, fresh optimiser moments) in
 #    checkpoints/builtin-v2d, which git keeps (checkpoints/README.md): RUN=checkpoints/builtin-v2d.
 #    2026-12-03: stopped at step 40108 (release 2), past the stated budget of 40000 steps; the
-#    cosine (40000 steps from 3200) would end at 43200, lr 5.24e-5 at 40000 (floor 5e-5).
+#    cosine (40000 steps from 3200) would end at 43200, lr 5.24e-5 at 40000 (floor 5e-5). A
+#    replay stops where its --minutes run out (SIGTERM saves); stop it at 40108 to match.
 train --eval-every 2000 --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 40000 \
-  --bare-steps 0 --bare-people 400 --bare-share 0.3 --until 40108
+  --bare-steps 0 --bare-people 400 --bare-share 0.3
 
 # 5. a release (release 1: the export saved at step 14342; release 2: at step 40108): the export into the package as
 #    `builtin` with its sampling defaults (generation_config.json: the 128 window, one token per
