@@ -40,10 +40,11 @@ train --eval-every 1000 --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 2
 train --eval-every 2000 --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 40000 \
   --bare-steps 0 --bare-people 400 --bare-share 0.3
 
-# 5. a release (release 1: the export saved at step 14342; release 2: at step 40108): the export into the package as
-#    `builtin` with its sampling defaults (generation_config.json: the 128 window, one token per
-#    step, low-confidence remasking), Seer calibrated on the calibration side of its own task,
-#    then the measurements of the card (docs/builtin-v2/MODEL_CARD.md, "Release 1").
+# 5. a release (release 1: the export saved at step 14342; release 2: at step 40108): the export
+#    into the package as `builtin` with its sampling defaults (generation_config.json: the 128
+#    window, one token per step, low-confidence remasking), Seer calibrated on the calibration
+#    side of its own task, then the measurements of the card (docs/builtin-v2/MODEL_CARD.md, one
+#    section per release; a release moves the previous one's records into release1/-style folders).
 dst=src/seer/assets/builtin
 cp "$run"/export/{config.json,model.safetensors,tokenizer.json,tokenizer_config.json} "$dst"/
 cp "$run"/export/special_tokens_map.json "$dst"/
