@@ -14,6 +14,10 @@ Every reader of step-0 signals goes through this module: the window policy insid
   (`attach`/`detach`), so a run without Seer pays nothing.
 - the step-0 probability that a position holds an end token, from the window's logits
   (`end_probability`; the loop computes those logits anyway).
+- the hidden state after block k (the residual stream, `hidden=(k,)`), kept as it is over the
+  window's columns of the real rows: (B, W, d) float32, read by a linear probe
+  (`seer.boundary.linear`). The hook copies those columns out at once; nothing of size
+  B x L x d outlives it.
 
 Column bookkeeping: every row's window starts at column `start` (the prompt length after left
 padding, or after image splicing); a model whose hidden state at column j-1 predicts token j
@@ -71,8 +75,11 @@ class StepZeroProbe:
     layers: tuple[int, ...]  # layers to record
     thetas: tuple[float, ...] = (1e-3,)  # |a| < theta counts as zero
     tensors: tuple[str, ...] = ("down",)  # probe points, see TENSORS
+    hidden: tuple[int, ...] = ()  # layers whose output hidden state is kept (see `states`)
     profiles: dict[tuple[str, int], torch.Tensor] = field(default_factory=dict)
     # (tensor, layer) -> (B, n_thetas, W) float32 sparsity of the window's real rows
+    states: dict[int, torch.Tensor] = field(default_factory=dict)
+    # layer -> (B, W, d) float32 hidden state after that block, window columns of the real rows
     seconds: float = 0.0  # wall time spent inside the hooks (part of the cost of detection)
     cpu_seconds: float = 0.0  # the same in this thread's CPU time (robust on a shared machine)
     _handles: list = field(default_factory=list)
@@ -85,6 +92,7 @@ class StepZeroProbe:
         (a model's logit shift is applied here)."""
         self._cols = (start - model.logits_shift, width, rows)
         self.profiles.clear()
+        self.states.clear()
         self.seconds = self.cpu_seconds = 0.0
         self._run, self._done = None, False
         self._handles.append(model.register_forward_pre_hook(self._begin, with_kwargs=True))
@@ -98,6 +106,9 @@ class StepZeroProbe:
                     else:
                         hook = module.register_forward_hook(self._out_hook(layer))
                     self._handles.append(hook)
+            for layer in self.hidden:
+                block = model.layers[_layer(model, layer)]
+                self._handles.append(block.register_forward_hook(self._state_hook(layer)))
         except SeerError:
             self.detach()
             raise
@@ -114,8 +125,18 @@ class StepZeroProbe:
         k = 0 if theta is None else self.thetas.index(theta)
         return self.profiles[tensor, layer][:, k]
 
+    def hidden_states(self, layer: int) -> torch.Tensor:
+        """(B, W, d) float32: the hidden state after block `layer` over the window's columns."""
+        if layer not in self.states:
+            kept = ", ".join(map(str, self.hidden)) or "none"
+            raise SeerError(f"no hidden state of layer {layer} was recorded (layers: {kept})")
+        return self.states[layer]
+
     def stacked(self) -> torch.Tensor:
         """(n_tensors, n_layers, n_thetas, B, W), in the order of `tensors` and `layers`."""
+        if not self.layers:  # a probe of hidden states only
+            _, width, rows = self._cols
+            return torch.zeros(len(self.tensors), 0, len(self.thetas), rows, width)
         return torch.stack(
             [
                 torch.stack([self.profiles[t, k].transpose(0, 1) for k in self.layers])
@@ -139,24 +160,52 @@ class StepZeroProbe:
             self._done = True
         self._run = None
 
+    def _unread(self, a: torch.Tensor, have: int) -> torch.Tensor | None:
+        """a: (B', L', X), this forward's columns -> (rows, W', X), the window's columns after
+        the `have` already read that this forward computes (fewer if cut inside it), or None."""
+        lo, width, rows = self._cols
+        first = lo + have  # first column not yet read
+        at = 0 if self._run is None else self._run[0]  # canvas column of a's column 0
+        win = a[:rows, max(0, first - at) : max(0, lo + width - at)]
+        if first < at or win.shape[1] == 0:  # not contiguous with what was read: skip
+            return None
+        return win
+
     def _record(self, key: tuple[str, int], a: torch.Tensor) -> None:
         if self._done:  # only step 0's forwards
             return
         t0, c0 = time.perf_counter(), time.thread_time()
-        lo, width, rows = self._cols
         have = self.profiles.get(key)
-        first = lo + (0 if have is None else have.shape[-1])  # first column not yet read
-        at = 0 if self._run is None else self._run[0]  # canvas column of a's column 0
-        # (B, W', I): the window's unread columns this forward computes; fewer if cut inside it
-        win = a[:rows, max(0, first - at) : max(0, lo + width - at)].abs()
-        if first < at or win.shape[1] == 0:  # not contiguous with what was read: skip
+        # (B, W', I): the window's unread columns this forward computes
+        win = self._unread(a, 0 if have is None else have.shape[-1])
+        if win is None:
             return
+        win = win.abs()
         # (B, n_thetas, W'): one comparison per theta keeps the temporary at B x W' x I
         frac = torch.stack([(win < t).sum(-1, dtype=torch.float32) for t in self.thetas], 1)
         frac /= win.shape[-1]
         self.profiles[key] = frac if have is None else torch.cat([have, frac], -1)
         self.seconds += time.perf_counter() - t0
         self.cpu_seconds += time.thread_time() - c0
+
+    def _record_state(self, layer: int, h: torch.Tensor) -> None:
+        if self._done:
+            return
+        t0, c0 = time.perf_counter(), time.thread_time()
+        have = self.states.get(layer)
+        win = self._unread(h, 0 if have is None else have.shape[1])
+        if win is None:
+            return
+        win = win.to(torch.float32, copy=True)  # (B, W', d) a copy: the forward's h is freed
+        self.states[layer] = win if have is None else torch.cat([have, win], 1)
+        self.seconds += time.perf_counter() - t0
+        self.cpu_seconds += time.thread_time() - c0
+
+    def _state_hook(self, layer: int):
+        def hook(module, args, output):  # a block returns h, or a tuple whose first item is h
+            self._record_state(layer, output[0] if isinstance(output, tuple) else output)
+
+        return hook
 
     def _pre_hook(self, layer: int):
         def hook(module, args):
@@ -169,6 +218,13 @@ class StepZeroProbe:
             self._record(("gate", layer), output)
 
         return hook
+
+
+def _layer(model: nn.Module, layer: int) -> int:
+    n = n_layers(model)
+    if not 0 <= layer < n:
+        raise SeerError(f"hidden-state layer {layer} does not exist; the model has {n} layers")
+    return layer
 
 
 def end_probability(logits: torch.Tensor, enders) -> torch.Tensor:
@@ -186,6 +242,8 @@ class Step0Profiles:
     layers: tuple[int, ...]  # layers of `sparsity`'s second axis
     thetas: tuple[float, ...]  # thetas of its third axis
     tensors: tuple[str, ...]  # probe points of its first axis
+    hidden: dict[int, torch.Tensor] = field(default_factory=dict)
+    # layer -> (B, W, d) float32 hidden state after that block (only the layers asked for)
 
     def at(self, layer: int, theta: float, tensor: str = "down") -> torch.Tensor:
         """(B, W) sparsity at one point."""
@@ -204,19 +262,21 @@ def step0(
     thetas: tuple[float, ...] = (1e-3,),
     tensors: tuple[str, ...] = ("down",),
     image=None,
+    hidden: tuple[int, ...] = (),
 ) -> Step0Profiles:
     """One step-0 forward of `lm` over `prompts` (anything `lm.canvas` takes: text, ids,
     `PromptInput`s; `image` for a multimodal model) with a window of [MASK]; returns the sparsity
     at every requested point (every layer by default) and the end probability. `params`: the
     request's `SamplingParams` (default: the model's, `lm.sampling(gen_length=gen_length)`), so
     the forward is the one `generate` runs at step 0 (classifier-free guidance included, laid
-    out by `p.cache`: under prefix_lm the prompt prefill and then the answer forward)."""
+    out by `p.cache`: under prefix_lm the prompt prefill and then the answer forward).
+    `hidden`: layers whose output hidden state is returned too (`Step0Profiles.hidden`)."""
     model = lm.model
     layers = tuple(range(n_layers(model))) if layers is None else tuple(layers)
     p = lm.sampling(gen_length=gen_length) if params is None else params
     gen_length = p.gen_length
     canvas = lm.canvas(prompts, p, image)
-    probe = StepZeroProbe(layers, tuple(thetas), tuple(tensors))
+    probe = StepZeroProbe(layers, tuple(thetas), tuple(tensors), tuple(hidden))
     probe.attach(model, canvas.prompt_len, gen_length, canvas.x.shape[0])
     try:  # step 0 as the loop runs it under a window policy (`DenoisingLoop.step`)
         cache = make_cache(p.cache, p.dpad_window)
@@ -226,7 +286,8 @@ def step0(
     finally:
         probe.detach()
     ends = end_probability(logits, lm.tokens.enders)
-    return Step0Profiles(probe.stacked(), ends, layers, probe.thetas, probe.tensors)
+    states = {k: probe.hidden_states(k) for k in probe.hidden}
+    return Step0Profiles(probe.stacked(), ends, layers, probe.thetas, probe.tensors, states)
 
 
 def sparsity_profiles(
