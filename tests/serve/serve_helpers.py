@@ -78,10 +78,12 @@ def data_uri(image) -> str:
 
 
 def metrics(url: str) -> dict[tuple[str, tuple], float]:
-    """/metrics parsed by prometheus_client: (sample name, sorted labels) -> value."""
+    """/metrics parsed by prometheus_client: (sample name, sorted labels) -> value (the key is
+    sent: a server with --api-key guards /metrics, one without ignores it)."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    text = httpx.get(f"{url}/metrics", timeout=10).text
+    r = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {KEY}"}, timeout=10)
+    text = r.raise_for_status().text
     out = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:

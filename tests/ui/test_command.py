@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from seer.cli import main
@@ -10,22 +12,35 @@ pytest.importorskip("gradio", reason="the ui extra is not installed (pip install
 pytest.importorskip("fastapi", reason="the serve extra is not installed")
 
 
-@pytest.mark.parametrize("argv", [["ui"], ["serve", "--model", "builtin", "--ui"]])
-def test_the_page_is_served_beside_the_api(argv, monkeypatch, capsys):
-    from fastapi.testclient import TestClient
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
+
+def _served(monkeypatch) -> dict:
+    """What `seer.serve.server.run` was given (it is replaced: nothing listens)."""
     import seer.serve.server
 
     served = {}
 
-    def run(app, host, port, *args, **kw):
-        served.update(app=app, at=(host, port))
+    def run(app, sock, *args, **kw):
+        served.update(app=app, at=sock.getsockname())
+        sock.close()
 
     monkeypatch.setattr(seer.serve.server, "run", run)
-    assert main(["--quiet", *argv, "--port", "7999"]) == 0
-    assert served["at"] == ("127.0.0.1", 7999)  # loopback by default
+    return served
+
+
+@pytest.mark.parametrize("argv", [["ui"], ["serve", "--model", "builtin", "--ui"]])
+def test_the_page_is_served_beside_the_api(argv, monkeypatch, capsys):
+    from fastapi.testclient import TestClient
+
+    served, port = _served(monkeypatch), _free_port()
+    assert main(["--quiet", *argv, "--port", str(port)]) == 0
+    assert served["at"] == ("127.0.0.1", port)  # loopback by default
     if argv[0] == "ui":
-        assert "http://127.0.0.1:7999/ui/" in capsys.readouterr().err
+        assert f"http://127.0.0.1:{port}/ui/" in capsys.readouterr().err
     with TestClient(served["app"]) as client:
         page = client.get("/ui/")
         assert page.status_code == 200 and "Seer" in page.text
@@ -35,8 +50,29 @@ def test_the_page_is_served_beside_the_api(argv, monkeypatch, capsys):
         assert models[0]["id"] == "builtin"
 
 
-@pytest.mark.parametrize("flags", [["--api-key", "k"], ["--replicas", "2"]])
-def test_serve_ui_refuses_what_the_page_cannot_honour(flags, capsys):
-    assert main(["serve", "--ui", *flags]) == 2
+def test_serve_ui_refuses_replicas(capsys):
+    assert main(["serve", "--ui", "--replicas", "2"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("seer: error: --ui runs on one server")
+
+
+@pytest.mark.parametrize("argv", [["ui"], ["serve", "--model", "builtin", "--ui"]])
+def test_an_api_key_guards_the_api_and_the_page_asks_for_it(argv, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    served = _served(monkeypatch)
+    assert main(["--quiet", *argv, "--port", str(_free_port()), "--api-key", "sésame"]) == 0
+    with TestClient(served["app"]) as client:
+        assert client.get("/health").json() == {"status": "ok"}  # probes need no key
+        assert client.get("/v1/models").status_code == 401
+        assert client.get("/metrics").status_code == 401
+        key = {"Authorization": "Bearer sésame".encode()}
+        assert client.get("/v1/models", headers=key).status_code == 200
+        # the page: Gradio's login, the key as the password; nothing runs before it
+        config = client.get("/ui/config")
+        assert config.status_code == 401 or config.json().get("auth_required"), config.text
+        bad = client.post("/ui/login", data={"username": "me", "password": "nope"})
+        assert bad.status_code == 400
+        ok = client.post("/ui/login", data={"username": "me", "password": "sésame"})
+        assert ok.status_code == 200, ok.text
+        assert "components" in client.get("/ui/config").json()

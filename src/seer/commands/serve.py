@@ -15,7 +15,10 @@ def add_parser(sub) -> None:
                       "(default builtin-vqa: the multimodal model)")  # fmt: skip
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
     p.add_argument("--port", type=options.number(int, 0, 65535), default=8000)
-    p.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY'")
+    p.add_argument("--api-key", default=None,
+                   help="require 'Authorization: Bearer KEY' on /v1/* and /metrics")  # fmt: skip
+    p.add_argument("--public-metrics", action="store_true",
+                   help="serve /metrics without the key (for a scraper)")  # fmt: skip
     p.add_argument("--served-model-name", default=None,
                    help="the model id clients send (default: the model folder's name)")  # fmt: skip
     p.add_argument("--no-seer", action="store_true",
@@ -25,19 +28,29 @@ def add_parser(sub) -> None:
                    help="waiting requests before 429 (default: unbounded)")  # fmt: skip
     p.add_argument("--max-tokens-per-step", type=options.POSITIVE, default=None,
                    help="token budget of one engine step")  # fmt: skip
-    p.add_argument("--allow-local-images", action="store_true",
-                   help="image_url may name a file here (default: data: URIs only)")  # fmt: skip
+    p.add_argument("--allow-local-images", default=None, metavar="DIR",
+                   help="image_url may name a file under DIR, relative to it (default: data: "
+                   "URIs only)")  # fmt: skip
     p.add_argument("--max-image-mb", type=_megabytes, default=8 << 20, metavar="MB",
                    help="largest image accepted (default 8)")  # fmt: skip
     p.add_argument("--max-body-mb", type=_megabytes, default=32 << 20, metavar="MB",
                    help="largest request body accepted (default 32)")  # fmt: skip
+    p.add_argument("--image-pixel-budget", type=options.number(float, 0, open_lo=True),
+                   default=64.0, metavar="MP",
+                   help="megapixels of images decoded at once over all requests; the rest wait "
+                   "(default 64: one image of the largest size)")  # fmt: skip
+    p.add_argument("--prepare-timeout", type=options.number(float, 0, open_lo=True),
+                   default=30.0, metavar="S",
+                   help="seconds one request may spend waiting, decoding its image and being "
+                   "tokenized before a 503 (default 30)")  # fmt: skip
     p.add_argument("--drain-timeout", type=options.number(float, 0), default=60.0,
                    help="seconds SIGTERM waits for running requests (default 60)")  # fmt: skip
     p.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     p.add_argument(
         "--ui",
         action="store_true",
-        help="also serve the web page of `seer ui` at /ui/ (needs seer[ui]; no API key)",
+        help="also serve the web page of `seer ui` at /ui/ (needs seer[ui]; with --api-key the "
+        "page asks for the key)",
     )
     g = p.add_argument_group(
         "Ray Serve (the ray extra)",
@@ -61,10 +74,13 @@ def add_parser(sub) -> None:
 
 def _build(args) -> dict:
     """`seer.serve.build`'s options from the flags (the model names apart)."""
-    return dict(api_key=args.api_key, seer=not args.no_seer, max_batch=args.max_batch,
-                max_queue=args.max_queue, max_tokens_per_step=args.max_tokens_per_step,
-                allow_local_images=args.allow_local_images, max_image_bytes=args.max_image_mb,
-                max_body_bytes=args.max_body_mb)  # fmt: skip
+    return dict(api_key=args.api_key, public_metrics=args.public_metrics, seer=not args.no_seer,
+                max_batch=args.max_batch, max_queue=args.max_queue,
+                max_tokens_per_step=args.max_tokens_per_step,
+                image_root=args.allow_local_images, max_image_bytes=args.max_image_mb,
+                max_body_bytes=args.max_body_mb,
+                pixel_budget=int(args.image_pixel_budget * 1e6),
+                prepare_timeout=args.prepare_timeout)  # fmt: skip
 
 
 def _replicas(args) -> int:
@@ -100,20 +116,26 @@ def main(args) -> int:
     if args.ui:
         extras.require("ui", "seer serve --ui")
     from seer.serve import model_names, serve
+    from seer.serve.security import image_root
+    from seer.serve.server import bind
 
-    if args.ui and (args.replicas is not None or args.api_key):
-        raise SeerError("--ui runs on one server without an API key (the page has none): "
-                        "drop --replicas / --api-key, or run `seer ui` apart")  # fmt: skip
+    if args.ui and args.replicas is not None:
+        raise SeerError("--ui runs on one server: drop --replicas, or run `seer ui` apart")
     if args.replicas is None:
         for flag in ("min_replicas", "max_replicas", "ray_address"):
             if getattr(args, flag) is not None:
                 raise SeerError(f"--{flag.replace('_', '-')} needs --replicas N")
-    else:
+    if args.allow_local_images is not None:  # checked here, before anything loads
+        args.allow_local_images = str(image_root(args.allow_local_images))
+    if args.replicas is not None:
         extras.require("ray", "seer serve --replicas")
+        if not args.ray_address:  # Ray's proxy binds it later; say now if it cannot
+            bind(args.host, args.port).close()
         return _replicas(args)
+    sock = bind(args.host, args.port)  # before the model loads: a taken port is one line
     lm = options.load(args)
     serve(lm, host=args.host, port=args.port, drain_timeout=args.drain_timeout,
-          log_level=args.log_level, ui=args.ui,
+          log_level=args.log_level, ui=args.ui, sock=sock,
           model_names=model_names(lm, args.model, args.served_model_name),
           **_build(args))  # fmt: skip
     return 0

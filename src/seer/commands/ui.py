@@ -13,6 +13,9 @@ def add_parser(sub) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
     p.add_argument("--port", type=options.number(int, 0, 65535), default=7860,
                    help="port (default 7860)")  # fmt: skip
+    p.add_argument("--api-key", default=None,
+                   help="require 'Authorization: Bearer KEY' on the API (/v1/*, /metrics); the "
+                   "page asks for the key as its password")  # fmt: skip
     p.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"))
     p.set_defaults(func=main)
 
@@ -25,13 +28,14 @@ def main(args) -> int:
     extras.require("serve", "seer ui")  # before the model loads
     extras.require("ui", "seer ui")
     from seer.serve import build, model_names
-    from seer.serve.server import run
+    from seer.serve.server import bind, run
     from seer.ui import PATH, mount
 
+    sock = bind(args.host, args.port)  # before the model loads: a taken port is one line
     lm = options.load(args)
-    app = build(lm, model_names=model_names(lm, args.model))
-    mount(app, lm)
+    app = build(lm, model_names=model_names(lm, args.model), api_key=args.api_key)
+    mount(app, lm, api_key=args.api_key)
     print(f"seer: the page for {args.model} is at http://{args.host}:{args.port}{PATH}/ "
           "(Ctrl-C stops)", file=sys.stderr, flush=True)  # fmt: skip
-    run(app, args.host, args.port, log_level=args.log_level)
+    run(app, sock, log_level=args.log_level)
     return 0

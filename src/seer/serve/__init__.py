@@ -3,9 +3,11 @@
     protocol.py   the request bodies (pydantic)          responses.py  response / chunk bodies
     convert.py    body -> engine Request (prompt, image, sampling through lm.sampling, Seer)
     worker.py     the engine's thread: adds/aborts in, results and block partials out
-    app.py        the endpoints, errors (OpenAI-style bodies), auth, body limit, disconnects
+    prepare.py    off the engine's thread: image decoding, tokenizing, their limits
+    security.py   the API key (before the body is read), the local image folder
+    app.py        the endpoints, errors (OpenAI-style bodies), body limit, disconnects
     metrics.py    Prometheus metrics (`seer_*`)
-    server.py     uvicorn with a draining SIGTERM
+    server.py     the listening socket (bound first), uvicorn with a draining SIGTERM
 
 Needs the `serve` extra: `pip install -e ".[serve]"`.
 """
@@ -13,16 +15,20 @@ Needs the `serve` extra: `pip install -e ".[serve]"`.
 from __future__ import annotations
 
 
-def build(lm, *, model_names=None, api_key=None, seer=True, max_batch=64, max_queue=None,
-          max_tokens_per_step=None, allow_local_images=False, max_image_bytes=8 << 20,
-          max_body_bytes=32 << 20):  # fmt: skip
-    """The FastAPI app serving `lm` (its engine thread starts with the app's lifespan)."""
+def build(lm, *, model_names=None, api_key=None, public_metrics=False, seer=True, max_batch=64,
+          max_queue=None, max_tokens_per_step=None, image_root=None, max_image_bytes=8 << 20,
+          max_body_bytes=32 << 20, pixel_budget=64_000_000, prepare_timeout=30.0):  # fmt: skip
+    """The FastAPI app serving `lm` (its engine thread starts with the app's lifespan).
+    `image_root`: the folder image_url paths may name (None: data: URIs only);
+    `pixel_budget`: image pixels decoded at once over all requests; `prepare_timeout`: seconds
+    one request may take to be decoded and tokenized (`seer.serve.prepare`)."""
     from seer import extras
 
     extras.require("serve", "seer.serve")
     from seer.serve.app import ServeOptions, create_app
-    from seer.serve.convert import Limits
     from seer.serve.engine_api import make_engine
+    from seer.serve.prepare import Limits
+    from seer.serve.security import image_root as resolved_root
 
     engine = make_engine(lm, max_batch, max_queue, max_tokens_per_step)
     names = tuple(model_names or ()) or (lm.name or "seer",)
@@ -34,11 +40,13 @@ def build(lm, *, model_names=None, api_key=None, seer=True, max_batch=64, max_qu
             "/v1/completions sends the prompt without it and gets empty answers; use "
             "/v1/chat/completions"
         )
+    root = None if image_root is None else resolved_root(image_root)
     options = ServeOptions(
         model_names=names,
         api_key=api_key,
+        public_metrics=public_metrics,
         seer=seer,
-        limits=Limits(allow_local_images, max_image_bytes),
+        limits=Limits(root, max_image_bytes, pixel_budget, prepare_timeout),
         max_body_bytes=max_body_bytes,
     )
     return create_app(lm, engine, options)
@@ -53,17 +61,19 @@ def model_names(lm, model: str | None = None, served: str | None = None) -> tupl
 
 
 def serve(lm, host: str = "127.0.0.1", port: int = 8000, drain_timeout: float = 60.0,
-          log_level: str = "info", ui: bool = False, **options) -> None:  # fmt: skip
+          log_level: str = "info", ui: bool = False, sock=None, **options) -> None:  # fmt: skip
     """Serve `lm` until SIGTERM (drains) or SIGINT; `options` as in `build`. `ui`: the page
-    of `seer ui` too, at /ui/ (`seer.ui`)."""
-    from seer.serve.server import run
+    of `seer ui` too, at /ui/ (`seer.ui`). `sock`: a socket `seer.serve.server.bind` made
+    (else it binds host:port here; a `SeerError` if it cannot)."""
+    from seer.serve.server import bind, run
 
+    sock = sock or bind(host, port)
     app = build(lm, **options)
     if ui:
         from seer.ui import mount
 
-        mount(app, lm)
-    run(app, host, port, drain_timeout, log_level)
+        mount(app, lm, api_key=options.get("api_key"))
+    run(app, sock, drain_timeout, log_level)
 
 
 __all__ = ["build", "model_names", "serve"]

@@ -1,14 +1,16 @@
 """The FastAPI application: OpenAI-compatible endpoints over one engine thread.
 
-    GET  /health               200 {"status": "ok"} (503 while draining)
+    GET  /health               200 {"status": "ok"} (503 while draining); never needs the key
     GET  /v1/models            the served model
     POST /v1/chat/completions  messages (text, one image as a data: URI), stream or not
     POST /v1/completions       a text or token-id prompt, stream or not
-    GET  /metrics              Prometheus text format (`seer_*`)
+    GET  /metrics              Prometheus text format (`seer_*`); needs the key unless public
 
-A request is checked (key, model, body, image, sampling, Seer options) on the event loop, then
-added to the engine through the worker thread; `engine.add` validates it against the model
-(context length, image on a text model), so every user mistake is a 4xx before anything runs.
+The key is checked first, before the body is read (`security.APIKey`). A request is then checked
+(model, body, sampling, Seer options) on the event loop, prepared (image decoded, prompt
+tokenized, within limits) in the preparer's threads (`prepare`), and added to the engine through
+the worker thread; `engine.add` checks the prepared prompt against the model (context length),
+so every user mistake is a 4xx before anything runs.
 Non-streamed requests wait for their result while watching for the client leaving; streamed ones
 send each semi-autoregressive block when it is final. A client that leaves aborts its request.
 While draining (SIGTERM) new requests get 503 and running ones finish; those still running
@@ -20,25 +22,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 from dataclasses import dataclass, field
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.background import BackgroundTask
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seer.errors import SeerError
-from seer.images import load_image
 from seer.serve import convert
 from seer.serve.engine_api import Deltas, QueueFull
 from seer.serve.engine_api import Request as EngineRequest
-from seer.serve.errors import APIError, bad_request, body, validation_message
+from seer.serve.errors import APIError, body, validation_message
 from seer.serve.metrics import Metrics
+from seer.serve.prepare import Limits, Preparer
 from seer.serve.protocol import ChatRequest, CompletionRequest, SamplingFields
 from seer.serve.responses import Envelope, sse
+from seer.serve.security import APIKey
 from seer.serve.worker import Added, Block, Done, EngineWorker, Failed, ShuttingDown, Ticket
 
 API_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/models")
@@ -50,9 +51,10 @@ class ServeOptions:
     """How the server behaves (from `seer serve`'s flags)."""
 
     model_names: tuple[str, ...]  # names a request's `model` may use; the first is listed
-    api_key: str | None = None  # require "Authorization: Bearer <key>" on /v1/*
+    api_key: str | None = None  # require "Authorization: Bearer <key>" on /v1/* and /metrics
+    public_metrics: bool = False  # /metrics without the key
     seer: bool = True  # Seer on unless a request says "seer": false
-    limits: convert.Limits = field(default_factory=convert.Limits)
+    limits: Limits = field(default_factory=Limits)
     max_body_bytes: int = 32 << 20  # a request body over this gets 413
 
 
@@ -64,6 +66,7 @@ class Service:
         self.options = options
         self.metrics = Metrics()
         self.worker = EngineWorker(engine)
+        self.preparer = Preparer(lm, options.limits)  # tokenizing, image decoding: off the engine
         self.live: set[Ticket] = set()  # requests in the engine, not yet answered
         self.draining = False
         # async bytes -> bytes over this server's /metrics text: None, or (Ray Serve replicas,
@@ -99,11 +102,20 @@ def create_app(lm, engine, options: ServeOptions) -> FastAPI:
             yield
         finally:
             service.worker.stop()
+            service.preparer.close()
 
     app = FastAPI(title="Seer", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.service = service
     _install_errors(app, service)
     app.add_middleware(_BodyLimit, limit=options.max_body_bytes, service=service)
+    if options.api_key is not None:  # outermost: the key before the body is read
+
+        def refused(path: str) -> None:
+            if path in API_PATHS:
+                service.count(path, 401)
+
+        app.add_middleware(APIKey, key=options.api_key, public_metrics=options.public_metrics,
+                           refused=refused)  # fmt: skip
 
     @app.get("/health")
     async def health():
@@ -120,7 +132,6 @@ def create_app(lm, engine, options: ServeOptions) -> FastAPI:
 
     @app.get("/v1/models")
     async def models(request: Request):
-        _authorize(request, service)
         service.count("/v1/models", 200)
         name = options.model_names[0]
         return {"object": "list", "data": [{"id": name, "object": "model", "created": 0,
@@ -142,19 +153,7 @@ def create_app(lm, engine, options: ServeOptions) -> FastAPI:
 
 
 # -- checks -------------------------------------------------------------------------------------
-def _authorize(request: Request, service: Service) -> None:
-    key = service.options.api_key
-    if key is None:
-        return
-    given = request.headers.get("authorization", "")
-    scheme, _, token = given.partition(" ")
-    if scheme.lower() != "bearer" or not secrets.compare_digest(token.strip(), key):
-        raise APIError(401, "invalid API key: send 'Authorization: Bearer <key>'",
-                       "invalid_api_key")  # fmt: skip
-
-
 def _check(request: Request, service: Service, body: SamplingFields) -> None:
-    _authorize(request, service)
     if service.draining:
         raise APIError(503, "the server is shutting down; retry on another replica",
                        "shutting_down")  # fmt: skip
@@ -173,14 +172,9 @@ async def _answer(service: Service, request: Request, body, prompt, envelope: En
     lm, options = service.lm, service.options
     params = convert.params_for(lm, body)
     seer = convert.seer_for(lm, body, options.seer, params)
-    image = None
-    if prompt.image is not None:
-        try:
-            image = await run_in_threadpool(load_image, prompt.image)
-        except SeerError as e:
-            raise bad_request(str(e), "image_url") from None
+    ready = await service.preparer.prepare(prompt, params)  # a PromptInput, image included
     ticket = Ticket(asyncio.get_running_loop())
-    req = EngineRequest(prompt.prompt, params=params, seer=seer, image=image, chat=prompt.chat,
+    req = EngineRequest(ready, params=params, seer=seer, chat=prompt.chat,
                         on_block=ticket.on_block)  # fmt: skip
     service.worker.submit(req, ticket)
     service.live.add(ticket)

@@ -3,38 +3,22 @@
 A chat with one user message goes through the same prompt path as `seer generate` and
 `DiffusionLM.generate` (the text, its image, the model's chat template), so the answers agree.
 Longer chats (system, earlier turns) on text models are rendered with the tokenizer's chat
-template into token ids. Images come as `data:` URIs, or local paths when the server allows
-them; nothing is ever fetched from the network.
+template (in `prepare`, off the engine's thread). Images come as `data:` URIs, or paths under
+the folder of `--allow-local-images DIR` (`security.local_image`); nothing is ever fetched from
+the network. Nothing here tokenizes or decodes: that is `prepare`'s.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 
 from seer.boundary.truncation import resolve
 from seer.errors import SeerError
-from seer.models.tokens import chat_ids
 from seer.serve.engine_api import sampling
 from seer.serve.errors import bad_request, too_large
+from seer.serve.prepare import Limits, Prompt
 from seer.serve.protocol import ChatRequest, CompletionRequest, ImagePart, SamplingFields
-
-
-@dataclass(slots=True)
-class Limits:
-    """What the server accepts (set from the command line)."""
-
-    allow_local_images: bool = False  # image_url may name a file on the server's disk
-    max_image_bytes: int = 8 << 20  # one image, encoded
-
-
-@dataclass(slots=True)
-class Prompt:
-    """What the engine needs of one request, before sampling."""
-
-    prompt: str | list[int]  # text (chat applies the template) or token ids
-    chat: bool  # apply the chat template to a text prompt
-    image: str | None  # a data URI or a local path, checked for size
+from seer.serve.security import local_image
 
 
 def chat_prompt(lm, body: ChatRequest, limits: Limits) -> Prompt:
@@ -60,7 +44,7 @@ def chat_prompt(lm, body: ChatRequest, limits: Limits) -> Prompt:
     if tok is None or not getattr(tok, "chat_template", None):
         raise bad_request("this model has no chat template: send one user message", "messages")
     turns = [{"role": _role(m.role), "content": _text(m)} for m in messages]
-    return Prompt(chat_ids(tok, turns), False, None)
+    return Prompt(turns, False, None)  # rendered with the template by `prepare`
 
 
 def completion_prompt(lm, body: CompletionRequest) -> Prompt:
@@ -129,14 +113,10 @@ def _image_source(url: str, limits: Limits) -> str:
         return url
     if url.startswith(("http://", "https://")):
         raise bad_request("image URLs are not fetched; send the image as a data: URI", "image_url")
-    if not limits.allow_local_images:
+    if limits.image_root is None:
         raise bad_request(
             "image_url must be a data:image/...;base64 URI (local paths need the server's "
-            "--allow-local-images)",
+            "--allow-local-images DIR)",
             "image_url",
         )
-    path = Path(url.removeprefix("file://")).expanduser()
-    if path.is_file() and path.stat().st_size > limits.max_image_bytes:
-        raise too_large(f"the image file is over the server's limit of "
-                        f"{limits.max_image_bytes:,} bytes")  # fmt: skip
-    return str(path)
+    return str(local_image(url, limits.image_root))  # its size is checked as it is read

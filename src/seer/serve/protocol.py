@@ -1,9 +1,12 @@
 """The OpenAI-compatible request bodies, as pydantic models (responses are built in `responses.py`).
 
 Unknown fields are refused (400 naming the field), so a mistyped option of ours (`step` for
-`steps`) never passes silently; booleans are strict (`"seer": "yes"` or `1` is a 400, never
-read as true). OpenAI fields that we accept but cannot honour differently from
-their neutral value (`n` > 1, `logprobs`, penalties) are refused with a message saying so.
+`steps`) never passes silently; types are strict (`"seer": "yes"` or `1` is a 400, never read as
+true; `"max_tokens": true` or `"8"` is a 400, never read as 1 or 8; a number field takes 1 or
+1.5). `max_completion_tokens` (OpenAI's current name) and `max_tokens` (its deprecated one) both
+set the answer window; given both, they must agree. OpenAI fields that we accept but cannot
+honour differently from their neutral value (`n` > 1, `logprobs`, penalties) are refused with a
+message saying so.
 Our own options sit beside the OpenAI ones (the OpenAI client sends them via `extra_body`):
 `SamplingOptions` is generated from the `SamplingParams` fields that declare `api` (`steps`,
 `block_length`, `remasking`, `cache`, `schedule`, `top_k`, `alg_temp`, `cfg_scale`,
@@ -20,9 +23,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    Strict,
     StrictBool,
+    StrictInt,
     create_model,
     field_validator,
+    model_validator,
 )
 
 from seer.config import SamplingParams
@@ -93,7 +99,8 @@ def _valid(spec: Spec):
     return AfterValidator(check)
 
 
-_TYPES = {int: int, float: float, str: str, bool: StrictBool}  # booleans are strict
+# strict: no bool for a number, no "8" for 8 (JSON has numbers); a float field takes an int
+_TYPES = {int: StrictInt, float: Annotated[float, Strict()], str: str, bool: StrictBool}
 # request field -> SamplingParams field, for every field that declares `api`
 API_NAMES = {(s.api if isinstance(s.api, str) else f.name): f.name
              for f, s in specs(SamplingParams) if s.api}  # fmt: skip
@@ -117,7 +124,7 @@ class SamplingFields(SamplingOptions):
     stop: str | list[str] | None = None
     stream: StrictBool = False
     stream_options: dict | None = None  # {"include_usage": true} adds a usage chunk
-    n: int = 1
+    n: StrictInt = 1
     user: str | None = None
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
@@ -162,18 +169,28 @@ class SamplingFields(SamplingOptions):
 
 class ChatRequest(SamplingFields):
     messages: list[Message] = Field(min_length=1)
-    # the newer name of max_tokens, checked as gen_length is
-    max_completion_tokens: Annotated[int | None, _valid(_SPECS["gen_length"][1])] = None
+    # OpenAI's current name of max_tokens (deprecated there), checked as gen_length is
+    max_completion_tokens: Annotated[StrictInt | None, _valid(_SPECS["gen_length"][1])] = None
+
+    @model_validator(mode="after")
+    def _one_length(self):
+        new, old = self.max_completion_tokens, self.max_tokens
+        if new is not None and old is not None and new != old:
+            raise ValueError(
+                f"max_completion_tokens ({new}) and max_tokens ({old}) disagree: send "
+                "max_completion_tokens alone (max_tokens is its deprecated name)"
+            )
+        return self
 
     def options(self) -> dict:
         out = super().options()
         if self.max_completion_tokens is not None:
-            out.setdefault("gen_length", self.max_completion_tokens)
+            out["gen_length"] = self.max_completion_tokens
         return out
 
 
 class CompletionRequest(SamplingFields):
-    prompt: str | list[int]  # text (no chat template), or token ids
+    prompt: str | list[StrictInt]  # text (no chat template), or token ids
     echo: StrictBool | None = None
     suffix: str | None = None
 

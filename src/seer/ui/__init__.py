@@ -5,7 +5,9 @@
 
 The page is mounted on the OpenAI server's FastAPI app (`seer ui`, or `seer serve --ui`) and
 runs its requests on the server's engine thread; the engine's per-step view
-(`Request.on_step`) feeds it. Needs the `ui` extra: `pip install "seer[ui]"`.
+(`Request.on_step`) feeds it. With an API key the page asks for it (Gradio's login: any user
+name, the key as the password) before it shows or runs anything. Needs the `ui` extra:
+`pip install "seer[ui]"`.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from seer.errors import SeerError
 PATH = "/ui"  # where the page is mounted
 
 
-def mount(app, lm, path: str = PATH):
+def mount(app, lm, path: str = PATH, api_key: str | None = None):
     """Mount the page for `lm` on `app` (the server's FastAPI app, `seer.serve.build`) at
-    `path`; `/` redirects to it."""
+    `path`; `/` redirects to it. `api_key`: the page's password (module docstring)."""
     try:
         import gradio as gr
     except ImportError as e:
@@ -33,8 +35,20 @@ def mount(app, lm, path: str = PATH):
     async def root():
         return RedirectResponse(f"{path}/")
 
+    login = {}
+    if api_key is not None:
+        import secrets
+
+        key = api_key.encode("utf-8")
+
+        def allowed(_user, password) -> bool:
+            return secrets.compare_digest(str(password).encode("utf-8"), key)
+
+        hint = "Enter the server's API key as the password (any user name)."
+        login = {"auth": allowed, "auth_message": hint}
     return gr.mount_gradio_app(app, blocks, path=path, css=render.CSS, theme=page.theme(),
-                               footer_links=[], run_history=False, show_error=True)  # fmt: skip
+                               footer_links=[], run_history=False, show_error=True,
+                               **login)  # fmt: skip
 
 
 __all__ = ["PATH", "mount"]

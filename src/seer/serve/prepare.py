@@ -1,0 +1,202 @@
+"""A request's prompt made ready for the engine, off the engine's thread.
+
+Tokenizing a long prompt or decoding a large image costs CPU seconds; on the engine's thread it
+would stall every request being denoised. So each request is prepared here, in the server's own
+thread pool, before its ticket is queued: the text is tokenized (chat template included), the
+image read, decoded and run through the model's processor, and the engine receives the finished
+`PromptInput` (`Engine.add` then only checks it). What bounds the cost:
+
+- the prompt's length, checked before tokenizing: at most `chars_per_token` characters per
+  token of the model's context (a token id prompt: the context itself). Real tokenizers average
+  3-5 characters a token, so a prompt over the bound can never fit and gets 400 at once;
+- the pixels being decoded at once, over all requests (`PixelBudget`): a request whose image
+  would pass the budget waits until earlier ones are done, so eight large images decode one or
+  two at a time instead of holding eight decoded copies;
+- a time limit per request (`prepare_timeout`) on the whole preparation, budget wait included:
+  past it the client gets 503 ``timeout`` with Retry-After (the thread finishes its work and
+  gives its pixels back; nothing of it reaches the engine).
+
+Any failure to decode an image (damaged data, a format PIL cannot read, a decoder's own
+exception) is a 400 naming image_url, never a 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import io
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from seer.errors import SeerError
+from seer.serve.errors import APIError, bad_request, too_large
+
+RETRY_AFTER = 1  # seconds a 503 timeout asks the client to wait
+
+
+@dataclass(slots=True)
+class Limits:
+    """What the server accepts and how much preparing a request may cost (command line)."""
+
+    image_root: Path | None = None  # image_url may name a file under this folder (resolved)
+    max_image_bytes: int = 8 << 20  # one image, encoded
+    pixel_budget: int = 64_000_000  # image pixels decoded at once over all requests; more wait
+    prepare_timeout: float = 30.0  # seconds to read, decode and tokenize one request
+    chars_per_token: int = 32  # a text prompt holds at most this x the context in characters
+
+
+@dataclass(slots=True)
+class Prompt:
+    """What the engine needs of one request, before sampling (from `convert`)."""
+
+    prompt: str | list[int] | list[dict]  # text, token ids, or chat turns (role/content dicts)
+    chat: bool  # apply the chat template to a text prompt
+    image: str | None  # a data URI, or a file resolved under the image root
+
+
+class PixelBudget:
+    """A count of the image pixels being decoded; `acquire` waits until `n` more fit (an image
+    larger than the whole budget waits until nothing else is decoding). Event loop only."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._waiters: list[asyncio.Future] = []
+
+    async def acquire(self, n: int) -> int:
+        n = min(n, self.limit)
+        while self.used and self.used + n > self.limit:
+            fut = asyncio.get_running_loop().create_future()
+            self._waiters.append(fut)
+            try:
+                await fut
+            finally:
+                self._waiters.remove(fut)
+        self.used += n
+        return n
+
+    def release(self, n: int) -> None:
+        self.used -= n
+        for fut in self._waiters:  # each re-checks what fits
+            if not fut.done():
+                fut.set_result(None)
+
+
+class Preparer:
+    """Prepares requests for one model in a pool of threads (see the module docstring)."""
+
+    def __init__(self, lm, limits: Limits, threads: int = 4) -> None:
+        self.lm = lm
+        self.limits = limits
+        self.budget = PixelBudget(limits.pixel_budget)
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="seer-prepare")
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def check_length(self, prompt: Prompt) -> None:
+        """400 for a prompt that cannot fit the model's context, before any tokenizing."""
+        context = self.lm.max_length
+        p = prompt.prompt
+        if isinstance(p, list) and p and isinstance(p[0], int):
+            if len(p) > context:
+                raise bad_request(f"the prompt has {len(p):,} token ids; the model's context is "
+                                  f"{context:,} tokens", "prompt")  # fmt: skip
+            return
+        chars = len(p) if isinstance(p, str) else sum(len(t["content"]) for t in p)
+        limit = self.limits.chars_per_token * context
+        if chars > limit:
+            raise bad_request(
+                f"the prompt is {chars:,} characters; this server takes at most {limit:,} "
+                f"({self.limits.chars_per_token} per token of the model's {context:,}-token "
+                "context): shorten it",
+                "messages" if prompt.chat or isinstance(p, list) else "prompt",
+            )
+
+    async def prepare(self, prompt: Prompt, params):
+        """The request's `PromptInput`, or an `APIError` (400 / 413 / 503 timeout)."""
+        self.check_length(prompt)
+        loop = asyncio.get_running_loop()
+        limit = self.limits.prepare_timeout
+        try:
+            async with asyncio.timeout(limit):
+                image, held = None, 0
+                if prompt.image is not None:
+                    image, pixels = await self._shielded(loop, self._open_image, prompt.image)
+                    held = await self.budget.acquire(pixels)
+                fut = loop.run_in_executor(self.pool, self._encode, prompt, params, image)
+                if held:
+                    fut.add_done_callback(lambda _: self.budget.release(held))
+                return await asyncio.shield(fut)
+        except TimeoutError:
+            raise APIError(503, f"preparing the request (reading its image, tokenizing) took "
+                           f"over {limit:g} s; the server is busy: retry", "timeout",
+                           headers={"Retry-After": str(RETRY_AFTER)}) from None  # fmt: skip
+
+    async def _shielded(self, loop, fn, *args):
+        return await asyncio.shield(loop.run_in_executor(self.pool, fn, *args))
+
+    # -- the pool's threads ---------------------------------------------------------------------
+    def _open_image(self, source: str):
+        """The image opened lazily (its header read, no pixels decoded) and its pixel count."""
+        from PIL import Image
+
+        raw = self._image_bytes(source)
+        try:
+            img = Image.open(io.BytesIO(raw))
+            w, h = img.size
+        except Exception as e:  # every decoder's failure is the image's fault
+            raise _undecodable(e) from None
+        return img, w * h
+
+    def _image_bytes(self, source: str) -> bytes:
+        cap = self.limits.max_image_bytes
+        if source.startswith("data:"):
+            head, _, data = source.partition(",")
+            if not head.startswith("data:image/") or ";base64" not in head:
+                raise bad_request("a data URI image must look like data:image/png;base64,...",
+                                  "image_url")  # fmt: skip
+            try:
+                return base64.b64decode(data, validate=True)
+            except (binascii.Error, ValueError):
+                raise bad_request("the image's base64 payload is corrupt", "image_url") from None
+        from seer.serve.security import REFUSED
+
+        try:
+            with open(source, "rb") as f:  # resolved under the image root (`security`)
+                raw = f.read(cap + 1)
+        except OSError:
+            raise APIError(400, REFUSED, "invalid_request", "image_url") from None
+        if len(raw) > cap:
+            raise too_large(f"the image file is over the server's limit of {cap:,} bytes")
+        return raw
+
+    def _encode(self, prompt: Prompt, params, image):
+        from seer.images import load_image
+        from seer.models.tokens import chat_ids
+
+        lm = self.lm
+        if image is not None:
+            try:
+                image = load_image(image)  # decodes the pixels, checks the size
+            except SeerError as e:
+                raise bad_request(str(e), "image_url") from None
+            except Exception as e:  # a decoder's own exception: still the image's fault
+                raise _undecodable(e) from None
+        p = params.resolve(lm.default_rule)
+        text = prompt.prompt
+        try:
+            if isinstance(text, list) and text and isinstance(text[0], dict):
+                text = chat_ids(lm.tokenizer, text)
+            return lm.prompt_inputs(text, p, image, prompt.chat)[0]
+        except SeerError as e:
+            msg = str(e)
+            raise APIError(413 if "too large" in msg else 400, msg, "invalid_request") from None
+
+
+def _undecodable(e: Exception) -> APIError:
+    detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return bad_request(f"the image cannot be decoded (damaged, or not an image): {detail}",
+                       "image_url")  # fmt: skip
