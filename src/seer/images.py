@@ -5,6 +5,9 @@ URI (no URLs: nothing is downloaded); a numpy array or torch tensor of shape (H,
 (H, W, 4) or (3, H, W), uint8 in [0, 255] or float in [0, 1].
 Refused, with a `SeerError`: a missing file, a file that is not an image, an empty (0-pixel)
 image, an image larger than `MAX_PIXELS` (decompression bombs included), bad array shapes/values.
+Whatever a decoder raises on a damaged file (Pillow's plugins raise OSError, ValueError,
+TypeError, SyntaxError, struct.error, ...) is a `SeerError` too, so every front end (the CLI's
+one line, the server's 400) sees one kind of error for one kind of mistake.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -39,8 +43,8 @@ def load_image(image) -> Image.Image:
     _check_size(img.size)
     try:
         return img.convert("RGB")
-    except OSError as e:
-        raise SeerError(f"cannot decode the image: {e}") from None
+    except Exception as e:  # any decoder failure is the image's fault
+        raise SeerError(f"cannot decode the image: {_why(e)}") from None
 
 
 def _from_string(s: str) -> Image.Image:
@@ -67,16 +71,26 @@ def _from_string(s: str) -> Image.Image:
 
 def _open(src, name: str) -> Image.Image:
     try:
-        with Image.open(src) as img:
-            _check_size(img.size)  # before decoding the pixels
-            img.load()
-            return img
+        with warnings.catch_warnings():  # a damaged header's warnings: the error says it all
+            warnings.simplefilter("ignore")
+            with Image.open(src) as img:
+                _check_size(img.size)  # before decoding the pixels
+                img.load()
+                return img
+    except SeerError:
+        raise
     except UnidentifiedImageError:
         raise SeerError(f"{name} is not an image PIL can read") from None
     except Image.DecompressionBombError:
         raise SeerError(f"{name} is too large (over {MAX_PIXELS:,} pixels)") from None
-    except OSError as e:
-        raise SeerError(f"{name} is a damaged image: {e}") from None
+    except Exception as e:  # OSError, ValueError, SyntaxError, struct.error, ...
+        raise SeerError(f"{name} is a damaged image: {_why(e)}") from None
+
+
+def _why(e: Exception) -> str:
+    """A decoder's complaint as one short line."""
+    text = " ".join(str(e).split())[:200]
+    return text or type(e).__name__
 
 
 def _check_size(size: tuple[int, int]) -> None:

@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import importlib
 import json
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -66,14 +67,36 @@ def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
     return DTYPES[dtype]
 
 
+def available_devices() -> list[str]:
+    """The devices a model can run on here: cpu, each CUDA device, mps when present."""
+    found = ["cpu"]
+    if torch.cuda.is_available():
+        found += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        found.append("mps")
+    return found
+
+
 def resolve_device(device) -> torch.device:
+    """`device` as a torch device a model can run on here, or one line saying which can."""
+    here = available_devices()
+    use = f"use one of: {', '.join(here)}"
     try:
         dev = torch.device(device)
-    except (RuntimeError, TypeError) as e:
-        raise CheckpointError(f"unknown device {device!r} ({e}); use cpu, cuda or cuda:N") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise CheckpointError("device cuda was asked for, but this torch has no CUDA device")
-    return dev
+    except (RuntimeError, TypeError):
+        raise CheckpointError(f"unknown device {device!r}; {use}") from None
+    if dev.type == "meta":
+        raise CheckpointError(f"device 'meta' holds no weights and cannot run a model; {use}")
+    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if (
+        dev.type == "cpu"
+        or (dev.type == "mps" and "mps" in here)
+        or (dev.type == "cuda" and n and (dev.index is None or dev.index < n))
+    ):
+        return dev
+    why = "this torch has no CUDA device" if dev.type == "cuda" and not n else "not available here"
+    raise CheckpointError(f"device {str(device)!r} cannot be used ({why}); {use}")
 
 
 BUILTIN = BUILTIN_MODELS
@@ -128,8 +151,11 @@ def resolve_vision(folder: Path, raw: dict) -> dict:
     processor = {}
     if "vision_config" not in raw:
         if (tower / "config.json").is_file():
-            cfg = json.loads((tower / "config.json").read_text())
-            raw["vision_config"] = dict(cfg.get("vision_config") or cfg)
+            cfg = read_json_object(tower / "config.json")
+            cfg = cfg.get("vision_config") or cfg
+            if not isinstance(cfg, dict):
+                raise CheckpointError(f"{tower / 'config.json'}: vision_config must be an object")
+            raw["vision_config"] = dict(cfg)
         elif "so400m-patch14-384" in name:
             raw["vision_config"] = dict(SO400M)
         else:
@@ -139,10 +165,43 @@ def resolve_vision(folder: Path, raw: dict) -> dict:
             )
     for place in (tower, folder):
         if (place / "preprocessor_config.json").is_file():
-            processor = json.loads((place / "preprocessor_config.json").read_text())
+            processor = read_json_object(place / "preprocessor_config.json")
             break
     raw.setdefault("image_processor", processor)
+    if not isinstance(raw["vision_config"], dict):
+        raise CheckpointError("config.json: vision_config must be a JSON object")
+    check_pinpoints(raw)
     return raw
+
+
+def check_pinpoints(raw: dict) -> None:
+    """config.json's `image_grid_pinpoints`, when given, reads as anyres candidates: a list of
+    [width, height] pairs, each side at least one tile of the tower, or the "(1x1),...,(NxN)"
+    form (as published), else one line naming the field."""
+    from types import SimpleNamespace
+
+    from seer.models.vision import pinpoints
+
+    value = raw.get("image_grid_pinpoints")
+    if value is None:
+        return
+    side = raw["vision_config"].get("image_size", 1)
+    side = side if isinstance(side, int) and side > 0 else 1
+    grids = re.findall(r"\d+", value) if isinstance(value, str) and "x" in value else []
+    try:
+        if any(int(n) > 64 for n in grids):  # "(1x1),...,(NxN)" is N * N candidates
+            raise ValueError("too many grids")
+        sizes = pinpoints(SimpleNamespace(grid_pinpoints=value), side)
+        ok = bool(sizes) and all(min(w, h) >= side for w, h in sizes)
+    except (ValueError, TypeError, IndexError, SyntaxError, MemoryError, RecursionError):
+        ok = False
+    if not ok:
+        shown = json.dumps(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise CheckpointError(
+            f"config.json: image_grid_pinpoints must be a list of [width, height] pairs of at "
+            f'least {side} pixels each, or "(1x1),...,(NxN)"; got {shown}'
+        )
 
 
 def architecture(raw: dict) -> str:
@@ -262,20 +321,36 @@ def _check_keys(model: torch.nn.Module, shards: dict[str, Path]) -> None:
         )
 
 
+def _is_float(stored: str) -> bool:
+    """A safetensors dtype name of floats: F64, F32, F16, BF16, F8_E4M3, ... (ints are I*/U*)."""
+    return stored.startswith("F") or stored == "BF16"
+
+
 def _check_shapes(model: torch.nn.Module, shards: dict[str, Path]) -> None:
-    """Every tensor's shape in the files' headers equals the (meta) model's, or one error."""
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    bad = []
+    """Every tensor's shape in the files' headers equals the (meta) model's, and a tensor the
+    model holds in floating point is stored as floats (an int32 copy of a weight would load as
+    its integer values, and answer garbage), or one error."""
+    state = model.state_dict()
+    expected = {k: tuple(v.shape) for k, v in state.items()}
+    bad, kinds = [], []
     for shard in sorted(set(shards.values())):
         with _open(shard) as f:
             for name in (n for n, s in shards.items() if s == shard):
-                shape = tuple(f.get_slice(name).get_shape())
+                sl = f.get_slice(name)
+                shape = tuple(sl.get_shape())
                 if shape != expected[name]:
                     bad.append(f"{name}: {shape} vs {expected[name]}")
+                if state[name].is_floating_point() and not _is_float(sl.get_dtype()):
+                    kinds.append(f"{name} is stored as {sl.get_dtype()}")
     if bad:
         raise CheckpointError(
             f"{len(bad)} tensor(s) have the wrong shape, e.g. {bad[:3]} (is config.json the one "
             "that came with these weights?)"
+        )
+    if kinds:
+        raise CheckpointError(
+            f"{len(kinds)} tensor(s) that hold floating-point weights are not stored as floats "
+            f"({'; '.join(kinds[:3])}); the file is damaged or was converted wrongly"
         )
 
 
