@@ -137,10 +137,11 @@ def select(
     `reveal_prob` (B,) is only used by `origin`, which reveals each eligible position
     independently with that probability instead of a top-k.
 
-    `compact` takes each row's top-k over its eligible confidences alone, in position order,
-    instead of over the window with -inf elsewhere. The two differ only in which of tied
-    confidences (common in bfloat16) wins: `torch.topk` breaks ties by the layout of the vector
-    it is given, so the layout is the official sampler's (`DiffusionModel.compact_topk`).
+    Ties go to the earlier position (`ranked`), whatever the window's width or the rows beside
+    it. `compact` instead takes each row's `torch.topk` over its eligible confidences alone, in
+    position order: `torch.topk` breaks ties by the layout of the vector it is given, and that
+    layout is the official sampler's (`DiffusionModel.compact_topk`, LaViDa-Dream in bfloat16);
+    it too depends on the row alone.
     """
     if p.remasking == "origin":  # one U(0, 1) per eligible position, in row-major order
         u = torch.ones(eligible.shape, device=eligible.device)
@@ -170,10 +171,20 @@ def select(
             if n:
                 chosen[r, pos[conf[r, pos].topk(n).indices]] = True
         return chosen
-    idx = conf.topk(kmax, dim=-1).indices  # (B, kmax), best first
+    idx = ranked(conf)[:, :kmax]  # (B, kmax), best first, ties to the earlier position
     keep = torch.arange(kmax, device=k.device)[None, :] < k[:, None]
     chosen.scatter_(1, idx, keep)
     return chosen & eligible
+
+
+def ranked(conf: torch.Tensor) -> torch.Tensor:
+    """(B, W) positions of each row, best confidence first; equal confidences in position order.
+
+    `torch.topk` breaks ties by the length of the vector it is given (a row alone at its
+    window of 32 and the same row padded to 128 pick different ones of two tied 1.0s), and a
+    small model saturates float32 softmax to 1.0 often. A stable sort makes the choice a
+    function of the row's own confidences: the same in every layout (width, offset, batch)."""
+    return conf.sort(dim=-1, descending=True, stable=True).indices
 
 
 def parallel_count(conf: torch.Tensor, eligible: torch.Tensor, p: SamplingParams) -> torch.Tensor:
