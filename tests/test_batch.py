@@ -73,15 +73,19 @@ def test_resume_drops_a_torn_line_and_refuses_foreign_output(lm, tmp_path):
         done_ids(tmp_path / "junk.jsonl")
 
 
-def test_a_bad_row_names_its_id(lm, tmp_path):
+def test_a_row_the_model_cannot_take_is_an_error_row_and_the_rest_are_answered(lm, tmp_path):
     chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"},
             {"role": "user", "content": "add 1 and 2"}]  # fmt: skip
     rows = [Example("ok", "add 2 and 3"), Example("chat", "add 1 and 2", messages=chat),
-            Example("long", "copy : " + "cat " * 600)]  # fmt: skip
-    with pytest.raises(SeerError, match="row long: prompt of"):
-        run_batch(lm, rows, tmp_path / "o.jsonl", params=P, max_batch=1, inflight=1)
-    # the rows before it were written (and a chat went through the chat template)
-    assert [r["id"] for r in _rows(tmp_path / "o.jsonl")] == ["ok", "chat"]
+            Example("long", "copy : " + "cat " * 600), Example("after", "add 4 and 1")]  # fmt: skip
+    s = run_batch(lm, rows, tmp_path / "o.jsonl", params=P, max_batch=1, inflight=1)
+    out = _rows(tmp_path / "o.jsonl")
+    assert [r["id"] for r in out] == ["ok", "chat", "long", "after"] and s.failed == 1
+    assert out[2]["finish_reason"] == "error" and "exceeds the model's context" in out[2]["error"]
+    assert out[3]["answer"] == lm.generate("add 4 and 1", P).text  # the rest are answered
+    with pytest.raises(SeerError, match="no row could be answered; row long: prompt of"):
+        run_batch(lm, rows[2:3], tmp_path / "alone.jsonl", params=P)
+    assert not (tmp_path / "alone.jsonl").exists()  # nothing left to trip the next run
 
 
 def _slow_batch(lm, out, n):

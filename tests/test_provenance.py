@@ -4,7 +4,6 @@ other settings or other data is refused in one line naming the first difference.
 from __future__ import annotations
 
 import json
-import logging
 import shutil
 
 import pytest
@@ -95,17 +94,29 @@ def test_other_weights_are_refused_and_a_moved_copy_resumes(lm, tmp_path):
     assert run_batch(seer.load(b), ex, out, params=P, resume=True, data="builtin-v1").rows == 2
 
 
-def test_an_output_without_a_record_resumes_with_one_warning(lm, tmp_path, caplog):
+def test_an_output_without_a_record_resumes_only_when_its_rows_show_the_same_settings(lm, tmp_path):
     ex = load_examples("builtin-v1", n=3)
     out = tmp_path / "o.jsonl"
     run_batch(lm, ex[:1], out, params=P)
-    provenance.sidecar(out).unlink()  # as an older seer wrote it
-    with caplog.at_level(logging.WARNING, "seer.batch"):
-        assert run_batch(lm, ex, out, params=P, seer=True, resume=True).rows == 2
-    assert [r.getMessage() for r in caplog.records] == [
-        f"{out} has no record of the settings that wrote it (an older seer); resuming unchecked"
-    ]
-    assert provenance.read(out)["seer"]["enabled"]  # it carries this run's record now
+    provenance.sidecar(out).unlink()  # the record is lost; the rows carry the settings hash
+    with pytest.raises(SeerError, match="the rows of .* show other settings"):
+        run_batch(lm, ex, out, params=P, seer=True, resume=True)
+    assert run_batch(lm, ex, out, params=P, resume=True).rows == 2
+    assert provenance.read(out) is not None  # it carries this run's record again
+    stamps, bare = provenance.row_stamps(out)
+    assert len(stamps) == 1 and bare == 0
+
+
+def test_an_output_whose_rows_carry_no_settings_is_refused_without_its_record(lm, tmp_path):
+    ex = load_examples("builtin-v1", n=3)
+    out = tmp_path / "o.jsonl"
+    run_batch(lm, ex[:1], out, params=P)
+    provenance.sidecar(out).unlink()
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    out.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "settings"}) + "\n"
+                           for r in rows))  # fmt: skip
+    with pytest.raises(SeerError, match="has no record of the settings that wrote it"):
+        run_batch(lm, ex, out, params=P, resume=True)
 
 
 def test_the_skeleton_resolves_the_settings_the_loaded_model_does(lm):

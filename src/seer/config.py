@@ -23,6 +23,10 @@ CACHES = ("none", "prefix", "dual", "prefix_lm", "dpad")  # KV-cache policies (s
 # (`seer.data.builtin`).
 BUILTIN_MODELS = ("builtin", "builtin-vqa", "builtin-v1", "builtin-vqa-v1")
 SCHEDULES = ("linear", "timestep", "shift")  # reveal counts per step (seer.diffusion.schedule)
+# LLaDA's Gumbel-max divides exp(logits) by (-log u) ** temperature in float64: past ~20 the
+# power underflows to 0 for u near 1 (and overflows for u near 0), the draw becomes inf / inf
+# and the answer garbage; 10 keeps every term finite (and is already all but uniform)
+MAX_TEMPERATURE = 10
 
 
 @dataclass(slots=True, frozen=True)
@@ -79,7 +83,15 @@ class SamplingParams:
     block_length: int | None = option(
         None, "semi-AR block length (default: gen_length)", lo=1, flag="--block-length", api=True
     )
-    temperature: float = option(0.0, "0 = greedy", lo=0, flag="--temperature", api=True)
+    temperature: float = option(
+        0.0,
+        "0 = greedy",
+        lo=0,
+        hi=MAX_TEMPERATURE,
+        note="hotter overflows the sampler's noise and answers garbage",
+        flag="--temperature",
+        api=True,
+    )
     remasking: str | None = option(
         None,
         "unmasking rule (default: the model's own)",
@@ -247,6 +259,12 @@ class SamplingParams:
         object.__setattr__(self, "stop", tuple(tuple(map(int, s)) for s in self.stop))
         if any(not s for s in self.stop):
             raise SeerError("stop sequences must hold at least one token id each")
+        if self.steps is not None and self.steps > self.gen_length and not self.daedal:
+            raise SeerError(
+                f"steps {self.steps} exceeds gen_length {self.gen_length}: there are only "
+                f"{self.gen_length} tokens to reveal, so the extra steps do nothing but cost "
+                "time; use at most gen_length steps"
+            )
         block = self.block_length or self.gen_length
         if self.gen_length % block:
             raise SeerError(

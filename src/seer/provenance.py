@@ -12,8 +12,12 @@ refuses at the first difference in one line naming it, with both values. Compare
 setting except the informational ones (`INFO`: versions, times, where the model and data
 were found and which device ran it): a model or data file moved to another folder with the
 same bytes resumes; anything that can change an answer does not. A setting present in only
-one of the two records (a newer Seer's new option) is not compared. An output written before
-this record existed (no sidecar) resumes with a one-line warning and gets the new record.
+one of the two records (a newer Seer's new option) is not compared.
+
+Every row also carries its run's settings hash (``"settings"``: `settings_hash` of the record's
+compared settings), so an output whose sidecar was lost still says what wrote it: such an
+output resumes only when its rows all carry this run's hash (then it gets the record again);
+rows without a hash (an older seer) or with another run's hash are refused in one line.
 
 Hashing reads every weights file once per run (about 1 GB/s); a resume reuses the recorded
 hash of a file whose size and modification time are unchanged.
@@ -24,14 +28,11 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import logging
 import os
 from dataclasses import asdict, fields
 from pathlib import Path
 
 from seer.errors import SeerError
-
-log = logging.getLogger("seer.batch")
 
 FORMAT = 1  # the record's layout version
 # dotted keys that describe the run without changing its answers: never compared
@@ -150,8 +151,11 @@ def check_resume(out: Path, done: int, model, sampling: dict, seer, dtype=None, 
     """Before a model loads: refuse (one line) a resume of `out` whose record differs from the
     run described (the same check `start` makes once the model is loaded)."""
     old = read(out)
-    if done and old is not None:
-        check(old, unloaded_record(model, sampling, seer, dtype, data=data, known=old), out)
+    if done:
+        new = unloaded_record(model, sampling, seer, dtype, data=data, known=old)
+        if old is not None:
+            check(old, new, out)
+        check_rows(out, old, new)
 
 
 def _jsonable(value):
@@ -175,6 +179,54 @@ def compared(record: dict) -> dict:
     flat = flatten(record)
     return {k: v for k, v in flat.items() if k not in INFO or (k == "data.source"
             and "data.sha256" not in flat)}  # fmt: skip
+
+
+ROW_KEY = "settings"  # the output rows' copy of their run's settings hash
+
+
+def settings_hash(record: dict) -> str:
+    """A short SHA-256 of a record's compared settings (model weights, data, sampling, Seer):
+    what each output row carries (`ROW_KEY`)."""
+    text = json.dumps(compared(record), sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def row_stamps(out: Path) -> tuple[set[str], int]:
+    """(the settings hashes the rows of `out` carry, how many rows carry none)."""
+    stamps, bare = set(), 0
+    if not Path(out).is_file():
+        return stamps, bare
+    for line in Path(out).read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn line: `seer.batch.done_ids` drops it
+        stamp = row.get(ROW_KEY) if isinstance(row, dict) else None
+        if isinstance(stamp, str):
+            stamps.add(stamp)
+        else:
+            bare += 1
+    return stamps, bare
+
+
+def check_rows(out: Path, record: dict | None, new: dict) -> None:
+    """Refuse (one line) a resume of `out` whose rows were written with other settings than
+    `new`'s: all rows must carry the hash of `record` (the sidecar's; None when it is gone:
+    then the rows must carry `new`'s hash, all of them)."""
+    stamps, bare = row_stamps(out)
+    want = settings_hash(new if record is None else record)
+    if record is None and (bare or not stamps):
+        raise SeerError(
+            f"--resume: {out} has no record of the settings that wrote it ({sidecar(out).name} "
+            "is missing, and its rows carry no settings hash); resuming could mix two runs' "
+            "answers: restore that file or choose another --out"
+        )
+    if stamps - {want}:
+        where = "the rows" if record is None else f"the rows and {sidecar(out).name}"
+        raise SeerError(
+            f"--resume: {where} of {out} show other settings (model, data, sampling or Seer) "
+            "than this run's; resume with the same settings or choose another --out"
+        )
 
 
 def check(old: dict, new: dict, out: Path) -> None:
@@ -215,12 +267,13 @@ def write(out: Path, record: dict) -> None:
 def start(out: Path, record: dict, old: dict | None, done: int) -> dict:
     """Before a run writes rows to `out` (`done` of them already there; `old`: its record, from
     `read`): check the new record against the old one, then write the record the output will
-    carry (an output with no rows yet takes the new one). Returns it."""
-    if done and old is None:
-        log.warning("%s has no record of the settings that wrote it (an older seer); resuming "
-                    "unchecked", out)  # fmt: skip
+    carry (an output with no rows yet takes the new one; one whose record is gone takes it
+    again once its rows show this run's settings, `check_rows`). Returns it."""
     if done and old is not None:
         check(old, record, out)
+    if done:
+        check_rows(out, old, record)
+    if done and old is not None:
         return old  # the first run's record stays (its time, its paths)
     write(out, record)
     return record

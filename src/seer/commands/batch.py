@@ -51,17 +51,23 @@ def main(args) -> int:
     from pathlib import Path
 
     from seer import extras, progress
-    from seer.batch import done_ids
+    from seer.batch import check_paths, done_ids
     from seer.data import load_examples
     from seer.errors import SeerError
 
     if args.ray_address and not args.ray:
         raise SeerError("--ray-address needs --ray N (the number of actors)")
+    out = Path(args.out)
+    check_paths(out, args.data, parquet=bool(args.ray))  # before the data and the model
     if args.ray:
-        extras.require("ray", "seer batch --ray")  # before the data and the model
+        extras.require("ray", "seer batch --ray")
+        if options.sampling(args).get("cache") == "prefix_lm":
+            import seer
+
+            skeleton = seer.load(args.model, weights=False)
+            options.check_cache(skeleton, skeleton.sampling(**options.sampling(args)))
     with progress.status(f"reading {args.data}"):
         examples = load_examples(args.data, n=args.n)
-    out = Path(args.out)
     skipped = len(set(done_ids(out)) & {ex.id for ex in examples}) if args.resume else 0
     tokens, t0 = 0, time.perf_counter()
     with progress.bar(f"batch → {out.name}", total=len(examples)) as advance:
@@ -93,8 +99,9 @@ def main(args) -> int:
                           seer=options.seer(args), resume=args.resume, max_batch=args.max_batch,
                           progress=on_rows, data=args.data)  # fmt: skip
     rate = f"{s.rows / s.seconds:.2f} rows/s, {s.tokens / s.seconds:.1f} tok/s" if s.seconds else ""
-    print(f"{s.rows} rows ({s.skipped} already in {out}), {s.tokens} tokens in {s.seconds:.1f} s"
-          f" ({rate}) -> {out}", file=sys.stderr)  # fmt: skip
+    failed = f", {s.failed} could not be answered" if getattr(s, "failed", 0) else ""
+    print(f"{s.rows} rows ({s.skipped} already in {out}{failed}), {s.tokens} tokens in "
+          f"{s.seconds:.1f} s ({rate}) -> {out}", file=sys.stderr)  # fmt: skip
     print_scores(examples, out)
     return 0
 

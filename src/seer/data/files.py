@@ -14,8 +14,9 @@ everywhere:
   row's 0-based index), ``family`` (optional label for per-family reports).
 
 A bad row raises one `SeerError` naming the file, the line (CSV / JSON Lines; "row" for columnar
-files) and the field. Blank lines of a JSON Lines file are skipped; no other row is ever dropped.
-Other columns are ignored.
+files) and the field; JSON nested deeper than `MAX_DEPTH` (no row needs more than a few levels)
+is refused too, before it can exhaust Python's recursion. Blank lines of a JSON Lines file are
+skipped; no other row is ever dropped. Other columns are ignored.
 """
 
 from __future__ import annotations
@@ -34,6 +35,43 @@ from seer.errors import SeerError
 ROLES = ("system", "user", "assistant")
 DATASETS_SUFFIXES = (".parquet", ".arrow")
 FIELDS = ("id", "prompt", "messages", "image", "answer", "family")
+MAX_DEPTH = 32  # JSON nesting a row may have (a chat with image parts needs 6)
+
+
+def loads(text: str, where: str, what: str = "not valid JSON"):
+    """`json.loads` with nesting bounded by `MAX_DEPTH`: a row nested 100,000 levels deep is
+    one `SeerError` naming `where`, not a RecursionError."""
+    if _depth(text) > MAX_DEPTH:
+        raise SeerError(f"{where}: JSON nested deeper than {MAX_DEPTH} levels")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise SeerError(f"{where}: {what} ({e.msg})") from None
+
+
+def _depth(text: str) -> int:
+    """The deepest [ / { nesting of JSON text, strings skipped (a linear scan; the text is
+    parsed only once this is bounded)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return 0  # too few brackets to be too deep: the common case costs two counts
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
 
 
 def read_file(path: Path) -> list[Example]:
@@ -113,9 +151,9 @@ def _messages(messages, bad) -> tuple[list[dict], str, object]:
     """Checked chat, the text of its last user turn, and its image (or None)."""
     if isinstance(messages, str):  # CSV / columnar files carry the chat as JSON text
         try:
-            messages = json.loads(messages)
-        except json.JSONDecodeError as e:
-            raise bad("messages", f"not valid JSON ({e.msg})") from None
+            messages = loads(messages, "")
+        except SeerError as e:
+            raise bad("messages", str(e).removeprefix(": ")) from None
     if not isinstance(messages, list) or not messages:
         raise bad("messages", "must be a non-empty list of {role, content} objects")
     out, image = [], None
@@ -176,10 +214,7 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, object]]:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
-            try:
-                yield f"{path}:{n}", json.loads(line)
-            except json.JSONDecodeError as e:
-                raise SeerError(f"{path}:{n}: not valid JSON ({e.msg})") from None
+            yield f"{path}:{n}", loads(line, f"{path}:{n}")
 
 
 def _csv_rows(path: Path) -> Iterator[tuple[str, dict]]:

@@ -21,10 +21,10 @@ as ``answer``, the reference text (the string, or the dict's ``example``). Ids a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from seer.data.example import Example
+from seer.data.files import loads
 from seer.data.parallelbench_metrics import check_reference
 from seer.errors import SeerError
 
@@ -148,11 +148,7 @@ def read_task(root: Path, name: str) -> list[Example]:
             if not line.strip():
                 continue
             where = f"{path}:{line_no}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise SeerError(f"{where}: not valid JSON ({e.msg})") from None
-            out.append(example(row, name, cfg, where, len(out)))
+            out.append(example(loads(line, where), name, cfg, where, len(out)))
     if not out:
         raise SeerError(f"{path}: no rows")
     return out

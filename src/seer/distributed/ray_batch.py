@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from seer import extras, provenance
-from seer.batch import OrderedWriter, check_output, output_row
+from seer.batch import OrderedWriter, check_output, check_paths, output_row
 from seer.data import Example
 from seer.errors import SeerError
 
@@ -144,6 +144,7 @@ def batch(
     if actors < 1:
         raise SeerError(f"actors must be >= 1, got {actors}")
     out = Path(out)
+    check_paths(out, data, parquet=True)
     parquet = out.suffix.lower() == ".parquet"
     if resume and parquet:
         raise SeerError("--resume needs a .jsonl output (a Parquet file is written at the end)")
@@ -214,7 +215,7 @@ def _run(ray, load, todo, out, parquet, actors, sampling, seer, max_batch, gpus,
     order = [ex.id for _, ex in todo]
     rows: list[dict] = []
     busy = 0.0
-    writer = None if parquet else OrderedWriter(out, order)
+    writer = None if parquet else OrderedWriter(out, order, provenance.settings_hash(record))
     try:
         for item in ds.iter_rows():
             busy += float(item["busy"])
