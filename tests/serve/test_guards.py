@@ -213,23 +213,27 @@ def test_the_key_is_compared_as_bytes_and_checked_before_the_body(text_lm):
         )
 
 
-def test_a_corrupt_image_is_a_400_in_process_too(text_lm):
-    """Decoding is the preparer's: whatever the decoder raises, the client gets 400 image_url."""
+def test_images_are_sized_from_their_header_and_any_decoder_error_is_a_400(text_lm):
+    """The preparer reads an image's size before decoding it (413 over the limit), and whatever
+    the decoder raises, the client gets 400 naming image_url."""
     from PIL import Image
 
     from seer.serve.errors import APIError
     from seer.serve.prepare import Limits, Preparer
 
-    prep = Preparer(text_lm, Limits())
+    prep = Preparer(text_lm, Limits(max_image_pixels=300))
     try:
         for raw in (bad_png(), b"P6\n32 x\n255\n" + bytes(96), b"\x89PNG\r\n\x1a\n" + bytes(40)):
             with pytest.raises(APIError) as e:
-                img, _ = prep._open_image(uri(raw))
-                prep._encode(None, None, img)
+                prep._decode(prep._open_image(uri(raw))[0])
             assert e.value.status == 400 and e.value.param == "image_url", e.value.message
         buf = io.BytesIO()
         Image.new("RGB", (8, 8)).save(buf, format="PNG")
-        img, pixels = prep._open_image(uri(buf.getvalue()))
-        assert pixels == 64 and img.size == (8, 8)
+        raw, pixels = prep._open_image(uri(buf.getvalue()))
+        assert pixels == 64 and prep._decode(raw).size == (8, 8)
+        Image.new("RGB", (20, 16)).save(buf := io.BytesIO(), format="PNG")
+        with pytest.raises(APIError) as e:
+            prep._open_image(uri(buf.getvalue()))
+        assert e.value.status == 413 and "20x16" in e.value.message
     finally:
         prep.close()

@@ -35,10 +35,13 @@ def add_parser(sub) -> None:
                    help="largest image accepted (default 8)")  # fmt: skip
     p.add_argument("--max-body-mb", type=_megabytes, default=32 << 20, metavar="MB",
                    help="largest request body accepted (default 32)")  # fmt: skip
+    p.add_argument("--max-image-mp", type=options.number(float, 0, open_lo=True),
+                   default=16.0, metavar="MP",
+                   help="largest image accepted, in megapixels (default 16)")  # fmt: skip
     p.add_argument("--image-pixel-budget", type=options.number(float, 0, open_lo=True),
-                   default=64.0, metavar="MP",
+                   default=32.0, metavar="MP",
                    help="megapixels of images decoded at once over all requests; the rest wait "
-                   "(default 64: one image of the largest size)")  # fmt: skip
+                   "(default 32; ~40 bytes a pixel at the peak)")  # fmt: skip
     p.add_argument("--prepare-timeout", type=options.number(float, 0, open_lo=True),
                    default=30.0, metavar="S",
                    help="seconds one request may spend waiting, decoding its image and being "
@@ -79,6 +82,7 @@ def _build(args) -> dict:
                 max_tokens_per_step=args.max_tokens_per_step,
                 image_root=args.allow_local_images, max_image_bytes=args.max_image_mb,
                 max_body_bytes=args.max_body_mb,
+                max_image_pixels=int(args.max_image_mp * 1e6),
                 pixel_budget=int(args.image_pixel_budget * 1e6),
                 prepare_timeout=args.prepare_timeout)  # fmt: skip
 

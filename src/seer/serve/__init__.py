@@ -17,10 +17,12 @@ from __future__ import annotations
 
 def build(lm, *, model_names=None, api_key=None, public_metrics=False, seer=True, max_batch=64,
           max_queue=None, max_tokens_per_step=None, image_root=None, max_image_bytes=8 << 20,
-          max_body_bytes=32 << 20, pixel_budget=64_000_000, prepare_timeout=30.0):  # fmt: skip
+          max_body_bytes=32 << 20, max_image_pixels=16_000_000, pixel_budget=32_000_000,
+          prepare_timeout=30.0):  # fmt: skip
     """The FastAPI app serving `lm` (its engine thread starts with the app's lifespan).
     `image_root`: the folder image_url paths may name (None: data: URIs only);
-    `pixel_budget`: image pixels decoded at once over all requests; `prepare_timeout`: seconds
+    `max_image_pixels`: one image's pixels; `pixel_budget`: image pixels decoded at once over
+    all requests; `prepare_timeout`: seconds
     one request may take to be decoded and tokenized (`seer.serve.prepare`)."""
     from seer import extras
 
@@ -46,7 +48,7 @@ def build(lm, *, model_names=None, api_key=None, public_metrics=False, seer=True
         api_key=api_key,
         public_metrics=public_metrics,
         seer=seer,
-        limits=Limits(root, max_image_bytes, pixel_budget, prepare_timeout),
+        limits=Limits(root, max_image_bytes, max_image_pixels, pixel_budget, prepare_timeout),
         max_body_bytes=max_body_bytes,
     )
     return create_app(lm, engine, options)

@@ -9,9 +9,13 @@ image read, decoded and run through the model's processor, and the engine receiv
 - the prompt's length, checked before tokenizing: at most `chars_per_token` characters per
   token of the model's context (a token id prompt: the context itself). Real tokenizers average
   3-5 characters a token, so a prompt over the bound can never fit and gets 400 at once;
-- the pixels being decoded at once, over all requests (`PixelBudget`): a request whose image
-  would pass the budget waits until earlier ones are done, so eight large images decode one or
-  two at a time instead of holding eight decoded copies;
+- the pixels of one image (`max_image_pixels`, read from its header before any decoding: 413)
+  and the pixels being decoded at once over all requests (`PixelBudget`): a request whose image
+  would pass the budget waits until earlier ones are done, so eight large images decode two at a
+  time instead of holding eight decoded copies. Preparing an image costs ~40 bytes a pixel at
+  its peak (the decoded image, its RGB copy, the processor's float arrays), so the defaults
+  (16 MP an image, 32 MP at once) keep it near 1.5 GB; after a large image the freed memory is
+  handed back to the system (glibc's `malloc_trim`), else the process would keep its peak;
 - a time limit per request (`prepare_timeout`) on the whole preparation, budget wait included:
   past it the client gets 503 ``timeout`` with Retry-After (the thread finishes its work and
   gives its pixels back; nothing of it reaches the engine).
@@ -25,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import io
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -42,7 +47,8 @@ class Limits:
 
     image_root: Path | None = None  # image_url may name a file under this folder (resolved)
     max_image_bytes: int = 8 << 20  # one image, encoded
-    pixel_budget: int = 64_000_000  # image pixels decoded at once over all requests; more wait
+    max_image_pixels: int = 16_000_000  # one image, decoded (4000 x 4000)
+    pixel_budget: int = 32_000_000  # image pixels decoded at once over all requests; more wait
     prepare_timeout: float = 30.0  # seconds to read, decode and tokenize one request
     chars_per_token: int = 32  # a text prompt holds at most this x the context in characters
 
@@ -122,11 +128,11 @@ class Preparer:
         limit = self.limits.prepare_timeout
         try:
             async with asyncio.timeout(limit):
-                image, held = None, 0
+                raw, held = None, 0
                 if prompt.image is not None:
-                    image, pixels = await self._shielded(loop, self._open_image, prompt.image)
+                    raw, pixels = await self._shielded(loop, self._open_image, prompt.image)
                     held = await self.budget.acquire(pixels)
-                fut = loop.run_in_executor(self.pool, self._encode, prompt, params, image)
+                fut = loop.run_in_executor(self.pool, self._encode, prompt, params, raw)
                 if held:
                     fut.add_done_callback(lambda _: self.budget.release(held))
                 return await asyncio.shield(fut)
@@ -139,17 +145,23 @@ class Preparer:
         return await asyncio.shield(loop.run_in_executor(self.pool, fn, *args))
 
     # -- the pool's threads ---------------------------------------------------------------------
-    def _open_image(self, source: str):
-        """The image opened lazily (its header read, no pixels decoded) and its pixel count."""
+    def _open_image(self, source: str) -> tuple[bytes, int]:
+        """The image's bytes and pixel count (from its header: no pixels decoded yet)."""
         from PIL import Image
 
         raw = self._image_bytes(source)
         try:
-            img = Image.open(io.BytesIO(raw))
-            w, h = img.size
+            with Image.open(io.BytesIO(raw)) as img:
+                w, h = img.size
         except Exception as e:  # every decoder's failure is the image's fault
             raise _undecodable(e) from None
-        return img, w * h
+        cap = self.limits.max_image_pixels
+        if w * h > cap:
+            raise too_large(
+                f"the image is {w}x{h} ({w * h / 1e6:.1f} megapixels); this "
+                f"server takes at most {cap / 1e6:g} megapixels; resize it"
+            )
+        return raw, w * h
 
     def _image_bytes(self, source: str) -> bytes:
         cap = self.limits.max_image_bytes
@@ -173,18 +185,30 @@ class Preparer:
             raise too_large(f"the image file is over the server's limit of {cap:,} bytes")
         return raw
 
-    def _encode(self, prompt: Prompt, params, image):
+    def _encode(self, prompt: Prompt, params, raw: bytes | None):
+        """The `PromptInput`; `raw`: the image's bytes (decoded here, freed before returning)."""
+        try:
+            return self._inputs(prompt, params, self._decode(raw) if raw is not None else None)
+        finally:
+            if raw is not None:
+                _trim()
+
+    def _decode(self, raw: bytes):
+        from PIL import Image
+
         from seer.images import load_image
+
+        try:
+            return load_image(Image.open(io.BytesIO(raw)))  # decodes the pixels, checks the size
+        except SeerError as e:
+            raise bad_request(str(e), "image_url") from None
+        except Exception as e:  # a decoder's own exception: still the image's fault
+            raise _undecodable(e) from None
+
+    def _inputs(self, prompt: Prompt, params, image):
         from seer.models.tokens import chat_ids
 
         lm = self.lm
-        if image is not None:
-            try:
-                image = load_image(image)  # decodes the pixels, checks the size
-            except SeerError as e:
-                raise bad_request(str(e), "image_url") from None
-            except Exception as e:  # a decoder's own exception: still the image's fault
-                raise _undecodable(e) from None
         p = params.resolve(lm.default_rule)
         text = prompt.prompt
         try:
@@ -194,6 +218,15 @@ class Preparer:
         except SeerError as e:
             msg = str(e)
             raise APIError(413 if "too large" in msg else 400, msg, "invalid_request") from None
+
+
+def _trim() -> None:
+    """Hand freed heap memory back to the system (glibc; elsewhere nothing to do)."""
+    import ctypes
+    import ctypes.util
+
+    with contextlib.suppress(OSError, AttributeError, TypeError):
+        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
 
 
 def _undecodable(e: Exception) -> APIError:
