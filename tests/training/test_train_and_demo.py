@@ -28,7 +28,7 @@ def test_training_runs_a_few_steps_and_exports_a_loadable_checkpoint(tmp_path):
     # resume continues from the saved step
     more = TrainConfig(**{**{f: getattr(cfg, f) for f in cfg.__slots__}, "total_steps": 4})
     train(tmp_path, minutes=5, c=more, eval_every=100, eval_n=8)
-    state = torch.load(tmp_path / "state.pt", weights_only=False)
+    state = torch.load(tmp_path / "state.pt", weights_only=True)
     assert state["step"] == 4
 
 
@@ -43,7 +43,7 @@ def test_a_run_resumes_from_its_export_when_the_optimiser_state_is_gone(tmp_path
     more = TrainConfig(**{**{f: getattr(cfg, f) for f in cfg.__slots__}, "total_steps": 2})
     again, log2 = train(tmp_path, minutes=5, c=more, eval_every=100, eval_n=4)
     assert "resumed at step 2 from" in capsys.readouterr().out
-    assert log2 == log and torch.load(tmp_path / "state.pt", weights_only=False)["step"] == 2
+    assert log2 == log and torch.load(tmp_path / "state.pt", weights_only=True)["step"] == 2
     assert all(torch.equal(v, saved[k]) for k, v in again.state_dict().items())
 
 
@@ -191,5 +191,5 @@ def test_sigterm_saves_the_step_it_reached_and_stops(tmp_path, monkeypatch):
     cfg = TrainConfig(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, batch_size=4,
                       window=64, total_steps=50, warmup=1)  # fmt: skip
     train(tmp_path, minutes=5, c=cfg, eval_every=100, eval_n=8)
-    assert torch.load(tmp_path / "state.pt", weights_only=False)["step"] == 3
+    assert torch.load(tmp_path / "state.pt", weights_only=True)["step"] == 3
     assert signal.getsignal(signal.SIGTERM) is before

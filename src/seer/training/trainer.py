@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
+from seer.errors import SeerError
 from seer.models.configs import llada_config
 from seer.models.factory import save_checkpoint
 
@@ -220,7 +221,7 @@ class Run:
         self.opt = torch.optim.AdamW(model.parameters(), lr=c.lr, weight_decay=c.weight_decay)
         self.step, self.log = 0, []  # optimiser steps done; one entry per evaluation
         if (out / "state.pt").is_file():
-            state = torch.load(out / "state.pt", weights_only=False, map_location=device_of(model))
+            state = load_state(out / "state.pt", device_of(model))
             model.load_state_dict(state["model"])
             self.opt.load_state_dict(state["opt"])
             self.step, self.log = state["step"], state["log"]
@@ -271,11 +272,11 @@ class Run:
     def save(self) -> None:
         out = self.out
         out.mkdir(parents=True, exist_ok=True)
-        state = {
+        state = {  # tensors and plain Python values only: `load_state` reads it weights-only
             "model": self.model.state_dict(),
             "opt": self.opt.state_dict(),
-            "step": self.step,
-            "log": self.log,
+            "step": int(self.step),
+            "log": json.loads(json.dumps(self.log)),
         }
         torch.save(state, out / "state.pt.tmp")
         (out / "state.pt.tmp").replace(out / "state.pt")
@@ -284,6 +285,20 @@ class Run:
         self.write_tokenizer(export)
         (out / RESUME).write_text(json.dumps({"step": self.step, "log": self.log}, indent=1))
         (out / "train_config.json").write_text(json.dumps(asdict(self.c), indent=2))
+
+
+def load_state(path: Path, device) -> dict:
+    """A run's state.pt, read with `torch.load(weights_only=True)`: tensors and plain values
+    only, so a state file from elsewhere cannot run code while it loads (a pickle can)."""
+    try:
+        state = torch.load(path, weights_only=True, map_location=device)
+    except Exception as e:  # UnpicklingError (a foreign object), a truncated file, ...
+        why = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise SeerError(f"{path} cannot be resumed ({why}); delete it to resume from "
+                        "export/ and resume.json") from None  # fmt: skip
+    if not isinstance(state, dict) or not {"model", "opt", "step", "log"} <= set(state):
+        raise SeerError(f"{path} is not a training state (model, opt, step, log)")
+    return state
 
 
 @dataclass(slots=True)
