@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import pickle
 import random
 import signal
 import threading
@@ -292,7 +293,11 @@ def load_state(path: Path, device) -> dict:
     only, so a state file from elsewhere cannot run code while it loads (a pickle can)."""
     try:
         state = torch.load(path, weights_only=True, map_location=device)
-    except Exception as e:  # UnpicklingError (a foreign object), a truncated file, ...
+    except pickle.UnpicklingError:
+        why = "it holds objects other than tensors and plain values"
+        raise SeerError(f"{path} cannot be resumed ({why}); delete it to resume from "
+                        "export/ and resume.json") from None  # fmt: skip
+    except Exception as e:  # a truncated or foreign file
         why = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise SeerError(f"{path} cannot be resumed ({why}); delete it to resume from "
                         "export/ and resume.json") from None  # fmt: skip
