@@ -89,6 +89,23 @@ def test_capture_keeps_the_real_rows_and_the_shifted_columns_as_copies():
         probe.hidden_states(0)
 
 
+def test_a_layers_state_is_there_when_the_forward_leaves_that_layer():
+    """A cut inside step 0 (`after_layer(k, ...)`) can read the probe's layer-k state."""
+    model = tiny("llada", layers=3)
+    x = torch.tensor([[5, 6, 7] + [TOKENS.mask] * 8])
+    probe = StepZeroProbe((), hidden=(1,)).attach(model, 3, 8, rows=1)
+    seen = {}
+
+    def after_layer(i, h, mask):
+        if i == 1:
+            seen["probe"], seen["h"] = probe.hidden_states(1).clone(), h[:, 3:].float()
+
+    with torch.no_grad():
+        model(x, after_layer=after_layer)
+    probe.detach()
+    torch.testing.assert_close(seen["probe"], seen["h"])
+
+
 def test_a_missing_hidden_layer_is_one_error_and_leaves_no_hooks():
     model = tiny("llada", layers=2)
     with pytest.raises(SeerError, match="hidden-state layer 2 does not exist; the model has 2"):
