@@ -65,7 +65,9 @@ def probe_module(model: DiffusionModel, layer: int, tensor: str) -> nn.Module:
 
 @dataclass(slots=True)
 class StepZeroProbe:
-    """Records step-0 sparsity profiles at (tensor, layer) points for one or more thetas.
+    """Records step-0 sparsity profiles at (tensor, layer) points for one or more thetas, and
+    the hidden state after each block in `hidden` (`hidden_states`; `layers=()` records only
+    those).
 
     Only step 0 is recorded: the forwards after `attach` up to the first whose columns reach the
     window's end (one full forward, or a prompt prefill and then the answer forward); each
