@@ -11,17 +11,27 @@ Every method is a policy of the one denoising loop (`seer.diffusion.loop`), set 
                    engine takes no stop words)
   oracle           cut at the baseline answer's true end (same bucket rounding): the best any
                    window policy could do
-  blocks8          baseline with semi-AR blocks of 8 (the reference of the block methods)
-  early-stop       dInfer's early stop (inclusionAI/dInfer `BlockWiseDiffusionLLM`): blocks of 8,
+  static+guard     one window for every request, read off the calibration split's answer lengths
+                   (their 95th percentile + the end token, rounded up to the bucket), with Seer's
+                   guard: the cheapest window policy a user could run without a detector
+  seer-eos         Seer with the end-probability detector (`seer={'signal': 'eos_prob'}`; left
+                   out where that is the model's own signal); also with threshold 0.9
+  blocks/bN        baseline with semi-AR blocks of N (the reference of the block methods)
+  early-stop/bN    dInfer's early stop (inclusionAI/dInfer `BlockWiseDiffusionLLM`): blocks of N,
                    a row ends once a filled block holds [EOS]
-  prefix, dual     Fast-dLLM's prefix / dual KV cache (`generate_with_prefix_cache`,
-                   `generate_with_dual_cache`), blocks of 8
-  dpad             DPad's suffix dropout by name (`cache="dpad"`, a sliding window of 16 suffix
-                   positions) with its early termination, blocks of 8; batch 1 and the engine
+  prefix/bN, dual/bN  Fast-dLLM's prefix / dual KV cache (`generate_with_prefix_cache`,
+                   `generate_with_dual_cache`), blocks of N
+  dpad/bN          DPad's suffix dropout by name (`cache="dpad"`, a sliding window of 16 suffix
+                   positions) with its early termination, blocks of N; batch 1 and the engine
   threshold        Fast-dLLM parallel decoding (`get_transfer_index` with `threshold` 0.9 / 0.7 /
                    0.5), one block; factor: the same with `factor` 1.0
-  dual+threshold   Fast-dLLM's full recipe: dual cache, blocks of 8, threshold 0.9 (dual+factor:
-                   factor 1.0)
+  oracle+threshold the oracle's window under threshold 0.9
+  dual+threshold/bN  Fast-dLLM's full recipe: dual cache, blocks of N, threshold 0.9
+                   (dual+factor/bN: factor 1.0)
+
+Block sizes: every block method at every size of `--blocks` (8, 16, 32, 64: Fast-dLLM's LLaDA
+example uses 32) that fits the window and holds whole steps at the budget; the tables show each
+method at its fastest size within the margin, the full table the whole sweep.
   daedal           DAEDAL (Li-Jinsong/DAEDAL, `seer.diffusion.daedal`): the window starts short,
                    grows by end-token confidence and inside at unsure masks, capped at
                    gen_length; `official` = the official script's settings, `i16` / `i8` =
@@ -44,11 +54,27 @@ full-window baseline of nearest NFE, answers changed against the reference confi
 and against the first baseline, answers shorter than the reference's, window cuts, mean NFE,
 loop and end-to-end time per request (median over repeats), the loop speedup over the
 reference with an interval over requests *and* repeats, and for Seer configs detection's share
-of the loop (`detect_share`; the record's `detection`). Batch 32: every engine config over a
-seeded random sample of 32 of the requests (`--engine-n N`, or `all`; `b32_sample` says which)
-through `seer.engine.Engine` (max_batch 32), `--engine-repeats` interleaved rounds; the
-process's CPU time per request (wall time too), accuracy over those requests with its
-interval, answers changed, the speedup's range over rounds.
+of the loop (`detect_share`; the record's `detection`). Batch 32: every engine config over all
+the requests (`--engine-n N`: a seeded random sample; `b32_sample` says which) through
+`seer.engine.Engine` (max_batch 32), `--engine-repeats` interleaved rounds; accuracy over those
+requests with its interval, answers changed, the speed-up's range over rounds.
+
+Clocks: loop and end-to-end time, wall and CPU, are recorded for every config at both batch
+sizes (`seer.bench.compare`); `--clock` picks the one every table, speed-up, headline and plot
+shows, and names it (default: end to end, CPU time).
+
+The verdict "at the baseline's accuracy" is non-inferiority at `--margin` points, stated before
+the run: the one-sided 95 % lower bound of the paired difference to the first baseline
+(bootstrap over requests) must be >= -margin. The headline names the fastest config that
+passes, and how often it is the fastest when the requests are redrawn and the selection done
+again (`seer.bench.compare_report.select_fastest`); below 50 % it says no config is clearly
+fastest. A cost model fitted on the run's own times (`seer.bench.costmodel`) predicts every
+speed-up, its error beside it; `--project` prints the same table projected to LLaDA-8B and
+LaViDa on one H200 (`benchmarks/project_h200.py` does it from a written record).
+
+`--gen-length` runs the whole comparison at another window (256, 512; the prompt plus the
+window must fit the model's positions, checked in one line); its files carry the window
+(`-g256`).
 
 Raw per-request results go to `--raw` (JSON Lines); a run with the same settings resumes from
 it, at any `--n`, at the next batch-32 round, and per config (a config added later runs beside
@@ -65,7 +91,11 @@ model (docs/benchmarks.md; a v2 model is calibrated first, `seer calibrate`):
     python benchmarks/bench_compare.py --model builtin-v1 --out docs/results/compare
     python benchmarks/bench_compare.py --model checkpoints/builtin-v2d/export --data builtin \
         --out docs/results/compare
+    python benchmarks/bench_compare.py --model builtin --gen-length 256 --out docs/results/compare
     python benchmarks/bench_compare.py --model builtin --n 4 --repeats 1 --budgets 4 --quick
+
+A ParallelBench run's raw file keeps item ids, scores and token hashes only (never the items'
+text: `--no-raw-text`, the default for `parallelbench:` data).
 """
 
 from __future__ import annotations
@@ -77,7 +107,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import seer
-from seer.bench import harness
+from seer.bench import costmodel, harness
 from seer.bench.compare import (  # noqa: F401  (the script's names, as tests and gpu_check use them)
     Config,
     Run,
@@ -88,8 +118,12 @@ from seer.bench.compare import (  # noqa: F401  (the script's names, as tests an
     encode,
     request,
     run_one,
+    static_window,
 )
 from seer.bench.compare_report import (  # noqa: F401
+    CLOCKS,
+    DEFAULT_CLOCK,
+    MARGIN,
     detection,
     headline,
     mark_frontier,
@@ -98,14 +132,15 @@ from seer.bench.compare_report import (  # noqa: F401
     show,
     summarise,
 )
-from seer.bench.draws import held_out, sample
+from seer.bench.draws import held_out, is_parallelbench, sample
+from seer.bench.machine import provenance
 from seer.bench.stats import bootstrap, bootstrap_ratio, pareto  # noqa: F401
 from seer.boundary.truncation import resolve
 from seer.data.builtin import source_for
 from seer.errors import SeerError
 
 N = 100  # the published runs' requests per model
-ENGINE_N = 32  # ... and their batch-32 sample (seeded)
+ENGINE_N = None  # ... and their batch-32 part: all of them
 
 
 def load_model(name: str, device: str = "cpu"):
@@ -135,9 +170,50 @@ def parser() -> argparse.ArgumentParser:
                     help="batch-32 rounds (default: --repeats)")  # fmt: skip
     ap.add_argument("--budgets", default="1,2,4,8", help="tokens per step")
     ap.add_argument("--no-engine", action="store_true", help="skip the batch-32 engine runs")
-    ap.add_argument("--engine-n", type=_engine_n, default=ENGINE_N,
-                    help=f"batch 32 over a seeded random sample of N, or all (default: "
-                         f"{ENGINE_N})")  # fmt: skip
+    ap.add_argument(
+        "--engine-n",
+        type=_engine_n,
+        default=ENGINE_N,
+        help="batch 32 over a seeded random sample of N, or all (default: all)",
+    )
+    ap.add_argument("--blocks", default="8,16,32,64",
+                    help="block sizes of the block methods (those that fit the window and the "
+                         "budget run)")  # fmt: skip
+    ap.add_argument(
+        "--margin",
+        type=float,
+        default=MARGIN,
+        help="non-inferiority margin, points (stated before the run)",
+    )
+    ap.add_argument(
+        "--clock",
+        choices=list(CLOCKS),
+        default=DEFAULT_CLOCK,
+        help="the clock the tables, speed-ups and headline show",
+    )
+    ap.add_argument(
+        "--gen-length",
+        type=harness.positive,
+        default=None,
+        help="the answer window (default: the model's, seer.json)",
+    )
+    ap.add_argument(
+        "--static",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="static+guard (its window from the calibration split; default: on)",
+    )
+    ap.add_argument(
+        "--raw-text",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="keep answers' text in the raw file (default: on, off for ParallelBench)",
+    )
+    ap.add_argument(
+        "--project",
+        action="store_true",
+        help="also print the table projected to LLaDA-8B and LaViDa on one H200",
+    )
     ap.add_argument(
         "--anchors",
         default="",
@@ -145,7 +221,11 @@ def parser() -> argparse.ArgumentParser:
         "(comma-separated names, e.g. baseline@k=8; default: every full-window baseline)",
     )
     ap.add_argument("--progress", type=Path, default=None, help="also append progress lines here")
-    ap.add_argument("--quick", action="store_true", help="baseline, seer, stop, oracle only")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="baseline, seer, stop, oracle, static+guard, threshold 0.9",
+    )
     ap.add_argument("--dpad", action=argparse.BooleanOptionalAction, default=True,
                     help="DPad and seer+DPad (default: on)")  # fmt: skip
     ap.add_argument("--daedal", action=argparse.BooleanOptionalAction, default=None,
@@ -166,22 +246,31 @@ def main(argv=None) -> dict:
     # counts those answers per Seer config (full_window)
     logging.getLogger("seer.boundary.truncation").setLevel(logging.ERROR)
     anchors = tuple(a for a in args.anchors.split(",") if a)
-    try:
-        budgets = [int(k) for k in args.budgets.split(",")]
-    except ValueError:
-        ap.error(f"--budgets: comma-separated integers, got {args.budgets!r}")
+    budgets = _ints(ap, "--budgets", args.budgets)
+    blocks = _ints(ap, "--blocks", args.blocks)
+    if args.margin < 0:
+        ap.error(f"--margin: points, >= 0, got {args.margin}")
     lm = load_model(args.model, args.device)
     source = args.data or source_for(args.model, getattr(lm, "multimodal", False))
-    g = lm.meta.get("seer", {}).get("gen_length") or lm.sampling().gen_length
+    g = args.gen_length or lm.meta.get("seer", {}).get("gen_length") or lm.sampling().gen_length
     if any(k < 1 or g % k for k in budgets):
         ap.error(f"--budgets: each must divide gen_length {g}, got {args.budgets}")
     try:
         examples = held_out(source, args.n, args.seed)
     except SeerError as e:
         ap.error(str(e))
+    _check_fits(ap, lm, examples, g)
     seer_cfg = resolve(lm, True)
     daedal = not args.quick if args.daedal is None else args.daedal
-    configs = build_configs(lm, g, budgets, args.quick, args.dpad, daedal)
+    static = None
+    if args.static:
+        static = static_window(lm, source, g, seer_cfg.bucket, progress=print)
+        print(f"[bench_compare] static+guard window {static['window']} ({static['from']}: "
+              f"{static['quantile']:.0%} of {static['n']} answers <= "
+              f"{static['length_at_quantile']:.0f} tokens)", flush=True)  # fmt: skip
+    keep_text = not is_parallelbench(source) if args.raw_text is None else args.raw_text
+    configs = build_configs(lm, g, budgets, args.quick, args.dpad, daedal, blocks,
+                            static["window"] if static else None, seer_cfg.signal)  # fmt: skip
     skip = {m for m in args.skip.split(",") if m}
     if skip - {c.method for c in configs}:
         ap.error(f"--skip: no method named {', '.join(sorted(skip - {c.method for c in configs}))}")
@@ -192,10 +281,15 @@ def main(argv=None) -> dict:
     settings = {"model": args.model, "source": source, "n": args.n, "seed": args.seed,
                 "repeats": args.repeats, "budgets": budgets, "quick": args.quick,
                 "configs": [c.name for c in configs], "threads": args.threads,
+                "gen_length": g, "blocks": blocks,
+                "static_window": static["window"] if static else None,
                 # a raw file resumes only with the same weights and Seer settings: a new release
                 # of a built-in model keeps its name
                 "weights_sha256": weights_of(lm), "seer": asdict(seer_cfg)}  # fmt: skip
     tag = harness.tag(args.model, args.data)  # a run on other data keeps its own files
+    model_g = lm.meta.get("seer", {}).get("gen_length") or lm.sampling().gen_length
+    if g != model_g:  # a run at another window keeps its own files
+        tag += f"-g{g}"
     out = args.out
     raw = args.raw or (out / f"raw-{tag}.jsonl" if out else Path(f"/tmp/bench_compare_{tag}.jsonl"))
     raw.parent.mkdir(parents=True, exist_ok=True)
@@ -216,7 +310,7 @@ def main(argv=None) -> dict:
 
         warm_batch1(lm, q, configs, g, seer_cfg)
     rows = batch1(lm, examples, configs, g, seer_cfg, args.repeats, raw, settings, progress,
-                  anchors)  # fmt: skip
+                  anchors, keep_text)  # fmt: skip
     eng, label = {}, None
     if not args.no_engine:
         er = args.engine_repeats or args.repeats
@@ -224,8 +318,9 @@ def main(argv=None) -> dict:
         eng = batch32(lm, examples, idx, label, configs, g, seer_cfg, er, rows, raw,
                       dict(settings, engine_repeats=er, engine_n=len(idx), engine_sample=label,
                            engine_clock="wall+cpu"), progress, anchors)  # fmt: skip
-    results = summarise(rows, eng, configs, g, examples)
+    results = summarise(rows, eng, configs, g, examples, args.clock, args.margin)
     mark_frontier(results)
+    cost = costmodel.annotate(results, rows, eng, configs, g, args.clock)
     record = session.record(
         results,
         model=str(args.model),  # the name or folder given (a v2 folder is named export)
@@ -236,9 +331,16 @@ def main(argv=None) -> dict:
         b32_sample=label,
         b32_repeats=(args.engine_repeats or args.repeats) if eng else None,
         detection=detection(results),
-        headline=headline(results, f"baseline@k={budgets[0]}"),
+        headline=headline(results, f"baseline@k={budgets[0]}", args.margin),
+        clock=args.clock,
+        margin=args.margin,
+        static=static,
+        cost_model=cost,
+        provenance=provenance(),
     )
     show(record)
+    if args.project:
+        print("\n".join(costmodel.projection_lines(record)))
     plot_path = args.plot or (out / f"compare-{tag}.png" if out else None)
     md_path = args.markdown or (out / f"compare-{tag}.md" if out else None)
     if plot_path:
@@ -249,6 +351,37 @@ def main(argv=None) -> dict:
         md_path.write_text(markdown(record))
         print(f"[bench_compare] wrote {md_path}")
     return session.emit(record, tag=tag)
+
+
+def _ints(ap, flag: str, text: str) -> list[int]:
+    """A comma-separated list of positive integers (one line on anything else)."""
+    try:
+        out = [int(k) for k in text.split(",")]
+    except ValueError:
+        ap.error(f"{flag}: comma-separated integers, got {text!r}")
+    if not out or min(out) < 1:
+        ap.error(f"{flag}: positive integers, got {text!r}")
+    return out
+
+
+def _check_fits(ap, lm, examples, g: int) -> None:
+    """The longest prompt plus the window must fit the model's positions (one line if not)."""
+    limit = getattr(lm, "max_length", None)
+    if not limit:
+        return
+    longest = max(_positions(encode(lm, ex)) for ex in examples)
+    if longest + g > limit:
+        name = lm.name or "the model"
+        ap.error(f"--gen-length {g}: the prompt ({longest} positions) and the window do not fit "
+                 f"{name}'s {limit} positions; use at most {limit - longest}")  # fmt: skip
+
+
+def _positions(q) -> int:
+    """A prompt's positions: its embeddings' rows (image positions included), else its ids."""
+    embeds = getattr(q, "embeds", None)
+    if embeds is not None:
+        return int(embeds.shape[0])
+    return len(getattr(q, "ids", q))
 
 
 def weights_of(lm) -> str | None:

@@ -14,23 +14,46 @@ config) make a run resumable at any n (the draw of n is a prefix of the draw of 
 next engine round (a stopped batch-32 part keeps its finished rounds) and per config: a config
 added after a finished run is run beside the anchors (the full-window baselines, or those
 named), and its times are put on the first pass's scale by the anchors' time ratio.
+
+Clocks: every config is timed at both batch sizes on four clocks, wall and CPU each, loop and end
+to end. Batch 1: `loop` wall is the denoising loop's own time (`stats.seconds`), `loop` CPU the
+generate call's CPU time on the encoded prompt (the loop, the window policy, detokenising),
+`e2e` adds the prompt's encoding (timed on its own, median over repeats). Batch 32: `e2e` is the
+engine's `generate` over every request (it encodes the prompts), `loop` is that minus the same
+requests' encoding, timed in the same round on a throwaway engine (`Engine.add`, no steps).
+
+Block methods run at every block size of `BLOCKS` that fits the window and the budget (a block
+of b holds b // k steps at k tokens per step); their names carry it (`dual/b32@k=1`).
+`static+guard` cuts every request to one window read off the calibration split's answer lengths
+(`static_window`), with Seer's guard; `oracle+threshold` the oracle window under threshold
+decoding; `seer-eos` Seer with the end-probability detector (`signal="eos_prob"`).
+
+A raw file written with `keep_text=False` (ParallelBench: its items are not ours to publish)
+keeps each answer's score and token hash, never its text or the reference answer.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import torch
+
 from seer.bench import stats
 from seer.bench.harness import Timer, rounds, warm
-from seer.boundary.truncation import FixedWindowPolicy, round_window
+from seer.bench.machine import provenance
+from seer.boundary.truncation import FixedWindowPolicy, SeerPolicy, round_window
 from seer.errors import SeerError
 
 DPAD_WINDOW = 16  # DPad's sliding window of suffix positions kept after the block
 FACTOR = 1.0  # Fast-dLLM's factor (its README's --factor)
+BLOCKS = (8, 16, 32, 64)  # block sizes swept for every block method (Fast-dLLM's LLaDA example: 32)
+STATIC_QUANTILE = 0.95  # static+guard: this quantile of the calibration split's answer lengths
+EOS_SIGNAL = {"signal": "eos_prob"}  # seer-eos: Seer with the end-probability detector
 
 
 @dataclass(slots=True)
@@ -44,10 +67,30 @@ class Config:
     oracle: bool = False  # fixed window at the baseline answer's end
     engine: bool = True  # also run at batch 32 through the engine
     ref: str = ""  # name of the reference config (answers changed / shorter against it)
+    block: int | None = None  # semi-AR block size of a block method (in the name: dual/b32)
+    static: int | None = None  # static+guard: one window for every request, guard on
+    seer_over: dict | None = None  # Seer options over the model's defaults (seer-eos)
 
     @property
     def name(self) -> str:
         return f"{self.method}@{self.budget}"
+
+    @property
+    def family(self) -> str:
+        """The method without its block size: dual/b32 -> dual."""
+        return family(self.method)
+
+
+def family(method: str) -> str:
+    """dual/b32 -> dual, seer+dual/b8 -> seer+dual, seer -> seer."""
+    return method.split("/b", 1)[0]
+
+
+def fitting_blocks(g: int, k: int | None, blocks=BLOCKS) -> list[int]:
+    """The block sizes of `blocks` a run at window `g` and `k` tokens per step can use: each
+    divides g, and holds a whole number of steps (b % k == 0; any b under threshold decoding,
+    k None)."""
+    return [b for b in blocks if b <= g and g % b == 0 and (k is None or b % k == 0)]
 
 
 def _with_seer(cfgs: list[Config]) -> list[Config]:
@@ -60,45 +103,55 @@ def _with_seer(cfgs: list[Config]) -> list[Config]:
 
 
 def build_configs(lm, g: int, budgets: list[int], quick: bool, dpad: bool = True,
-                  daedal: bool = True) -> list[Config]:  # fmt: skip
+                  daedal: bool = True, blocks=BLOCKS, static: int | None = None,
+                  seer_signal: str | None = None) -> list[Config]:  # fmt: skip
     """Every config of the comparison (see the script's docstring); `quick`: baseline, seer,
-    stop, oracle and threshold 0.9 (and DAEDAL, when `daedal`)."""
+    stop, oracle, static+guard and threshold 0.9 (and DAEDAL, when `daedal`). `blocks`: the
+    block sizes swept (those that fit, `fitting_blocks`); `static`: static+guard's window (None:
+    no static+guard); `seer_signal`: the model's own Seer signal (seer-eos is left out when it
+    is already eos_prob)."""
     enders = tuple((t,) for t in lm.tokens.enders)  # ids from the tokenizer, never literals
+    eos = seer_signal != EOS_SIGNAL["signal"]
     out: list[Config] = []
     for k in budgets:
         b, st = f"k={k}", g // k
         ref = f"baseline@{b}"
         base = dict(steps=st)
-        b8 = dict(steps=st, block_length=8)
         out += [
             Config("baseline", b, base, ref=ref),
             Config("seer", b, base, seer=True, ref=ref),
             Config("stop", b, dict(base, stop=enders), engine=False, ref=ref),
             Config("oracle", b, base, oracle=True, ref=ref),
         ]
+        if static is not None:
+            out.append(Config("static+guard", b, base, static=static, ref=ref))
         if quick:
             continue
-        out.append(Config("blocks8", b, b8, ref=ref))
-        out += _with_seer([
-            Config("early-stop", b, dict(b8, early_stop=True), ref=ref),
-            Config("prefix", b, dict(b8, cache="prefix"), ref=ref),
-            Config("dual", b, dict(b8, cache="dual"), ref=ref),
-        ])  # fmt: skip
-        if dpad:  # DPad's suffix dropout with its early termination, by name
-            es = dict(b8, early_stop=True, cache="dpad", dpad_window=DPAD_WINDOW)
-            out += _with_seer([Config("dpad", b, es, ref=ref)])
+        if eos:
+            out.append(Config("seer-eos", b, base, seer=True, seer_over=EOS_SIGNAL, ref=ref))
+        for bl in fitting_blocks(g, k, blocks):
+            out += _block_configs(b, dict(steps=st, block_length=bl), bl, ref, dpad)
     ref1 = f"baseline@k={budgets[0]}"
     for k in (16, 32) if not quick else ():  # fewer-steps references for equal NFE
-        out.append(Config("baseline", f"k={k}", dict(steps=g // k), ref=ref1))
+        if g % k == 0:
+            out.append(Config("baseline", f"k={k}", dict(steps=g // k), ref=ref1))
     for t in (0.9, 0.7, 0.5) if not quick else (0.9,):
         out += _with_seer([Config("threshold", f"t={t}", dict(threshold=t), ref=ref1)])
     if not quick:
-        dual = dict(block_length=8, cache="dual")
-        out += _with_seer([
-            Config("factor", f"f={FACTOR}", dict(factor=FACTOR), ref=ref1),
-            Config("dual+threshold", "t=0.9", dict(dual, threshold=0.9), ref=ref1),
-            Config("dual+factor", f"f={FACTOR}", dict(dual, factor=FACTOR), ref=ref1),
-        ])  # fmt: skip
+        t9 = dict(threshold=0.9)
+        out.append(Config("oracle+threshold", "t=0.9", t9, oracle=True, ref=ref1))
+        if eos:
+            out.append(Config("seer-eos+threshold", "t=0.9", t9, seer=True, seer_over=EOS_SIGNAL,
+                              ref=ref1))  # fmt: skip
+        out += _with_seer([Config("factor", f"f={FACTOR}", dict(factor=FACTOR), ref=ref1)])
+        for bl in fitting_blocks(g, None, blocks):
+            dual, tag = dict(block_length=bl, cache="dual"), f"/b{bl}"
+            out += _with_seer([
+                Config("dual+threshold" + tag, "t=0.9", dict(dual, threshold=0.9), ref=ref1,
+                       block=bl),
+                Config("dual+factor" + tag, f"f={FACTOR}", dict(dual, factor=FACTOR), ref=ref1,
+                       block=bl),
+            ])  # fmt: skip
     if daedal:  # its own length and reveal rule: compared with the k = 1 baseline
         scaled = dict(daedal=True, daedal_block=8, daedal_eos_tokens=8)
         out += [
@@ -107,6 +160,54 @@ def build_configs(lm, g: int, budgets: list[int], quick: bool, dpad: bool = True
             Config("daedal", "i8", dict(scaled, daedal_initial=8), ref=ref1),
         ]
     return out
+
+
+def _block_configs(budget: str, bb: dict, bl: int, ref: str, dpad: bool) -> list[Config]:
+    """The block methods at one budget and block size: plain blocks (their reference), early
+    stop, Fast-dLLM's prefix and dual caches, DPad (each also with Seer)."""
+    tag = f"/b{bl}"
+    out = [Config("blocks" + tag, budget, bb, ref=ref, block=bl)]
+    out += _with_seer([
+        Config("early-stop" + tag, budget, dict(bb, early_stop=True), ref=ref, block=bl),
+        Config("prefix" + tag, budget, dict(bb, cache="prefix"), ref=ref, block=bl),
+        Config("dual" + tag, budget, dict(bb, cache="dual"), ref=ref, block=bl),
+    ])  # fmt: skip
+    if dpad:  # DPad's suffix dropout with its early termination, by name
+        es = dict(bb, early_stop=True, cache="dpad", dpad_window=DPAD_WINDOW)
+        out += _with_seer([Config("dpad" + tag, budget, es, ref=ref, block=bl)])
+    return out
+
+
+def static_window(lm, source: str, g: int, bucket: int, quantile: float = STATIC_QUANTILE,
+                  progress=None) -> dict:  # fmt: skip
+    """static+guard's window: the `quantile` of the calibration split's answer lengths (answer
+    tokens + the end token), rounded up to the bucket, never above `g`. The lengths come from
+    the model's seer.json "calibration" ("answer_lengths") when it has them, else from the
+    full-window baseline's answers (one token per step, batch 32) on the calibration part of
+    the data the model was calibrated on (seer.json's "calibration" "data", else `source`):
+    the requests the comparison measures are never looked at."""
+    import numpy as np
+
+    from seer.data import load_examples
+    from seer.engine import Engine, EngineConfig
+
+    calib = (lm.meta.get("seer") or {}).get("calibration") or {}
+    lengths = calib.get("answer_lengths")
+    origin = "seer.json calibration answer_lengths"
+    if not lengths:
+        data = calib.get("data") or source
+        examples = load_examples(data, n=calib.get("n_calibration"), part="calib")
+        p = lm.sampling(gen_length=g, steps=g)
+        if progress:
+            progress(f"static+guard: baseline answers of {len(examples)} calibration requests")
+        res = Engine(lm, EngineConfig(max_batch=32)).generate(
+            [request(lm, ex, p, None) for ex in examples]
+        )
+        lengths = [r.tokens + 1 for r in res]
+        origin = f"full-window baseline answers on the calibration part of {data}"
+    q = float(np.quantile(np.asarray(lengths, dtype=float), quantile, method="higher"))
+    return {"window": round_window(math.ceil(q), g, bucket), "quantile": quantile,
+            "length_at_quantile": q, "n": len(lengths), "from": origin}  # fmt: skip
 
 
 # -- one request ----------------------------------------------------------------------------------
@@ -121,6 +222,34 @@ class Run:
     seconds: float  # the denoising loop's wall time
     ids_hash: int  # hash of the answer ids (answers changed)
     detect: float = 0.0  # seconds of it spent in the window policy (Seer's detection and cut)
+    call_wall: float = 0.0  # the generate call on the encoded prompt: wall seconds
+    call_cpu: float = 0.0  # ... and this process's CPU seconds
+    prompt_tokens: int = 0  # prompt length in tokens (image positions included)
+
+
+class StaticGuardPolicy(SeerPolicy):
+    """Every row cut to one `window` after step 0 (no detection), then Seer's guard: a row
+    whose answer reaches the cut grows (`SeerConfig.growth`), so nothing is cut silently."""
+
+    def __init__(self, window: int, cfg, tokens) -> None:
+        super().__init__(cfg, tokens)
+        self.window = window
+
+    def start(self, model, canvas) -> dict:
+        self.reports, self.windows, self.guard_fired = [], None, 0
+        self.detect_seconds = self.detect_cpu_seconds = 0.0
+        return {}
+
+    def cut(self, canvas, logits: torch.Tensor) -> torch.Tensor:
+        rows = canvas.x.shape[0]
+        return torch.full((rows,), min(self.window, canvas.width), device=canvas.x.device)
+
+
+def seer_of(cfg: Config, seer_cfg):
+    """The Seer settings a config runs with (None: none)."""
+    if not cfg.seer:
+        return None
+    return seer_cfg.override(cfg.seer_over) if cfg.seer_over else seer_cfg
 
 
 def encode(lm, ex):
@@ -146,41 +275,57 @@ def correct(ex, text: str) -> float:
 
 def run_one(lm, q, cfg: Config, g: int, seer_cfg, refs: dict) -> Run:
     """`cfg` on the encoded prompt `q` at batch 1 (`refs`: runs of this request so far, for
-    the oracle's window)."""
+    the oracle's window: its reference config's answer)."""
     kw = dict(cfg.params, gen_length=g)
     policy = None
     if cfg.oracle:
-        base = refs[f"baseline@{cfg.budget}"]
+        base = refs[cfg.ref]
         policy = FixedWindowPolicy([round_window(base.tokens + 1, g, seer_cfg.bucket)])
-    out = lm.generate(q, seer=seer_cfg if cfg.seer else None, policy=policy, **kw)
+    elif cfg.static is not None:
+        policy = StaticGuardPolicy(cfg.static, seer_cfg, lm.tokens)
+    with Timer() as t:
+        out = lm.generate(q, seer=seer_of(cfg, seer_cfg), policy=policy, **kw)
     s = out.stats
     return Run(out.text, s.tokens, s.window, s.nfe, s.seconds, hash(tuple(out.token_ids)),
-               s.detect_seconds)  # fmt: skip
+               s.detect_seconds, t.wall, t.cpu, getattr(out, "prompt_tokens", 0))  # fmt: skip
 
 
 def timed(lm, q, todo, g, seer_cfg, repeats, refs0: dict):
-    """`todo` interleaved, `repeats` rounds: first results, and per config the loop seconds and
-    detection seconds of each repeat."""
+    """`todo` interleaved, `repeats` rounds: first results, and per config each repeat's
+    (loop wall, detection, call wall, call CPU) seconds."""
     results: dict[str, Run] = {}
-    secs: dict[str, list[float]] = {c.name: [] for c in todo}
-    detect: dict[str, list[float]] = {c.name: [] for c in todo}
+    secs: dict[str, list[tuple]] = {c.name: [] for c in todo}
     refs = dict(refs0)
     for r, cfg in rounds(todo, repeats):
         run = run_one(lm, q, cfg, g, seer_cfg, refs)
         refs[cfg.name] = run
-        secs[cfg.name].append(run.seconds)
-        detect[cfg.name].append(run.detect)
+        secs[cfg.name].append((run.seconds, run.detect, run.call_wall, run.call_cpu))
         if r == 0:
             results[cfg.name] = run
         elif run.ids_hash != results[cfg.name].ids_hash:
             raise AssertionError(f"{cfg.name}: a repeat gave other tokens (not greedy?)")
-    return results, secs, detect
+    return results, secs
 
 
-def _entry(run: Run, secs: list[float], detect: list[float], scale: float = 1.0) -> dict:
-    out = dict(asdict(run), seconds=stats.median(secs) * scale, detect=stats.median(detect),
-               seconds_repeats=[s * scale for s in secs])  # fmt: skip
+def _entry(run: Run, reps: list[tuple], scale: float = 1.0, ex=None) -> dict:
+    """A config's result on one request: its first run, the medians over repeats and each
+    repeat's times (scaled for a later pass). `ex` given: the text is left out and its score
+    kept instead (`keep_text=False`)."""
+    loop, det, wall, cpu = (list(x) for x in zip(*reps, strict=True))
+    out = dict(asdict(run), seconds=stats.median(loop) * scale, detect=stats.median(det),
+               seconds_repeats=[s * scale for s in loop],
+               call_wall_repeats=[s * scale for s in wall],
+               call_cpu_repeats=[s * scale for s in cpu])  # fmt: skip
+    for k in ("call_wall", "call_cpu"):
+        del out[k]
+    if ex is not None:
+        out["score"] = correct(ex, out.pop("text"))
     return out
+
+
+def score_of(entry: dict, ex) -> float:
+    """An entry's score: recorded (a raw file without text), else scored from its text."""
+    return entry["score"] if "score" in entry else correct(ex, entry["text"])
 
 
 # -- resumable raw records ------------------------------------------------------------------------
@@ -233,15 +378,19 @@ def raw_lines(raw: Path) -> list[dict]:
     return out
 
 
-def _engine_result(results, examples, b1_texts) -> dict:
-    """What an engine config's record keeps of its first round's answers."""
+def _engine_result(results, examples, b1_hashes) -> dict:
+    """What an engine config's record keeps of its first round's answers (scores and token
+    hashes, never the text)."""
     return {
         "correct": [correct(ex, r.text) for r, ex in zip(results, examples, strict=True)],
         "hashes": [hash(tuple(r.token_ids)) for r in results],
-        "same_text_as_batch1": sum(r.text == t for r, t in zip(results, b1_texts, strict=True))
+        "same_text_as_batch1": sum(
+            hash(tuple(r.token_ids)) == h for r, h in zip(results, b1_hashes, strict=True)
+        )
         / len(examples),
         "nfe": [r.nfe for r in results],
         "windows": [r.window for r in results],
+        "prompt_tokens": [r.prompt_tokens for r in results],
         "detect_seconds": [r.detect_seconds for r in results],
     }
 
@@ -274,13 +423,16 @@ def warm_batch1(lm, q, configs, g, seer_cfg) -> int:
 
 
 def batch1(lm, examples, configs, g, seer_cfg, repeats, raw: Path, settings: dict, progress,
-           anchors: tuple[str, ...] = ()) -> list[dict]:  # fmt: skip
+           anchors: tuple[str, ...] = (), keep_text: bool = True) -> list[dict]:  # fmt: skip
     """Every request through every config; per-request records appended to `raw`.
 
     A request recorded with fewer configs (a method added after the run) gets only the missing
     configs, run interleaved with the anchors (`is_anchor`); the added configs' times are scaled
-    by (anchors' time in the first pass) / (anchors' time now), and the record keeps both."""
+    by (anchors' time in the first pass) / (anchors' time now), and the record keeps both.
+    `keep_text=False`: the records keep scores and token hashes, never the text (nor the
+    request's reference answer)."""
     done = recorded(raw, settings, len(examples), "request")
+    machine = provenance()
     rows = []
     for i, ex in enumerate(examples):
         have = done.get(i)
@@ -291,42 +443,51 @@ def batch1(lm, examples, configs, g, seer_cfg, repeats, raw: Path, settings: dic
             if not missing:
                 rows.append(have)
                 continue
-        prompt_s, q = [], None
+        drop = None if keep_text else ex
+        prompt_w, prompt_c, q = [], [], None
         for _ in range(repeats):
             with Timer() as t:
                 q = encode(lm, ex)
-            prompt_s.append(t.wall)
+            prompt_w.append(t.wall)
+            prompt_c.append(t.cpu)
         if have is None:
-            results, secs, det = timed(lm, q, configs, g, seer_cfg, repeats, {})
+            results, secs = timed(lm, q, configs, g, seer_cfg, repeats, {})
             rec = {
                 "settings": settings,
                 "request": i,
                 "id": ex.id,
                 "family": ex.family,
-                "answer": ex.answer,
-                "prompt_seconds": stats.median(prompt_s),
+                **({"answer": ex.answer} if keep_text else {}),
+                "prompt_seconds": stats.median(prompt_w),
+                "prompt_cpu_seconds": stats.median(prompt_c),
                 "results": {
-                    name: _entry(run, secs[name], det[name]) for name, run in results.items()
+                    name: _entry(run, secs[name], ex=drop) for name, run in results.items()
                 },  # fmt: skip
+                "machine": machine,
             }
             line = rec
         else:
             names = {c.name for c in missing}
             anchor = [c for c in configs if is_anchor(c, anchors) and c.name not in names]
             todo = [c for c in configs if c.name in names or c in anchor]
-            results, secs, det = timed(lm, q, todo, g, seer_cfg, repeats, {})
+            # an added oracle reads its reference's recorded answer
+            refs = {c.name: _as_run(x) for c in configs if (x := have["results"].get(c.name))}
+            results, secs = timed(lm, q, todo, g, seer_cfg, repeats, refs)
             old = sum(have["results"][c.name]["seconds"] for c in anchor)
-            scale = old / sum(stats.median(secs[c.name]) for c in anchor) if anchor else 1.0
+            new = sum(stats.median([x[0] for x in secs[c.name]]) for c in anchor)
+            scale = old / new if anchor else 1.0
             added = {
-                name: dict(_entry(results[name], secs[name], det[name], scale),
-                           seconds_measured=stats.median(secs[name]), scale=scale)
+                name: dict(_entry(results[name], secs[name], scale, drop),
+                           seconds_measured=stats.median([x[0] for x in secs[name]]),
+                           scale=scale)
                 for name in names
             }  # fmt: skip
             line = {
                 "settings": settings, "request": i, "id": ex.id, "added": sorted(names),
                 "scale": scale, "results": added,
-                "anchors": {c.name: _entry(results[c.name], secs[c.name], det[c.name])
+                "anchors": {c.name: _entry(results[c.name], secs[c.name], ex=drop)
                             for c in anchor},
+                "machine": machine,
             }  # fmt: skip
             for c in anchor:  # the anchors must give the same tokens as in the first pass
                 if results[c.name].ids_hash != have["results"][c.name]["ids_hash"]:
@@ -340,18 +501,50 @@ def batch1(lm, examples, configs, g, seer_cfg, repeats, raw: Path, settings: dic
     return rows
 
 
+def _as_run(entry: dict) -> Run:
+    """A recorded entry as a `Run` (what an added oracle reads of its reference)."""
+    return Run(entry.get("text", ""), entry["tokens"], entry["window"], entry["nfe"],
+               entry["seconds"], entry["ids_hash"])  # fmt: skip
+
+
 # -- batch 32 -------------------------------------------------------------------------------------
+
+
+def _engine_run(lm, cfg: Config, reqs: list, seer_cfg, max_batch: int = 32) -> list:
+    """One engine pass of `reqs` at `max_batch`; static+guard shares a policy per batch."""
+    from seer.engine import Engine, EngineConfig
+
+    eng = Engine(lm, EngineConfig(max_batch=max_batch))
+    if cfg.static is None:
+        return eng.generate(reqs)
+    out = []
+    for i in range(0, len(reqs), max_batch):
+        policy = StaticGuardPolicy(cfg.static, seer_cfg, lm.tokens)
+        out += eng.generate(reqs[i : i + max_batch], policy=policy)
+    return out
+
+
+def _encode_time(lm, reqs: list) -> Timer:
+    """The requests' encoding alone (`Engine.add` on a throwaway engine: resolve, tokenise,
+    queue; no step), the part of an engine call that is not the loop."""
+    from seer.engine import Engine, EngineConfig
+
+    eng = Engine(lm, EngineConfig(max_batch=32))
+    with Timer() as t:
+        for r in reqs:
+            eng.add(dataclasses.replace(r, window=None) if r.window is not None else r)
+    return t
 
 
 def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, repeats, rows,
             raw: Path, settings: dict, progress, anchors: tuple[str, ...] = ()):  # fmt: skip
     """Each engine config over the requests `idx` (all, or a seeded sample) at max_batch 32,
-    `repeats` interleaved rounds (wall and CPU time, end to end: the engine encodes the prompts).
+    `repeats` interleaved rounds; each round times the engine call end to end (wall and CPU:
+    the engine encodes the prompts) and the same requests' encoding alone (`_encode_time`), so
+    the loop's time is their difference.
 
     Configs added after a finished engine run are timed beside a re-run of the cheapest anchor
     (the baseline at the largest tokens per step) and scaled like `batch1`'s."""
-    from seer.engine import Engine, EngineConfig
-
     sub = [examples[i] for i in idx]
     done = recorded(raw, settings, len(examples), "engine")
     done = {k: v for k, v in done.items() if v.get("requests") == idx}
@@ -372,55 +565,67 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
         for i, ex in zip(idx, sub, strict=True):
             kw = {}
             if cfg.oracle:
-                base = rows[i]["results"][f"baseline@{cfg.budget}"]
+                base = rows[i]["results"][cfg.ref]
                 kw["window"] = round_window(base["tokens"] + 1, g, seer_cfg.bucket)
-            out.append(request(lm, ex, p, seer_cfg if cfg.seer else None, **kw))
+            out.append(request(lm, ex, p, seer_of(cfg, seer_cfg), **kw))
         return out
 
     reqs = {c.name: requests_of(c) for c in cases}
-    warm(lambda c: Engine(lm, EngineConfig(max_batch=32)).generate(reqs[c.name][:2]), cases)
-    walls, cpus, first = defaultdict(list), defaultdict(list), {}
+    warm(lambda c: _engine_run(lm, c, reqs[c.name][:2], seer_cfg), cases)
+    times: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    first: dict = {}
+    keys = ("wall", "cpu", "enc_wall", "enc_cpu")
     pass_ = [c.name for c in cases]  # a pass's rounds resume only into the same pass
     for line in _round_lines(raw, settings, idx, pass_):  # rounds a stopped run finished
-        walls[line["engine_round"]].append(line["wall"])
-        cpus[line["engine_round"]].append(line["cpu"])
+        for k in keys:
+            times[line["engine_round"]][k].append(line.get(k, 0.0))
         if "result" in line:
             first.setdefault(line["engine_round"], line["result"])
+    machine = provenance()
     for r, cfg in rounds(cases, repeats):
-        if len(walls[cfg.name]) > r:
+        if len(times[cfg.name]["wall"]) > r:
             continue
-        eng = Engine(lm, EngineConfig(max_batch=32))
+        enc = _encode_time(lm, reqs[cfg.name])
         with Timer() as t:
-            res = eng.generate(reqs[cfg.name])
-        walls[cfg.name].append(t.wall)
-        cpus[cfg.name].append(t.cpu)
+            res = _engine_run(lm, cfg, reqs[cfg.name], seer_cfg)
+        got = dict(wall=t.wall, cpu=t.cpu, enc_wall=enc.wall, enc_cpu=enc.cpu)
+        for k in keys:
+            times[cfg.name][k].append(got[k])
         line = {"settings": settings, "engine_round": cfg.name, "round": r, "pass": pass_,
-                "requests": idx, "wall": t.wall, "cpu": t.cpu}  # fmt: skip
+                "requests": idx, **got, "machine": machine}  # fmt: skip
         if cfg.name not in first and cfg is not anchor:  # an anchor's answers are on record
-            b1 = [rows[i]["results"][cfg.name]["text"] for i in idx]
+            b1 = [rows[i]["results"][cfg.name]["ids_hash"] for i in idx]
             first[cfg.name] = line["result"] = _engine_result(res, sub, b1)
         with raw.open("a") as f:  # each round is kept: a stopped run resumes at the next one
             f.write(json.dumps(line) + "\n")
         progress(f"engine round {r + 1}/{repeats}, {cfg.name} ({len(reqs[cfg.name])} requests)")
     scale = 1.0
     if anchor is not None:
-        scale = done[anchor.name]["wall_seconds"] / stats.median(walls[anchor.name])
+        scale = done[anchor.name]["wall_seconds"] / stats.median(times[anchor.name]["wall"])
     out = {c.name: done[c.name] for c in runnable if c.name in done}
     for cfg in todo:
+        tm = times[cfg.name]
+        loop_w = [w - e for w, e in zip(tm["wall"], tm["enc_wall"], strict=True)]
+        loop_c = [c - e for c, e in zip(tm["cpu"], tm["enc_cpu"], strict=True)]
         rec = {
             "settings": settings,
             "engine": cfg.name,
             "sample": sample,
             "repeats": repeats,
             "requests": idx,
-            "wall_seconds": stats.median(walls[cfg.name]) * scale,
-            "cpu_seconds": stats.median(cpus[cfg.name]),  # less hit by the machine's other load
-            "wall_repeats": walls[cfg.name],
-            "cpu_repeats": cpus[cfg.name],
+            "wall_seconds": stats.median(tm["wall"]) * scale,
+            "cpu_seconds": stats.median(tm["cpu"]),  # less hit by the machine's other load
+            "loop_wall_seconds": stats.median(loop_w) * scale,
+            "loop_cpu_seconds": stats.median(loop_c),
+            "wall_repeats": tm["wall"],
+            "cpu_repeats": tm["cpu"],
+            "loop_wall_repeats": loop_w,
+            "loop_cpu_repeats": loop_c,
+            "machine": machine,
             **first[cfg.name],
         }
         if anchor is not None:
-            rec.update(wall_measured=stats.median(walls[cfg.name]), scale=scale)
+            rec.update(wall_measured=stats.median(tm["wall"]), scale=scale)
         with raw.open("a") as f:
             f.write(json.dumps(rec) + "\n")
         out[cfg.name] = rec

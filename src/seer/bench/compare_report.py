@@ -1,69 +1,143 @@
 """The summary of a comparison run (`seer.bench.compare`): per config, accuracy with its interval,
-the paired differences and tests, answers changed, window cuts, NFE, batch-1 and batch-32 times
-with their speedup intervals, detection's share of the loop, the Pareto fronts; then the table,
-the README's Markdown tables and the plot of accuracy difference against speed-up.
+the paired differences and tests, the non-inferiority verdict at the run's margin, answers
+changed, window cuts, NFE, batch-1 and batch-32 times on four clocks with the speed-up
+intervals, detection's share of the loop, the Pareto fronts; then the table, the README's
+Markdown tables and the plot of accuracy difference against speed-up.
 
 Accuracy is the mean of `seer.data.score` (the source's own metric: ParallelBench's metrics, the
-v2 families' checkers, exact match otherwise). Batch-1 speedup intervals resample requests and
-repeats (`stats.bootstrap_ratio`); batch 32 is one engine call per round, so its speedup comes
-with the range of the per-round ratios.
+v2 families' checkers, exact match otherwise).
+
+One clock (`CLOCKS`, the run's `--clock`) is compared everywhere and named in every table and
+plot; the record keeps all four per config and batch size (`b1`, `b32`: ms per request).
+
+"At the baseline's accuracy" is non-inferiority at a margin stated before the run (`--margin`,
+points): a config passes when the one-sided 95 % lower bound of its paired accuracy difference
+to the reference (percentile bootstrap over requests, `stats.noninferior`) is >= -margin. The
+headline names the fastest config that passes and how often it is the fastest when the requests
+are redrawn and the selection is done again in each redraw (`select_fastest`); below
+`CLEAR` it says that no config is clearly the fastest. Batch-1 speed-up intervals resample
+requests and repeats (`stats.bootstrap_ratio`); batch 32 is one engine call per round, so its
+speed-up comes with the range of the per-round ratios.
+
+Records written before the clocks and the margin (no "clock" key) still render: they are
+labelled as the old format (batch 1: loop wall time; batch 32: end-to-end CPU time; the
+interval-reaches-0 rule).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+
+import numpy as np
 
 from seer.bench import stats
 from seer.data import parallelbench
 from seer.errors import SeerError
+
+CLOCKS = {  # name: what it times (per request)
+    "e2e_cpu": "end to end, CPU time",
+    "e2e_wall": "end to end, wall time",
+    "loop_cpu": "denoising loop, CPU time",
+    "loop_wall": "denoising loop, wall time",
+}
+DEFAULT_CLOCK = "e2e_cpu"  # what a user pays, and what another process's load does not inflate
+MARGIN = 3.0  # points: the default non-inferiority margin
+CLEAR = 0.5  # the fastest config is "clear" when it is the fastest in this share of redraws
+SELECT_REPS = 1000  # request redraws of the selection
+OLD = "old format: batch 1 loop wall time, batch 32 end-to-end CPU time; no margin"
 
 
 def _seconds(x: dict) -> list[float]:
     return x.get("seconds_repeats") or [x["seconds"]]
 
 
-def _b32(rec: dict, e: dict, ref_e: dict | None) -> None:
+def b1_repeats(x: dict, row: dict, clock: str) -> list[float]:
+    """A batch-1 entry's seconds per repeat on `clock` (entries without the call's times, from
+    before the clocks, give the loop's wall time on every clock)."""
+    loop = _seconds(x)
+    if clock == "loop_wall" or "call_cpu_repeats" not in x:
+        return loop
+    if clock == "loop_cpu":
+        return x["call_cpu_repeats"]
+    if clock == "e2e_wall":
+        return [row["prompt_seconds"] + s for s in x["call_wall_repeats"]]
+    return [row.get("prompt_cpu_seconds", 0.0) + s for s in x["call_cpu_repeats"]]
+
+
+B32_KEYS = {"e2e_wall": "wall", "e2e_cpu": "cpu", "loop_wall": "loop_wall",
+            "loop_cpu": "loop_cpu"}  # fmt: skip
+
+
+def b32_repeats(e: dict, clock: str) -> list[float]:
+    """An engine record's seconds per round on `clock` (the whole call, every request)."""
+    key = B32_KEYS[clock]
+    reps = e.get(f"{key}_repeats")
+    if reps:
+        return reps
+    return [e.get(f"{key}_seconds", e.get("cpu_seconds", e["wall_seconds"]))]
+
+
+def _b32(rec: dict, e: dict, ref_e: dict | None, clock: str) -> None:
     ne = len(e["correct"])
     rec["b32_n"] = ne
     rec["b32_sample"] = e.get("sample", "first")  # old records: the first engine_n requests
     rec["b32_repeats"] = e.get("repeats", len(e.get("cpu_repeats", [])) or None)
     rec["b32_wall_ms"] = 1000 * e["wall_seconds"] / ne
-    # the time compared (plots, front, speedups): the process's CPU time where recorded
-    rec["b32_clock"] = "cpu" if "cpu_seconds" in e else "wall"
-    rec["b32_ms"] = 1000 * e.get("cpu_seconds", e["wall_seconds"]) / ne
+    rec["b32"] = {c: 1000 * stats.median(b32_repeats(e, c)) / ne for c in CLOCKS
+                  if f"{B32_KEYS[c]}_seconds" in e}  # fmt: skip
+    rec["b32_clock"] = clock
+    rec["b32_ms"] = 1000 * stats.median(b32_repeats(e, clock)) / ne
+    rec["b32_round_ms"] = [1000 * s / ne for s in b32_repeats(e, clock)]
     rec["b32_accuracy"] = sum(e["correct"]) / ne
+    rec["b32_correct"] = list(e["correct"])
     rec["b32_ci95"] = list(stats.bootstrap(e["correct"]))
     rec["b32_same_as_b1"] = e["same_text_as_batch1"]
     rec["b32_nfe"] = sum(e["nfe"]) / ne
     rec["b32_later_pass"] = "scale" in e
     if ref_e is not None and "hashes" in e and "hashes" in ref_e:
         rec["b32_changed"] = sum(a != b for a, b in zip(e["hashes"], ref_e["hashes"], strict=True))
-    if ref_e is not None and e.get("cpu_repeats") and ref_e.get("cpu_repeats"):
-        ratios = [a / b for a, b in zip(ref_e["cpu_repeats"], e["cpu_repeats"], strict=False)]
+    if ref_e is not None:
+        mine, theirs = b32_repeats(e, clock), b32_repeats(ref_e, clock)
+        ratios = [a / b for a, b in zip(theirs, mine, strict=False)]
         rec["b32_speedup_vs_ref_range"] = [min(ratios), max(ratios)]
 
 
-def summarise(rows, eng, configs, g, examples) -> dict:
-    """Per config: accuracy (`seer.data.score` of each row's example), intervals, tests, costs,
-    speedups, answers changed against its reference and against the first baseline."""
-    from seer.bench.compare import correct
+def summarise(rows, eng, configs, g, examples, clock: str = DEFAULT_CLOCK,
+              margin: float = MARGIN) -> dict:  # fmt: skip
+    """Per config: accuracy (`seer.data.score` of each row's example, or the score a raw file
+    without text recorded), intervals, tests, the non-inferiority verdict at `margin` points
+    against the first baseline and against its own reference, costs, times on every clock and
+    speed-ups on `clock`, answers changed against its reference and against the first
+    baseline."""
+    from seer.bench.compare import score_of
 
+    if clock not in CLOCKS:
+        raise SeerError(f"clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
     out = {}
     n = len(rows)
+    m = margin / 100
     first = f"baseline@k={configs[0].budget.split('=')[1]}" if configs else ""
-    scores = {c.name: [correct(ex, r["results"][c.name]["text"]) for r, ex in
+    scores = {c.name: [score_of(r["results"][c.name], ex) for r, ex in
                        zip(rows, examples, strict=True)] for c in configs}  # fmt: skip
     for cfg in configs:
         res = [r["results"][cfg.name] for r in rows]
         ref = [r["results"][cfg.ref] for r in rows]
         base = [r["results"][first] for r in rows] if first in scores else ref
         ok, ref_ok = scores[cfg.name], scores[cfg.ref]
+        base_ok = scores.get(first, ref_ok)
+        per = {c: [stats.median(b1_repeats(x, r, c)) for x, r in zip(res, rows, strict=True)]
+               for c in CLOCKS}  # fmt: skip
         loop_s = sum(x["seconds"] for x in res) / n
-        e2e_s = loop_s + sum(r["prompt_seconds"] for r in rows) / n
         pairs = list(zip(res, ref, strict=True))
+        ni, lo = stats.noninferior(ok, base_ok, m)
+        ni_ref, lo_ref = stats.noninferior(ok, ref_ok, m)
         rec = {
             "method": cfg.method,
+            "family": cfg.family,
             "budget": cfg.budget,
+            "block": cfg.block,
+            "cache": cfg.params.get("cache", "none"),
             "params": {k: list(v) if isinstance(v, tuple) else v for k, v in cfg.params.items()},
             "seer": cfg.seer,
             "accuracy": sum(ok) / n,
@@ -74,40 +148,53 @@ def summarise(rows, eng, configs, g, examples) -> dict:
             "shorter_than_ref": sum(x["tokens"] < y["tokens"] for x, y in pairs),
             "window_cuts": sum(x["window"] < g and x["tokens"] >= x["window"] for x in res),
             "mean_window": sum(x["window"] for x in res) / n,
+            "prompt_tokens": sum(x.get("prompt_tokens", 0) for x in res) / n,
             "nfe": sum(x["nfe"] for x in res) / n,
-            "loop_ms": 1000 * loop_s,
-            "e2e_ms": 1000 * e2e_s,
+            "loop_ms": 1000 * loop_s,  # the loop's wall time (as before the clocks)
+            "e2e_ms": 1000 * (loop_s + sum(r["prompt_seconds"] for r in rows) / n),
+            "b1": {c: 1000 * sum(v) / n for c, v in per.items()},
+            "b1_clock": clock,
+            "b1_ms": 1000 * sum(per[clock]) / n,
+            "b1_request_ms": [1000 * t for t in per[clock]],
             "repeats": min(len(_seconds(x)) for x in res),
             "ref": cfg.ref,
             "accuracy_minus_ref": (sum(ok) - sum(ref_ok)) / n,
             "ci95_minus_ref": list(stats.bootstrap(ok, ys=ref_ok)),
             "p_vs_ref": stats.paired_test(ok, ref_ok),
-            "ci95_minus_baseline": list(stats.bootstrap(ok, ys=scores.get(first, ref_ok))),
+            "ci95_minus_baseline": list(stats.bootstrap(ok, ys=base_ok)),
+            "margin": margin,
+            "noninferior": ni,  # vs the first baseline, at the margin
+            "ni_lower": lo,  # one-sided 95 % lower bound of the difference to it
+            "noninferior_vs_ref": ni_ref,
+            "ni_lower_vs_ref": lo_ref,
             "later_pass": sum("scale" in x for x in res),
             "correct": ok,
         }  # fmt: skip
-        rec["loop_speedup_vs_ref_ci95"] = list(
-            _speedup_ci([_seconds(y) for y in ref], [_seconds(x) for x in res])
-        )
+        rec["b1_speedup_vs_ref_ci95"] = list(_speedup_ci(
+            [b1_repeats(y, r, clock) for y, r in zip(ref, rows, strict=True)],
+            [b1_repeats(x, r, clock) for x, r in zip(res, rows, strict=True)]))  # fmt: skip
         if cfg.seer:  # detection (and the cut) as a share of this config's loop time
             det = [x.get("detect", 0.0) for x in res]
             rec["detect_ms"] = 1000 * sum(det) / n
             rec["detect_share"] = sum(det) / (loop_s * n) if loop_s > 0 else 0.0
             rec["full_window"] = sum(x["window"] >= g for x in res)  # no boundary, or at the end
         if cfg.name in eng:
-            _b32(rec, eng[cfg.name], eng.get(cfg.ref))
+            _b32(rec, eng[cfg.name], eng.get(cfg.ref), clock)
+            ref_e = eng.get(first)
+            if ref_e is not None:
+                rec["b32_noninferior"], rec["b32_ni_lower"] = stats.noninferior(
+                    eng[cfg.name]["correct"], ref_e["correct"], m
+                )
         out[cfg.name] = rec
     base = out.get(first)
     for rec in out.values():
         if base is not None:
-            rec["loop_speedup_vs_k1"] = base["loop_ms"] / rec["loop_ms"]
+            rec["b1_speedup_vs_k1"] = base["b1_ms"] / rec["b1_ms"]
         ref = out[rec["ref"]]
-        rec["loop_speedup_vs_ref"] = ref["loop_ms"] / rec["loop_ms"]
+        rec["b1_speedup_vs_ref"] = ref["b1_ms"] / rec["b1_ms"]
         if "b32_ms" in rec and "b32_ms" in ref:
             rec["b32_speedup_vs_ref"] = ref["b32_ms"] / rec["b32_ms"]
     # equal NFE: the full-window baseline whose mean NFE is nearest
-    import math
-
     bases = [r for r in out.values() if r["method"] == "baseline"]
     for rec in out.values():
         near = min(bases, key=lambda b: (abs(math.log(b["nfe"] / rec["nfe"])), b["nfe"]))
@@ -116,36 +203,35 @@ def summarise(rows, eng, configs, g, examples) -> dict:
         rec["ci95_minus_equal_nfe_baseline"] = list(
             stats.bootstrap(rec["correct"], ys=near["correct"])
         )
-        rec["loop_speedup_vs_equal_nfe_baseline"] = near["loop_ms"] / rec["loop_ms"]
-    _seer_adds(out, rows, scores, eng)
-    for rec in out.values():
-        del rec["correct"]
+        rec["b1_speedup_vs_equal_nfe_baseline"] = near["b1_ms"] / rec["b1_ms"]
+    _seer_adds(out, rows, scores, clock)
     return out
 
 
 def _without_seer(name: str) -> str:
-    """seer+dual@k=1 -> dual@k=1; seer@k=4 -> baseline@k=4."""
+    """seer+dual/b8@k=1 -> dual/b8@k=1; seer@k=4 and seer-eos@k=4 -> baseline@k=4;
+    seer-eos+threshold@t=0.9 -> threshold@t=0.9."""
     method, budget = name.split("@", 1)
-    rest = method.removeprefix("seer+") if method != "seer" else "baseline"
-    return f"{rest}@{budget}"
+    head, _, rest = method.partition("+")
+    return f"{rest or 'baseline'}@{budget}" if head.startswith("seer") else name
 
 
-def _seer_adds(out: dict, rows, scores: dict, eng: dict) -> None:
+def _seer_adds(out: dict, rows, scores: dict, clock: str) -> None:
     """What Seer adds to each method a user would run anyway: for every Seer config, the same
-    config without Seer, the paired loop speedup (requests and repeats) and accuracy difference,
-    the answers changed, and the batch-32 speedup."""
+    config without Seer, the paired batch-1 speed-up on `clock` (requests and repeats) and
+    accuracy difference, the answers changed, and the batch-32 speed-up."""
     for name, rec in out.items():
         if not rec["seer"]:
             continue
         other = _without_seer(name)
         if other not in out:
             continue
-        mine = [_seconds(r["results"][name]) for r in rows]
-        theirs = [_seconds(r["results"][other]) for r in rows]
+        mine = [b1_repeats(r["results"][name], r, clock) for r in rows]
+        theirs = [b1_repeats(r["results"][other], r, clock) for r in rows]
         adds = {
             "config": other,
-            "loop_speedup": out[other]["loop_ms"] / rec["loop_ms"],
-            "loop_speedup_ci95": list(_speedup_ci(theirs, mine)),
+            "b1_speedup": out[other]["b1_ms"] / rec["b1_ms"],
+            "b1_speedup_ci95": list(_speedup_ci(theirs, mine)),
             "accuracy_difference": rec["accuracy"] - out[other]["accuracy"],
             "ci95": list(stats.bootstrap(scores[name], ys=scores[other])),
             "p": stats.paired_test(scores[name], scores[other]),
@@ -158,35 +244,86 @@ def _seer_adds(out: dict, rows, scores: dict, eng: dict) -> None:
         rec["seer_adds"] = adds
 
 
-def headline(results: dict, reference: str) -> dict:
-    """The user's question: among the configs whose accuracy is not below the `reference`'s
-    (the first baseline, one token per step by default) by more than chance (the paired
-    interval of the difference reaches 0), which is fastest at batch 1 and at batch 32, and
-    what Seer adds to the fastest config with Seer."""
+def select_fastest(scores: dict, times: dict, reference: str, margin: float,
+                   reps: int = SELECT_REPS, seed: int = 0,
+                   per_request: bool = True) -> dict:  # fmt: skip
+    """How often each config is the fastest that passes the margin when the requests are
+    redrawn (with replacement) and the selection is done again in each redraw.
+
+    `scores`: name -> a score per request (the same requests for every name, `reference`
+    among them); `times`: name -> seconds per request (`per_request`), or per timing round
+    (batch 32: one whole-batch time per round; a redraw then draws one round for every
+    config alike). In each redraw a config passes when the one-sided 95 % lower bound of its
+    paired difference to the reference (normal approximation over the redrawn requests: the
+    nested bootstrap would cost a thousand times more) is >= -margin points; the fastest that
+    passes wins (the reference always passes). Returns {name: share of redraws}, largest first."""
+    names = list(scores)
+    if reference not in names:
+        raise SeerError(f"select_fastest: no reference {reference!r} among the scores")
+    s = np.asarray([scores[k] for k in names], dtype=float)  # (C, n)
+    d = s - s[names.index(reference)]
+    t = np.asarray([times[k] for k in names], dtype=float)  # (C, n) or (C, R)
+    n = d.shape[1]
+    rng = np.random.default_rng(seed)
+    wins = np.zeros(len(names))
+    for start in range(0, reps, 100):  # chunks: (C, 100, n) at a time
+        k = min(100, reps - start)
+        idx = rng.integers(0, n, (k, n))
+        dd = d[:, idx]
+        sd = dd.std(axis=2, ddof=1) if n > 1 else np.zeros(dd.shape[:2])
+        lb = dd.mean(axis=2) - 1.6449 * sd / math.sqrt(n)
+        ok = lb >= -margin / 100 - 1e-12
+        tt = t[:, idx].sum(axis=2) if per_request else t[:, rng.integers(0, t.shape[1], k)]
+        best = np.where(ok, tt, np.inf).argmin(axis=0)
+        wins += np.bincount(best, minlength=len(names))
+    share = {names[i]: float(w / reps) for i, w in enumerate(wins) if w}
+    return dict(sorted(share.items(), key=lambda kv: -kv[1]))
+
+
+def headline(results: dict, reference: str, margin: float | None = None,
+             reps: int = SELECT_REPS) -> dict:  # fmt: skip
+    """The user's question: among the configs not worse than the `reference` (the first
+    baseline, one token per step by default) by more than the margin (`noninferior`), which is
+    fastest at batch 1 and at batch 32 on the run's clock, how often it is the fastest when the
+    requests are redrawn (`select_fastest`), and what Seer adds to the fastest config with
+    Seer. The oracles (they know each answer's end) are bounds, not methods: never chosen."""
     ref = results.get(reference)
     if ref is None:
         return {}
-    # the oracle knows each answer's end: a bound, not a method a user can run
-    ok = {k: r for k, r in results.items() if _not_worse(r) and r["method"] != "oracle"}
-    out: dict = {"reference": reference, "equal_accuracy": sorted(ok)}
-    for key, clock in (("b1", "loop_ms"), ("b32", "b32_ms")):
-        timed = {k: r for k, r in ok.items() if clock in r}
-        if not timed:
+    margin = ref.get("margin", MARGIN) if margin is None else margin
+    runnable = {k: r for k, r in results.items() if not r["method"].startswith("oracle")}
+    ok = {k: r for k, r in runnable.items() if r.get("noninferior")}
+    out: dict = {"reference": reference, "margin": margin, "equal_accuracy": sorted(ok),
+                 "clock": ref.get("b1_clock", DEFAULT_CLOCK)}  # fmt: skip
+    for key in ("b1", "b32"):
+        clock, flag = f"{key}_ms", ("noninferior" if key == "b1" else "b32_noninferior")
+        timed = {k: r for k, r in runnable.items() if clock in r and r.get(flag)}
+        if not timed or clock not in ref:
             continue
         best = min(timed, key=lambda k: timed[k][clock])
-        out[key] = {"fastest": best, "ms": timed[best][clock],
-                    "speedup_vs_reference": ref.get(clock, 0) / timed[best][clock]}  # fmt: skip
+        x = {"fastest": best, "ms": timed[best][clock],
+             "speedup_vs_reference": ref[clock] / timed[best][clock]}  # fmt: skip
+        have = {k: r for k, r in runnable.items() if clock in r}
+        if key == "b1" and all("b1_request_ms" in r for r in have.values()):
+            x["shares"] = select_fastest({k: r["correct"] for k, r in have.items()},
+                                         {k: r["b1_request_ms"] for k, r in have.items()},
+                                         reference, margin, reps)  # fmt: skip
+        elif key == "b32" and all("b32_round_ms" in r for r in have.values()):
+            rounds = min(len(r["b32_round_ms"]) for r in have.values())
+            x["shares"] = select_fastest({k: r["b32_correct"] for k, r in have.items()},
+                                         {k: r["b32_round_ms"][:rounds] for k, r in have.items()},
+                                         reference, margin, reps, per_request=False)  # fmt: skip
+        if "shares" in x:
+            x["share"] = x["shares"].get(best, 0.0)
+            x["clear"] = x["share"] >= CLEAR
+            x["shares"] = dict(list(x["shares"].items())[:5])
         seer = {k: r for k, r in timed.items() if r["seer"]}
         if seer:
             best_seer = min(seer, key=lambda k: seer[k][clock])
-            out[key]["fastest_with_seer"] = best_seer
-            out[key]["seer_adds"] = seer[best_seer].get("seer_adds")
+            x["fastest_with_seer"] = best_seer
+            x["seer_adds"] = seer[best_seer].get("seer_adds")
+        out[key] = x
     return out
-
-
-def _not_worse(r: dict) -> bool:
-    """Not below the first baseline's accuracy by more than the paired interval allows."""
-    return r["ci95_minus_baseline"][1] >= 0
 
 
 def _speedup_ci(ref: list[list[float]], res: list[list[float]]) -> tuple[float, float]:
@@ -205,13 +342,54 @@ def detection(results: dict) -> dict:
 
 
 def mark_frontier(out: dict) -> None:
-    b1 = stats.pareto([(r["loop_ms"], r["accuracy"], k) for k, r in out.items()])
+    b1 = stats.pareto([(r["b1_ms"], r["accuracy"], k) for k, r in out.items()])
     b32 = stats.pareto(  # the batch-32 accuracy: the same requests as its time
         [(r["b32_ms"], r["b32_accuracy"], k) for k, r in out.items() if "b32_ms" in r]
     )
     for k, r in out.items():
         r["pareto_b1"] = k in b1
         r["pareto_b32"] = k in b32 if "b32_ms" in r else None
+
+
+def normalise(record: dict) -> dict:
+    """A record of any format as the current one: a record from before the clocks and the
+    margin gets its batch-1 loop wall time as `b1_ms`, its speed-ups renamed, and the clock
+    label `OLD` (its verdicts were the interval-reaches-0 rule: no margin)."""
+    if record.get("clock"):
+        return record
+    rec = dict(record, clock="old", results={})
+    for k, r in record["results"].items():
+        r = dict(r)
+        r.setdefault("b1_ms", r["loop_ms"])
+        r.setdefault("family", r["method"])
+        r.setdefault("cache", (r.get("params") or {}).get("cache", "none"))
+        r.setdefault("block", (r.get("params") or {}).get("block_length"))
+        for old, new in (("loop_speedup_vs_ref", "b1_speedup_vs_ref"),
+                         ("loop_speedup_vs_ref_ci95", "b1_speedup_vs_ref_ci95")):  # fmt: skip
+            if old in r:
+                r.setdefault(new, r[old])
+        r["seer_adds"] = _old_adds(r.get("seer_adds"))
+        rec["results"][k] = r
+    h = dict(record.get("headline") or {})
+    for key in ("b1", "b32"):
+        if key in h:
+            h[key] = dict(h[key], seer_adds=_old_adds(h[key].get("seer_adds")))
+    rec["headline"] = h
+    return rec
+
+
+def _old_adds(a: dict | None) -> dict | None:
+    if a and "loop_speedup" in a:
+        return dict(a, b1_speedup=a["loop_speedup"], b1_speedup_ci95=a["loop_speedup_ci95"])
+    return a
+
+
+def clock_label(record: dict, key: str = "b1") -> str:
+    """The clock a record's tables show, in words."""
+    clock = record.get("clock") or "old"
+    if clock == "old":
+        return "loop, wall time (old format)" if key == "b1" else "end to end, CPU time (old)"
+    return CLOCKS[clock]
 
 
 # -- output --------------------------------------------------------------------------------------
@@ -221,26 +399,28 @@ def show(record: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    record = normalise(record)
     c = Console(width=200)
     t = Table(
         title=f"{record['model']}: {record['n']} unique held-out requests, gen_length "
-        f"{record['gen_length']}, greedy; times per request, median of {record['repeats']} "
-        "(shared 2-core CPU, 1 thread: noisy, compare ratios)"
+        f"{record['gen_length']}, greedy; times per request ({clock_label(record)} at batch 1, "
+        f"{clock_label(record, 'b32')} at batch 32), median of {record['repeats']} "
+        "(shared CPU: noisy, compare ratios)"
     )
-    cols = ("method", "budget", "acc", "95% CI", "changed", "shorter", "cuts", "window", "NFE",
-            "loop ms", "e2e ms", "x ref", "b32 cpu ms", "b32 x ref", "eq-NFE base", "d acc",
+    cols = ("config", "acc", "95% CI", "NI", "changed", "shorter", "cuts", "window", "NFE",
+            "b1 ms", "x ref", "model x", "b32 ms", "b32 x ref", "eq-NFE base", "d acc",
             "front")  # fmt: skip
     for col in cols:
         t.add_column(col, justify="right")
-    for r in record["results"].values():
+    for name, r in record["results"].items():
         lo, hi = r["ci95"]
         front = ("1" if r["pareto_b1"] else "") + ("/32" if r.get("pareto_b32") else "")
+        ni = "-" if "noninferior" not in r else ("yes" if r["noninferior"] else "no")
         t.add_row(
-            r["method"], r["budget"], f"{r['accuracy']:.1%}", f"{lo:.0%}-{hi:.0%}",
+            name, f"{r['accuracy']:.1%}", f"{lo:.0%}-{hi:.0%}", ni,
             str(r["changed"]), str(r["shorter_than_ref"]), str(r["window_cuts"]),
-            f"{r['mean_window']:.1f}",
-            f"{r['nfe']:.1f}", f"{r['loop_ms']:.0f}", f"{r['e2e_ms']:.0f}",
-            f"{r['loop_speedup_vs_ref']:.2f}x",
+            f"{r['mean_window']:.1f}", f"{r['nfe']:.1f}", f"{r['b1_ms']:.0f}",
+            f"{r['b1_speedup_vs_ref']:.2f}x", _model(r, "b1"),
             f"{r['b32_ms']:.1f}" if "b32_ms" in r else "-",
             f"{r['b32_speedup_vs_ref']:.2f}x" if "b32_speedup_vs_ref" in r else "-",
             r["equal_nfe_baseline"].split("@")[1],
@@ -248,83 +428,134 @@ def show(record: dict) -> None:
         )  # fmt: skip
     c.print(t)
     c.print(
-        "x ref: loop-time speedup over the reference (the baseline with the same k; k=1 for the "
-        "threshold methods). changed / shorter: answers that differ from / have fewer tokens "
-        "than the reference's. cuts: "
-        "answers cut by their window. eq-NFE base / d acc: the full-window baseline of nearest "
-        "mean NFE and the accuracy difference to it (points). front: on the accuracy-vs-time "
-        "Pareto front at batch 1 / batch 32 (batch 32: its own accuracy over "
-        f"{_b32n(record['results'])} requests, {_b32sample(record['results'])})."
+        "NI: not worse than the first baseline by more than the margin (one-sided 95 % lower "
+        "bound of the paired difference). x ref: speed-up over the reference (the baseline "
+        "with the same k; k=1 for the threshold methods); model x: the cost model's "
+        "prediction of it (its error). changed / shorter: answers that differ from / have "
+        "fewer tokens than the reference's. cuts: answers cut by their window. eq-NFE base / "
+        "d acc: the full-window baseline of nearest mean NFE and the accuracy difference to it "
+        "(points). front: on the accuracy-vs-time Pareto front at batch 1 / batch 32."
     )
+    for line in headline_lines(record):
+        c.print(line)
+
+
+def _model(r: dict, key: str) -> str:
+    """The cost model's predicted speed-up over the reference, with its error."""
+    x = r.get(f"model_{key}_speedup_vs_ref")
+    if x is None:
+        return "-"
+    return f"{x:.2f}x ({100 * r[f'model_{key}_error']:+.0f} %)"
+
+
+def best_settings(res: dict, grid_k: str | None = None) -> dict:
+    """Each method family's row: its fastest setting (block size) that passes the margin
+    against its reference (`grid_k`: among the configs at that budget) or, at no budget,
+    against the first baseline; else its most accurate setting, flagged. {family: (name,
+    passed)}."""
+    fams: dict[str, list[str]] = {}
+    for k, r in res.items():
+        if grid_k is None or r["budget"] == grid_k:
+            fams.setdefault(r.get("family", r["method"]), []).append(k)
+    key = "noninferior_vs_ref" if grid_k else "noninferior"
+    out = {}
+    for fam, names in fams.items():
+        ok = [k for k in names if res[k].get(key)]
+        if ok:
+            out[fam] = (min(ok, key=lambda k: res[k]["b1_ms"]), True)
+        else:
+            out[fam] = (max(names, key=lambda k: (res[k]["accuracy"], -res[k]["b1_ms"])), False)
+    return out
 
 
 def markdown(record: dict) -> str:
-    """The README's tables from the record: the grid (method x tokens per step) and every config
-    against the 64-step baseline, with intervals."""
+    """The README's tables from the record: the grid (method x tokens per step, each method at
+    its best block size), every method at its best setting, every config, what Seer adds, the
+    headline, the cost model and detection's share."""
+    record = normalise(record)
     res, g = record["results"], record["gen_length"]
+    old = record["clock"] == "old"
+    margin = (record.get("headline") or {}).get("margin")
     ks = sorted({int(r["budget"][2:]) for r in res.values() if r["budget"].startswith("k=")})
     grid = [k for k in ks if any(r["method"] != "baseline" and r["budget"] == f"k={k}"
                                  for r in res.values())]  # fmt: skip
-    methods = list(dict.fromkeys(r["method"] for r in res.values() if r["budget"] in
-                                 {f"k={k}" for k in grid}))  # fmt: skip
+    fams = list(dict.fromkeys(r.get("family", r["method"]) for r in res.values()
+                              if r["budget"] in {f"k={k}" for k in grid}))  # fmt: skip
     pct = lambda x: f"{100 * x:.1f}"  # noqa: E731
+    clock = f"{clock_label(record)} at batch 1, {clock_label(record, 'b32')} at batch 32"
+    rule = "none (old format: the paired interval reaching 0)"
+    if not old:
+        rule = (f"margin {margin:g} points (one-sided 95 % lower bound of the paired "
+                "difference, bootstrap over requests), stated before the run")  # fmt: skip
     out = [
         f"{record['model']}, n = {record['n']} (batch 32: {_b32n(res)} requests, "
-        f"{_b32sample(res)}). Cell: "
-        "accuracy % · mean NFE · loop speedup over the baseline with the same k at batch 1 / "
-        "the same at batch 32 (engine, end to end, CPU time).",
+        f"{_b32sample(res)}); clock: {clock}; non-inferiority: {rule}.",
+        "",
+        "Cell: accuracy % · mean NFE · speed-up over the baseline with the same k at batch 1 / "
+        "at batch 32; a block method at its fastest block size within the margin of that "
+        "baseline (/bN), † where no block size is (then its most accurate).",
         "",
         "| method | " + " | ".join(f"k={k} ({g // k} steps)" for k in grid) + " |",
         "|---" * (len(grid) + 1) + "|",
     ]
-    for m in methods:
+    best = {k: best_settings(res, f"k={k}") for k in grid}
+    for fam in fams:
         cells = []
         for k in grid:
-            r = res.get(f"{m}@k={k}")
-            if r is None:
+            pick = best[k].get(fam)
+            if pick is None:
                 cells.append("")
                 continue
+            r = res[pick[0]]
             b32 = f"{r['b32_speedup_vs_ref']:.1f}×" if "b32_speedup_vs_ref" in r else "—"
+            tag = (f" /b{r['block']}" if r.get("block") else "") + ("" if pick[1] or old else " †")
             cells.append(f"{pct(r['accuracy'])} · {r['nfe']:.1f} · "
-                         f"{r['loop_speedup_vs_ref']:.1f}× / {b32}")  # fmt: skip
-        out.append(f"| {m} | " + " | ".join(cells) + " |")
+                         f"{r['b1_speedup_vs_ref']:.1f}× / {b32}{tag}")  # fmt: skip
+        out.append(f"| {fam} | " + " | ".join(cells) + " |")
     base = res[f"baseline@k={ks[0]}"]
+    out += _best_table(record, base) if not old else []
     out += [
         "",
         f"Every config against the {g // ks[0]}-step baseline (accuracy {pct(base['accuracy'])} %"
-        f"), sorted by batch-1 loop time. Δ acc: paired bootstrap 95 % interval (points); "
-        "changed / shorter / cuts: answers that differ from / are shorter than the reference's, "
-        "answers cut by their window; p: paired sign-flip test against the reference; b32 acc: "
-        "the batch-32 accuracy over its own requests; front: on the accuracy-vs-time Pareto "
-        "front (point estimates) at batch 1 / batch 32.",
+        f"), sorted by batch-1 time ({clock}). NI: passes the margin against the "
+        f"{g // ks[0]}-step baseline (lower bound, points). Δ acc: paired bootstrap 95 % "
+        "interval (points); changed / shorter / cuts: answers that differ from / are shorter "
+        "than the reference's, answers cut by their window; p: paired sign-flip test against "
+        "the reference; model ×: the cost model's predicted speed-up over the reference (its "
+        "error); b32 acc: the batch-32 accuracy over its own requests; front: on the "
+        "accuracy-vs-time Pareto front (point estimates) at batch 1 / batch 32.",
         "",
-        "| config | accuracy % [95 % CI] | Δ acc vs ref [CI] | p | Δ acc vs equal-NFE baseline "
-        f"[CI] | changed | shorter | cuts | NFE | loop ms | e2e ms | loop × ref [CI] | vs "
-        f"{g // ks[0]} steps | b32 acc % | b32 CPU ms | vs {g // ks[0]} steps | front |",
-        "|---" * 18 + "|",
+        "| config | accuracy % [95 % CI] | NI [lower] | Δ acc vs ref [CI] | p | Δ acc vs "
+        f"equal-NFE baseline [CI] | changed | shorter | cuts | NFE | b1 ms | × ref [CI] | "
+        f"model × | vs {g // ks[0]} steps | b32 acc % | b32 ms | b32 × ref | model × | vs "
+        f"{g // ks[0]} steps | front |",
+        "|---" * 20 + "|",
     ]
-    for name, r in sorted(res.items(), key=lambda kv: -kv[1]["loop_ms"]):
+    for name, r in sorted(res.items(), key=lambda kv: -kv[1]["b1_ms"]):
         lo, hi = r["ci95"]
         dlo, dhi = r["ci95_minus_ref"]
         elo, ehi = r["ci95_minus_equal_nfe_baseline"]
-        slo, shi = r["loop_speedup_vs_ref_ci95"]
+        slo, shi = r["b1_speedup_vs_ref_ci95"]
         ref = r["ref"].split("@")[1]
         eq = r["equal_nfe_baseline"].split("@")[1]
+        ni = "—" if "noninferior" not in r else (
+            f"{'yes' if r['noninferior'] else 'no'} [{100 * r['ni_lower']:+.1f}]")  # fmt: skip
         b32 = f"{r['b32_ms']:.0f}" if "b32_ms" in r else "—"
         b32a = pct(r["b32_accuracy"]) if "b32_accuracy" in r else "—"
+        b32r = f"{r['b32_speedup_vs_ref']:.2f}×" if "b32_speedup_vs_ref" in r else "—"
         b32x = f"{base['b32_ms'] / r['b32_ms']:.1f}×" if "b32_ms" in r and "b32_ms" in base else "—"
         front = ("b1" if r["pareto_b1"] else "") + (" b32" if r.get("pareto_b32") else "")
         later = "¹" if r.get("later_pass") else ""
         out.append(
-            f"| {name}{later} | {pct(r['accuracy'])} [{pct(lo)}, {pct(hi)}] | "
+            f"| {name}{later} | {pct(r['accuracy'])} [{pct(lo)}, {pct(hi)}] | {ni} | "
             f"{100 * r['accuracy_minus_ref']:+.1f} [{100 * dlo:+.1f}, {100 * dhi:+.1f}] ({ref}) | "
             f"{r.get('p_vs_ref', float('nan')):.2g} | "
             f"{100 * r['accuracy_minus_equal_nfe_baseline']:+.1f} [{100 * elo:+.1f}, "
             f"{100 * ehi:+.1f}] ({eq}) | {r.get('changed', '—')} | {r['shorter_than_ref']} | "
-            f"{r['window_cuts']} | "
-            f"{r['nfe']:.1f} | {r['loop_ms']:.0f} | {r['e2e_ms']:.0f} | "
-            f"{r['loop_speedup_vs_ref']:.2f}× [{slo:.2f}, {shi:.2f}] | "
-            f"{base['loop_ms'] / r['loop_ms']:.1f}× | {b32a} | {b32} | {b32x} | {front.strip()} |"
+            f"{r['window_cuts']} | {r['nfe']:.1f} | {r['b1_ms']:.0f} | "
+            f"{r['b1_speedup_vs_ref']:.2f}× [{slo:.2f}, {shi:.2f}] | {_model(r, 'b1')} | "
+            f"{base['b1_ms'] / r['b1_ms']:.1f}× | {b32a} | {b32} | {b32r} | {_model(r, 'b32')} | "
+            f"{b32x} | {front.strip()} |"
         )
     if any(r.get("later_pass") for r in res.values()):
         out += [
@@ -333,12 +564,13 @@ def markdown(record: dict) -> str:
             "its times scaled by the anchors' first-pass / later-pass time ratio (per request).",
         ]
     out += _adds_table(record)
+    out += _cost_lines(record)
     det = record.get("detection") or {}
     if det:
         out += [
             "",
             "Seer's detection (the window policy at step 0: probe, detector, cut) as a share of "
-            "each Seer config's denoising loop: "
+            "each Seer config's denoising loop (wall time): "
             + "; ".join(
                 f"{k} {100 * d['share']:.1f} % ({d['detect_ms']:.1f} ms)" for k, d in det.items()
             )  # fmt: skip
@@ -347,40 +579,92 @@ def markdown(record: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+def _best_table(record: dict, base: dict) -> list[str]:
+    """Every method family at its fastest setting within the margin of the first baseline."""
+    res = record["results"]
+    out = ["", "Each method at its fastest setting (budget, block size) within the margin of "
+           f"{(record.get('headline') or {}).get('reference', 'the first baseline')}; † none "
+           "is within it (its most accurate setting shown):", "",
+           "| method | setting | accuracy % | NI lower | b1 × | b32 × |",
+           "|---" * 6 + "|"]  # fmt: skip
+    for fam, (name, ok) in best_settings(res).items():
+        r = res[name]
+        b32 = f"{base['b32_ms'] / r['b32_ms']:.2f}×" if "b32_ms" in r and "b32_ms" in base else "—"
+        b1 = base["b1_ms"] / r["b1_ms"]
+        out.append(f"| {fam} | {name}{'' if ok else ' †'} | {100 * r['accuracy']:.1f} | "
+                   f"{100 * r['ni_lower']:+.1f} | {b1:.2f}× | {b32} |")  # fmt: skip
+    return out
+
+
+def _cost_lines(record: dict) -> list[str]:
+    cm = record.get("cost_model")
+    if not cm:
+        return []
+    out = ["", "Cost model (time = r + Σ over forwards (a + b·q + c·q·kv), least squares on this "
+           "run's own times; `seer.bench.costmodel`): "]  # fmt: skip
+    for key, label in (("b1", "batch 1"), ("b32", "batch 32")):
+        f = cm.get(key)
+        if f:
+            out[-1] += (f"{label}: {f['n']} observations, relative RMS error "
+                        f"{100 * f['rel_rmse']:.0f} %; ")  # fmt: skip
+    out[-1] = out[-1].rstrip("; ") + "."
+    return out
+
+
+def headline_lines(record: dict) -> list[str]:
+    """The headline in words: the fastest config within the margin at each batch size, how
+    often it is the fastest over redraws of the requests, and what Seer adds."""
+    h = record.get("headline") or {}
+    out = []
+    for key, label in (("b1", "batch 1"), ("b32", "batch 32")):
+        if key not in h:
+            continue
+        x = h[key]
+        if "margin" in h:
+            rule = f"within {h['margin']:g} points of {h['reference']} (one-sided 95 % bound)"
+        else:
+            rule = f"at the accuracy of {h['reference']} (old rule: paired interval reaching 0)"
+        line = (f"{rule}, the fastest config at {label} ({clock_label(record, key)}) is "
+                f"{x['fastest']} ({x['speedup_vs_reference']:.1f}× faster than "
+                f"{h['reference']})")  # fmt: skip
+        line = line[0].upper() + line[1:]
+        if "share" in x:
+            line += f"; it is the fastest in {100 * x['share']:.0f} % of request redraws"
+            if not x["clear"]:
+                rest = ", ".join(f"{k} {100 * v:.0f} %" for k, v in x["shares"].items())
+                line += f": no config is clearly the fastest ({rest})"
+        if x.get("fastest_with_seer"):
+            line += f"; the fastest with Seer is {x['fastest_with_seer']}"
+            a = x.get("seer_adds")
+            if a and key == "b1":
+                line += f", {a['b1_speedup']:.2f}× over {a['config']} at batch 1"
+            elif a and "b32_speedup" in a:
+                line += f", {a['b32_speedup']:.2f}× over {a['config']} at batch 32"
+        out.append(line + ".")
+    return out
+
+
 def _adds_table(record: dict) -> list[str]:
     """What Seer adds to each method: Seer + X against X, paired, and the headline."""
     res = record["results"]
     rows = [(k, r["seer_adds"]) for k, r in res.items() if r.get("seer_adds")]
     if not rows:
         return []
-    out = ["", "What Seer adds to each method (Seer + X against X on the same requests; speedup "
+    out = ["", "What Seer adds to each method (Seer + X against X on the same requests; speed-up "
            "interval over requests and repeats, accuracy difference paired, points):", "",
-           "| Seer + X | X | loop speedup [CI] | Δ acc [CI] | p | changed | b32 speedup |",
+           "| Seer + X | X | b1 speed-up [CI] | Δ acc [CI] | p | changed | b32 speed-up |",
            "|---" * 7 + "|"]  # fmt: skip
     for k, a in rows:
-        lo, hi = a["loop_speedup_ci95"]
+        lo, hi = a["b1_speedup_ci95"]
         dlo, dhi = a["ci95"]
         b32 = f"{a['b32_speedup']:.2f}×" if "b32_speedup" in a else "—"
         out.append(
-            f"| {k} | {a['config']} | {a['loop_speedup']:.2f}× [{lo:.2f}, {hi:.2f}] | "
+            f"| {k} | {a['config']} | {a['b1_speedup']:.2f}× [{lo:.2f}, {hi:.2f}] | "
             f"{100 * a['accuracy_difference']:+.1f} [{100 * dlo:+.1f}, {100 * dhi:+.1f}] | "
             f"{a['p']:.2g} | {a['changed']} | {b32} |"
         )
-    h = record.get("headline") or {}
-    for key, label in (("b1", "batch 1"), ("b32", "batch 32")):
-        if key in h:
-            x = h[key]
-            line = (f"At the accuracy of {h['reference']} (paired interval reaching 0), the "
-                    f"fastest config at {label} is {x['fastest']} ({x['speedup_vs_reference']:.1f}×"
-                    f" faster than {h['reference']})")  # fmt: skip
-            if x.get("fastest_with_seer"):
-                line += f"; the fastest with Seer is {x['fastest_with_seer']}"
-                a = x.get("seer_adds")
-                if a and key == "b1":
-                    line += f", {a['loop_speedup']:.2f}× over {a['config']} at batch 1"
-                elif a and "b32_speedup" in a:
-                    line += f", {a['b32_speedup']:.2f}× over {a['config']} at batch 32"
-            out += ["", line + "."]
+    for line in headline_lines(record):
+        out += ["", line]
     return out
 
 
@@ -394,8 +678,8 @@ def _b32sample(res: dict) -> str:
 
 def _relative(r: dict, ref: dict, clock: str) -> tuple[float, float]:
     """(speed-up over `ref`, accuracy difference to `ref` in points) on `clock`'s side: the
-    batch-1 loop (`loop_ms`, accuracy over every request) or batch 32 (`b32_ms`, its sample)."""
-    acc = "accuracy" if clock == "loop_ms" else "b32_accuracy"
+    batch 1 (`b1_ms`, accuracy over every request) or batch 32 (`b32_ms`, its sample)."""
+    acc = "accuracy" if clock == "b1_ms" else "b32_accuracy"
     return ref[clock] / r[clock], 100 * (r[acc] - ref[acc])
 
 
@@ -410,6 +694,7 @@ def plot(record: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    record = normalise(record)
     res = record["results"]
     ref = res.get((record.get("headline") or {}).get("reference", ""))
     if ref is None:  # the intervals are differences to it: nothing else can stand in
@@ -419,7 +704,7 @@ def plot(record: dict, path: Path) -> None:
     methods = sorted({r["method"] for r in res.values()})
     cmap = plt.get_cmap("tab20")
     fig, axes = plt.subplots(1, 2, figsize=(14, 5.5))
-    for ax, clock in ((axes[0], "loop_ms"), (axes[1], "b32_ms")):
+    for ax, clock in ((axes[0], "b1_ms"), (axes[1], "b32_ms")):
         if clock not in ref:
             ax.set_axis_off()
             continue
@@ -431,7 +716,7 @@ def plot(record: dict, path: Path) -> None:
             x, y = zip(*(_relative(r, ref, clock) for r in pts), strict=True)
             marker = "o" if m.startswith("seer") else ("*" if m == "oracle" else "s")
             style = dict(fmt=marker + "-", color=cmap(i % 20), label=m, lw=1, ms=6, alpha=0.85)
-            if clock == "loop_ms":
+            if clock == "b1_ms":
                 lo = [y0 - 100 * r["ci95_minus_baseline"][0] for y0, r in zip(y, pts, strict=True)]
                 hi = [100 * r["ci95_minus_baseline"][1] - y0 for y0, r in zip(y, pts, strict=True)]
                 ax.errorbar(x, y, yerr=[lo, hi], capsize=2, elinewidth=0.6, **style)
@@ -440,19 +725,19 @@ def plot(record: dict, path: Path) -> None:
             for r, x0, y0 in zip(pts, x, y, strict=True):
                 ax.annotate(r["budget"], (x0, y0), fontsize=6, xytext=(3, 3),
                             textcoords="offset points")  # fmt: skip
-        flag = "pareto_b1" if clock == "loop_ms" else "pareto_b32"
+        flag = "pareto_b1" if clock == "b1_ms" else "pareto_b32"
         front = sorted(_relative(r, ref, clock) for r in res.values() if clock in r and r[flag])
         if front:
             ax.step(*zip(*front, strict=True), where="pre", color="k", lw=0.8, ls=":",
                     label="Pareto front")  # fmt: skip
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_xscale("log")
-        if clock == "loop_ms":
-            ax.set_xlabel(f"batch 1: denoising-loop speed-up over {at}")
+        if clock == "b1_ms":
+            ax.set_xlabel(f"batch 1: speed-up over {at} ({clock_label(record)})")
             ax.set_ylabel("accuracy − baseline's, points (paired 95 % CI)")
         else:
             n32 = ref.get("b32_n", "")
-            ax.set_xlabel(f"batch 32 (engine): end-to-end speed-up over {at} (CPU time)")
+            ax.set_xlabel(f"batch 32 (engine): speed-up over {at} ({clock_label(record, 'b32')})")
             ax.set_ylabel(f"accuracy − baseline's, points ({n32} requests, no interval)")
         ax.grid(alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()  # batch 1 has every method

@@ -17,3 +17,13 @@ def machine_info() -> dict:
         "python": platform.python_version(),
         "threads": torch.get_num_threads(),
     }
+
+
+def provenance() -> dict:
+    """What produced a record: the machine (`machine_info`), Seer's version and the time."""
+    import datetime
+
+    import seer
+
+    now = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    return {**machine_info(), "seer_version": seer.__version__, "created": now}

@@ -1,0 +1,137 @@
+"""The comparison's rules: non-inferiority at a stated margin, the fastest config's share over
+request redraws, the cost model's fit and projection, the block-size sweep's names, a raw
+file written without text, and old records still rendering."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seer.bench import costmodel, stats
+from seer.bench.compare import Config, build_configs, family, fitting_blocks
+from seer.bench.compare_report import headline_lines, markdown, select_fastest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_margin_rule_is_a_one_sided_lower_bound_against_the_margin():
+    ref = [1.0] * 100
+    same = [1.0] * 100
+    swaps = [0.0, 0.0, 1.0, 1.0] + [1.0] * 96  # two losses, two wins: no loss on average
+    ref_swaps = [1.0, 1.0, 0.0, 0.0] + [1.0] * 96
+    loses6 = [0.0] * 6 + [1.0] * 94  # 6 points lost
+    assert stats.noninferior(same, ref, 0.03) == (True, 0.0)
+    assert stats.noninferior(swaps, ref_swaps, 0.03)[0]
+    ok, lo = stats.noninferior(loses6, ref, 0.03)
+    assert not ok and lo < -0.06 + 0.02
+    assert stats.noninferior(loses6, ref, 0.10)[0]  # a wider margin admits it
+    # the same bound is below the two-sided interval's lower end (one-sided 95 % = 5th pct)
+    assert stats.lower_bound(swaps, ref_swaps) >= stats.bootstrap(swaps, ys=ref_swaps)[0]
+
+
+def test_the_selection_is_redone_in_every_redraw_of_the_requests():
+    n = 60
+    rng = np.random.default_rng(0)
+    ref = [1.0] * n
+    scores = {"base": ref, "fast": ref, "faster_but_wrong": [0.0] * 20 + [1.0] * 40}
+    times = {"base": [10.0] * n, "fast": [2.0] * n, "faster_but_wrong": [1.0] * n}
+    share = select_fastest(scores, times, "base", 3.0, reps=200)
+    assert share == {"fast": 1.0}  # a third wrong is never within the margin
+    # two configs as fast as each other (noise per request): neither is clearly the fastest
+    a = list(2.0 + rng.normal(0, 0.5, n))
+    b = list(2.0 + rng.normal(0, 0.5, n))
+    share = select_fastest({"base": ref, "a": ref, "b": ref},
+                           {"base": [10.0] * n, "a": a, "b": b}, "base", 3.0, reps=400)  # fmt: skip
+    assert set(share) == {"a", "b"} and max(share.values()) < 0.9
+    rec = {"headline": {"reference": "base", "margin": 3.0,
+                        "b1": {"fastest": "a", "speedup_vs_reference": 5.0, "share": 0.45,
+                               "clear": False, "shares": {"a": 0.45, "b": 0.55}}},
+           "clock": "e2e_cpu"}  # fmt: skip
+    line = headline_lines(rec)[0]
+    assert "Within 3 points of base" in line and "no config is clearly the fastest" in line
+
+
+def test_the_cost_model_recovers_known_coefficients():
+    rng = np.random.default_rng(1)
+    true = np.array([2e-3, 5e-4, 3e-6, 1e-8])  # per request, forward, token, token-key
+    x, shapes = [], []
+    for _ in range(200):
+        cache = ["none", "prefix", "dual", "dpad"][rng.integers(4)]
+        w = int(rng.choice([16, 32, 64, 128]))
+        shp = dict(prompt=int(rng.integers(10, 200)), window=w, nfe=int(rng.integers(4, w + 1)),
+                   g=128, cache=cache, block=8 if cache != "none" else None,
+                   cut=bool(rng.integers(2)))  # fmt: skip
+        x.append(costmodel.terms(**shp))
+        shapes.append(shp)
+    x = np.asarray(x)
+    f = costmodel.fit(x, x @ true)
+    assert np.allclose(f.coef, true, rtol=1e-6) and f.rel_rmse < 1e-6
+    # the dual cache computes less per forward than no cache, at the same NFE
+    full = costmodel.terms(100, 64, 64, 64)
+    dual = costmodel.terms(100, 64, 64, 64, cache="dual", block=8)
+    assert full[1] == dual[1] == 64 and dual[2] < full[2]
+
+
+def test_the_projection_reads_the_model_config_and_is_labelled():
+    s = costmodel.llada_8b()
+    assert (s.hidden, s.layers, s.intermediate, s.vocab) == (4096, 32, 12288, 126464)
+    assert 7.5e9 < s.params < 8.5e9
+    assert costmodel.lavida().image_tokens == costmodel.LAVIDA_IMAGE_TOKENS
+    # one forward of 1000 positions on an H200: compute bound, ~2 N q / 989 TFLOP/s
+    t = costmodel.forward_seconds(s, 1, 1000, 1000)
+    assert t == pytest.approx(2 * s.layer_params * 1000 / 989e12, rel=0.2)
+    record = json.loads((ROOT / "docs/results/compare/compare-builtin.json").read_text())
+    lines = costmodel.projection_lines(record)
+    assert lines[1].startswith("PROJECTION, not a measurement: LLaDA-8B")
+    assert any("LaViDa" in x and "980 image positions" in x for x in lines)
+
+
+def test_block_sizes_are_swept_and_named():
+    class LM:
+        class tokens:
+            enders = (1,)
+
+    assert fitting_blocks(128, 4) == [8, 16, 32, 64]
+    assert fitting_blocks(128, 16) == [16, 32, 64]  # a block holds at least one step
+    assert fitting_blocks(48, 1) == [8, 16]  # each divides the window
+    assert fitting_blocks(128, None, (8, 32)) == [8, 32]
+    names = {c.name for c in build_configs(LM, 128, [1, 16], False, blocks=(8, 32))}
+    assert {"dual/b8@k=1", "dual/b32@k=1", "seer+prefix/b32@k=16", "dpad/b32@k=16",
+            "dual+threshold/b32@t=0.9", "seer+dual+threshold/b8@t=0.9"} <= names  # fmt: skip
+    assert "dual/b8@k=16" not in names and "dual/b64@k=1" not in names
+    assert family("seer+dual+threshold/b32") == "seer+dual+threshold" and family("seer") == "seer"
+    c = Config("dual/b32", "k=1", {"block_length": 32}, block=32)
+    assert c.name == "dual/b32@k=1" and c.family == "dual"
+
+
+def test_a_raw_file_without_text_keeps_scores_ids_and_the_machine(tmp_path):
+    import seer
+    from seer.bench.compare import batch1
+    from seer.bench.compare_report import summarise
+    from seer.boundary.truncation import resolve
+    from seer.data import load_examples
+
+    lm = seer.load(ROOT / "src/seer/assets/builtin")
+    examples = load_examples("builtin", n=2, part="eval")[:1]
+    configs = [Config("baseline", "k=8", {"steps": 1}, ref="baseline@k=8")]
+    raw = tmp_path / "raw.jsonl"
+    rows = batch1(lm, examples, configs, 8, resolve(lm, True), 1, raw, {"s": 1},
+                  lambda *a: None, keep_text=False)  # fmt: skip
+    line = json.loads(raw.read_text().splitlines()[0])
+    entry = line["results"]["baseline@k=8"]
+    assert "text" not in entry and "answer" not in line and entry["score"] in (0.0, 1.0)
+    assert line["id"] == examples[0].id and "ids_hash" in entry
+    assert line["machine"]["seer_version"] and line["machine"]["cpus"]
+    assert len(entry["call_cpu_repeats"]) == 1 and line["prompt_cpu_seconds"] >= 0
+    res = summarise(rows, {}, configs, 8, examples)  # scored from the recorded score
+    assert res["baseline@k=8"]["accuracy"] == entry["score"]
+    assert set(res["baseline@k=8"]["b1"]) == {"e2e_cpu", "e2e_wall", "loop_cpu", "loop_wall"}
+
+
+def test_records_from_before_the_clocks_still_render_and_say_so():
+    record = json.loads((ROOT / "docs/results/compare/compare-builtin.json").read_text())
+    md = markdown(record)
+    assert "old format" in md and "| config |" in md
