@@ -93,14 +93,17 @@ class PixelBudget:
 class Preparer:
     """Prepares requests for one model in a pool of threads (see the module docstring)."""
 
-    def __init__(self, lm, limits: Limits, threads: int = 4) -> None:
+    def __init__(self, lm, limits: Limits, threads: int = 4, image_threads: int = 2) -> None:
         self.lm = lm
         self.limits = limits
         self.budget = PixelBudget(limits.pixel_budget)
+        # two pools: text-only requests never queue behind image decoding
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="seer-prepare")
+        self.image_pool = ThreadPoolExecutor(image_threads, thread_name_prefix="seer-image")
 
     def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        for pool in (self.pool, self.image_pool):
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def check_length(self, prompt: Prompt) -> None:
         """400 for a prompt that cannot fit the model's context, before any tokenizing."""
@@ -128,11 +131,14 @@ class Preparer:
         limit = self.limits.prepare_timeout
         try:
             async with asyncio.timeout(limit):
-                raw, held = None, 0
+                raw, held, pool = None, 0, self.pool
                 if prompt.image is not None:
-                    raw, pixels = await self._shielded(loop, self._open_image, prompt.image)
+                    pool = self.image_pool
+                    raw, pixels = await asyncio.shield(
+                        loop.run_in_executor(pool, self._open_image, prompt.image)
+                    )
                     held = await self.budget.acquire(pixels)
-                fut = loop.run_in_executor(self.pool, self._encode, prompt, params, raw)
+                fut = loop.run_in_executor(pool, self._encode, prompt, params, raw)
                 if held:
                     fut.add_done_callback(lambda _: self.budget.release(held))
                 return await asyncio.shield(fut)
@@ -140,9 +146,6 @@ class Preparer:
             raise APIError(503, f"preparing the request (reading its image, tokenizing) took "
                            f"over {limit:g} s; the server is busy: retry", "timeout",
                            headers={"Retry-After": str(RETRY_AFTER)}) from None  # fmt: skip
-
-    async def _shielded(self, loop, fn, *args):
-        return await asyncio.shield(loop.run_in_executor(self.pool, fn, *args))
 
     # -- the pool's threads ---------------------------------------------------------------------
     def _open_image(self, source: str) -> tuple[bytes, int]:
