@@ -134,12 +134,11 @@ class Preparer:
                 raw, held, pool = None, 0, self.pool
                 if prompt.image is not None:
                     pool = self.image_pool
-                    raw, pixels = await asyncio.shield(
-                        loop.run_in_executor(pool, self._open_image, prompt.image)
-                    )
+                    opened = _run(loop, pool, self._open_image, prompt.image)
+                    raw, pixels = await asyncio.shield(opened)
                     held = await self.budget.acquire(pixels)
-                fut = loop.run_in_executor(pool, self._encode, prompt, params, raw)
-                if held:
+                fut = _run(loop, pool, self._encode, prompt, params, raw)
+                if held:  # given back when the thread is done, even if the client is not
                     fut.add_done_callback(lambda _: self.budget.release(held))
                 return await asyncio.shield(fut)
         except TimeoutError:
@@ -221,6 +220,13 @@ class Preparer:
         except SeerError as e:
             msg = str(e)
             raise APIError(413 if "too large" in msg else 400, msg, "invalid_request") from None
+
+
+def _run(loop, pool, fn, *args) -> asyncio.Future:
+    """`fn(*args)` in `pool`; a timed-out caller's result or error is dropped quietly."""
+    fut = loop.run_in_executor(pool, fn, *args)
+    fut.add_done_callback(lambda f: f.cancelled() or f.exception())
+    return fut
 
 
 def _trim() -> None:
