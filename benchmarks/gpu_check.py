@@ -1,4 +1,4 @@
-"""The prepared GPU check (run by `benchmarks/gpu_check.sh`): seven sections, each timed, each
+"""The prepared GPU check (run by `benchmarks/gpu_check.sh`): eight sections, each timed, each
 writing its result under `--out` (default docs/results/gpu/), a summary table and a last-line JSON.
 
   graphs   the engine's static path with CUDA graphs against the same path run eagerly
@@ -13,6 +13,9 @@ writing its result under `--out` (default docs/results/gpu/), a summary table an
            (`seer.bench.throughput.run`, held-out and synthetic long-tailed workloads)
   serving  `bench_serving.py` with that random LLaDA (bf16) on the device: Poisson arrivals up to
            saturation, one-at-a-time / static / fcfs / shortest_first (issue 14's GPU run)
+  project  the cost model's H200 projection (`seer.bench.costmodel.forward_seconds`, the roofline
+           behind `benchmarks/project_h200.py`) against timed forwards of a random LLaDA (bf16) at
+           batch 1 and 64 over prompt + window of 128 and 384 positions: measured / projected
   compare  `bench_compare.py` on the built-in text model at one budget (4 tokens per step)
   train    the text model v2's trainer on the device: one batch's loss equal to the CPU's, and
            optimiser steps/s at batch 16 and 256 (whether a GPU session can train there)
@@ -266,6 +269,44 @@ def check_compare(args, tmp: Path) -> dict:
                                     for k, r in rec["results"].items()}}  # fmt: skip
 
 
+def check_project(args, tmp: Path) -> dict:
+    """The roofline projection against real forwards: a random LLaDA (bf16 on a GPU, the
+    engine section's 1024 x 12) timed at the shapes the projection uses. Reports measured /
+    projected per shape (1: the roofline reached; the projection is a bound, so a ratio
+    under 1 is an error in it)."""
+    import json as _json
+
+    from seer.bench import costmodel
+
+    tiny = args.tiny
+    dtype = torch.float32 if tiny else torch.bfloat16
+    folder = random_llada(tmp / "engine", tiny)
+    lm = seer.load(folder, dtype=dtype, device=args.device)
+    shape = costmodel.shape_of(_json.loads((folder / "config.json").read_text()), "random LLaDA")
+    hw = costmodel.H200
+    rows = []
+    for batch in (1, 4) if tiny else (1, 64):
+        for length in (128, 384):
+            x = torch.randint(3, min(200, shape.vocab), (batch, length), device=args.device)
+            with torch.inference_mode():
+                for _ in range(2):  # warm-up
+                    lm.model(x)
+                sync(args.device)
+                t0, n = time.perf_counter(), 3 if tiny else 10
+                for _ in range(n):
+                    lm.model(x)
+                sync(args.device)
+            measured = (time.perf_counter() - t0) / n
+            projected = costmodel.forward_seconds(shape, batch, length, length, hw)
+            ms, pms = 1000 * measured, 1000 * projected
+            rows.append({"batch": batch, "positions": length, "ratio": measured / projected,
+                         "measured_ms": ms, "projected_ms": pms})  # fmt: skip
+            print(f"  [project] batch {batch}, {length} positions: {1000 * measured:.2f} ms "
+                  f"measured, {1000 * projected:.2f} ms projected", flush=True)  # fmt: skip
+    return {"ok": True, "model": shape.name, "params": shape.params, "results": rows,
+            "note": "ratio = measured / projected (>= 1: the projection is a bound)"}  # fmt: skip
+
+
 def check_train(args, tmp: Path) -> dict:
     """The text model v2's trainer on the device (a GPU session can train there): one batch's
     loss equals the CPU's (fp32; the masks are drawn on the CPU either way), then optimiser
@@ -314,6 +355,7 @@ SECTIONS = {
     "bf16": check_bf16,
     "engine": check_engine,
     "serving": check_serving,
+    "project": check_project,
     "compare": check_compare,
 }
 
