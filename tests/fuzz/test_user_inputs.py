@@ -13,6 +13,7 @@ under a minute); `SEER_FUZZ_SCALE=20` multiplies the examples for a longer local
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -187,6 +188,44 @@ def test_token_id_prompts(lm, ids):
     one_line_or_ok(lambda: lm.generate(ids, gen_length=4, steps=2))
 
 
+# -- damaged files ----------------------------------------------------------------------------
+@st.composite
+def damaged(draw, raw: bytes, lo: int = 0, hi: int | None = None):
+    """`raw` whole, truncated, or with 1-4 bytes in [lo, hi) flipped (a bad disk, a bad copy);
+    half the flips land in the first 32 bytes, where the headers that decoders trust are."""
+    how = draw(st.sampled_from(["whole", "cut", "flip", "head"]))
+    if how == "whole" or not raw:
+        return raw
+    if how == "cut":
+        return raw[: draw(st.integers(0, len(raw)))]
+    out = bytearray(raw)
+    top = min(len(raw), hi or len(raw), lo + 32 if how == "head" else len(raw))
+    for _ in range(draw(st.integers(1, 4))):
+        out[draw(st.integers(min(lo, top - 1), top - 1))] ^= draw(st.integers(1, 255))
+    return bytes(out)
+
+
+@fuzz(25)
+@given(data=st.data())
+def test_config_json_with_damaged_bytes(llada_dir, tmp_path, data):
+    folder = _copy(llada_dir, tmp_path / "m")
+    path = folder / "config.json"
+    path.write_bytes(data.draw(damaged(path.read_bytes())))
+    _load_and_answer(folder)
+
+
+@fuzz(25)
+@given(data=st.data())
+def test_safetensors_header_with_damaged_bytes(llada_dir, tmp_path, data):
+    """Bytes of the header (its length, then the JSON of names, dtypes, shapes, offsets)."""
+    folder = _copy(llada_dir, tmp_path / "m")
+    path = folder / "model.safetensors"
+    raw = path.read_bytes()
+    end = 8 + int.from_bytes(raw[:8], "little")
+    path.write_bytes(data.draw(damaged(raw, 0, end)))
+    _load_and_answer(folder)
+
+
 # -- images -----------------------------------------------------------------------------------
 MODES = ["1", "L", "P", "RGB", "RGBA", "CMYK", "I", "F", "LA", "I;16", "YCbCr", "HSV"]
 
@@ -211,13 +250,12 @@ def images(draw):
             return img
         buf = io.BytesIO()
         try:
-            img.save(buf, format=draw(st.sampled_from(["PNG", "GIF", "BMP", "TIFF", "WEBP"])))
+            fmt = draw(st.sampled_from(["PNG", "GIF", "BMP", "TIFF", "WEBP", "PPM"]))
+            img.save(buf, format=fmt)
         except Exception:  # a mode the format cannot store: the strategy's problem, not ours
             buf = io.BytesIO()
             img.convert("RGB").save(buf, format="PNG")
-        raw = buf.getvalue()
-        cut = draw(st.integers(0, len(raw)))  # a truncated file, now and then
-        return io.BytesIO(raw if draw(st.booleans()) else raw[:cut])
+        return io.BytesIO(draw(damaged(buf.getvalue())))
     if kind == "array":
         dtype = draw(
             st.sampled_from([np.uint8, np.float32, np.float64, np.int64, np.bool_, np.float16])
@@ -240,6 +278,30 @@ def test_images(image, tmp_path):
     out = one_line_or_ok(lambda: load_image(image))
     if out is not None:
         assert out.mode == "RGB" and min(out.size) >= 1
+
+
+def _encoded(fmt: str) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (9, 7), (200, 40, 40)).save(buf, format=fmt)
+    return buf.getvalue()
+
+
+ENCODED = {fmt: _encoded(fmt) for fmt in ["PNG", "GIF", "BMP", "TIFF", "WEBP", "PPM", "JPEG"]}
+
+
+@fuzz(150)
+@given(data=st.data())
+def test_image_files_with_damaged_bytes(tmp_path, data):
+    """A good small file of each format, cut or with flipped bytes (cheap: no model runs)."""
+    raw = data.draw(damaged(ENCODED[data.draw(st.sampled_from(sorted(ENCODED)))]))
+    path = tmp_path / "img"
+    path.write_bytes(raw)
+    for image in (str(path), "data:image/png;base64," + base64.b64encode(raw).decode()):
+        out = one_line_or_ok(lambda image=image: load_image(image))
+        if out is not None:
+            assert out.mode == "RGB" and min(out.size) >= 1
 
 
 @pytest.fixture(scope="module")
