@@ -5,14 +5,21 @@ The dataset (`seer.data`: JSON Lines, CSV, Parquet, a `save_to_disk` folder, a b
 model's name for its own task) is de-duplicated and split by content into a calibration and an
 evaluation side (`seer.data.split`: disjoint, `--calib-fraction`, `--seed`). No reference
 answers are needed: the baseline's own answer (full window) says where each answer ends. On the
-calibration side every signal is measured (`seer.boundary.calibrate`: sparsity per tensor /
-layer / theta under the paper's SNR rule and the change-point rule, the step-0 end probability,
-the combined signal) and
-the fastest setting (smallest mean window) that cuts no answer short (`--max-over`, default 0)
-is chosen; the evaluation side reports how it, the best setting of each signal and the paper's
-defaults do on requests the choice never saw. Writes to `--out`: report.json (every figure, the
-split's ids), sparsity_aligned.png, sparsity_aligned_best.png and end_prob_aligned.png; with
-`--write`, the choice goes into the model's seer.json (other keys kept), which `seer.load` reads.
+calibration side every signal is measured on the step-0 profiles (`seer.boundary.calibrate`:
+sparsity per tensor / layer / theta under the paper's SNR rule and the change-point rule, the
+end probability, the combined signal); the fastest settings of each family become candidates,
+each with a fallback window for rows where it finds no boundary (the calibration answers' 95th
+percentile). Each candidate then answers the calibration requests for real with the guard on
+(`seer.boundary.trials`): its cost (answer positions x forwards), the guard's regrowths and their
+cost, answers changed and the data's score against the full window. The choice is the cheapest
+candidate within the accuracy margin (`--margin`, default 2 points: the one-sided 95 % lower
+bound of the paired difference); `--max-over` optionally limits the share of answers a
+candidate's window may cut before the guard. The evaluation side reports the choice and the
+oracle window (cut at each answer's true end) on requests the choice never saw, and how the best
+setting of each signal and the paper's defaults do on its profiles. Writes to `--out`:
+report.json (every figure, the split's ids), sparsity_aligned.png, sparsity_aligned_best.png
+and end_prob_aligned.png; with `--write`, the choice goes into the model's seer.json (other keys
+kept), which `seer.load` reads.
 
 torch and the library are imported inside the functions: `seer --help` stays fast.
 """
@@ -38,54 +45,120 @@ def data_for(model, data: str | None) -> str:
                     "folder; a built-in model's name; or parallelbench:ROOT/TASK)")  # fmt: skip
 
 
-def run_calibration(model, n, out, write: bool, max_over: float = 0.0, *, data=None,
+def run_calibration(model, n, out, write: bool, max_over: float | None = None, *, data=None,
                     calib_fraction: float = 0.5, seed: int = 0, gen_length=None,
-                    load=None) -> dict:  # fmt: skip
-    """Calibrate `model` on `data` (see the module docstring); returns the report. `load(folder)`
-    loads the model (default: `seer.load` under a spinner)."""
+                    margin: float | None = None, load=None) -> dict:  # fmt: skip
+    """Calibrate `model` on `data` (see the module docstring); returns the report. `max_over`:
+    the share of calibration answers a setting's window may cut (None: no such constraint, the
+    guard regrows them); `margin`: points of the data's score the choice may lose (default
+    `trials.MARGIN`). `load(folder)` loads the model (default: `seer.load` under a spinner)."""
     from seer import progress
     from seer.batch import encoder
     from seer.boundary import calibrate as cal
+    from seer.boundary import trials as tr
     from seer.data import load_examples, split
     from seer.models.loader import model_folder
 
     model = str(model or "builtin")
+    margin = tr.MARGIN if margin is None else margin
     data = data_for(model, data)
     folder = Path(model_folder(model))
     with progress.status(f"reading {data}"):  # a bad data file is an error before the model loads
         examples = load_examples(data, n=n)
         calib, evaluation = split(examples, calib_fraction, seed)
     lm = load(str(folder)) if load else _load(folder)
-    g = lm.sampling(gen_length=gen_length).gen_length
-    samples = {}
+    p = lm.sampling(gen_length=gen_length)
+    g, enc = p.gen_length, encoder(lm)
+    samples, inputs = {}, {}
     for side, rows in (("calibration", calib), ("evaluation", evaluation)):
+        inputs[side] = [enc(lm, e) for e in rows]  # encoded once: the baseline, probe and trials
+        known = {id(e): q for e, q in zip(rows, inputs[side], strict=True)}
         with progress.bar(f"{side}: baseline answers + step-0 profiles", len(rows)) as advance:
-            samples[side] = cal.collect(lm, rows, g, progress=advance, encode=encoder(lm),
-                                        score=_score)  # fmt: skip
-    with progress.status("scoring every detector setting"):
-        scores = cal.sweep(samples["calibration"], g, max_over=max_over)
-    report = _report(lm, data, g, samples, scores, max_over, (calib, evaluation))
+            samples[side] = cal.collect(lm, rows, g, progress=advance, score=_score,
+                                        encode=lambda lm, e, known=known: known[id(e)])  # fmt: skip
+    with progress.status("scoring every detector setting on the profiles"):
+        scores = cal.sweep(samples["calibration"], g, max_over=max_over or 0.0)
+    fallback = tr.fallback_window(samples["calibration"], g, _bucket())
+    candidates = cal.shortlist(scores, fallback, max_over)
+
+    def trial(side, name, setting=None, windows=None):
+        rows = calib if side == "calibration" else evaluation
+        with progress.bar(f"{side}: {name} with the guard", len(rows)) as advance:
+            return tr.run(lm, inputs[side], samples[side], setting, name, params=p,
+                          score=_score, examples=rows, windows=windows,
+                          progress=advance)  # fmt: skip
+
+    bucket = _bucket()
+    trials = [trial("calibration", name, setting) for name, setting in candidates]
+    oracle = trial("calibration", "oracle window", None,
+                   tr.oracle_windows(samples["calibration"], g, bucket))  # fmt: skip
+    best = tr.pick(trials, margin)
+    tr.pick([oracle], margin)
+    if best is None:  # nothing within the margin: the closest one, said in the report
+        best = max(trials, key=lambda t: (t.lower, -t.cost))
+    held_out = {
+        "chosen": trial("evaluation", best.name, best.setting),
+        "oracle": trial("evaluation", "oracle window", None,
+                        tr.oracle_windows(samples["evaluation"], g, bucket)),
+    }  # fmt: skip
+    tr.pick(list(held_out.values()), margin)
+    report = _report(lm, data, g, samples, scores, max_over, (calib, evaluation), best.setting)
     report["split"].update(calib_fraction=calib_fraction, seed=seed)
+    report.update(
+        margin=margin,
+        fallback=fallback,
+        rule=_RULE.format(margin=margin, small=tr.SMALL),
+        trials=[asdict(t) for t in trials],
+        oracle=asdict(oracle),
+        chosen_trial=asdict(best),
+        held_out=_held_out(held_out, samples["evaluation"]),
+    )
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _plots(lm, samples["calibration"], report, out)
     (out / "report.json").write_text(json.dumps(report, indent=2))
     if write:
-        chosen = report["chosen"]
-        config = chosen_config(report)
+        ev = report["held_out"]["chosen"]
         calibration = {
             "data": data,
             "n_calibration": len(calib),
             "n_evaluation": len(evaluation),
             "split_seed": seed,
             "calib_fraction": calib_fraction,
-            "over_truncation": chosen["over"],
-            "mean_window": chosen["mean_window"],
-            "evaluation": {k: report["evaluation"]["chosen"][k] for k in ("cut", "mean_window")},
-        }
+            "margin": margin,
+            "cost_ratio": round(best.cost_ratio, 4),
+            "mean_window": round(best.window, 2),
+            "oracle_window": round(oracle.window, 2),
+            "evaluation": {k: ev[k] for k in ("cost_ratio", "window", "no_boundary", "regrown",
+                                              "changed", "diff", "lower")},
+        }  # fmt: skip
         sparsity = report["calibration"]["best_sparsity"]["setting"]
-        write_defaults(folder, g, config, dict(sparsity), calibration)
+        write_defaults(folder, g, chosen_config(report), dict(sparsity), calibration)
     return report
+
+
+_RULE = ("the cheapest setting (answer positions x forwards, the guard on) whose paired score "
+         "difference against the full window has a one-sided 95 % lower bound >= -{margin:g} "
+         "points (on fewer than {small} scored requests: at most {margin:g} % of them made "
+         "worse)")  # fmt: skip
+
+
+def _bucket() -> int:
+    """The window's bucket (SeerConfig's default): windows are rounded up to a multiple of it."""
+    from seer.boundary.config import SeerConfig
+
+    return SeerConfig().bucket
+
+
+def _held_out(trials: dict, samples) -> dict:
+    """The held-out trials, rounded for the report, with the rows' true ends beside them."""
+    out = {k: {f: (round(v, 4) if isinstance(v, float) else v) for f, v in asdict(t).items()}
+           for k, t in trials.items()}  # fmt: skip
+    out["answer_length"] = {
+        "mean": float(sum(s.true_len for s in samples) / max(1, len(samples))),
+        "max": max((s.true_len for s in samples), default=0),
+    }
+    return out
 
 
 def chosen_config(report: dict) -> dict:
@@ -101,23 +174,24 @@ def _load(folder: Path):
         return seer.load(folder)
 
 
-def _report(lm, data, g: int, samples: dict, scores, max_over: float, sides) -> dict:
+def _report(lm, data, g: int, samples: dict, scores, max_over, sides, chosen: dict) -> dict:
     from seer.boundary import calibrate as cal
 
     cal_s, ev_s = samples["calibration"], samples["evaluation"]
+    level = max_over or 0.0
     best = {
         "best_sparsity_snr": cal.choose([s for s in scores if "rule" not in s.setting
-                                         and s.setting["signal"] == "sparsity"], None, max_over),
-        "best_sparsity": cal.choose(scores, "sparsity", max_over),
-        "best_eos_prob": cal.choose(scores, "eos_prob", max_over),
-        "best_combined": cal.choose(scores, "combined", max_over),
+                                         and s.setting["signal"] == "sparsity"], None, level),
+        "best_sparsity": cal.choose(scores, "sparsity", level),
+        "best_eos_prob": cal.choose(scores, "eos_prob", level),
+        "best_combined": cal.choose(scores, "combined", level),
     }  # fmt: skip
     paper = cal.paper_score(scores)
     if paper is not None:
         best["paper_defaults"] = paper
-    chosen = cal.choose(scores, None, max_over)
+    on_cal = cal.evaluate(chosen, cal_s, g)
     on_eval = {k: cal.evaluate(s.setting, ev_s, g) for k, s in best.items()}
-    on_eval["chosen"] = cal.evaluate(chosen.setting, ev_s, g)
+    on_eval["chosen"] = cal.evaluate(chosen, ev_s, g)
     n_layers = cal_s[0].sparsity.shape[1]
     return {
         "model": lm.name,
@@ -145,7 +219,7 @@ def _report(lm, data, g: int, samples: dict, scores, max_over: float, sides) -> 
             },
             "end_prob": cal.separation(cal_s, lambda s: s.end_prob),
         },  # fmt: skip
-        "chosen": asdict(chosen),
+        "chosen": asdict(on_cal),
         "calibration": {k: asdict(s) for k, s in best.items()},
         "evaluation": {k: asdict(s) for k, s in on_eval.items()},
     }

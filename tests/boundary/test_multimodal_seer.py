@@ -52,6 +52,6 @@ def _params():
 def test_a_guard_that_never_needs_to_fire_leaves_the_answer_as_is(models, name):
     lm = models[name]
     base = lm.generate("what is shown", image=_image(1), gen_length=16, steps=16)
-    never = SeerConfig(signal="eos_prob", eos_tau=2.0)  # finds no boundary: full window
+    never = SeerConfig(signal="eos_prob", eos_run=10_000)  # finds no boundary: full window
     same = lm.generate("what is shown", image=_image(1), gen_length=16, steps=16, seer=never)
     assert same.token_ids == base.token_ids and same.stats.grown == 0

@@ -9,7 +9,7 @@ import pytest
 
 import seer
 from seer.boundary.config import SeerConfig
-from seer.boundary.detector import BoundaryReport
+from seer.boundary.detector import BoundaryReport, summary
 from seer.boundary.truncation import resolve
 from seer.errors import SeerError
 from seer.models.factory import make_random_checkpoint
@@ -96,14 +96,16 @@ def test_none_means_default_and_a_seerconfig_is_checked_too(two_layers):
         resolve(two_layers, "yes")
 
 
-def test_no_boundary_is_said_in_one_line(two_layers, caplog):
+def test_no_boundary_is_said_once_per_run_by_the_front_end(two_layers, caplog):
     caplog.set_level(logging.WARNING, LOGGER)
-    never = SeerConfig(signal="eos_prob", eos_tau=2.0)  # a probability never reaches 2
+    never = SeerConfig(signal="eos_prob", eos_run=10_000)  # a run longer than the window
     g = two_layers.generate(["hi", "hello there"], seer=never, gen_length=16, steps=4)
     assert all(r.boundary.length is None and r.stats.window == 16 for r in g)
-    said = [m for m in _notices(caplog) if "no boundary" in m]
-    assert said == ["Seer found no boundary in 2 of 2 answer(s) (signal eos_prob); kept the "
-                    "full window of 16"]  # fmt: skip
+    assert not [m for m in _notices(caplog) if "no boundary" in m]  # nothing per step or row
+    assert summary([r.boundary for r in g]) == (
+        "Seer found no boundary in 2 of 2 row(s); 2 kept the full window (no fallback window "
+        "set: `seer calibrate --write` sets one)"
+    )  # the front ends' one line per run
 
 
 def test_boundary_report_prints_compactly():

@@ -125,3 +125,34 @@ def test_config_errors_are_clear():
         SeerConfig(signal="eos_prob", cut_in_step0=True)
     with pytest.raises(SeerError, match="unknown Seer option"):
         SeerConfig.from_dict({"tau": 1})
+
+
+def _never(**kw) -> SeerConfig:
+    # a run of more end positions than the window has: the signal never finds a boundary
+    return SeerConfig(signal="eos_prob", eos_run=10_000, bucket=4, **kw)
+
+
+def test_a_row_without_a_boundary_keeps_the_fallback_window_with_the_guard_behind_it():
+    loop = DenoisingLoop(EndsAtOnce(tiny("llada")), TOKENS)
+    p = SamplingParams(gen_length=32, steps=32)
+    out = loop.run(make_canvas(PROMPTS[:1], 32, TOKENS, "cpu"), p, SeerPolicy(_never(fallback=6),
+                                                                             TOKENS))  # fmt: skip
+    rep = out.extras["boundaries"][0]
+    assert rep.length is None and rep.fallback and rep.window == 8  # 6, bucket-rounded
+    assert out.window.tolist() == [8] and out.nfe == 1 + 7  # step 0, then the window's steps
+    # the guard grows a fallback window whose answer reaches it (a random model never ends)
+    loop = DenoisingLoop(tiny("llada"), TOKENS)
+    grown = loop.run(make_canvas(PROMPTS[:1], 32, TOKENS, "cpu"), p,
+                     SeerPolicy(_never(fallback=6), TOKENS))  # fmt: skip
+    assert grown.window.tolist() == [32] and grown.grown.tolist() == [2]  # 8 -> 16 -> 32
+    # no fallback: the full window, said so in the report
+    full = loop.run(make_canvas(PROMPTS[:1], 32, TOKENS, "cpu"), p, SeerPolicy(_never(), TOKENS))
+    rep = full.extras["boundaries"][0]
+    assert rep.window == 32 and not rep.fallback and "no boundary" in repr(rep)
+
+
+def test_the_end_probability_threshold_is_a_probability():
+    with pytest.raises(SeerError, match="eos_tau"):
+        SeerConfig(signal="eos_prob", eos_tau=2.0)
+    with pytest.raises(SeerError, match="fallback"):
+        SeerConfig(fallback=-1)

@@ -71,7 +71,7 @@ def test_seer_and_cache_run_on_spliced_prompts(lavida):
     base = lavida.generate("describe", image=img, gen_length=16, steps=8)
     cut = lavida.generate("describe", image=img, gen_length=16, steps=8, seer=True)
     assert cut.boundary is not None and cut.stats.gen_length == 16
-    full = seer.SeerConfig(signal="eos_prob", eos_tau=2.0)  # never fires: same as baseline
+    full = seer.SeerConfig(signal="eos_prob", eos_run=10_000)  # never fires: same as baseline
     same = lavida.generate("describe", image=img, gen_length=16, steps=8, seer=full)
     assert same.token_ids == base.token_ids
     cached = lavida.generate("describe", image=img, gen_length=16, steps=8, cache="prefix")
@@ -234,7 +234,7 @@ def test_shift_schedule_reveals_every_mask_few_first():
 def test_seer_that_never_cuts_leaves_prefix_lm_answers_unchanged(lavida):
     kw = dict(gen_length=16, steps=8, cache="prefix_lm")
     base = lavida.generate("describe", image=_image(), **kw)
-    never = seer.SeerConfig(signal="eos_prob", eos_tau=2.0)
+    never = seer.SeerConfig(signal="eos_prob", eos_run=10_000)
     assert lavida.generate("describe", image=_image(), seer=never, **kw).token_ids == base.token_ids
     # the sparsity probe's hooks on both step-0 forwards change nothing either, and a sampled
     # run draws the same numbers (step 0 reveals from its own positions' logits only)

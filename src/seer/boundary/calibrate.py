@@ -12,9 +12,11 @@ reads it with `seer.data`; this module imports no data source):
   change-point rule (z, direction), the end-probability threshold (tau, run), and the combined
   signal (the best sparsity setting with each threshold). `Score`: how many answers the kept
   window would cut (`over`: window < true end + 1), detection rate, boundary MAE, mean window.
-- `choose` picks the fastest setting (smallest mean window: the loop's cost grows with it) that
-  cuts no more than `max_over` of the answers (default 0: none) and finds some boundary;
-  `evaluate` scores one setting on other samples (the evaluation split).
+- `choose` picks the fastest setting (smallest mean window) of a family that cuts no more than a
+  share of the answers and finds some boundary; `shortlist` takes those of every family (at a
+  few shares) as the candidates that `seer.boundary.trials` runs with the guard on, where the
+  final choice is made by cost at a stated accuracy margin. `evaluate` scores one setting on
+  other samples (the evaluation split).
 - `auc` / `separation` say how well a per-position signal separates answer from padding.
 """
 
@@ -47,6 +49,8 @@ class Sample:
     sparsity: torch.Tensor  # (2 tensors [down, gate], n_layers, n_thetas, W)
     end_prob: torch.Tensor  # (W,) step-0 probability of an end token
     score: float | None = None  # the baseline answer's score by the data's metric (`score=`)
+    text: str = ""  # the baseline answer (a Seer run's answer "changed" if it differs)
+    nfe: int = 0  # the baseline's forwards (its cost: nfe x gen_length answer positions)
 
 
 @torch.inference_mode()
@@ -69,7 +73,8 @@ def collect(lm, examples, gen_length: int | None = None, batch: int = 32, progre
             correct = None if e.answer is None else g.text.strip() == e.answer.strip()
             sp = prof.sparsity[:, :, :, r]  # (2 tensors, n_layers, n_thetas, W)
             s = None if score is None else score(e, g.text)
-            out.append(Sample(e.id, e.family, g.stats.tokens, correct, sp, prof.end_prob[r], s))
+            out.append(Sample(e.id, e.family, g.stats.tokens, correct, sp, prof.end_prob[r], s,
+                              g.text, g.nfe))  # fmt: skip
         if progress is not None:
             progress(len(chunk))
     return out
@@ -83,7 +88,7 @@ class Score:
     mae: float  # mean |L* - (true_len + 1)|, undetected rows counted at gen_length
     over: float  # share of rows whose kept window would cut the end token
     detected: float  # share of rows with a boundary
-    mean_window: float  # mean kept window after bucket rounding (gen_length if undetected)
+    mean_window: float  # mean kept window after bucket rounding (the fallback if undetected)
     cut: int = 0  # rows whose kept window would cut the end token (over x n)
     n: int = 0  # rows scored
 
@@ -91,10 +96,11 @@ class Score:
 def score(setting: dict, lengths: list[int | None], samples, g: int, bucket: int) -> Score:
     """Score the boundaries `lengths` (L* per sample, None: none found) against the samples."""
     margin = setting.get("margin", 0)
+    fallback = round_window(setting.get("fallback") or g, g, bucket)  # kept without a boundary
     err, over, det, win = 0.0, 0, 0, 0
     for length, s in zip(lengths, samples, strict=True):
         target = s.true_len + 1
-        w = g if length is None else round_window(length, g, bucket, margin)
+        w = fallback if length is None else round_window(length, g, bucket, margin)
         err += abs((length if length is not None else g) - target)
         over += w < min(target, g)
         det += length is not None
@@ -187,6 +193,39 @@ def choose(scores: list[Score], signal: str | None = None, max_over: float = 0.0
     if safe:
         return min(safe, key=lambda s: (s.mean_window, s.mae))
     return min(pool, key=lambda s: (s.over, s.mean_window, s.mae))
+
+
+GROUPS = {  # the detector families `shortlist` takes candidates from, by name
+    "sparsity, SNR rule": lambda st: st["signal"] == "sparsity" and "rule" not in st,
+    "sparsity, change point": lambda st: st.get("rule") == "changepoint",
+    "end probability": lambda st: st["signal"] == "eos_prob",
+    "combined": lambda st: st["signal"] == "combined",
+}
+LEVELS = (0.0, 0.05)  # shares of answers a candidate's window may cut (the guard regrows them)
+
+
+def shortlist(scores: list[Score], fallback: int, max_over: float | None = None):
+    """The settings worth running with the guard (`seer.boundary.trials`): per detector family,
+    the fastest setting that cuts at most each of `LEVELS` of the answers (or `max_over` only,
+    when the user set that constraint), and the paper's defaults; each with the `fallback`
+    window. Returns [(family name, setting)], without repeats."""
+    out, seen = [], set()
+    levels = LEVELS if max_over is None else (max_over,)
+    picks = [(name, choose([s for s in scores if keep(s.setting)], None, level))
+             for name, keep in GROUPS.items() if any(keep(s.setting) for s in scores)
+             for level in levels]  # fmt: skip
+    paper = paper_score(scores)
+    if paper is not None and (max_over is None or paper.over <= max_over):
+        picks.append(("paper's defaults", paper))
+    for name, sc in picks:
+        if max_over is not None and sc.over > max_over:
+            continue
+        setting = {**sc.setting, "fallback": fallback}
+        key = tuple(sorted(setting.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append((name, setting))
+    return out
 
 
 def paper_score(scores: list[Score]) -> Score | None:

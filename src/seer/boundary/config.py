@@ -56,10 +56,18 @@ class SeerConfig:
     direction: str = _seer(
         "rising", "sparsity jump: rising (paper) | falling", "direction", choices=DIRECTIONS
     )
-    eos_tau: float = _seer(0.5, "eos_prob: probability of padding", "eos_tau", lo=0)
-    # (above 1 it never fires: a way to switch the end-probability rule off)
+    eos_tau: float = _seer(
+        0.5, "eos_prob: probability of padding", "eos_tau", lo=0, hi=1, note="a probability"
+    )
     eos_run: int = _seer(3, "eos_prob: positions above eos-tau in a row", "eos_run", lo=1)
     margin: int = _seer(0, "positions kept after the boundary", "margin", lo=0)
+    fallback: int = _seer(
+        0,
+        "window kept where the signal finds no boundary (0: the full window; seer calibrate "
+        "sets it from the calibration answers' lengths); the guard grows it if needed",
+        "fallback",
+        lo=0,
+    )
     bucket: int = _seer(8, "round the window up to a multiple of this", "bucket", lo=1)
     guard: bool = _seer(
         True, "grow the window when an answer reaches the cut", "guard", negatable=True
@@ -88,8 +96,8 @@ class SeerConfig:
         # the ranges the specs declare, said as users have read them (tests pin these lines)
         if not 0 < self.theta < math.inf or self.z <= 0 or self.tau_jump < 0 or self.gamma < 0:
             raise SeerError("Seer needs theta > 0, z > 0, tau_jump >= 0 and gamma >= 0")
-        if self.eos_tau < 0 or self.eos_run < 1 or self.lookahead < 1:
-            raise SeerError("Seer needs eos_tau >= 0, eos_run >= 1 and lookahead >= 1")
+        if not 0 <= self.eos_tau <= 1 or self.eos_run < 1 or self.lookahead < 1:
+            raise SeerError("Seer needs 0 <= eos_tau <= 1, eos_run >= 1 and lookahead >= 1")
         if self.cut_in_step0 and self.signal != "sparsity":
             raise SeerError("cut_in_step0 needs signal='sparsity' (the others read the logits)")
         if self.bucket < 1 or self.margin < 0 or self.growth <= 1 or self.guard_slack < 0:

@@ -41,6 +41,7 @@ class BoundaryReport:
     spread: float | None  # the plateau's spread (max - min over the look-ahead window)
     signal: str  # which profile was used ("sparsity@L3", "eos_prob", ...)
     window: int = 0  # the window actually kept after margin, guard floor and buckets
+    fallback: bool = False  # no boundary: the calibrated fallback window was kept instead
     profile: list[float] = field(default_factory=list)  # the profile over the answer window
 
     def as_dict(self) -> dict:
@@ -49,7 +50,9 @@ class BoundaryReport:
         return d
 
     def __repr__(self) -> str:  # the profile is summarised: printing a report shows no 64 floats
-        found = "no boundary" if self.length is None else f"L*={self.length}"
+        found = f"L*={self.length}"
+        if self.length is None:
+            found = "no boundary, fallback window" if self.fallback else "no boundary"
         parts = [found, f"window={self.window}", f"signal={self.signal!r}"]
         if self.jump is not None:
             parts.append(f"jump={self.jump:.3g}")
@@ -202,3 +205,21 @@ def detect_rows(profiles, rule: Rule, signal: str) -> list[BoundaryReport]:
         else:
             out.append(BoundaryReport(i + 1, i, j, sp, signal, profile=values))
     return out
+
+
+def summary(reports) -> str | None:
+    """One line on the rows where Seer found no boundary (None: it found one in every row, or
+    Seer was off). `reports`: one `BoundaryReport` (or None: Seer off) per row of a run."""
+    ran = [r for r in reports if r is not None]
+    missed = [r for r in ran if r.length is None]
+    if not missed:
+        return None
+    fell = [r.window for r in missed if r.fallback]
+    head = f"Seer found no boundary in {len(missed)} of {len(ran)} row(s)"
+    if len(fell) == len(missed):
+        kept = sorted(set(fell))
+        shown = str(kept[0]) if len(kept) == 1 else f"{kept[0]}-{kept[-1]}"
+        return (f"{head}; they kept the calibrated fallback window ({shown} positions; the guard "
+                "grows it where an answer reaches it)")  # fmt: skip
+    return (f"{head}; {len(missed) - len(fell)} kept the full window (no fallback window set: "
+            "`seer calibrate --write` sets one)")  # fmt: skip

@@ -15,7 +15,10 @@
 
 Signals: "sparsity" (the paper's), "eos_prob" (step-0 probability of an end token, which in our
 small model separates answer from padding far better), and "combined" (keeps the longer of the
-two, i.e. cuts fewer answers short; no truncation unless both find a boundary).
+two, i.e. cuts fewer answers short). A row where the signal finds no boundary keeps the
+calibrated `fallback` window (`seer calibrate` sets it from its answers' lengths; 0: the full
+window), with the guard behind it; its report says so (`BoundaryReport.fallback`), and the front
+ends count such rows in one summary line (`seer.boundary.summary`), never one line per step.
 """
 
 from __future__ import annotations
@@ -181,8 +184,12 @@ class SeerPolicy:
             if cfg.signal == "combined":
                 by_sp = detect_rows(sparsity, self._rules[0], signal)
                 reports = [_combine(a, b) for a, b in zip(by_sp, reports, strict=True)]
-        for r in reports:
-            r.window = g if r.length is None else self._round(r.length, g)
+        for r in reports:  # no boundary: the calibrated fallback window (0: the full window)
+            if r.length is not None:
+                r.window = self._round(r.length, g)
+            else:
+                r.window = round_window(cfg.fallback or g, g, cfg.bucket)
+                r.fallback = r.window < g
         self.reports.extend(reports)
         windows = torch.from_numpy(np.array([r.window for r in reports], dtype=np.int64))
         windows = windows.to(canvas.x.device)
@@ -191,13 +198,6 @@ class SeerPolicy:
             self.detect_cpu_seconds += self.probe.cpu_seconds
         self.detect_seconds += time.perf_counter() - t0
         self.detect_cpu_seconds += time.thread_time() - c0
-        missed = sum(r.length is None for r in reports)
-        if missed:
-            log.warning(
-                "Seer found no boundary in %d of %d answer(s) (signal %s); kept the full "
-                "window of %d",
-                missed, len(reports), cfg.signal, g,
-            )  # fmt: skip
         return windows
 
     def _round(self, length: int, gen_length: int) -> int:

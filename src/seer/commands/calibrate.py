@@ -34,24 +34,36 @@ def add_parser(sub) -> None:
                    help="answer window (default: the model's)")  # fmt: skip
     p.add_argument("--out", default="calibration", help="folder for the report and plots")
     p.add_argument("--write", action="store_true", help="store the choice in the model's seer.json")
-    p.add_argument("--max-over", type=options.number(float, 0, 1), default=0.0,
-                   help="share of calibration answers it may cut short (default 0)")  # fmt: skip
+    p.add_argument("--margin", type=options.number(float, 0, 100), default=None,
+                   help="points of the data's score the choice may lose against the full window "
+                   "(one-sided 95 %% lower bound; default 2)")  # fmt: skip
+    p.add_argument("--max-over", type=options.number(float, 0, 1), default=None,
+                   help="share of calibration answers a setting's window may cut before the "
+                   "guard regrows them (default: no limit; 0 admits no cut)")  # fmt: skip
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
-    from seer.calibration import chosen_config, run_calibration
+    from seer import progress
+    from seer.calibration import chosen_config
     from seer.models.loader import model_folder
 
-    report = run_calibration(args.model, args.n, args.out, args.write, args.max_over,
-                             data=args.data, calib_fraction=args.calib_fraction, seed=args.seed,
-                             gen_length=args.gen_length,
-                             load=lambda folder: options.load(args, folder))  # fmt: skip
+    with progress.one_line_per_kind():  # a warning repeated per row shows once, then a count
+        report = _run(args)
     _show(report)
     if args.write:
         path = model_folder(str(args.model or "builtin")) / "seer.json"
         _console().print(f"wrote {path}: {chosen_config(report)}")
     return 0
+
+
+def _run(args) -> dict:
+    from seer.calibration import run_calibration
+
+    return run_calibration(args.model, args.n, args.out, args.write, args.max_over,
+                           data=args.data, calib_fraction=args.calib_fraction, seed=args.seed,
+                           gen_length=args.gen_length, margin=args.margin,
+                           load=lambda folder: options.load(args, folder))  # fmt: skip
 
 
 def _console():
@@ -63,31 +75,47 @@ def _console():
 def _show(report: dict) -> None:
     from rich.table import Table
 
-    n = report["n"]
-    title = f"{report['model']}: Seer detectors, chosen on {n['calibration']} requests, "
-    table = Table(title=title + f"evaluated on {n['evaluation']} others")
-    for col in ("detector", "setting", "calib cut", "calib window", "eval cut", "eval window",
-                "eval found", "eval MAE"):  # fmt: skip
-        table.add_column(col, overflow="fold")
-    names = {"chosen": "chosen", "paper_defaults": "paper's defaults",
-             "best_sparsity_snr": "sparsity, SNR rule", "best_sparsity": "sparsity, best rule",
-             "best_eos_prob": "end probability", "best_combined": "combined"}  # fmt: skip
-    for key, label in names.items():
-        ev = report["evaluation"].get(key)
-        if ev is None:
-            continue
-        cal_s = report["chosen"] if key == "chosen" else report["calibration"][key]
-        setting = ", ".join(f"{k}={v}" for k, v in ev["setting"].items() if k != "signal")
-        table.add_row(
-            label, f"{ev['setting']['signal']}: {setting}", f"{cal_s['cut']}/{cal_s['n']}",
-            f"{cal_s['mean_window']:.1f}", f"{ev['cut']}/{ev['n']}", f"{ev['mean_window']:.1f}",
-            f"{ev['detected']:.0%}", f"{ev['mae']:.1f}",
-        )  # fmt: skip
+    n, g = report["n"], report["gen_length"]
     console = _console()
+    title = (f"{report['model']}: Seer settings run with the guard on {n['calibration']} "
+             f"calibration requests (window {g}, fallback {report['fallback']})")  # fmt: skip
+    table = Table(title=title)
+    for col in ("detector", "setting", "cost", "window", "no boundary", "regrown", "changed",
+                "worse / better", "score diff [95 % low]", "within margin"):  # fmt: skip
+        table.add_column(col, overflow="fold")
+    chosen = report["chosen_trial"]
+    for t in [*report["trials"], report["oracle"]]:
+        mark = " (chosen)" if t["setting"] == chosen["setting"] and t["setting"] else ""
+        table.add_row(f"{t['name']}{mark}", _setting(t["setting"]), f"{t['cost_ratio']:.2f}x",
+                      f"{t['window']:.1f}", f"{t['no_boundary']}/{t['n']}",
+                      f"{t['regrown']} ({t['regrowth_cost']:.0%} of cost)", str(t["changed"]),
+                      f"{t['worse']} / {t['better']}", f"{t['diff']:+.1f} [{t['lower']:+.1f}]",
+                      "yes" if t["passes"] else "no")  # fmt: skip
     console.print(table)
+    console.print(f"cost: answer positions x forwards against the full window's (1.00x); "
+                  f"choice: {report['rule']}")  # fmt: skip
+    if not chosen["passes"]:
+        console.print("[yellow]no setting stayed within the margin; the closest was chosen[/]")
+    ho = report["held_out"]
+    c, o = ho["chosen"], ho["oracle"]
+    console.print(
+        f"held out ({n['evaluation']} requests): chosen {c['cost_ratio']:.2f}x of the full "
+        f"window's cost, window {c['window']:.1f} (oracle {o['window']:.1f}, "
+        f"{o['cost_ratio']:.2f}x), no boundary in {c['no_boundary']}, guard regrew "
+        f"{c['regrown']}, {c['changed']} answers changed, score {c['diff']:+.1f} points "
+        f"[{c['lower']:+.1f}] against the full window"
+    )
     em = report.get("baseline_score") or report["baseline_exact_match"]
     if em["calibration"] is not None and em["evaluation"] is not None:
         auc = report["auc"]["end_prob"]
-        console.print(f"baseline score (the data's metric, seer.data.score): calibration "
+        console.print(f"full-window score (the data's metric, seer.data.score): calibration "
                       f"{em['calibration']:.1%}, evaluation {em['evaluation']:.1%}; "
                       f"end-probability AUC {auc:.3f}")  # fmt: skip
+
+
+def _setting(setting: dict) -> str:
+    if not setting:
+        return "each row cut after its full-window answer's end"
+    return f"{setting['signal']}: " + ", ".join(
+        f"{k}={v}" for k, v in setting.items() if k != "signal"
+    )

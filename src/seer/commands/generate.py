@@ -48,6 +48,10 @@ def main(args) -> int:
     if args.stream:
         g = _printed(g)
     s = g.stats
+    from seer.boundary.detector import summary
+
+    if (missed := summary([g.boundary])) is not None:
+        options.log.warning(f"seer: {missed}")
     if args.json:
         record = {
             "answer": g.text,
