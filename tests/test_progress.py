@@ -13,6 +13,7 @@ from seer import progress
 def _reset():
     yield
     progress.set_enabled(None)
+    progress.set_lines(None)
 
 
 def test_quiet_when_stderr_is_not_a_terminal(capsys):
@@ -57,3 +58,35 @@ def test_the_cli_quiet_flag_and_environment(monkeypatch, capsys, tmp_path):
     main(["make-checkpoint", "--out", str(tmp_path / "d"), "--width", "16"])
     assert calls == [False, False, False]
     capsys.readouterr()
+
+
+def test_plain_lines_off_a_terminal_when_a_front_end_asks(capsys):
+    progress.set_lines(0.0)  # a line at every advance (the CLI: every 30 s)
+    with progress.bar("batch → out.jsonl", 4) as advance:
+        advance(1)
+        advance(3, info="2.0 rows/s")
+    with progress.status("loading builtin"):
+        pass
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("batch → out.jsonl: 1/4 (25%), 0s elapsed, ~")
+    assert lines[1].endswith("4/4 (100%), 0s elapsed, 2.0 rows/s")  # the end: said once
+    assert lines[2].startswith("loading builtin: done in") and len(lines) == 3
+    assert "\x1b" not in "".join(lines)  # no terminal codes in a log
+    progress.set_enabled(False)  # --quiet wins
+    with progress.bar("batch", 2) as advance:
+        advance(2)
+    assert capsys.readouterr().err == ""
+
+
+def test_a_repeated_library_warning_shows_once_then_one_line_with_the_count(caplog):
+    import logging
+
+    log = logging.getLogger("seer.models")
+    with caplog.at_level(logging.WARNING, "seer.models"), progress.one_line_per_kind():
+        for words in (["Zoë"], ["Åke", "Zoë"], ["Ñu"]):
+            log.warning("unknown", extra={"seer_repeat": ("unknown words", len(words), words,
+                                                          "<|unk|>")})  # fmt: skip
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0] == "unknown" and len(said) == 2
+    assert said[1] == ("seer: warning: in all, 3 prompts held 4 piece(s) outside the model's "
+                       "vocabulary, read as <|unk|> (e.g. 'Zoë', 'Åke', 'Ñu')")  # fmt: skip

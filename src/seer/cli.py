@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.quiet or os.environ.get("SEER_NO_PROGRESS", "") not in ("", "0"):
         progress.set_enabled(False)
+    progress.set_lines(_every(os.environ.get("SEER_PROGRESS_EVERY", "")))
     try:
         return args.func(args)
     except SeerError as e:
@@ -62,3 +63,12 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _every(text: str) -> float:
+    """Seconds between progress lines off a terminal (`SEER_PROGRESS_EVERY`, default 30)."""
+    try:
+        every = float(text) if text.strip() else 30.0
+    except ValueError:
+        every = 30.0
+    return every if every > 0 else 30.0

@@ -5,15 +5,19 @@
     with progress.bar("calibrating", total=300) as advance:  # a bar advanced by a callback
         collect(..., progress=advance)
 
-Quiet (nothing printed, no terminal codes) when stderr is not a terminal, or when a front end
-switched progress off with `set_enabled(False)` (`seer --quiet`, `SEER_NO_PROGRESS`: the CLI
-reads them; the library never reads the environment). One display at a time: a `track`,
-`status` or `bar` opened while another one shows stays silent, so library code may call these
-freely. rich is imported on first use only (`seer --help` stays fast).
+Off a terminal the library is quiet (nothing printed, no terminal codes), unless a front end
+asked for plain lines with `set_lines(seconds)`: the CLI does (every 30 s by default,
+`SEER_PROGRESS_EVERY`), so a `seer batch` or `seer bench` logged to a file says how far it got
+("batch → out.jsonl: 120/300 (40 %), 2m10s elapsed, ~3m15s left") instead of staying silent for
+minutes. A front end switches everything off with `set_enabled(False)` (`seer --quiet`,
+`SEER_NO_PROGRESS`: the CLI reads them; the library never reads the environment). One display at
+a time: a `track`, `status` or `bar` opened while another one shows stays silent, so library code
+may call these freely. rich is imported on first use only (`seer --help` stays fast).
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -23,11 +27,30 @@ from contextvars import ContextVar
 # True / False: forced by a front end; None: show when stderr is a terminal
 _enabled: ContextVar[bool | None] = ContextVar("seer_progress_enabled", default=None)
 _active: ContextVar[bool] = ContextVar("seer_progress_active", default=False)
+# seconds between plain progress lines off a terminal (None: quiet there)
+_lines: ContextVar[float | None] = ContextVar("seer_progress_lines", default=None)
 
 
 def set_enabled(on: bool | None) -> None:
     """Force progress on (True) or off (False); None: show it when stderr is a terminal."""
     _enabled.set(on)
+
+
+def set_lines(every: float | None) -> None:
+    """Off a terminal, print a plain progress line every `every` seconds (None: stay quiet)."""
+    _lines.set(every)
+
+
+def _plain() -> float | None:
+    """The interval of plain lines, when a display now would be plain lines; else None."""
+    if _active.get() or _enabled.get() is False or enabled():
+        return None
+    return _lines.get()
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"
 
 
 def enabled() -> bool:
@@ -86,6 +109,10 @@ def track(iterable: Iterable, description: str, total: int | None = None) -> Ite
 def bar(description: str, total: int | None = None) -> Iterator[Callable[..., None]]:
     """A progress bar; the block gets `advance(k=1, info=None)`, which moves it by k items and,
     given `info`, shows that text after the bar (e.g. a rate: "812 tok/s")."""
+    if (every := _plain()) is not None:
+        with _showing():
+            yield from _line_bar(description, total, every)
+        return
     if not enabled():
         yield lambda k=1, info=None: None
         return
@@ -111,10 +138,50 @@ def bar(description: str, total: int | None = None) -> Iterator[Callable[..., No
         yield advance
 
 
+def _line_bar(description: str, total: int | None, every: float):
+    """`bar` off a terminal: a plain line at most every `every` seconds, and a last one when
+    any was printed before the end."""
+    t0 = last = time.perf_counter()
+    state = {"done": 0, "info": "", "printed": None}  # printed: `done` at the last line
+
+    def line() -> str:
+        done, took = state["done"], time.perf_counter() - t0
+        text = f"{description}: {done}" + (f"/{total}" if total else "")
+        if total:
+            text += f" ({done / total:.0%})"
+        text += f", {_clock(took)} elapsed"
+        if total and 0 < done < total:
+            text += f", ~{_clock(took / done * (total - done))} left"
+        return text + (f", {state['info']}" if state["info"] else "")
+
+    def advance(k: int = 1, info: str | None = None) -> None:
+        nonlocal last
+        state["done"] += k
+        state["info"] = state["info"] if info is None else info
+        now = time.perf_counter()
+        if now - last >= every:
+            last = now
+            state["printed"] = state["done"]
+            print(line(), file=sys.stderr, flush=True)
+
+    yield advance
+    if state["printed"] is not None and state["printed"] != state["done"]:
+        print(line(), file=sys.stderr, flush=True)
+
+
 @contextmanager
 def status(description: str) -> Iterator[None]:
     """A spinner with `description` while the block runs, then one line saying how long it took
-    (nothing at all when quiet)."""
+    (nothing at all when quiet; off a terminal in line mode, the last line alone, and only for
+    a block that took a while)."""
+    if (every := _plain()) is not None:
+        t0 = time.perf_counter()
+        with _showing():
+            yield
+        took = time.perf_counter() - t0
+        if took >= min(every, 5.0):
+            print(f"{description}: done in {took:.1f} s", file=sys.stderr, flush=True)
+        return
     if not enabled():
         yield
         return
@@ -123,3 +190,43 @@ def status(description: str) -> Iterator[None]:
     with _showing(), console.status(description):
         yield
     console.print(f"[green]✓[/] {description} [dim]({time.perf_counter() - t0:.1f} s)[/]")
+
+
+class _Repeats(logging.Filter):
+    """Lets the first record of each repeated kind through and counts the rest."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kinds: dict[str, list] = {}  # kind -> [records, pieces, examples, unk token]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        repeat = getattr(record, "seer_repeat", None)
+        if repeat is None:
+            return True
+        kind, pieces, examples, unk = repeat
+        seen = self.kinds.get(kind)
+        if seen is None:
+            self.kinds[kind] = [1, pieces, list(examples), unk]
+            return True
+        seen[0] += 1
+        seen[1] += pieces
+        seen[2] = (seen[2] + [w for w in examples if w not in seen[2]])[:5]
+        return False
+
+
+@contextmanager
+def one_line_per_kind(logger: str = "seer.models") -> Iterator[None]:
+    """For a run over many rows (a batch, a benchmark, a calibration): a warning the library
+    repeats per row (words outside the vocabulary) shows once, and one line at the end says how
+    many rows it concerned in all."""
+    log, repeats = logging.getLogger(logger), _Repeats()
+    log.addFilter(repeats)
+    try:
+        yield
+    finally:
+        log.removeFilter(repeats)
+        for kind, (rows, pieces, examples, unk) in repeats.kinds.items():
+            if rows > 1 and kind == "unknown words":
+                shown = ", ".join(repr(w) for w in examples)
+                log.warning(f"seer: warning: in all, {rows} prompts held {pieces} piece(s) outside "
+                            f"the model's vocabulary, read as {unk} (e.g. {shown})")  # fmt: skip

@@ -135,7 +135,9 @@ def warn_unknown(tokenizer, text: str, ids: list[int]) -> None:
     if words:
         shown = ", ".join(repr(w) for w in words[:5]) + (", ..." if len(words) > 5 else "")
         log.warning(f"seer: warning: {len(words)} piece(s) of the prompt are not in the model's "
-                    f"vocabulary and are read as {tokenizer.unk_token}: {shown}")  # fmt: skip
+                    f"vocabulary and are read as {tokenizer.unk_token}: {shown}",
+                    extra={"seer_repeat": ("unknown words", len(words), words[:5],
+                                           tokenizer.unk_token)})  # fmt: skip
 
 
 def plain_ids(tokenizer, text: str, prompt: bool = False) -> list[int]:

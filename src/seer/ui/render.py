@@ -71,8 +71,9 @@ def canvas(view, before: list[int] | None, labels: dict[int, str], tokens, title
     masks = sum(t == tokens.mask for t in ids[:w])
     b = view.boundary
     found = "" if b is None else (
-        " · Seer: no boundary (full window)" if b.length is None
-        else f" · Seer: L* = {b.length}, kept {w} of {view.gen_length} positions"
+        f" · Seer: L* = {b.length}, kept {w} of {view.gen_length} positions" if b.length
+        else f" · Seer: no boundary, kept the fallback window of {b.window}" if b.fallback
+        else " · Seer: no boundary (full window)"
     )  # fmt: skip
     head = (
         f'<div class="seer-head"><b>{html.escape(title)}</b> · step <b>{view.step}</b>'
@@ -103,8 +104,12 @@ def compare(base, seer) -> str:
     verdict = "the same answer" if same else "**different answers**"
     b, f = base.stats, seer.stats
     speed = b.seconds / f.seconds if f.seconds > 0 else float("inf")
+    if speed >= 1:
+        took = f"in **{speed:.1f}x** less denoising time"
+    else:  # slower (a window that was not cut, a busy machine): said the right way round
+        took = f"but took **{1 / speed:.1f}x** more denoising time"
     return (
-        f"Seer gave {verdict} in **{speed:.1f}x** less denoising time "
+        f"Seer gave {verdict} {took} "
         f"({b.seconds * 1000:.0f} ms → {f.seconds * 1000:.0f} ms) and {b.nfe} → {f.nfe} NFE; "
         f"it computed {f.window} of {b.gen_length} positions after step 0."
     )
