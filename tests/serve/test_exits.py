@@ -27,6 +27,15 @@ def test_a_host_that_is_not_this_machine_is_one_line(host, capsys):
 
 
 @pytest.mark.parametrize("command", ["serve", "ui"])
+def test_an_empty_api_key_is_refused(command, capsys):
+    if command == "ui":
+        pytest.importorskip("gradio", reason="the ui extra is not installed")
+    assert main([command, "--model", MODEL, "--api-key", " "]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("seer: error: --api-key: give a key")
+
+
+@pytest.mark.parametrize("command", ["serve", "ui"])
 def test_a_port_in_use_is_one_line_before_the_model_loads(command, capsys, monkeypatch):
     import seer.commands.options
 

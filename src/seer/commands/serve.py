@@ -123,6 +123,8 @@ def main(args) -> int:
     from seer.serve.security import image_root
     from seer.serve.server import bind
 
+    if args.api_key is not None and not args.api_key.strip():
+        raise SeerError("--api-key: give a key (an empty one would let every request in)")
     if args.ui and args.replicas is not None:
         raise SeerError("--ui runs on one server: drop --replicas, or run `seer ui` apart")
     if args.replicas is None:

@@ -27,10 +27,13 @@ def main(args) -> int:
 
     extras.require("serve", "seer ui")  # before the model loads
     extras.require("ui", "seer ui")
+    from seer.errors import SeerError
     from seer.serve import build, model_names
     from seer.serve.server import bind, run
     from seer.ui import PATH, mount
 
+    if args.api_key is not None and not args.api_key.strip():
+        raise SeerError("--api-key: give a key (an empty one would let every request in)")
     sock = bind(args.host, args.port)  # before the model loads: a taken port is one line
     lm = options.load(args)
     app = build(lm, model_names=model_names(lm, args.model), api_key=args.api_key)
