@@ -61,10 +61,6 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def _every(text: str) -> float:
     """Seconds between progress lines off a terminal (`SEER_PROGRESS_EVERY`, default 30)."""
     try:
@@ -72,3 +68,7 @@ def _every(text: str) -> float:
     except ValueError:
         every = 30.0
     return every if every > 0 else 30.0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
