@@ -14,6 +14,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+from seer import provenance  # noqa: E402
 from seer.batch import run_batch  # noqa: E402
 from seer.data import load_examples  # noqa: E402
 from seer.distributed import batch  # noqa: E402
@@ -94,10 +95,13 @@ def test_seer_batch_ray_command_writes_parquet_in_input_order(cluster, single, t
     assert "5 rows (0 already in" in err and "mean score" in err  # the per-family table
     group = ("seconds", "nfe")  # 5 rows in batches of 3 group rows 3-4 apart from row 5
     table = pq.read_table(out)
+    # (the settings hash too: this run records its data source, the fixture's none)
+    group = (*group, "settings")
     assert _strip(table.to_pylist(), group) == _strip(single[:5], group)
     assert all(r["score"] == float(r["exact_match"]) for r in table.to_pylist())  # exact match
     record = json.loads(table.schema.metadata[b"seer"])  # the run's record, in the file too
     assert record == json.loads(out.with_name("out.parquet.meta.json").read_text())
+    assert set(table.column("settings").to_pylist()) == {provenance.settings_hash(record)}
     assert record["seer"]["enabled"] and record["sampling"]["gen_length"] == GEN
 
 

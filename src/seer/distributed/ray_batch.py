@@ -237,12 +237,14 @@ def _run(ray, load, todo, out, parquet, actors, sampling, seer, max_batch, gpus,
 
 
 def _write_parquet(out: Path, rows: list[dict], record: dict) -> None:
-    """The rows as one Parquet table; the run's record also in its schema metadata ("seer")."""
+    """The rows as one Parquet table, each with the run's settings hash as a JSON Lines row
+    has it; the run's record also in its schema metadata ("seer")."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist(rows)
+    stamp = {provenance.ROW_KEY: provenance.settings_hash(record)}
+    table = pa.Table.from_pylist([{**row, **stamp} for row in rows])
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            b"seer": json.dumps(record).encode()})  # fmt: skip
     pq.write_table(table, out)
