@@ -98,3 +98,17 @@ def test_parquet_and_the_data_file_itself_are_refused(lm, tmp_path):
         with pytest.raises(SeerError, match="is the data file itself"):
             run_batch(lm, load_examples(str(data)), out, params=P, resume=True, data=str(data))
     assert data.read_text() == '{"id": "a", "prompt": "add 1 and 2"}\n'
+
+
+def test_a_full_disk_while_writing_the_record_is_one_line(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from seer import provenance
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(SeerError, match=r"^disk full: cannot write .*o.jsonl.meta.json"):
+        provenance.write(tmp_path / "o.jsonl", {"format": 1})
+    assert not list(tmp_path.iterdir())  # no half-written record left behind

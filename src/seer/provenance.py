@@ -26,6 +26,7 @@ hash of a file whose size and modification time are unchanged.
 from __future__ import annotations
 
 import datetime
+import errno
 import hashlib
 import json
 import os
@@ -260,8 +261,14 @@ def write(out: Path, record: dict) -> None:
     path = sidecar(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise SeerError(f"disk full: cannot write {path}; free some space first") from None
+        raise
 
 
 def start(out: Path, record: dict, old: dict | None, done: int) -> dict:
