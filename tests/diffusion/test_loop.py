@@ -147,7 +147,7 @@ def test_temperature_zero_ignores_the_generator(tiny_dream):
 
 
 @pytest.mark.parametrize(
-    ("gen", "steps", "block"), [(16, None, None), (16, 4, None), (16, 8, 4), (8, 16, None)]
+    ("gen", "steps", "block"), [(16, None, None), (16, 4, None), (16, 8, 4), (8, 8, None)]
 )
 def test_nfe_equals_steps(tiny_llada, gen, steps, block):
     p = SamplingParams(gen_length=gen, steps=steps, block_length=block, remasking="low_confidence")
