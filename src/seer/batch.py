@@ -19,13 +19,14 @@ other rows are answered; a run in which no row could be answered is an error its
 
 One output line per row (`output_row`): ``id``, ``answer``, ``tokens`` (answer tokens before the
 end token), ``token_ids`` (those ids), ``window`` (answer positions denoised after step 0),
-``detected`` (Seer's step-0 length L*, or null), ``seconds`` (wall time from the row's step 0
-until it finished; rows batched together overlap), ``nfe`` (forward passes the row took part
-in), ``finish_reason``; ``family`` when the row has one; when it has a reference answer,
-``reference`` and ``exact_match``; ``score`` when it can be scored (`seer.data.score`: the
-task's own metric for ParallelBench rows, else exact match of the stripped texts); and
-``settings``, the run's settings hash (`seer.provenance.settings_hash`), which lets a resume
-check the rows even when the output's ``.meta.json`` record is lost.
+``detected`` (Seer's step-0 length L*, or null; with Seer on and no boundary found, ``fallback``
+says whether the calibrated fallback window or the full window was kept), ``seconds`` (wall time
+from the row's step 0 until it finished; rows batched together overlap), ``nfe`` (forward passes
+the row took part in), ``finish_reason``; ``family`` when the row has one; when it has a
+reference answer, ``reference`` and ``exact_match``; ``score`` when it can be scored
+(`seer.data.score`: the task's own metric for ParallelBench rows, else exact match of the
+stripped texts); and ``settings``, the run's settings hash (`seer.provenance.settings_hash`),
+which lets a resume check the rows even when the output's ``.meta.json`` record is lost.
 `family_scores` summarises an output per family (what ``seer batch`` prints at the end).
 """
 
@@ -94,6 +95,8 @@ def output_row(ex: Example, res) -> dict:
         "nfe": res.nfe,
         "finish_reason": res.finish_reason,
     }
+    if res.boundary is not None and res.boundary.length is None:  # Seer found no boundary
+        row["fallback"] = res.boundary.fallback  # the fallback window was kept (else the full)
     if ex.family is not None:
         row["family"] = ex.family
     if ex.answer is not None:

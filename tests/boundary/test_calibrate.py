@@ -130,13 +130,23 @@ def test_calibrate_needs_data_for_a_users_model(text_dir, tmp_path):
         run_calibration(text_dir, None, tmp_path / "out", False)
 
 
-def test_calibrating_the_builtin_text_model_cuts_no_answer_and_reports_held_out(tmp_path):
+def test_calibrating_the_builtin_text_model_chooses_by_cost_within_the_margin(tmp_path):
     report = run_calibration("builtin-v1", 24, tmp_path / "out", False, data="builtin-v1")
-    chosen = report["chosen"]
-    assert chosen["cut"] == 0 and chosen["detected"] > 0  # on the calibration side
-    assert chosen["mean_window"] < report["gen_length"]  # it does truncate
-    ev = report["evaluation"]["chosen"]
-    assert ev["setting"] == chosen["setting"] and ev["n"] == report["n"]["evaluation"]
+    trials, chosen = report["trials"], report["chosen_trial"]
+    names = {t["name"] for t in trials}
+    assert {"end probability", "sparsity, SNR rule", "paper's defaults"} <= names
+    for t in trials:  # every candidate answered every calibration request with the guard on
+        assert t["n"] == report["n"]["calibration"] and t["setting"]["fallback"] > 0
+        assert 0 < t["cost_ratio"] <= 1.0 + 1e-9 and 0 <= t["regrowth_cost"] < 1
+    assert chosen["passes"] and chosen["setting"] == report["chosen"]["setting"]
+    passing = [t for t in trials if t["passes"]]
+    assert chosen["cost"] == min(t["cost"] for t in passing)  # the cheapest within the margin
+    assert chosen["cost_ratio"] < 0.5  # it does cut: under half the full window's cost
+    oracle = report["oracle"]
+    assert oracle["setting"] == {} and oracle["window"] <= chosen["window"] + 8
+    held = report["held_out"]
+    assert held["chosen"]["n"] == report["n"]["evaluation"] == held["oracle"]["n"]
+    assert held["chosen"]["setting"] == chosen["setting"]
     assert report["auc"]["end_prob"] > 0.9  # the built-in model's end probability separates
     for png in ("sparsity_aligned.png", "sparsity_aligned_best.png", "end_prob_aligned.png"):
         assert (tmp_path / "out" / png).is_file()

@@ -358,4 +358,6 @@ def test_metrics_parse_and_add_up(server):
     assert delta("seer_window_ratio_sum") == pytest.approx(
         sum(s["window"] / s["gen_length"] for s in ratios)
     )
+    assert delta("seer_seer_rows_total") == 3  # the server runs Seer by default
+    assert delta("seer_no_boundary_total") == sum(s["detected"] is None for s in ratios)
     assert total(after, "seer_queue_depth") >= 0 and total(after, "seer_running_rows") >= 0

@@ -70,7 +70,10 @@ def main(args) -> int:
         examples = load_examples(args.data, n=args.n)
     skipped = len(set(done_ids(out)) & {ex.id for ex in examples}) if args.resume else 0
     tokens, t0 = 0, time.perf_counter()
-    with progress.bar(f"batch → {out.name}", total=len(examples)) as advance:
+    with (
+        progress.one_line_per_kind(),  # a warning repeated per row shows once, then a count
+        progress.bar(f"batch → {out.name}", total=len(examples)) as advance,
+    ):
         advance(skipped)
 
         def on_rows(rows: int, n_tokens: int) -> None:
@@ -102,8 +105,22 @@ def main(args) -> int:
     failed = f", {s.failed} could not be answered" if getattr(s, "failed", 0) else ""
     print(f"{s.rows} rows ({s.skipped} already in {out}{failed}), {s.tokens} tokens in "
           f"{s.seconds:.1f} s ({rate}) -> {out}", file=sys.stderr)  # fmt: skip
+    if options.seer(args):
+        _no_boundary(out, {ex.id for ex in examples})
     print_scores(examples, out)
     return 0
+
+
+def _no_boundary(out, ids: set) -> None:
+    """One line on this run's rows where Seer found no boundary (nothing when it always did)."""
+    from seer.batch import read_rows
+    from seer.boundary.detector import BoundaryReport, summary
+
+    rows = [r for r in read_rows(out) if r.get("id") in ids and r.get("answer") is not None]
+    reports = [BoundaryReport(r.get("detected"), None, None, None, "", r.get("window", 0),
+                              bool(r.get("fallback"))) for r in rows]  # fmt: skip
+    if (line := summary(reports)) is not None:
+        print(line, file=sys.stderr)
 
 
 def print_scores(examples, out) -> None:

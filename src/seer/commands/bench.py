@@ -18,7 +18,8 @@ def add_parser(sub) -> None:
                    help="held-out prompts (>= the largest batch)")  # fmt: skip
     p.add_argument("--batches", type=options.POSITIVE, nargs="+", default=[8, 32, 64],
                    help="batch sizes")  # fmt: skip
-    p.add_argument("--gen-length", type=options.POSITIVE, default=64)
+    p.add_argument("--gen-length", type=options.POSITIVE, default=None,
+                   help="answer window (default: the model's)")  # fmt: skip
     p.add_argument("--tau-pad", type=options.number(float, 0, 1), default=0.4,
                    help="padding waste that packs a group (0..1)")  # fmt: skip
     p.add_argument("--threads", type=options.POSITIVE, default=1, help="torch CPU threads")
@@ -30,21 +31,29 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     import torch
 
+    from seer import progress
     from seer.bench import throughput
 
     torch.set_num_threads(args.threads)
     lm = options.load(args)
     n = max(args.n, *args.batches, 16)
-    record = throughput.run(
-        lm,
-        n=n,
-        batches=tuple(args.batches),
-        gen_length=args.gen_length,
-        tau_pad=args.tau_pad,
-        seed=args.seed,
-        progress=lambda line: print(line, file=sys.stderr),
-    )
+    with progress.one_line_per_kind():  # a warning repeated per row shows once, then a count
+        record = _run(args, lm, n)
     throughput.show(record)
     if args.json:
         print(json.dumps(record))
     return 0
+
+
+def _run(args, lm, n: int) -> dict:
+    from seer.bench import throughput
+
+    return throughput.run(
+        lm,
+        n=n,
+        batches=tuple(args.batches),
+        gen_length=args.gen_length or lm.sampling().gen_length,
+        tau_pad=args.tau_pad,
+        seed=args.seed,
+        progress=lambda line: print(line, file=sys.stderr, flush=True),
+    )

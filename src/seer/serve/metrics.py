@@ -2,7 +2,9 @@
 
 Every HTTP request on the API endpoints ends in exactly one `seer_requests_total` sample
 (endpoint, status: the HTTP code, or "disconnected" when the client left first); every answered
-request adds its tokens, NFE, latency, time to first block, window ratio and execution path.
+request adds its tokens, NFE, latency, time to first block, window ratio and execution path;
+a request that ran with Seer counts in `seer_seer_rows_total`, and in
+`seer_no_boundary_total` when its detector found no boundary.
 """
 
 from __future__ import annotations
@@ -44,6 +46,15 @@ class Metrics:
         self.rows = Counter(
             "seer_rows", "answered requests by execution path", ["path"], registry=r
         )
+        self.seer_rows = Counter(
+            "seer_seer_rows", "answered requests that ran with Seer", registry=r
+        )
+        self.no_boundary = Counter(
+            "seer_no_boundary",
+            "answered Seer requests whose detector found no boundary (the fallback or the "
+            "full window was kept)",
+            registry=r,
+        )  # fmt: skip
 
     def answered(self, result, gen_length: int) -> None:
         self.answer_tokens.inc(result.tokens)
@@ -53,6 +64,10 @@ class Metrics:
         self.first_block.observe(result.first_block_latency)
         self.window_ratio.observe(result.window / gen_length)
         self.rows.labels(result.path).inc()
+        if result.boundary is not None:
+            self.seer_rows.inc()
+            if result.boundary.length is None:
+                self.no_boundary.inc()
 
     def watch(self, waiting, running) -> None:
         """Read the queue depth and running rows at scrape time from these callables."""
