@@ -89,7 +89,9 @@ def _open(src, name: str) -> Image.Image:
 
 def _why(e: Exception) -> str:
     """A decoder's complaint as one short line."""
-    text = " ".join(str(e).split())[:200]
+    arg = e.args[0] if len(e.args) == 1 else None
+    raw = arg.decode("latin-1") if isinstance(arg, bytes) else str(e)  # some plugins raise bytes
+    text = " ".join(raw.split())[:200]
     return text or type(e).__name__
 
 
