@@ -185,13 +185,20 @@ def static_window(lm, source: str, g: int, bucket: int, quantile: float = STATIC
     the model's seer.json "calibration" ("answer_lengths") when it has them, else from the
     full-window baseline's answers (one token per step, batch 32) on the calibration part of
     the data the model was calibrated on (seer.json's "calibration" "data", else `source`):
-    the requests the comparison measures are never looked at."""
+    the requests the comparison measures are never looked at. A seer.json calibrated by `seer
+    calibrate` holds this window already (its `fallback`, at the same window and quantile)."""
     import numpy as np
 
     from seer.data import load_examples
     from seer.engine import Engine, EngineConfig
 
-    calib = (lm.meta.get("seer") or {}).get("calibration") or {}
+    meta = lm.meta.get("seer") or {}
+    calib = meta.get("calibration") or {}
+    fallback = (meta.get("config") or {}).get("fallback")
+    if fallback and quantile == STATIC_QUANTILE and meta.get("gen_length") == g:
+        # `seer calibrate` stored this very window: the calibration answers' 95th percentile
+        return {"window": int(fallback), "quantile": quantile, "length_at_quantile": None,
+                "n": calib.get("n_calibration"), "from": "seer.json's fallback window"}  # fmt: skip
     lengths = calib.get("answer_lengths")
     origin = "seer.json calibration answer_lengths"
     if not lengths:
@@ -205,7 +212,7 @@ def static_window(lm, source: str, g: int, bucket: int, quantile: float = STATIC
         )
         lengths = [r.tokens + 1 for r in res]
         origin = f"full-window baseline answers on the calibration part of {data}"
-    q = float(np.quantile(np.asarray(lengths, dtype=float), quantile, method="higher"))
+    q = float(np.quantile(np.asarray(lengths, dtype=float), quantile, method="inverted_cdf"))
     return {"window": round_window(math.ceil(q), g, bucket), "quantile": quantile,
             "length_at_quantile": q, "n": len(lengths), "from": origin}  # fmt: skip
 
