@@ -32,6 +32,9 @@ class EngineConfig:
     prompt_align: int = 8  # static: prompt width rounded up to a multiple (fewer graph shapes)
     cuda_graphs: bool = True  # static path on CUDA: capture and replay graphs per shape
     kernel: str | None = None  # compaction backend: None (auto) | "reference" | "triton"
+    # every row in a forward of its own, at its solo layout: answers bit for bit their solo runs
+    # in any dtype (batched forwards sum in another order), at the cost of batching
+    batch_invariant: bool = False
 
     def __post_init__(self) -> None:
         if self.routing not in ROUTINGS:
@@ -55,5 +58,10 @@ class EngineConfig:
             raise SeerError(f"buckets must be increasing positive sizes, got {self.buckets}")
         if self.kernel not in (None, "reference", "triton"):
             raise SeerError(f"kernel must be None, 'reference' or 'triton', got {self.kernel!r}")
+        if self.batch_invariant and self.routing not in ("hybrid", "eager"):
+            raise SeerError(
+                f"batch_invariant runs every row alone (eager); it cannot take routing "
+                f"{self.routing!r}: leave routing at 'hybrid'"
+            )
         if self.kernel == "triton":
             extras.require("kernels", "kernel='triton'")

@@ -221,7 +221,7 @@ class Engine:
             s, new = self.runner.run(plan, seqs)
             self.stats.detect += s.policy_seconds - (0.0 if new else before)
             touched.append((s, seqs))
-        for seqs in _by_kind(sched.prefill):
+        for seqs in _by_kind(sched.prefill, self.config.batch_invariant):
             s = self.runner.prefill(seqs)
             self.stats.detect += s.policy_seconds
             tr = time.perf_counter()
@@ -324,11 +324,14 @@ class Engine:
         )
 
 
-def _by_kind(seqs: list[Sequence]) -> list[list[Sequence]]:
-    """Arrivals of one kind (same params and window policy) share their step-0 forward."""
-    kinds: dict[int, list[Sequence]] = {}
+def _by_kind(seqs: list[Sequence], alone: bool = False) -> list[list[Sequence]]:
+    """Arrivals of one kind (same params and window policy) share their step-0 forward.
+    `alone`: each arrival has its own, but the rows of a caller's policy object (one
+    `generate(policy=...)` call) still share theirs: the policy holds all of them."""
+    kinds: dict[tuple, list[Sequence]] = {}
     for q in seqs:
-        kinds.setdefault(q.kind, []).append(q)
+        own = alone and q.policy.kind is not WindowKind.CUSTOM
+        kinds.setdefault((q.kind, q.id if own else -1), []).append(q)
     return list(kinds.values())
 
 

@@ -9,6 +9,9 @@
   static: prompts padded to `prompt_width`, windows to the bucket, hidden padding (CUDA graphs
   replay on GPU); eager: each row at its exact window, one forward; varlen: the same logical
   canvas, run packed (block-diagonal segments, `PackedForward`).
+With `EngineConfig.batch_invariant` every row runs alone, step 0 included, in the layout of its
+solo run: a batched forward sums in another order (its logits differ in the last bits), which
+can flip a near-tie between two confidences; a row alone cannot.
 """
 
 from __future__ import annotations
@@ -73,6 +76,11 @@ class Runner:
         for rows in kinds.values():
             p = rows[0].params
             no_pack = p.cfg_scale > 0 or rows[0].state.cache.kv is not None or p.cache != "none"
+            if self.config.batch_invariant:  # each row alone: one row plans eager, unpadded
+                for q in rows:
+                    plan = self.scheduler.plan([q.window], [q.prompt_len], p.gen_length, no_pack)
+                    out.append((plan[0], [q]))
+                continue
             windows, plens = [q.window for q in rows], [q.prompt_len for q in rows]
             for plan in self.scheduler.plan(windows, plens, p.gen_length, no_pack):
                 out.append((plan, [rows[r] for r in plan.rows]))
