@@ -1,6 +1,6 @@
 """Batched serving benchmark: no truncation vs Seer with naive padding vs Seer with routing vs
 oracle truncation with routing, at several batch sizes, on the built-in model's held-out split and
-a synthetic long-tailed length mix (see `seer.bench.throughput` for the definitions).
+a synthetic long-tailed length mix (see `seer.throughput` for the definitions).
 
     nice python benchmarks/bench_engine.py --n 64 --batches 8 32 64
 
@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 
 import seer
-from seer.bench import harness, throughput
+from seer import throughput
+from seer.bench import harness
 
 
 def main(argv: list[str] | None = None) -> int:

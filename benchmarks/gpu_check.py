@@ -10,7 +10,7 @@ writing its result under `--out` (default docs/results/gpu/), a summary table an
            bfloat16 (reported: how many still match, and the largest logit difference)
   engine   the engine's throughput with a mid-size random LLaDA (bf16) at batch 64 and 256:
            no truncation / Seer with naive padding / Seer routed / oracle routed
-           (`seer.bench.throughput.run`, held-out and synthetic long-tailed workloads)
+           (`seer.throughput.run`, held-out and synthetic long-tailed workloads)
   serving  `bench_serving.py` with that random LLaDA (bf16) on the device: Poisson arrivals up to
            saturation, one-at-a-time / static / fcfs / shortest_first (issue 14's GPU run)
   project  the cost model's H200 projection (`seer.bench.costmodel.forward_seconds`, the roofline
@@ -203,7 +203,7 @@ def check_bf16(args, tmp: Path) -> dict:
 
 
 def check_engine(args, tmp: Path) -> dict:
-    from seer.bench import throughput
+    from seer import throughput
 
     dtype = torch.float32 if args.tiny else torch.bfloat16
     lm = seer.load(random_llada(tmp / "engine", args.tiny), dtype=dtype, device=args.device)

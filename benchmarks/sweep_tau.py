@@ -19,8 +19,8 @@ from rich.table import Table
 
 import seer
 from seer.bench import harness
-from seer.bench.throughput import Workload, heldout, run_case, seer_config, synthetic
 from seer.config import SamplingParams
+from seer.throughput import Workload, heldout, run_case, seer_config, synthetic
 
 TAUS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 

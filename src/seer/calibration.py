@@ -244,8 +244,7 @@ def _mean_score(samples) -> float | None:
 
 
 def _plots(lm, samples, report: dict, out: Path) -> None:
-    from seer import progress
-    from seer.bench import plots
+    from seer import plots, progress
     from seer.boundary import calibrate as cal
 
     k, n_layers = 8, samples[0].sparsity.shape[1]

@@ -121,7 +121,7 @@ def run_demo(
     name = model or ("builtin" if text else "builtin-vqa")
     with progress.status(f"loading {name}"):
         lm = seer.load(name)
-        from seer.bench import plots
+        from seer import plots
         from seer.boundary.config import SeerConfig
         from seer.boundary.truncation import resolve
 

@@ -1,5 +1,5 @@
 """`seer bench`: batched serving throughput and latency with and without Seer and routing
-(the body is `seer.bench.throughput`, shared with `benchmarks/bench_engine.py`)."""
+(the body is `seer.throughput`, shared with `benchmarks/bench_engine.py`)."""
 
 from __future__ import annotations
 
@@ -31,8 +31,7 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     import torch
 
-    from seer import progress
-    from seer.bench import throughput
+    from seer import progress, throughput
 
     torch.set_num_threads(args.threads)
     lm = options.load(args)
@@ -46,7 +45,7 @@ def main(args) -> int:
 
 
 def _run(args, lm, n: int) -> dict:
-    from seer.bench import throughput
+    from seer import throughput
 
     return throughput.run(
         lm,

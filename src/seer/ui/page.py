@@ -5,7 +5,7 @@ engine thread (`seer.serve.worker`), with `on_step` posting the engine's `StepVi
 page's event loop; the page renders them (`render.py`) as they come. The baseline runs first,
 then Seer, so their clocks do not share the machine. The step-0 profile is the one Seer's
 detector saw (`BoundaryReport.profile`, from `seer.boundary`'s probe), drawn by
-`seer.bench.plots` with the detected boundary and the baseline's true end.
+`seer.plots` with the detected boundary and the baseline's true end.
 
 Every mistake (empty prompt, an upload that is not an image, a window of 0, an option out of
 range) is the library's one-line `SeerError`, shown in the page's message area; the server
@@ -112,7 +112,7 @@ class Page:
 
     def profile(self, boundary, true_end: int | None, prompt: str, image) -> str | None:
         """The step-0 profile Seer's detector saw, as a PNG path (None: no profile)."""
-        from seer.bench import plots
+        from seer import plots
 
         if boundary is None or not boundary.profile:
             return None

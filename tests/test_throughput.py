@@ -1,4 +1,4 @@
-"""`seer bench` (seer.bench.throughput): the held-out workload is the model's own task as
+"""`seer bench` (seer.throughput): the held-out workload is the model's own task as
 `seer batch` sends it — a chat's in-context turn for the text model, the picture for the
 multimodal one — and every method answers it."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import seer
-from seer.bench import throughput
+from seer import throughput
 
 
 @pytest.mark.parametrize("name", ["builtin", "builtin-vqa"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seer.bench import plots
+from seer import plots
 from seer.boundary.probe import step0
 from seer.boundary.truncation import resolve
 
