@@ -9,9 +9,11 @@ request at a time), warms both methods up, then for each concurrency runs the me
 interleaved: M requests through the official `openai` client, streamed (each semi-AR block is
 sent when it is final). Per point: throughput (requests/s, answer tokens/s), latency p50/p99
 (until `[DONE]`), time to the first content chunk p50/p99, and the checks that nothing was lost
-(every request answered exactly once, status 200, each answer equal to its offline answer).
+(every request answered exactly once, status 200: `lost` counts the others; each answer equal
+to its offline answer, the same request run alone: `wrong` counts the others). `--methods seer`
+runs Seer alone.
 Every request has a timeout and the server is stopped at the end: the run stops by itself.
-A human table, then the harness's JSON record as the last line (`seer.bench.harness`; results:
+A human table, then the harness's JSON record as the last line (`seerbench.harness`; results:
 one point per concurrency and method).
 """
 
@@ -34,9 +36,9 @@ import httpx
 import openai
 
 import seer
-from seer.bench import harness
 from seer.data import load_examples
 from seer.data.builtin import source_for
+from seerbench import harness
 
 METHODS = ("seer", "full")  # Seer's window vs the full gen_length window
 
@@ -138,13 +140,14 @@ def pct(xs: list[float], q: float) -> float:
 def summarize(results, wall, offline) -> dict:
     ok = [r for r in results if not isinstance(r, Exception) and r is not None]
     errors = [repr(r) for r in results if isinstance(r, Exception)]
-    wrong = sum(1 for r, ref in zip(results, offline, strict=True)
-                if not isinstance(r, Exception) and r is not None and r[0] != ref)  # fmt: skip
+    wrong = [i for i, (r, ref) in enumerate(zip(results, offline, strict=True))
+             if not isinstance(r, Exception) and r is not None and r[0] != ref]  # fmt: skip
     lat = [r[2] for r in ok]
     ttfc = [r[3] for r in ok]
     tokens = sum(r[1] for r in ok)
     return {
-        "answered": len(ok), "lost": len(results) - len(ok), "wrong": wrong,
+        "answered": len(ok), "lost": len(results) - len(ok), "wrong": len(wrong),
+        "wrong_requests": wrong,  # indices of the answers that differ from their solo run
         "errors": errors[:3], "wall_s": round(wall, 3),
         "req_per_s": round(len(ok) / wall, 3), "tok_per_s": round(tokens / wall, 2),
         "p50_s": round(statistics.median(lat), 4) if lat else None,
@@ -180,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--requests", dest="n", type=harness.positive, default=argparse.SUPPRESS,
                     help=argparse.SUPPRESS)  # the old name of --n  # fmt: skip
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
+    ap.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS),
+                    help="seer: Seer's window; full: the whole window")  # fmt: skip
     ap.add_argument("--gen-length", type=int, default=64, help="max_tokens of every request")
     ap.add_argument(
         "--block-length",
@@ -205,12 +210,12 @@ def main(argv: list[str] | None = None) -> int:
                                                    block_length=args.block_length),
                             seer=True if m == "seer" else None, image=ex.image).text
                 for ex in examples]
-            for m in METHODS
+            for m in args.methods
         }  # fmt: skip
         offline_s = time.perf_counter() - t0
         wait_ready(proc, url, log)
         name = lm.name
-        for m in METHODS:  # warm-up: a few requests of each method
+        for m in args.methods:  # warm-up: a few requests of each method
             asyncio.run(
                 run_point(
                     url, name, examples[:4], m, 4, args.gen_length, args.timeout, args.block_length
@@ -218,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         points = []
         for c in args.concurrency:
-            for m in METHODS:  # interleaved, so both see the same machine load
+            for m in args.methods:  # interleaved, so both see the same machine load
                 results, wall = asyncio.run(
                     run_point(
                         url, name, examples, m, c, args.gen_length, args.timeout, args.block_length
@@ -235,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     speedup = {}
     for c in args.concurrency:
         by = {p["method"]: p for p in points if p["concurrency"] == c}
+        if len(by) < len(METHODS):
+            continue
         speedup[str(c)] = round(by["seer"]["req_per_s"] / by["full"]["req_per_s"], 3)
     record = session.record(
         points, model=args.model, source=data, n=len(examples), requests=len(examples),

@@ -5,8 +5,9 @@ Every row carries its own place in its plan, its stop position, its cache column
 counters, so rows taken from different runs — at different steps, with different prompt and
 window lengths — can be laid into one canvas and advanced by one forward (`gather`): the
 step-level engine's continuous batching. A row's tokens do not depend on the rows beside it
-(positions follow the attention mask; padding is hidden), so at temperature 0 it gets the
-answer it gets alone.
+(positions follow the attention mask; padding is hidden; ties between confidences go to the
+earlier position), so at temperature 0 it gets the answer it gets alone, up to the last bits
+of the logits a batched forward sums in another order (`EngineConfig.batch_invariant`).
 """
 
 from __future__ import annotations

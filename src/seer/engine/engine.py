@@ -19,8 +19,11 @@ scheduler, which the engine moves only through `add`, `started`, `finish` and `a
 contract). The engine reads a run through `LoopState`'s accessors (`masks_left`, `revealed`,
 `held_bytes`) and the model through `EngineModel` (`model.py`), never their internals.
 
-A row's answer does not depend on what runs beside it (temperature 0): layouts only add padding
-that attention never sees, and every row keeps its own plan, stop position and cache columns.
+A row's reveal does not depend on what runs beside it (temperature 0): layouts only add padding
+that attention never sees, every row keeps its own plan, stop position and cache columns, and
+ties between confidences go to the earlier position. A batched forward sums in another order
+than a solo one, so its logits may differ in the last bits; `EngineConfig.batch_invariant`
+runs each row alone, bit for bit its solo run.
 The engine is single-threaded: one thread calls `add`, `abort` and `step`.
 """
 
