@@ -109,3 +109,29 @@ def test_relative_links_resolve(path):
         if re.match(r"[a-z]+:", target) or target.startswith("#"):
             continue
         assert (path.parent / target.split("#")[0]).exists(), f"{path.name}: {target}"
+
+
+def test_the_options_page_is_what_the_specs_say():
+    """docs/options.md is rendered from the option specs (the site's build renders it afresh);
+    the committed copy, which GitHub shows, must match: `python docs/hooks/options.py`."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_options", DOCS / "hooks" / "options.py")
+    options = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(options)
+    page = (DOCS / "options.md").read_text()
+    assert page == options.render(), "docs/options.md is stale: run python docs/hooks/options.py"
+    from seer.boundary.config import SeerConfig
+    from seer.config import SamplingParams
+    from seer.spec import specs
+
+    for cls in (SamplingParams, SeerConfig):  # every declared option has its row
+        for f, _ in specs(cls):
+            assert f"| `{f.name}` |" in page, f.name
+
+
+def test_no_issue_numbers_in_the_docs():
+    """The docs speak to users about the product: no tracker references."""
+    for path in [README, *PAGES]:
+        text = path.read_text()
+        assert not re.search(r"\bissues? [0-9]|(?<![&\w])#[0-9]+\b", text, re.I), path.name
