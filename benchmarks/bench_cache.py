@@ -18,7 +18,7 @@ process-CPU seconds per generation, the speed-up over no cache on the full windo
 answer tokens equal those of the uncached run with the same window (the cache is approximate:
 on a random model the answers drift, on a trained one Fast-dLLM reports little loss).
 
-The last line of stdout is the harness's JSON record of the whole run (`seer.bench.harness`).
+The last line of stdout is the harness's JSON record of the whole run (`seerbench.harness`).
 """
 
 from __future__ import annotations
@@ -32,11 +32,11 @@ from pathlib import Path
 import torch
 
 import seer
-from seer.bench import harness
 from seer.boundary.truncation import FixedWindowPolicy
 from seer.diffusion.loop import make_canvas
 from seer.models.configs import llada_config
 from seer.models.factory import random_model, save_checkpoint
+from seerbench import harness
 
 VOCAB = 2048
 MASK, EOS = VOCAB - 1, VOCAB - 2  # pad = EOS, as in the released LLaDA configs

@@ -1,7 +1,7 @@
 """Seer against the alternatives at equal budgets, on a model's held-out requests.
 
 Every method is a policy of the one denoising loop (`seer.diffusion.loop`), set through
-`SamplingParams` / a window policy, never a copy of the sampler (`seer.bench.compare`):
+`SamplingParams` / a window policy, never a copy of the sampler (`seerbench.compare`):
 
   baseline         the full window, `steps` = gen_length / k (k tokens per step); also at
                    k = 16, 32 as the fewer-steps references for the equal-NFE comparison
@@ -39,7 +39,7 @@ method at its fastest size within the margin, the full table the whole sweep.
                    positions). Seer does not compose with it (both set the length)
   seer+X           Seer composed with X (cut at step 0, then X over the kept window)
 
-Requests (`seer.bench.draws.held_out`): a built-in source's evaluation part (unique, disjoint
+Requests (`seerbench.draws.held_out`): a built-in source's evaluation part (unique, disjoint
 from the calibration part and from the seer.json tuning draw, asserted); a ParallelBench task
 (`--data parallelbench:ROOT/TASK`) whole, in a seeded random order (the model's Seer defaults
 were calibrated on its built-in task, never on these rows). Accuracy: `seer.data.score` (the
@@ -60,15 +60,15 @@ the requests (`--engine-n N`: a seeded random sample; `b32_sample` says which) t
 requests with its interval, answers changed, the speed-up's range over rounds.
 
 Clocks: loop and end-to-end time, wall and CPU, are recorded for every config at both batch
-sizes (`seer.bench.compare`); `--clock` picks the one every table, speed-up, headline and plot
+sizes (`seerbench.compare`); `--clock` picks the one every table, speed-up, headline and plot
 shows, and names it (default: end to end, CPU time).
 
 The verdict "at the baseline's accuracy" is non-inferiority at `--margin` points, stated before
 the run: the one-sided 95 % lower bound of the paired difference to the first baseline
 (bootstrap over requests) must be >= -margin. The headline names the fastest config that
 passes, and how often it is the fastest when the requests are redrawn and the selection done
-again (`seer.bench.compare_report.select_fastest`); below 50 % it says no config is clearly
-fastest. A cost model fitted on the run's own times (`seer.bench.costmodel`) predicts every
+again (`seerbench.compare_report.select_fastest`); below 50 % it says no config is clearly
+fastest. A cost model fitted on the run's own times (`seerbench.costmodel`) predicts every
 speed-up, its error beside it; `--project` prints the same table projected to LLaDA-8B and
 LaViDa on one H200 (`benchmarks/project_h200.py` does it from a written record).
 
@@ -81,7 +81,7 @@ it, at any `--n`, at the next batch-32 round, and per config (a config added lat
 the anchors, `--anchors`, and its times are scaled by their first-pass / later-pass ratio).
 Outputs: a table, the
 Pareto plot (`--plot`), the README's tables (`--markdown`), and the last-line JSON record
-(`seer.bench.harness`); `--out DIR` writes all of them there (raw-, compare-*.png / .md / .json).
+(`seerbench.harness`); `--out DIR` writes all of them there (raw-, compare-*.png / .md / .json).
 
 The defaults are the published settings: only `--n` changes the size of a run. One command per
 model (docs/benchmarks.md; a v2 model is calibrated first, `seer calibrate`):
@@ -107,8 +107,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 import seer
-from seer.bench import costmodel, harness
-from seer.bench.compare import (  # noqa: F401  (the script's names, as tests and gpu_check use them)
+from seer.boundary.truncation import resolve
+from seer.data.builtin import source_for
+from seer.errors import SeerError
+from seerbench import costmodel, harness
+from seerbench.compare import (  # noqa: F401  (the script's names, as tests and gpu_check use them)
     Config,
     Run,
     batch1,
@@ -120,7 +123,7 @@ from seer.bench.compare import (  # noqa: F401  (the script's names, as tests an
     run_one,
     static_window,
 )
-from seer.bench.compare_report import (  # noqa: F401
+from seerbench.compare_report import (  # noqa: F401
     CLOCKS,
     DEFAULT_CLOCK,
     MARGIN,
@@ -132,12 +135,9 @@ from seer.bench.compare_report import (  # noqa: F401
     show,
     summarise,
 )
-from seer.bench.draws import held_out, is_parallelbench, sample
-from seer.bench.machine import provenance
-from seer.bench.stats import bootstrap, bootstrap_ratio, pareto  # noqa: F401
-from seer.boundary.truncation import resolve
-from seer.data.builtin import source_for
-from seer.errors import SeerError
+from seerbench.draws import held_out, is_parallelbench, sample
+from seerbench.machine import provenance
+from seerbench.stats import bootstrap, bootstrap_ratio, pareto  # noqa: F401
 
 N = 100  # the published runs' requests per model
 ENGINE_N = None  # ... and their batch-32 part: all of them
@@ -306,7 +306,7 @@ def main(argv=None) -> dict:
 
     done = _done_ids(raw, settings)  # the raw file is read once, not once per request
     if not all(x in done for x in range(len(examples))):
-        from seer.bench.compare import warm_batch1
+        from seerbench.compare import warm_batch1
 
         warm_batch1(lm, q, configs, g, seer_cfg)
     rows = batch1(lm, examples, configs, g, seer_cfg, args.repeats, raw, settings, progress,
@@ -394,7 +394,7 @@ def weights_of(lm) -> str | None:
 
 def _done_ids(raw: Path, settings: dict) -> set[int]:
     """Requests whose every config is already recorded (then the warm-up can be skipped)."""
-    from seer.bench.compare import recorded
+    from seerbench.compare import recorded
 
     done = recorded(raw, settings, 10**9, "request")
     return {i for i, r in done.items() if set(settings["configs"]) <= set(r["results"])}

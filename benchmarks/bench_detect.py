@@ -35,11 +35,11 @@ import statistics
 import time
 
 import seer
-from seer.bench import harness
-from seer.bench.draws import held_out
 from seer.boundary.config import SeerConfig
 from seer.boundary.truncation import policy_for, resolve
 from seer.data.builtin import source_for
+from seerbench import harness
+from seerbench.draws import held_out
 
 MODELS = ("builtin", "builtin-vqa")
 
@@ -54,7 +54,7 @@ def signals(lm) -> dict[str, SeerConfig]:
 
 
 def run_model(name: str, n: int, data: str | None = None, seed: int = 0) -> dict:
-    from seer.bench.compare import encode
+    from seerbench.compare import encode
 
     lm = seer.load(name)
     g = lm.sampling().gen_length

@@ -5,7 +5,7 @@ a synthetic long-tailed length mix (see `seer.throughput` for the definitions).
     nice python benchmarks/bench_engine.py --n 64 --batches 8 32 64
 
 Fixed seed, a warm-up of every method, a human table, and the harness's JSON record as the last
-line (`seer.bench.harness`).
+line (`seerbench.harness`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import argparse
 
 import seer
 from seer import throughput
-from seer.bench import harness
+from seerbench import harness
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,9 +49,9 @@ from pathlib import Path
 import torch
 
 import seer
-from seer.bench import harness, stats
 from seer.models.configs import llada_config
 from seer.models.factory import random_model, save_checkpoint
+from seerbench import harness, stats
 
 VOCAB = 2048
 MASK, EOS = VOCAB - 1, VOCAB - 2  # pad = EOS, as in the released LLaDA configs

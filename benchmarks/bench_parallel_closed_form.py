@@ -1,12 +1,12 @@
 """Accuracy against tokens per step on ParallelBench's list tasks: closed forms and our loop.
 
-A perfect model (`seer.bench.marginals.MarginalsModel`: the exact conditional marginal of every
+A perfect model (`seerbench.marginals.MarginalsModel`: the exact conditional marginal of every
 masked answer position given the revealed tokens) decoded by our one loop at temperature 1, k
 tokens per step over a list of n items (steps = n / k), `--trials` seeded rows per point, scored
 with ParallelBench's official metric of the task: copy (list match), shuffle (a permutation that
 differs from the input), replace_random (the list with exactly one item replaced by the given
 word). The closed forms (lines; derived and checked against an enumeration of every decoding path
-in `seer.bench.marginals`) are what any correct implementation of parallel decoding must reach;
+in `seerbench.marginals`) are what any correct implementation of parallel decoding must reach;
 our loop's rates are the points, with Wilson 95 % intervals. Shuffle and copy are the same under
 `random` and `low_confidence` remasking (every confidence is equal); replace_random is not: LLaDA's
 low-confidence rule keeps the new word back until it is forced onto several positions at once.
@@ -38,9 +38,9 @@ from pathlib import Path
 
 import torch
 
-from seer.bench.machine import machine_info
-from seer.bench.marginals import REMASKING, TASKS, closed_form, measure, step_counts, wilson
 from seer.errors import SeerError
+from seerbench.machine import machine_info
+from seerbench.marginals import REMASKING, TASKS, closed_form, measure, step_counts, wilson
 
 ROOT = Path(__file__).resolve().parents[1]
 STYLE = {"copy": "tab:green", "shuffle": "tab:red", "replace_random": "tab:blue"}
@@ -51,7 +51,7 @@ DASH = {"random": "-", "low_confidence": "--"}
 class Point:
     """One measured accuracy: `correct` of `total` answers right at k tokens per step."""
 
-    task: str  # a ParallelBench list task (seer.bench.marginals.TASKS)
+    task: str  # a ParallelBench list task (seerbench.marginals.TASKS)
     n: int  # items per list
     k: int  # tokens per step
     correct: int  # answers the task's official metric scores 1

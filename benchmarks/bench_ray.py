@@ -38,11 +38,11 @@ import torch
 
 import seer
 from seer.batch import run_batch
-from seer.bench import harness
-from seer.bench.draws import held_out
 from seer.data import load_examples
 from seer.distributed import batch as ray_batch
 from seer.distributed.ray_batch import _local_env
+from seerbench import harness
+from seerbench.draws import held_out
 
 
 def _answers(path: Path) -> list[tuple[str, str]]:

@@ -14,12 +14,12 @@ and reports accuracy per family with bootstrap 95 % intervals, the points lost a
 with paired intervals, how many answers changed, and the lengths of the k=1 answers (median,
 90th percentile and maximum as a share of the window). `--plot` draws accuracy against tokens
 per step, per family group, and for the list families with a closed form (copy, shuffle,
-random replace: `seer.bench.marginals`) the model beside the accuracy of a perfect model at the
+random replace: `seerbench.marginals`) the model beside the accuracy of a perfect model at the
 same list lengths (ParallelBench's analysis: one item per token, low-confidence remasking).
 `--from-raw` re-reads a `--raw` file of an earlier run (the same `--data`, `--n`, `--seed`) and
 reports and plots it without generating.
 
-`--n` keeps a seeded random sample of a task (`seer.bench.draws.permuted`; a built-in source is
+`--n` keeps a seeded random sample of a task (`seerbench.draws.permuted`; a built-in source is
 already a seeded draw), never its first rows.
 
     python benchmarks/bench_realism.py --model builtin --data builtin --n 380
@@ -28,7 +28,7 @@ already a seeded draw), never its first rows.
     python benchmarks/bench_realism.py --model builtin \
         --from-raw docs/builtin-v2/realism_k_raw.jsonl --plot docs/builtin-v2/realism_k.png
 
-Last line: the harness's JSON record (`seer.bench.harness`): results per config (all families:
+Last line: the harness's JSON record (`seerbench.harness`): results per config (all families:
 n, accuracy, interval, changed, seconds), configs per config and family, lengths.
 """
 
@@ -40,8 +40,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from seer.bench import harness
-from seer.bench.stats import bootstrap
+from seerbench import harness
+from seerbench.stats import bootstrap
 
 CONFIGS = ("k=1", "k=2", "k=4", "k=8", "thr0.9", "thr0.7", "dpad", "seer")
 
@@ -94,8 +94,8 @@ def main(argv: list[str] | None = None) -> None:
     session = harness.Session("realism", args)
 
     import seer
-    from seer.bench.draws import is_builtin, permuted
     from seer.data import load_examples
+    from seerbench.draws import is_builtin, permuted
 
     lm = seer.load(args.model)
     window = args.window or lm.sampling().gen_length
@@ -192,7 +192,7 @@ def closed_forms(examples, names) -> dict[str, dict[str, float]]:
     """Per list family with a closed form and per k=... config: a perfect model's accuracy at
     the family's list lengths (ParallelBench's analysis: one item per token, k items per step,
     low-confidence remasking), averaged over its requests."""
-    from seer.bench.marginals import TASKS, closed_form, step_counts
+    from seerbench.marginals import TASKS, closed_form, step_counts
 
     ks = [int(c[2:]) for c in names if c.startswith("k=")]
     sizes = defaultdict(list)  # family -> list lengths; a ParallelBench family is waiting_line/copy

@@ -24,7 +24,7 @@ time in detection. Seer only shortens the denoising loop; the prompt processing 
 every method) is reported apart, with an end-to-end speedup (prompt + denoising) beside the
 loop's, so that the loop's speedup is not read as the request's. Every window shape (and the
 vision tower) is warmed up first, and every method runs once on the first request, untimed.
-Last line: the harness's JSON record (`seer.bench.harness`).
+Last line: the harness's JSON record (`seerbench.harness`).
 
     python benchmarks/bench_seer.py --n 300                      # built-in text model
     python benchmarks/bench_seer.py --model DIR --n 60           # task from the model (vqa)
@@ -42,14 +42,14 @@ from rich.progress import track
 from rich.table import Table
 
 import seer
-from seer.bench import harness
-from seer.bench.draws import held_out
-from seer.bench.machine import machine_info
 from seer.boundary.config import SeerConfig
 from seer.boundary.truncation import FixedWindowPolicy, resolve, round_window
 from seer.data import Example, score
 from seer.data.builtin import source_for
 from seer.errors import SeerError
+from seerbench import harness
+from seerbench.draws import held_out
+from seerbench.machine import machine_info
 
 METHODS = ("baseline", "seer", "seer-noguard", "seer-slack2", "seer-step0", "oracle")
 

@@ -22,7 +22,7 @@ arrival -> last finish), p50 / p99 latency (arrival -> result), p50 time to the 
 (arrival -> first block; one block = the whole window unless `--block`), and the peak bytes the
 running rows' canvases and KV caches held (the model's own activations are not counted).
 The machine is shared and noisy: compare ratios inside one run, not across runs. The last line
-of stdout is the harness's JSON record (`seer.bench.harness`; results: one row per case);
+of stdout is the harness's JSON record (`seerbench.harness`; results: one row per case);
 `--plot` writes the latency-vs-rate figure.
 """
 
@@ -39,9 +39,9 @@ import torch
 
 import seer
 from seer.batch import request_for
-from seer.bench import harness
 from seer.data import load_examples
 from seer.engine import Engine, EngineConfig
+from seerbench import harness
 
 METHODS = ("one-at-a-time", "static", "fcfs", "shortest_first")
 

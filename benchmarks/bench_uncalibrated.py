@@ -17,7 +17,7 @@ steps = window, interleaved request by request with the baseline (full window). 
 
 The choice for unknown checkpoints is the candidate with the fewest cut answers summed over both
 models, then the shortest total loop time. Every candidate runs once on the first request,
-untimed, before any timing. Last line: the harness's JSON record (`seer.bench.harness`).
+untimed, before any timing. Last line: the harness's JSON record (`seerbench.harness`).
 
     python benchmarks/bench_uncalibrated.py --n 60
 """
@@ -31,11 +31,11 @@ import tempfile
 from pathlib import Path
 
 import seer
-from seer.bench import harness
-from seer.bench.draws import held_out
 from seer.boundary.config import SeerConfig
 from seer.commands.options import model_path
 from seer.data import score
+from seerbench import harness
+from seerbench.draws import held_out
 
 MODELS = ("builtin", "builtin-vqa")
 CANDIDATES = {

@@ -15,7 +15,7 @@ any-order and same-colour checkers included):
 
     python benchmarks/bench_vqa2.py --model runs/builtin-vqa2/export --n 10
 
-A human table, then the harness's JSON record on the last line (`seer.bench.harness`; results:
+A human table, then the harness's JSON record on the last line (`seerbench.harness`; results:
 per mode, the mix's accuracy and its drop from k=1). Seed fixed; no warm-up is needed because
 nothing is timed (accuracy only).
 """
@@ -30,9 +30,9 @@ import sys
 import torch
 
 import seer
-from seer.bench import harness, stats
 from seer.boundary.config import SeerConfig
 from seer.data.synthetic import vqa2
+from seerbench import harness, stats
 
 READING = ("read", "number", "chart", "table")
 

@@ -13,7 +13,7 @@ writing its result under `--out` (default docs/results/gpu/), a summary table an
            (`seer.throughput.run`, held-out and synthetic long-tailed workloads)
   serving  `bench_serving.py` with that random LLaDA (bf16) on the device: Poisson arrivals up to
            saturation, one-at-a-time / static / fcfs / shortest_first (issue 14's GPU run)
-  project  the cost model's H200 projection (`seer.bench.costmodel.forward_seconds`, the roofline
+  project  the cost model's H200 projection (`seerbench.costmodel.forward_seconds`, the roofline
            behind `benchmarks/project_h200.py`) against timed forwards of a random LLaDA (bf16) at
            batch 1 and 64 over prompt + window of 128 and 384 positions: measured / projected
   compare  `bench_compare.py` on the built-in text model at one budget (4 tokens per step)
@@ -41,8 +41,8 @@ from pathlib import Path
 import torch
 
 import seer
-from seer.bench.machine import machine_info
 from seer.config import SamplingParams, TokenIds
+from seerbench.machine import machine_info
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "fixtures" / "golden" / "llada"
@@ -276,7 +276,7 @@ def check_project(args, tmp: Path) -> dict:
     under 1 is an error in it)."""
     import json as _json
 
-    from seer.bench import costmodel
+    from seerbench import costmodel
 
     tiny = args.tiny
     dtype = torch.float32 if tiny else torch.bfloat16

@@ -1,5 +1,5 @@
 """A comparison record's table projected to LLaDA-8B and LaViDa on one H200 (a projection, not a
-measurement: `seer.bench.costmodel`): per config, ms per request at batch 1 and 64 and the
+measurement: `seerbench.costmodel`): per config, ms per request at batch 1 and 64 and the
 speed-up over its reference, from the record's measured windows, NFE and prompt lengths.
 
     python benchmarks/project_h200.py docs/results/compare/compare-builtin.json
@@ -12,8 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from seer.bench import costmodel, harness
 from seer.errors import SeerError
+from seerbench import costmodel, harness
 
 
 def show_projection(record: dict, prompt: float | None = None, batches=(1, 64)) -> None:

@@ -4,7 +4,7 @@ tau_pad decides when a group pays for padding (static, rho <= tau_pad) rather th
 (varlen). The paper finds 0.2-0.6 flat and >= 0.7 bad on GPU; this measures it for our engine on
 the built-in model (held-out prompts with Seer's detector, and the long-tailed synthetic mix),
 `--repeats` runs per point, interleaved over the taus, median tokens/s. Last line: the harness's
-JSON record (`seer.bench.harness`).
+JSON record (`seerbench.harness`).
 
     python benchmarks/sweep_tau.py --n 64 --batches 32 64
 """
@@ -18,9 +18,9 @@ from rich.console import Console
 from rich.table import Table
 
 import seer
-from seer.bench import harness
 from seer.config import SamplingParams
 from seer.throughput import Workload, heldout, run_case, seer_config, synthetic
+from seerbench import harness
 
 TAUS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 

@@ -1,4 +1,4 @@
-"""The summary of a comparison run (`seer.bench.compare`): per config, accuracy with its interval,
+"""The summary of a comparison run (`seerbench.compare`): per config, accuracy with its interval,
 the paired differences and tests, the non-inferiority verdict at the run's margin, answers
 changed, window cuts, NFE, batch-1 and batch-32 times on four clocks with the speed-up
 intervals, detection's share of the loop, the Pareto fronts; then the table, the README's
@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from seer.bench import stats
 from seer.data import parallelbench
 from seer.errors import SeerError
+from seerbench import stats
 
 CLOCKS = {  # name: what it times (per request)
     "e2e_cpu": "end to end, CPU time",
@@ -110,7 +110,7 @@ def summarise(rows, eng, configs, g, examples, clock: str = DEFAULT_CLOCK,
     against the first baseline and against its own reference, costs, times on every clock and
     speed-ups on `clock`, answers changed against its reference and against the first
     baseline."""
-    from seer.bench.compare import score_of
+    from seerbench.compare import score_of
 
     if clock not in CLOCKS:
         raise SeerError(f"clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
@@ -601,7 +601,7 @@ def _cost_lines(record: dict) -> list[str]:
     if not cm:
         return []
     out = ["", "Cost model (time = r + Σ over forwards (a + b·q + c·q·kv), least squares on this "
-           "run's own times; `seer.bench.costmodel`): "]  # fmt: skip
+           "run's own times; `seerbench.costmodel`): "]  # fmt: skip
     for key, label in (("b1", "batch 1"), ("b32", "batch 32")):
         f = cm.get(key)
         if f:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-DPAD_WINDOW = 16  # DPad's suffix positions kept after the block (seer.bench.compare)
+DPAD_WINDOW = 16  # DPad's suffix positions kept after the block (seerbench.compare)
 H200 = {"name": "H200 (bf16 dense peak, HBM3e)", "flops": 989e12, "bytes": 4.8e12}
 LAVIDA_IMAGE_TOKENS = 980  # LaViDa's image positions: 5 SigLIP views of 729, 2x2 pooled
 SIGLIP_PARAMS = 400e6  # siglip-so400m-patch14-384, run once per request (5 views x 729 patches)
@@ -208,8 +208,8 @@ def annotate(results: dict, rows: list, eng: dict, configs: list, g: int, clock:
     32: every config's total) on `clock`, and add each config's predicted speed-up over its
     reference and the prediction's error (`model_b1_speedup_vs_ref`, `model_b1_error`, and the
     same for b32) to `results`. Returns the fits (the record's "cost_model")."""
-    from seer.bench.compare_report import b1_repeats, b32_repeats
-    from seer.bench.stats import median
+    from seerbench.compare_report import b1_repeats, b32_repeats
+    from seerbench.stats import median
 
     out: dict = {"form": "r + sum over forwards (a + b q + c q kv)", "clock": clock}
     feats, ys, pred1 = {}, [], {}
@@ -260,7 +260,7 @@ def projection_lines(record: dict, shapes=None, batches=(1, 64), hw: dict = H200
                      prompt: float | None = None) -> list[str]:  # fmt: skip
     """A compare record's table projected to `shapes` (LLaDA-8B and LaViDa) on `hw`, as
     Markdown lines, labelled as a projection."""
-    from seer.bench.compare_report import normalise
+    from seerbench.compare_report import normalise
 
     record = normalise(record)
     res, g = record["results"], record["gen_length"]

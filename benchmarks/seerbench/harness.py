@@ -17,7 +17,7 @@ Timing: `Timer` reads the wall clock (`time.perf_counter`) and the process's CPU
 figure that another process's load does not inflate, the wall time the one a user waits.
 Repeats are interleaved (`rounds`): every config runs once per round, so a slow moment of the
 machine hits every config alike; intervals then cover requests *and* repeats
-(`seer.bench.stats.bootstrap_ratio`).
+(`seerbench.stats.bootstrap_ratio`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from seer.bench.machine import machine_info
+from seerbench.machine import machine_info
 
 RESULTS = Path("docs") / "results"  # the published records, from the repository root
 SCHEMA = ("bench", "model", "source", "n", "seed", "repeats", "threads", "machine", "settings",

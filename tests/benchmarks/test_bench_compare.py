@@ -212,7 +212,7 @@ def test_the_defaults_are_the_published_settings(bench, capsys):
 def test_the_plot_is_relative_to_the_baseline():
     """Each point: the speed-up over the one-token-per-step baseline and the accuracy difference
     to it, batch 1 over every request and batch 32 over its sample."""
-    from seer.bench.compare_report import _relative
+    from seerbench.compare_report import _relative
 
     ref = {"loop_ms": 100.0, "accuracy": 0.20, "b32_ms": 80.0, "b32_accuracy": 0.25}
     r = {"loop_ms": 25.0, "accuracy": 0.17, "b32_ms": 10.0, "b32_accuracy": 0.25}
@@ -224,8 +224,8 @@ def test_the_plot_is_relative_to_the_baseline():
 def test_the_plot_needs_the_baseline_it_is_relative_to(tmp_path):
     """A record without its headline's reference is one clear error, not a plot of differences
     to some other config."""
-    from seer.bench.compare_report import plot
     from seer.errors import SeerError
+    from seerbench.compare_report import plot
 
     record = {"results": {"seer@k=1": {"method": "seer", "budget": "k=1"}}, "headline": {}}
     with pytest.raises(SeerError, match="no baseline reference"):

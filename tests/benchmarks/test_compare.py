@@ -1,4 +1,4 @@
-"""seer.bench.compare / compare_report on recorded rows (no model): answers changed against
+"""seerbench.compare / compare_report on recorded rows (no model): answers changed against
 the reference, what Seer adds to a method, the headline, detection's share, the batch-32
 sample and repeats, the Pareto fronts; and the configs of the published run."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from seer.bench.compare import Config, build_configs
-from seer.bench.compare_report import detection, headline, mark_frontier, summarise
 from seer.data import Example
+from seerbench.compare import Config, build_configs
+from seerbench.compare_report import detection, headline, mark_frontier, summarise
 
 N = 8
 
@@ -125,7 +125,7 @@ def test_the_published_configs_cover_every_method():
 
 
 def test_the_tables_say_what_seer_adds_at_each_batch_size(record):
-    from seer.bench.compare_report import markdown
+    from seerbench.compare_report import markdown
 
     rec = {"results": record, "gen_length": 64, "model": "m", "n": N, "clock": "e2e_cpu",
            "headline": headline(record, "baseline@k=1")}  # fmt: skip
@@ -138,8 +138,8 @@ def test_the_tables_say_what_seer_adds_at_each_batch_size(record):
 
 
 def test_a_raw_file_torn_by_a_kill_loses_only_its_last_line(tmp_path):
-    from seer.bench.compare import raw_lines
     from seer.errors import SeerError
+    from seerbench.compare import raw_lines
 
     raw = tmp_path / "raw.jsonl"
     raw.write_text('{"request": 0}\n{"request": 1}\n{"requ')

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seer.bench import costmodel, stats
-from seer.bench.compare import Config, build_configs, family, fitting_blocks
-from seer.bench.compare_report import headline_lines, markdown, select_fastest
+from seerbench import costmodel, stats
+from seerbench.compare import Config, build_configs, family, fitting_blocks
+from seerbench.compare_report import headline_lines, markdown, select_fastest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,10 +109,10 @@ def test_block_sizes_are_swept_and_named():
 
 def test_a_raw_file_without_text_keeps_scores_ids_and_the_machine(tmp_path):
     import seer
-    from seer.bench.compare import batch1
-    from seer.bench.compare_report import summarise
     from seer.boundary.truncation import resolve
     from seer.data import load_examples
+    from seerbench.compare import batch1
+    from seerbench.compare_report import summarise
 
     lm = seer.load(ROOT / "src/seer/assets/builtin")
     examples = load_examples("builtin", n=2, part="eval")[:1]

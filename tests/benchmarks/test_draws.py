@@ -1,4 +1,4 @@
-"""seer.bench.draws: held-out draws (unique, scorable, disjoint from calibration; a
+"""seerbench.draws: held-out draws (unique, scorable, disjoint from calibration; a
 ParallelBench task whole, in a seeded order) and seeded samples."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from seer.bench.draws import held_out, permuted, sample
 from seer.data import example_key, in_calibration, load_examples
 from seer.errors import SeerError
+from seerbench.draws import held_out, permuted, sample
 
 FAKE = Path(__file__).parents[1] / "fixtures" / "parallelbench" / "waiting_line"
 

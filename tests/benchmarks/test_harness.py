@@ -1,4 +1,4 @@
-"""seer.bench.harness: the shared arguments, the timer, interleaved rounds, the warm-up and the
+"""seerbench.harness: the shared arguments, the timer, interleaved rounds, the warm-up and the
 one record schema written to one folder."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from seer.bench import harness
+from seerbench import harness
 
 
 def parse(argv, **kw):

@@ -10,7 +10,9 @@ import random
 import pytest
 import torch
 
-from seer.bench.marginals import (
+from seer.config import TokenIds
+from seer.errors import SeerError
+from seerbench.marginals import (
     REMASKING,
     TASKS,
     MarginalsModel,
@@ -22,8 +24,6 @@ from seer.bench.marginals import (
     step_counts,
     wilson,
 )
-from seer.config import TokenIds
-from seer.errors import SeerError
 
 TRIALS = 2000  # rows per measured point: sigma <= 0.011
 
@@ -170,7 +170,7 @@ def test_the_check_fails_for_wrong_semantics(monkeypatch):
     lc = measure("replace_random", 6, 3, TRIALS, seed=0, remasking="low_confidence")
     assert not _within(lc.accuracy, closed_form("replace_random", [3, 3], "random"))
     # a model that never sees the revealed tokens
-    monkeypatch.setattr("seer.bench.marginals.MarginalsModel", Stale)
+    monkeypatch.setattr("seerbench.marginals.MarginalsModel", Stale)
     stale = measure("shuffle", 6, 2, TRIALS, seed=0)
     assert not _within(stale.accuracy, closed_form("shuffle", [2, 2, 2]))
 

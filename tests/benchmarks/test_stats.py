@@ -1,11 +1,11 @@
-"""seer.bench.stats: bootstrap intervals (requests, requests and repeats), the paired test,
+"""seerbench.stats: bootstrap intervals (requests, requests and repeats), the paired test,
 the Pareto front."""
 
 from __future__ import annotations
 
 import pytest
 
-from seer.bench import stats
+from seerbench import stats
 
 
 def test_bootstrap_interval_of_a_mean_and_of_a_paired_difference():
