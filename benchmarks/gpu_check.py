@@ -312,8 +312,10 @@ def check_train(args, tmp: Path) -> dict:
     loss equals the CPU's (fp32; the masks are drawn on the CPU either way), then optimiser
     steps per second at batch 16 and 256 from the shipped weights."""
     import copy
+    import sys
 
-    from seer.training import builtin_v2, trainer
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the lab's `training`
+    from training import builtin_v2, trainer
 
     lm = seer.load("builtin")
     enc = builtin_v2.ChatEncoder(lm.tokenizer)

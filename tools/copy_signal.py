@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 import seer
 from seer.data.synthetic import lines
-from seer.training.builtin_v2 import ChatEncoder, evaluate
-from seer.training.trainer import pack
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the lab's `training`, beside src/
+from training.builtin_v2 import ChatEncoder, evaluate  # noqa: E402
+from training.trainer import pack  # noqa: E402
 
 FAMILIES = ("copy", "reverse", "sort", "who", "long_copy")
 

@@ -1,6 +1,6 @@
 """How fast does the training recipe learn to copy? A toy that answers in a minute or two.
 
-A small LLaDA (our model definition, `seer.training.trainer`'s loss and batch layout) learns the
+A small LLaDA (our model definition, `training.trainer`'s loss and batch layout) learns the
 simplest copy there is: the prompt is ``[1, 2, n_1 .. n_k, 3]`` with k in 1..``--max-names``
 random "names" out of 900 token ids, the answer the same names, ``4`` and [EOS] padding. Every
 100 steps it prints the loss and the accuracy of the first answer slot with the whole answer
@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
+from pathlib import Path
 
 import torch
 
 from seer.models.configs import llada_config
 from seer.models.factory import random_model
-from seer.training.trainer import loss_fn, pack
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the lab's `training`, beside src/
+from training.trainer import loss_fn, pack  # noqa: E402
 
 VOCAB = 1000
 NAMES = range(10, 910)

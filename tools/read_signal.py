@@ -18,14 +18,17 @@ from __future__ import annotations
 import functools
 import random
 import sys
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 import seer
 from seer.data.synthetic import scenes2, vqa2
-from seer.training.builtin_vqa2 import Batcher
-from seer.training.trainer import embed_with_images
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the lab's `training`, beside src/
+from training.builtin_vqa2 import Batcher  # noqa: E402
+from training.trainer import embed_with_images  # noqa: E402
 
 READING = {f"digit x{k}": functools.partial(vqa2.glyphs, copies=k) for k in vqa2.GLYPH_COPIES} | {
     f"{family} x{k}": functools.partial(vqa2.rows, family=family, copies=k)

@@ -12,7 +12,7 @@
 set -euo pipefail
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 run=${RUN:-runs/builtin}
-train() { python -m seer.training.builtin --out "$run" --minutes 1000 --threads 1 --eval-every 2500 "$@"; }
+train() { python -m training.builtin --out "$run" --minutes 1000 --threads 1 --eval-every 2500 "$@"; }
 
 # 1. phase 1, steps 0-7000: one window length per batch (between the batch's longest answer and
 #    64, or the full 64 for half the batches), cosine 1.5e-3 -> 5e-5 over 7000 steps

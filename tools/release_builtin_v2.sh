@@ -12,7 +12,7 @@
 set -euo pipefail
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 run=${RUN:-runs/builtin-v2}
-train() { python -m seer.training.builtin_v2 --out "$run" --threads 1 --minutes 1000 "$@"; }
+train() { python -m training.builtin_v2 --out "$run" --threads 1 --minutes 1000 "$@"; }
 
 # 1. the copy warm-up (steps 0-1200, ~15 min): bare one-person lines only (copy: the line; who:
 #    the line and position 0), 48-position window, batch 32, lr 3e-4 after a 100-step warm-up,

@@ -11,7 +11,7 @@ set -euo pipefail
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 run=${RUN:-runs/builtin-vqa}
 # 1. train (resumable):
-python -m seer.training.builtin_vqa --out "$run" --minutes 1000 --threads 1 --eval-every 1000 \
+python -m training.builtin_vqa --out "$run" --minutes 1000 --threads 1 --eval-every 1000 \
   --init-from builtin-v1 --lr 1.5e-3 --min-lr 1e-4 --total-steps 6000
 # 2. copy the export into the package, calibrate Seer on held-out image questions, store the
 #    defaults in seer.json (its system_prompt: null is kept):

@@ -15,7 +15,7 @@
 set -euo pipefail
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 run=${RUN:-runs/builtin-vqa2}
-train() { python -m seer.training.builtin_vqa2 --out "$run" --minutes 1000 --threads 1 \
+train() { python -m training.builtin_vqa2 --out "$run" --minutes 1000 --threads 1 \
   --eval-every 1000 --init-from builtin-v1 --lr 3e-4 --warmup 100 --min-lr 1e-4 --total-steps 30000 "$@"; }
 # 1. the family mix (steps 0-1854)
 train --until 1854

@@ -14,7 +14,7 @@ run=${RUN:-checkpoints/builtin-v2d}
 out=${OUT:-/tmp/train_gpu}
 mkdir -p "$out"
 # the phase-4 flags of tools/release_builtin_v2.sh, on the device with a larger batch
-python3 -m seer.training.builtin_v2 --out "$run" --device cuda --threads 4 \
+python3 -m training.builtin_v2 --out "$run" --device cuda --threads 4 \
   --minutes "${MINUTES:-5}" --batch-size "${BATCH:-256}" --eval-every 100000 \
   --lr 2e-4 --cycle-start 3200 --warmup 50 --total-steps 40000 \
   --bare-steps 0 --bare-people 400 --bare-share 0.3 2>&1 | tee "$out/train_gpu.log"

@@ -14,9 +14,9 @@ import pytest
 from seer.data.synthetic.tasks import generate_examples
 from seer.data.synthetic.tokenizer import build_tokenizer
 from seer.models.tokens import load_tokenizer
-from seer.training import builtin as train
-from seer.training import builtin_vqa as train_vqa
-from seer.training import trainer
+from training import builtin as train
+from training import builtin_vqa as train_vqa
+from training import trainer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,7 +38,7 @@ def phases(script: str, prefix: str) -> list[list[str]]:
 
 def test_text_release_has_the_three_phases_of_the_model_card():
     cfgs = [trainer.parse_args(a, train.TrainConfig, "x", Path("r"), 1.0)[1]
-            for a in phases("release_builtin.sh", "python -m seer.training.builtin ")]  # fmt: skip
+            for a in phases("release_builtin.sh", "python -m training.builtin ")]  # fmt: skip
     assert [c.windows for c in cfgs] == ["batch", "batch", "row"]
     end = 0
     for c in cfgs:
@@ -52,7 +52,7 @@ def test_text_release_has_the_three_phases_of_the_model_card():
 
 
 def test_vqa_release_has_its_one_phase():
-    (args,) = phases("release_builtin_vqa.sh", "python -m seer.training.builtin_vqa ")
+    (args,) = phases("release_builtin_vqa.sh", "python -m training.builtin_vqa ")
     c = trainer.parse_args(args, train_vqa.TrainConfig, "x", Path("r"), 1.0)[1]
     assert c.total_steps == 6000 and c.cycle_start == 0 and c.init_from == "builtin-v1"
     assert "6000 steps" in (ROOT / "src/seer/assets/builtin-vqa-v1/MODEL_CARD.md").read_text()
@@ -75,9 +75,9 @@ def test_one_window_per_batch_mode(tmp_path):
 
 
 def test_vqa2_release_phases_chain_at_their_until_steps():
-    from seer.training import builtin_vqa2 as train_vqa2
+    from training import builtin_vqa2 as train_vqa2
 
-    args = phases("release_builtin_vqa2.sh", "python -m seer.training.builtin_vqa2 ")
+    args = phases("release_builtin_vqa2.sh", "python -m training.builtin_vqa2 ")
     cfgs = [trainer.parse_args(a, train_vqa2.TrainConfig, "x", Path("r"), 1.0)[1] for a in args]
     assert len(cfgs) >= 3 and all(c.cycle_start == 0 for c in cfgs)  # one schedule
     ends = [c.until for c in cfgs[:-1]]
@@ -120,9 +120,9 @@ def test_vqa2_release_step_ships_the_export_as_builtin_vqa():
 
 
 def test_text_v2_release_phases_chain_at_their_until_steps():
-    from seer.training import builtin_v2 as train_v2
+    from training import builtin_v2 as train_v2
 
-    args = phases("release_builtin_v2.sh", "python -m seer.training.builtin_v2 ")
+    args = phases("release_builtin_v2.sh", "python -m training.builtin_v2 ")
     cfgs = [trainer.parse_args(a, train_v2.TrainConfig, "x", Path("r"), 1.0)[1] for a in args]
     assert len(cfgs) >= 2 and cfgs[0].cycle_start == 0
     for before, after in zip(cfgs, cfgs[1:], strict=False):
@@ -140,15 +140,15 @@ def test_text_v2_release_phases_chain_at_their_until_steps():
 def test_the_gpu_training_script_continues_the_text_runs_last_phase_on_cuda():
     """tools/train_gpu.sh (for a lent GPU) parses with the trainer's command line and runs the
     release script's last phase, only with the device and a larger batch."""
-    from seer.training import builtin_v2 as train_v2
+    from training import builtin_v2 as train_v2
 
     text = (ROOT / "tools" / "train_gpu.sh").read_text().replace("\\\n", " ")
-    line = next(x.strip() for x in text.splitlines() if "-m seer.training.builtin_v2" in x)
+    line = next(x.strip() for x in text.splitlines() if "-m training.builtin_v2" in x)
     line = line.split(" 2>&1")[0]
     for var, value in (('"$run"', "runs/x"), ('"${MINUTES:-5}"', "5"), ('"${BATCH:-256}"', "256")):
         line = line.replace(var, value)
     gpu = trainer.parse_args(shlex.split(line)[3:], train_v2.TrainConfig, "x", Path("r"), 1.0)[1]
-    last = phases("release_builtin_v2.sh", "python -m seer.training.builtin_v2 ")[-1]
+    last = phases("release_builtin_v2.sh", "python -m training.builtin_v2 ")[-1]
     cpu = trainer.parse_args(last, train_v2.TrainConfig, "x", Path("r"), 1.0)[1]
     assert (gpu.device, gpu.batch_size) == ("cuda", 256)
     differ = {f for f in cpu.__slots__ if getattr(cpu, f) != getattr(gpu, f)}

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from seer.errors import SeerError
-from seer.training.trainer import load_state
+from training.trainer import load_state
 
 
 def test_a_state_of_tensors_and_plain_values_loads(tmp_path):
@@ -28,6 +28,7 @@ def test_a_state_of_tensors_and_plain_values_loads(tmp_path):
 def test_a_state_holding_another_object_is_refused(tmp_path):
     state = {"model": {}, "opt": {}, "step": 1, "log": argparse.Namespace(a=1)}
     torch.save(state, tmp_path / "state.pt")
-    with pytest.raises(SeerError, match="state.pt cannot be resumed .it holds objects other than tensors") as e:
+    msg = "state.pt cannot be resumed .it holds objects other than tensors"
+    with pytest.raises(SeerError, match=msg) as e:
         load_state(tmp_path / "state.pt", "cpu")
     assert "\n" not in str(e.value)

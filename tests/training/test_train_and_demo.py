@@ -13,8 +13,8 @@ from seer.data.synthetic.tasks import generate_examples
 from seer.models.factory import make_random_checkpoint
 from seer.models.loader import builtin_path
 from seer.models.tokens import load_tokenizer
-from seer.training.builtin import Encoder, TrainConfig, make_batch, train
-from seer.training.trainer import loss_fn
+from training.builtin import Encoder, TrainConfig, make_batch, train
+from training.trainer import loss_fn
 
 
 def test_training_runs_a_few_steps_and_exports_a_loadable_checkpoint(tmp_path):
@@ -175,7 +175,7 @@ def test_sigterm_saves_the_step_it_reached_and_stops(tmp_path, monkeypatch):
     import os
     import signal
 
-    from seer.training import builtin
+    from training import builtin
 
     real, drawn = builtin.batches, []
 

@@ -11,7 +11,7 @@ import seer
 from seer.data.synthetic import vqa
 from seer.models.factory import make_random_checkpoint
 from seer.models.vision import IMAGE_TOKEN_INDEX
-from seer.training import builtin_vqa as train_vqa
+from training import builtin_vqa as train_vqa
 
 TINY = dict(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, vision_hidden=16,
             vision_layers=2, vision_heads=2, batch_size=4, total_steps=3, init_from="")  # fmt: skip

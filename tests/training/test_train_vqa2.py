@@ -13,7 +13,7 @@ import torch
 import seer
 from seer.data.synthetic import vqa2
 from seer.models.vision import IMAGE_TOKEN_INDEX
-from seer.training import builtin_vqa2 as train_vqa2
+from training import builtin_vqa2 as train_vqa2
 
 TINY = dict(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, vision_hidden=16,
             vision_layers=2, vision_heads=2, batch_size=4, total_steps=2, window=16,

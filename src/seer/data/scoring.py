@@ -14,7 +14,7 @@ checker.
 * Any other example with a reference `answer` (a dataset file's ``answer`` column, the first
   built-in models' tasks ``builtin-v1`` / ``builtin-vqa-v1``) is scored by exact match of the
   stripped texts — the check those models were trained and measured with
-  (`seer.training.builtin.exact_match`, `seer.training.builtin_vqa.exact_match`); their tasks
+  (`training.builtin.exact_match`, `training.builtin_vqa.exact_match`); their tasks
   have no other checker.
 """
 

@@ -134,7 +134,7 @@ def test_answer_lengths_have_a_long_tail(tok):
 
 
 def test_trainer_runs_resumes_and_exports_a_loadable_checkpoint(tmp_path):
-    from seer.training.builtin_v2 import TrainConfig, train
+    from training.builtin_v2 import TrainConfig, train
 
     cfg = TrainConfig(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, batch_size=4,
                       window=32, total_steps=2, warmup=1)  # fmt: skip
@@ -165,7 +165,7 @@ def test_the_copy_curriculum_starts_bare_and_grows(tok):
     checker, tokenize without unknown pieces, and the trainer draws only them before
     `bare_steps`, with lines that grow by one person every `bare_people` steps, then a
     `bare_share` of them in the mix."""
-    from seer.training.builtin_v2 import TrainConfig, _items
+    from training.builtin_v2 import TrainConfig, _items
 
     rng = random.Random(0)
     for _ in range(50):

@@ -122,7 +122,7 @@ def test_warmup_draws_one_thing_and_the_trainer_switches_to_the_mix():
     """Warm-up pictures hold one shape, glyph or word (or 1-3 shapes to count), pass their
     checker and are never held out; the trainer draws only them before `warm_until`, a
     `warm_share` of them later, and a run without a warm-up draws exactly as before."""
-    from seer.training.builtin_vqa2 import GROUP, TrainConfig, draw
+    from training.builtin_vqa2 import GROUP, TrainConfig, draw
 
     warm = vqa2.warmup_examples(200, random.Random(0))
     assert {e.family for e in warm} == set(vqa2.WARMUP)
@@ -142,7 +142,7 @@ def test_warmup_draws_one_thing_and_the_trainer_switches_to_the_mix():
 def test_reading_warmup_prints_one_digit_apart_and_takes_its_share():
     """`glyphs` prints one digit 1-32 times, never two copies side by side (each reads as the
     number alone), answered by the digit; `read_share` puts that share of every batch in it."""
-    from seer.training.builtin_vqa2 import TrainConfig, draw
+    from training.builtin_vqa2 import TrainConfig, draw
 
     rng = random.Random(0)
     seen = set()
@@ -188,8 +188,8 @@ def test_reading_runs_print_one_number_or_word_per_row():
     later = vqa2.reading_examples(60, random.Random(1), "rows")  # no single digits any more
     assert {e.family for e in later} == {"number", "read"}
     assert all(len(e.answer) >= 2 for e in later)
-    from seer.training import trainer
-    from seer.training.builtin_vqa2 import TrainConfig
+    from training import trainer
+    from training.builtin_vqa2 import TrainConfig
 
     _, c = trainer.parse_args(["--reading", "runs"], TrainConfig, "x", Path("r"), 1.0)
     assert c.reading == "runs"

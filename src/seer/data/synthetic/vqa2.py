@@ -324,7 +324,7 @@ def glyphs(rng: random.Random, copies: int = 0) -> Draw:
     """One digit printed in `copies` cells (0: one of :data:`GLYPH_COPIES`) of a checkerboard,
     so no two copies sit side by side and each reads as the number alone. With many copies the
     digit is in the mean of the image tokens; with one the LM must find its cell. The reading
-    warm-up (`read_share` in `seer.training.builtin_vqa2`): the LM ignored a single printed digit
+    warm-up (`read_share` in `training.builtin_vqa2`): the LM ignored a single printed digit
     for 5,700 steps though the tower's token at its cell encodes it (a linear probe: 55 %)."""
     digit, colour = str(rng.randrange(10)), rng.choice(TEXT_COLOURS)
     cells = sorted(rng.sample(_CHECKER, copies or rng.choice(GLYPH_COPIES)))
@@ -360,7 +360,7 @@ READING: dict[str, tuple[tuple[str, Callable[[random.Random], Draw]], ...]] = {
     "runs": (("number", glyphs), *_ROWS),
     "rows": _ROWS,
 }
-"""The reading warm-up's stages (`reading` in `seer.training.builtin_vqa2`): (family, draw)
+"""The reading warm-up's stages (`reading` in `training.builtin_vqa2`): (family, draw)
 pairs, one picked uniformly per example: single digits, then numbers and words too, then
 numbers and words only (single digits read at 100 % by then)."""
 

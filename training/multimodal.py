@@ -18,7 +18,7 @@ from seer.models.configs import lavida_config, siglip_config
 from seer.models.factory import random_model
 from seer.models.tokens import load_tokenizer
 from seer.models.vision import IMAGE_TOKEN_INDEX
-from seer.training.trainer import RESUME, layout, lm_config, loss_fn
+from training.trainer import RESUME, layout, lm_config, loss_fn
 
 
 def model_config(c, tok, image_size: int) -> dict:

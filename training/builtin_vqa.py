@@ -8,13 +8,13 @@ words copied, new words initialised at random): it already knows the chat format
 [EOS]-padded windows, so the budget goes to seeing. `image_aspect_ratio` "pad" (the images are
 square) and `mm_patch_merge_type` "flat"; no system prompt (`seer.json`), to keep prompts short.
 
-Recipe: the text model's (see `seer.training.trainer`): LLaDA SFT, answer + <|eot_id|> + [EOS]
+Recipe: the text model's (see `training.trainer`): LLaDA SFT, answer + <|eot_id|> + [EOS]
 padding to the window, per-row windows (half the rows full, half cut a little after the answer, as
 Seer leaves them). Prompts and image features are spliced exactly as `LlavaProcessor` does at
 inference, and the held-out evaluation runs the real pipeline (`DiffusionLM.generate` with
 images). Everything trains, the tower included.
 
-Run: `python -m seer.training.builtin_vqa --out runs/builtin-vqa --minutes 90` (resumes from
+Run: `python -m training.builtin_vqa --out runs/builtin-vqa --minutes 90` (resumes from
 `--out`). The checkpoint at `--out/export` is in the LaViDa layout and loads with `seer.load`.
 """
 
@@ -29,8 +29,8 @@ import torch
 
 from seer.data.synthetic import vqa
 from seer.data.synthetic.tokenizer import build_multimodal_tokenizer
-from seer.training import multimodal, trainer
-from seer.training.trainer import Run, Schedule
+from training import multimodal, trainer
+from training.trainer import Run, Schedule
 
 
 @dataclass(slots=True)

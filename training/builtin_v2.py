@@ -1,12 +1,12 @@
 """Train the built-in text model v2: a small LLaDA on the tasks of :mod:`seer.data.synthetic.lines`.
 
-The recipe is the first model's (:mod:`seer.training.trainer`: LLaDA SFT, answers padded with [EOS]
+The recipe is the first model's (:mod:`training.trainer`: LLaDA SFT, answers padded with [EOS]
 to the window, [EOS] a target, per-row windows), with a 128-position window, the v2 tokenizer
 (:func:`seer.data.synthetic.tokenizer.build_v2_tokenizer`: exact round trip, names and punctuation)
 and multi-turn prompts (an in-context example turn, as ParallelBench's prompts have). Batches are
 drawn four at a time and grouped by length, so a batch pads little.
 
-Run: ``python -m seer.training.builtin_v2 --out runs/builtin-v2 --minutes 120`` (resumes from
+Run: ``python -m training.builtin_v2 --out runs/builtin-v2 --minutes 120`` (resumes from
 ``--out``); a checkpoint in the official LLaDA layout is written to ``--out/export`` at each save.
 """
 
@@ -24,8 +24,8 @@ from seer.data.synthetic import lines, vocab2
 from seer.data.synthetic.tokenizer import build_v2_tokenizer
 from seer.models.factory import random_model
 from seer.models.tokens import chat_ids, load_tokenizer
-from seer.training import trainer
-from seer.training.trainer import Run, Schedule, pack
+from training import trainer
+from training.trainer import Run, Schedule, pack
 
 GROUP = 4  # batches drawn at once and grouped by length
 

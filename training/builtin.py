@@ -1,5 +1,5 @@
 """Train the built-in model: a small LLaDA on the synthetic tasks, with LLaDA's SFT recipe
-(`seer.training.trainer`: the prompt never masked, answers padded with [EOS] to the window,
+(`training.trainer`: the prompt never masked, answers padded with [EOS] to the window,
 per-row windows).
 
 Per-row windows: a trial here showed that a model trained only on full windows collapses when the
@@ -7,7 +7,7 @@ window is cut, and ours, first trained with one window per batch (almost always 
 batch's longest answer sets it), lost spelling accuracy under an exact (oracle) cut; per-row
 windows fix both.
 
-Run: `python -m seer.training.builtin --out runs/builtin --minutes 80` (resumes from `--out`).
+Run: `python -m training.builtin --out runs/builtin --minutes 80` (resumes from `--out`).
 A checkpoint in the official LLaDA layout (config.json, model.safetensors, tokenizer files) is
 written to `--out/export` at every save, and loads with `seer.load`.
 """
@@ -25,8 +25,8 @@ from seer.data.synthetic.tasks import Example, generate_examples
 from seer.data.synthetic.tokenizer import build_tokenizer, encode_chat
 from seer.models.factory import random_model
 from seer.models.tokens import load_tokenizer
-from seer.training import trainer
-from seer.training.trainer import Run, Schedule, pack
+from training import trainer
+from training.trainer import Run, Schedule, pack
 
 
 @dataclass(slots=True)

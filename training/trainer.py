@@ -386,7 +386,7 @@ def parse_args(
 
 def main(argv: list[str] | None, config: type, doc: str, out: Path, minutes: float,
          train: Callable, **kw) -> None:  # fmt: skip
-    """`python -m seer.training.<model>`: parse the flags, set the threads, train."""
+    """`python -m training.<model>`: parse the flags, set the threads, train."""
     args, cfg = parse_args(argv, config, doc, out, minutes)
     torch.set_num_threads(args.threads)
     train(args.out, args.minutes, cfg, eval_every=args.eval_every, threads=args.threads, **kw)

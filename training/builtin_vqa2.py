@@ -8,7 +8,7 @@ projector, LaViDa's 2 x 2 average pool (8 x 8 = 64 image tokens, one per 16 px g
 the first built-in text model (`--init-from builtin-v1`; rows copied by token string, a v2 piece
 ``" red"`` from the word ``red``), which already knows the chat format and [EOS]-padded windows.
 
-Recipe: the first models' (`seer.training.trainer`): LLaDA SFT, answer + <|eot_id|> + [EOS] padding
+Recipe: the first models' (`training.trainer`): LLaDA SFT, answer + <|eot_id|> + [EOS] padding
 to the 128-position window, mask ratio t ~ U(0, 1) per row, CE on masked positions / t. A batch is
 either a *full* batch (every row the whole window, probability `full_window_prob`) or a *cut*
 batch (each row its answer plus 0-24 [EOS], as a Seer cut leaves it); batches are drawn four at a
@@ -18,7 +18,7 @@ spliced exactly as `LlavaProcessor` does at inference; the held-out evaluation r
 pipeline (`DiffusionLM.generate` with images, one token per step) and scores with
 `seer.data.synthetic.vqa2.score`. Everything trains, the tower included.
 
-Run: `python -m seer.training.builtin_vqa2 --out runs/builtin-vqa2 --minutes 170` (resumes from
+Run: `python -m training.builtin_vqa2 --out runs/builtin-vqa2 --minutes 170` (resumes from
 `--out`, saving every 5 minutes); `--out/export` is a LaViDa-layout checkpoint `seer.load` loads.
 """
 
@@ -35,8 +35,8 @@ import torch
 from seer.data.synthetic import scenes2, vqa2
 from seer.data.synthetic.vocab_vqa2 import build_tokenizer
 from seer.data.synthetic.vqa2 import VQA2Example
-from seer.training import multimodal, trainer
-from seer.training.trainer import JITTER, Run, Schedule
+from training import multimodal, trainer
+from training.trainer import JITTER, Run, Schedule
 
 GROUP = 4  # batches drawn at once and grouped by answer length
 SEER_JSON = {
