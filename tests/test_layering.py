@@ -1,19 +1,23 @@
 """The package's layers: arrows only point down (DESIGN.md, "Layout").
 
-    cli.py -> commands/ -> the edges (serve, ui, harness, distributed, batch, calibration, bench,
-           demo, provenance) -> data/ (data/synthetic: the built-in models' tasks)
-           -> the runtime core (pipeline, engine, boundary, diffusion, models)
-           -> the ground floor (kernels, config, spec, errors, extras, images, progress)
-    training/ (the build step that made the built-in models) -> data/ and the core; nothing
-           imports it.
+    cli -> commands -> the edges (serve, ui, harness, distributed)
+        -> the library over the engine (pipeline, likelihood, data, batch, calibration, demo,
+           provenance, profile, throughput)
+        -> engine -> boundary -> diffusion -> models
+        -> the ground floor (errors, spec, config, images, kernels, extras, progress, plots)
 
-Every arrow from one layer to a higher one fails: a core module never imports the data layer,
-the edges, the commands or the CLI; the data layer never imports an edge (the old cycle
-data -> demo -> eval -> data ran through such an arrow); an edge never imports a command; a
-ground-floor module imports nothing but the ground floor. Modules of one layer may import each
-other (the ui mounts on the server, Ray's batch drives `seer batch`). Function-local imports count
-too: a lazy import is still an arrow. Every `seer.*` import of every module under src/seer is read
-with `ast`.
+Every arrow from one layer to a higher one fails: the ground floor imports nothing above it, a
+model never imports the loop, the loop never imports the boundary, the engine never imports
+the pipeline, the data or the library over it, nothing of the library imports an edge, an edge
+never imports a command, a command never imports the CLI. Modules of one layer may import each
+other (Ray's batch drives `seer batch`'s rows), but no two packages may import each other.
+
+The installable package is the product; the lab lives beside it (`benchmarks/seerbench`, the
+benchmark library; `training/`, how the built-in models were trained; `tools/`) and imports the
+package, never the reverse: a package module that imports the lab fails.
+
+Function-local imports count too: a lazy import is still an arrow, and so is an import for type
+checking only. Every import of every module under src/seer is read with `ast`.
 """
 
 from __future__ import annotations
@@ -26,18 +30,38 @@ import pytest
 import seer
 
 SRC = Path(seer.__file__).parent
-GROUND = {"kernels", "config", "spec", "errors", "extras", "images", "progress"}
-CORE = {"pipeline", "likelihood", "engine", "boundary", "diffusion", "models"} | GROUND
-# above the core: none of these may be imported by a core module
-EDGES = {"serve", "ui", "harness", "distributed", "batch", "calibration", "provenance", "bench",
-         "demo", "plots", "profile", "throughput"}  # fmt: skip
-UPPER = {"data", "training", "commands", "cli"} | EDGES
-# each layer's rank: an arrow to a higher rank is upward ("" is the package itself: lazy exports)
-RANK = {"": 0, **dict.fromkeys(GROUND, 0), **dict.fromkeys(CORE - GROUND, 1), "data": 2,
-        **dict.fromkeys(EDGES, 3), "commands": 4, "cli": 5, "training": 6}  # fmt: skip
+ROOT = SRC.parents[1]
 
-# Known upward arrows, each owned by another area and being removed this session; the test fails
-# if one disappears without leaving this list (so the list only shrinks).
+# each layer of the package, bottom first ("" is `seer/__init__.py`: its lazy exports)
+LAYERS: list[set[str]] = [
+    {"errors", "spec", "config", "images", "kernels", "extras", "progress", "plots"},
+    {"models"},
+    {"diffusion"},
+    {"boundary"},
+    {"engine"},
+    {
+        "pipeline",
+        "likelihood",
+        "data",
+        "batch",
+        "calibration",
+        "demo",
+        "provenance",
+        "profile",
+        "throughput",
+    },  # fmt: skip
+    {"serve", "ui", "harness", "distributed"},
+    {"commands"},
+    {"cli"},
+]
+RANK = {"": len(LAYERS), **{p: i for i, layer in enumerate(LAYERS) for p in layer}}
+CORE = set().union(*LAYERS[1:5]) | LAYERS[0]  # one layer each, the ground floor below them
+
+# the lab: the top-level packages beside src/ (none of them is in the wheel)
+LAB = {"seerbench", "training", "benchmarks", "tools"}
+
+# Known upward arrows, each owned by another area; the test fails if one disappears without
+# leaving this list (so the list only shrinks).
 ALLOWED: set[tuple[str, str]] = set()
 
 
@@ -56,8 +80,8 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _imports(name: str, path: Path, modules) -> set[str]:
-    """The seer modules `name` imports (absolute and relative, at any depth of the file)."""
+def _all_imports(name: str, path: Path) -> set[str]:
+    """Every module `name` imports (absolute and relative, at any depth of the file)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -72,7 +96,18 @@ def _imports(name: str, path: Path, modules) -> set[str]:
             found |= {f"{base}.{a.name}" for a in node.names}  # `from seer import demo`
         elif isinstance(node, ast.Call) and _dynamic(node):
             found.add(_dynamic(node))
+    return found
+
+
+def _imports(name: str, path: Path, modules) -> set[str]:
+    """The seer modules `name` imports."""
+    found = _all_imports(name, path)
     return {m for m in found if m.startswith("seer") and m in modules and m != name}
+
+
+def _lab_imports(name: str, path: Path) -> set[str]:
+    """What `name` imports of the lab."""
+    return {m for m in _all_imports(name, path) if m.split(".")[0] in LAB}
 
 
 def _dynamic(node: ast.Call) -> str | None:
@@ -96,13 +131,9 @@ def _arrows() -> set[tuple[str, str]]:
 
 def _upward(src: str, dst: str) -> bool:
     a, b = _part(src), _part(dst)
-    if a == "":  # `seer/__init__.py`: the public names, imported on first use (PEP 562)
+    if "" in (a, b):  # `seer/__init__.py`: the public names, imported on first use (PEP 562)
         return False
-    if a in GROUND:
-        return b not in GROUND and b != ""
-    if b == "training":  # the build step: nothing imports it
-        return a != "training"
-    return RANK.get(b, max(RANK.values()) + 1) > RANK.get(a, 0)  # an unplaced package: upward
+    return RANK.get(b, len(LAYERS)) > RANK.get(a, -1)  # an unplaced package: upward
 
 
 def test_the_core_imports_nothing_above_it():
@@ -110,19 +141,48 @@ def test_the_core_imports_nothing_above_it():
     assert not bad, "upward imports:\n" + "\n".join(f"  {a} -> {b}" for a, b in bad)
 
 
+def _lab_arrows(modules: dict[str, Path]) -> set[tuple[str, str]]:
+    return {(name, m) for name, path in modules.items() for m in _lab_imports(name, path)}
+
+
+def test_the_package_never_imports_the_lab():
+    bad = sorted(_lab_arrows(_modules()))
+    assert not bad, "the package imports the lab:\n" + "\n".join(f"  {a} -> {b}" for a, b in bad)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["from seerbench import harness", "import training.trainer",
+     "def f():\n    from seerbench.compare import Config", "from training import builtin as t"],
+)  # fmt: skip
+def test_an_import_of_the_lab_fails(tmp_path, line):
+    """A package module that imports the benchmark library or the training code is caught."""
+    path = tmp_path / "x.py"
+    path.write_text(f"import seer\n{line}\n")
+    assert _lab_arrows({"seer.demo": path})
+    assert not _lab_arrows({"seer.demo": SRC / "errors.py"})
+
+
+def test_the_lab_is_beside_the_package_not_in_it():
+    """Each name of the lab is a folder beside src/ (or inside benchmarks/), none of the package."""
+    assert (ROOT / "benchmarks" / "seerbench" / "__init__.py").is_file()
+    assert (ROOT / "training" / "__init__.py").is_file()
+    parts = {_part(m) for m in _modules()}
+    assert not parts & LAB and not (SRC / "bench").exists() and not (SRC / "training").exists()
+
+
 def _cycles() -> set[str]:
-    """The top-level packages on a cycle of package-level arrows, the core's left out (pipeline
-    and engine are one layer) and the package's own lazy exports too."""
+    """The top-level packages on a cycle of package-level arrows (the package's own lazy
+    exports left out)."""
     arrows = {(_part(a), _part(b)) for a, b in _arrows()}
     arrows = {(a, b) for a, b in arrows if a != b and "" not in (a, b)}
     reach = {p: {b for a, b in arrows if a == p} for p in RANK}
     for _ in RANK:  # transitive closure of a small graph
         reach = {p: r | {c for q in r for c in reach.get(q, ())} for p, r in reach.items()}
-    return {p for p in RANK if p in reach[p] and p not in CORE}
+    return {p for p in RANK if p in reach[p]}
 
 
-# `seer serve --ui` mounts the page on the server's app; the page drives that server's engine.
-KNOWN_CYCLES = {"serve", "ui"}
+KNOWN_CYCLES: set[str] = set()
 
 
 def test_the_packages_have_no_cycle():
@@ -138,30 +198,46 @@ def test_the_allow_list_only_holds_arrows_that_still_exist():
 
 def test_every_package_is_placed_in_a_layer():
     parts = {_part(m) for m in _modules()} - {""}
-    assert parts <= CORE | UPPER, f"place these in a layer of this test: {parts - CORE - UPPER}"
+    placed = set().union(*LAYERS)
+    assert parts <= placed, f"place these in a layer of this test: {parts - placed}"
 
 
 @pytest.mark.parametrize(
     ("src", "dst", "upward"),
     [
-        ("seer.models.factory", "seer.data.synthetic.tokenizer", True),
+        ("seer.models.factory", "seer.data.builtin", True),
+        ("seer.models.llada", "seer.diffusion.loop", True),
+        ("seer.diffusion.loop", "seer.boundary.truncation", True),
+        ("seer.boundary.probe", "seer.engine.engine", True),
         ("seer.engine.engine", "seer.data", True),
+        ("seer.engine.engine", "seer.pipeline", True),
         ("seer.config", "seer.models.loader", True),
+        ("seer.plots", "seer.models", True),
         ("seer.commands.demo", "seer.demo", False),
         ("seer.pipeline", "seer.engine", False),
+        ("seer.engine.engine", "seer.boundary.truncation", False),
+        ("seer.boundary.probe", "seer.diffusion.loop", False),
         ("seer.config", "seer.errors", False),
-        ("seer.data.builtin", "seer.demo", True),  # the old cycle's upward arrow
-        ("seer.data.builtin", "seer.plots", True),
+        ("seer.data.builtin", "seer.demo", False),  # one layer: their cycle is what fails
+        ("seer.calibration", "seer.plots", False),
+        ("seer.demo", "seer.serve", True),
         ("seer.serve.app", "seer.commands.options", True),
         ("seer.commands.batch", "seer.cli", True),
-        ("seer.demo", "seer.training.builtin", True),
-        ("seer.training.builtin", "seer.data.synthetic.tasks", False),
         ("seer.throughput", "seer.data", False),
         ("seer.ui.page", "seer.serve.app", False),
+        ("seer.models.x", "seer.unplaced", True),
     ],
 )
 def test_what_counts_as_upward(src, dst, upward):
     assert _upward(src, dst) is upward
+
+
+def test_a_cycle_of_one_layer_is_found(monkeypatch):
+    """Two packages of one layer that import each other fail (the old data <-> demo cycle)."""
+    real = _arrows()
+    fake = real | {("seer.data.builtin", "seer.demo"), ("seer.demo", "seer.data")}
+    monkeypatch.setitem(globals(), "_arrows", lambda: fake)
+    assert {"data", "demo"} <= _cycles()
 
 
 def test_dynamic_imports_are_read(tmp_path):
@@ -172,7 +248,7 @@ def test_dynamic_imports_are_read(tmp_path):
         "import importlib\ndef f(t):\n    return importlib.import_module(f'seer.demo.{t}')\n"
     )
     got = _imports("seer.data.builtin", path, {"seer.demo", "seer.data.builtin"})
-    assert got == {"seer.demo"} and _upward("seer.data.builtin", "seer.demo")
+    assert got == {"seer.demo"}
 
 
 def test_relative_and_lazy_imports_are_read(tmp_path):

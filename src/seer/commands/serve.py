@@ -140,8 +140,16 @@ def main(args) -> int:
         return _replicas(args)
     sock = bind(args.host, args.port)  # before the model loads: a taken port is one line
     lm = options.load(args)
+    built = _build(args)
+    page = None
+    if args.ui:  # the page of `seer ui`, mounted on this server's app at /ui/
+        from seer.ui import mount
+
+        def page(app):
+            mount(app, lm, api_key=built.get("api_key"))
+
     serve(lm, host=args.host, port=args.port, drain_timeout=args.drain_timeout,
-          log_level=args.log_level, ui=args.ui, sock=sock,
+          log_level=args.log_level, mount=page, sock=sock,
           model_names=model_names(lm, args.model, args.served_model_name),
-          **_build(args))  # fmt: skip
+          **built)  # fmt: skip
     return 0

@@ -63,18 +63,17 @@ def model_names(lm, model: str | None = None, served: str | None = None) -> tupl
 
 
 def serve(lm, host: str = "127.0.0.1", port: int = 8000, drain_timeout: float = 60.0,
-          log_level: str = "info", ui: bool = False, sock=None, **options) -> None:  # fmt: skip
-    """Serve `lm` until SIGTERM (drains) or SIGINT; `options` as in `build`. `ui`: the page
-    of `seer ui` too, at /ui/ (`seer.ui`). `sock`: a socket `seer.serve.server.bind` made
-    (else it binds host:port here; a `SeerError` if it cannot)."""
+          log_level: str = "info", mount=None, sock=None, **options) -> None:  # fmt: skip
+    """Serve `lm` until SIGTERM (drains) or SIGINT; `options` as in `build`. `mount`: called
+    with the app before it serves (`seer serve --ui` mounts the page of `seer ui` there, at
+    /ui/). `sock`: a socket `seer.serve.server.bind` made (else it binds host:port here; a
+    `SeerError` if it cannot)."""
     from seer.serve.server import bind, run
 
     sock = sock or bind(host, port)
     app = build(lm, **options)
-    if ui:
-        from seer.ui import mount
-
-        mount(app, lm, api_key=options.get("api_key"))
+    if mount is not None:
+        mount(app)
     run(app, sock, drain_timeout, log_level)
 
 
