@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import torch
@@ -28,32 +27,13 @@ import torch
 from seer.config import SamplingParams, TokenIds
 from seer.diffusion.cache import Span
 from seer.diffusion.canvas import Canvas
+from seer.diffusion.schedule import StepRows
 from seer.kernels.compact_ref import Compacted
 from seer.kernels.dispatch import compact
 from seer.models.common import KVCache
 
 if TYPE_CHECKING:
-    from seer.diffusion.loop import LoopState
-
-
-@dataclass(slots=True)
-class StepRows:
-    """Where each row stands at the current step (the plan's view of one step)."""
-
-    start: torch.Tensor  # (B,) long: first answer position of the row's current block
-    end: torch.Tensor  # (B,) long: one past its last position
-    j: torch.Tensor  # (B,) long: the step's index inside the block
-    steps: torch.Tensor  # (B,) long: the block's steps
-    active: torch.Tensor  # (B,) bool: the row takes this step (False: finished or idle)
-    bounds: tuple[int, int, int] | None = None  # `span()` and the active rows, read on the host
-
-    def span(self) -> tuple[int, int]:
-        """The answer positions touched by the step of any active row."""
-        if self.bounds is not None:
-            return self.bounds[:2]
-        if not bool(self.active.any()):
-            return 0, 1
-        return int(self.start[self.active].min()), int(self.end[self.active].max())
+    from seer.diffusion.state import LoopState
 
 
 class Forward(Protocol):

@@ -64,6 +64,26 @@ def steps_per_block(p) -> int:
     return p.total_steps // (p.gen_length // p.block)
 
 
+@dataclass(slots=True)
+class StepRows:
+    """Where each row stands at the current step (the plan's view of one step)."""
+
+    start: torch.Tensor  # (B,) long: first answer position of the row's current block
+    end: torch.Tensor  # (B,) long: one past its last position
+    j: torch.Tensor  # (B,) long: the step's index inside the block
+    steps: torch.Tensor  # (B,) long: the block's steps
+    active: torch.Tensor  # (B,) bool: the row takes this step (False: finished or idle)
+    bounds: tuple[int, int, int] | None = None  # `span()` and the active rows, read on the host
+
+    def span(self) -> tuple[int, int]:
+        """The answer positions touched by the step of any active row."""
+        if self.bounds is not None:
+            return self.bounds[:2]
+        if not bool(self.active.any()):
+            return 0, 1
+        return int(self.start[self.active].min()), int(self.end[self.active].max())
+
+
 class Plan:
     """Per-row stages, advanced in lockstep: at global step g each row is in one of its stages."""
 

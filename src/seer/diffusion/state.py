@@ -20,8 +20,7 @@ import torch
 from seer.config import SamplingParams, TokenIds
 from seer.diffusion.cache import CachePolicy, NoCache, gather_cache
 from seer.diffusion.canvas import Canvas, place
-from seer.diffusion.forward import StepRows
-from seer.diffusion.schedule import Plan
+from seer.diffusion.schedule import Plan, StepRows
 from seer.diffusion.stop import StopWords
 
 
