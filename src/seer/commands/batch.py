@@ -63,9 +63,10 @@ def main(args) -> int:
         extras.require("ray", "seer batch --ray")
         if options.sampling(args).get("cache") == "prefix_lm":
             import seer
+            from seer.engine.engine import check_cache
 
-            skeleton = seer.load(args.model, weights=False)
-            options.check_cache(skeleton, skeleton.sampling(**options.sampling(args)))
+            skeleton = seer.load(args.model, weights=False)  # refused before the actors start
+            check_cache(skeleton, skeleton.sampling(**options.sampling(args)))
     with progress.status(f"reading {args.data}"):
         examples = load_examples(args.data, n=args.n)
     skipped = len(set(done_ids(out)) & {ex.id for ex in examples}) if args.resume else 0

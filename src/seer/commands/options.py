@@ -107,26 +107,12 @@ def params(lm, args):
     option that can do nothing with the others is said in one line (`--early-stop` with one
     block)."""
     p = lm.sampling(**sampling(args))
-    check_cache(lm, p)
     block = p.block_length or p.gen_length
     if p.early_stop and not p.daedal and block >= p.gen_length:
         log.warning(f"seer: warning: --early-stop does nothing here: it ends a row after a "
                     f"finished block, and the window ({p.gen_length}) is one block ({block}); "
                     "give --block-length below --gen-length")  # fmt: skip
     return p
-
-
-def check_cache(lm, p) -> None:
-    """`--cache prefix_lm` is LaViDa's prompt-LM attention (the prompt encoded alone, never
-    seeing the answer): a model trained otherwise answers it with garbage or nothing."""
-    from seer.errors import SeerError
-    from seer.models.lavida import LavidaDream, LavidaLLaDA
-
-    if p.cache == "prefix_lm" and not isinstance(lm.model, (LavidaLLaDA, LavidaDream)):
-        raise SeerError(
-            f"--cache prefix_lm needs a prompt-LM model (LaViDa), and {lm.name or 'this model'} "
-            "was not trained that way; use --cache none, prefix, dual or dpad"
-        )
 
 
 # -- Seer: the group is generated from SeerConfig's fields --------------------------------------

@@ -50,6 +50,22 @@ class QueueFull(SeerError):
     """`Engine.add` refused a request: `max_queue` requests are already waiting."""
 
 
+def check_cache(lm, p: SamplingParams) -> None:
+    """cache='prefix_lm' is LaViDa's prompt-LM attention (the prompt encoded alone, never
+    seeing the answer): a model trained otherwise answers it with nothing or garbage, so any
+    other model refuses it (the low-level `DenoisingLoop` still runs it, for tests of layout)."""
+    from seer.models.lavida import LavidaDream, LavidaLLaDA
+
+    if p.cache == "prefix_lm" and not isinstance(
+        getattr(lm, "model", None), (LavidaLLaDA, LavidaDream)
+    ):
+        name = getattr(lm, "name", "") or "this model"
+        raise SeerError(
+            f"cache prefix_lm needs a prompt-LM model (LaViDa), and {name} was not trained "
+            "that way (it would answer nothing); use cache none, prefix, dual or dpad"
+        )
+
+
 @dataclass(slots=True)
 class EngineStats:
     """Where the engine's time went and how rows were routed (over the engine's life)."""
@@ -164,6 +180,7 @@ class Engine:
         if not isinstance(p, SamplingParams):
             raise SeerError("Request.params must be a SamplingParams (or None for the defaults)")
         p = p.resolve(lm.default_rule)
+        check_cache(lm, p)
         inputs = lm.prompt_inputs(req.prompt, p, req.image, req.chat)
         if len(inputs) != 1:
             raise SeerError("a Request holds one prompt (text or one id list), not a batch")
