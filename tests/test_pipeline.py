@@ -10,10 +10,10 @@ import torch
 
 import seer
 from seer import CheckpointError, Generation, SamplingParams, SeerError
-from seer.data.synthetic.tokenizer import build_tokenizer, vocabulary
 from seer.diffusion.loop import DenoisingLoop, make_canvas
 from seer.models.configs import dream_config, llada_config
 from seer.models.factory import make_random_checkpoint, random_model, save_checkpoint
+from training.tokenizer import build_tokenizer, vocabulary
 
 PROMPT = "repeat star 3 times"
 PROMPTS = ["repeat star 3 times", "spell cat", "what is 2 plus 3"]

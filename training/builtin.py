@@ -22,10 +22,10 @@ import torch
 
 from seer.config import TokenIds
 from seer.data.synthetic.tasks import Example, generate_examples
-from seer.data.synthetic.tokenizer import build_tokenizer, encode_chat
 from seer.models.factory import random_model
 from seer.models.tokens import load_tokenizer
 from training import trainer
+from training.tokenizer import build_tokenizer, encode_chat
 from training.trainer import Run, Schedule, pack
 
 

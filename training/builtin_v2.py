@@ -2,7 +2,7 @@
 
 The recipe is the first model's (:mod:`training.trainer`: LLaDA SFT, answers padded with [EOS]
 to the window, [EOS] a target, per-row windows), with a 128-position window, the v2 tokenizer
-(:func:`seer.data.synthetic.tokenizer.build_v2_tokenizer`: exact round trip, names and punctuation)
+(:func:`training.tokenizer.build_v2_tokenizer`: exact round trip, names and punctuation)
 and multi-turn prompts (an in-context example turn, as ParallelBench's prompts have). Batches are
 drawn four at a time and grouped by length, so a batch pads little.
 
@@ -20,11 +20,11 @@ from pathlib import Path
 import torch
 
 from seer.config import TokenIds
-from seer.data.synthetic import lines, vocab2
-from seer.data.synthetic.tokenizer import build_v2_tokenizer
+from seer.data.synthetic import lines
 from seer.models.factory import random_model
 from seer.models.tokens import chat_ids, load_tokenizer
-from training import trainer
+from training import trainer, vocab2
+from training.tokenizer import build_v2_tokenizer
 from training.trainer import Run, Schedule, pack
 
 GROUP = 4  # batches drawn at once and grouped by length

@@ -28,8 +28,8 @@ from pathlib import Path
 import torch
 
 from seer.data.synthetic import vqa
-from seer.data.synthetic.tokenizer import build_multimodal_tokenizer
 from training import multimodal, trainer
+from training.tokenizer import build_multimodal_tokenizer
 from training.trainer import Run, Schedule
 
 

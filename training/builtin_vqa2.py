@@ -33,10 +33,10 @@ from typing import ClassVar
 import torch
 
 from seer.data.synthetic import scenes2, vqa2
-from seer.data.synthetic.vocab_vqa2 import build_tokenizer
 from seer.data.synthetic.vqa2 import VQA2Example
 from training import multimodal, trainer
 from training.trainer import JITTER, Run, Schedule
+from training.vocab_vqa2 import build_tokenizer
 
 GROUP = 4  # batches drawn at once and grouped by answer length
 SEER_JSON = {

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from seer.data.synthetic.tasks import generate_examples
-from seer.data.synthetic.tokenizer import build_tokenizer
 from seer.models.tokens import load_tokenizer
 from training import builtin as train
 from training import builtin_vqa as train_vqa
 from training import trainer
+from training.tokenizer import build_tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 

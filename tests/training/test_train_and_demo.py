@@ -50,9 +50,9 @@ def test_a_run_resumes_from_its_export_when_the_optimiser_state_is_gone(tmp_path
 def test_loss_masks_only_the_answer_window_and_weights_by_one_over_t(tmp_path):
     from transformers import AutoTokenizer
 
-    from seer.data.synthetic.tokenizer import build_tokenizer
     from seer.models.configs import llada_config
     from seer.models.factory import random_model
+    from training.tokenizer import build_tokenizer
 
     build_tokenizer(tmp_path)
     enc = Encoder(AutoTokenizer.from_pretrained(tmp_path))

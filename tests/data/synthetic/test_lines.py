@@ -14,9 +14,10 @@ import torch
 
 import seer
 from seer.data.parallelbench_metrics import parse_list
-from seer.data.synthetic import lines, vocab2
-from seer.data.synthetic.tokenizer import build_v2_tokenizer, pieces
+from seer.data.synthetic import lines
 from seer.models.tokens import load_tokenizer
+from training import vocab2
+from training.tokenizer import build_v2_tokenizer, pieces
 
 N = 19 * 40
 

@@ -20,7 +20,7 @@ from seer.data.synthetic.tasks import (
     generate_examples,
     is_heldout,
 )
-from seer.data.synthetic.tokenizer import (
+from training.tokenizer import (
     SPECIAL_TOKENS,
     build_tokenizer,
     encode_chat,

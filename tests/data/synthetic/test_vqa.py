@@ -12,14 +12,6 @@ import pytest
 
 from seer.data.synthetic import scenes, vqa
 from seer.data.synthetic.scenes import render_batch
-from seer.data.synthetic.tokenizer import (
-    IMAGE_TOKEN,
-    SPECIAL_TOKENS,
-    UNK_TOKEN,
-    build_multimodal_tokenizer,
-    build_tokenizer,
-    multimodal_words,
-)
 from seer.data.synthetic.vqa import (
     CANVAS,
     CELL,
@@ -38,6 +30,14 @@ from seer.data.synthetic.vqa import (
     save_samples,
 )
 from seer.errors import SeerError
+from training.tokenizer import (
+    IMAGE_TOKEN,
+    SPECIAL_TOKENS,
+    UNK_TOKEN,
+    build_multimodal_tokenizer,
+    build_tokenizer,
+    multimodal_words,
+)
 
 N = 1000  # 200 per family
 BUILTIN = Path(vqa.__file__).resolve().parents[2] / "assets" / "builtin-v1"

@@ -13,10 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seer.data.synthetic import scenes2, vocab_vqa2, vqa2
+from seer.data.synthetic import scenes2, vqa2
 from seer.data.synthetic.scenes2 import Item, Picture
 from seer.errors import SeerError
 from seer.models.tokens import load_tokenizer
+from training import vocab_vqa2
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 ``SCENES`` open most waiting-line requests; ``OPS`` holds each waiting-line family's phrasings
 (fields ``{context}``, ``{word}``, ``{index}``), ``PUZZLES`` those of the other families. The
-v2 vocabulary (:mod:`seer.data.synthetic.vocab2`) holds every piece of these strings: changing a
+v2 vocabulary (:mod:`training.vocab2`) holds every piece of these strings: changing a
 word here changes the vocabulary the shipped weights were trained on (a test pins it).
 """
 

@@ -24,7 +24,7 @@ family          question                                     answer             
 
 (* several valid answers: ``list`` in any order, ``pair`` any two objects of the repeated colour
 in any order; :func:`score` checks them.) Tokens are those of the v2 tokenizer
-(:mod:`seer.data.synthetic.vocab_vqa2`: one token per word, digit or punctuation mark), so a number
+(:mod:`training.vocab_vqa2`: one token per word, digit or punctuation mark), so a number
 is read digit by digit, one digit per glyph cell. The median answer is 1-2 tokens, far below a
 quarter of the window; ``describe`` is the long-answer (caption) family.
 

@@ -6,7 +6,7 @@ so decoding concatenates the pieces and text round-trips exactly ("red circle, b
 "407" come back as written; a number is one token per digit, as it is printed one glyph per
 cell). The vocabulary is every piece of :func:`seer.data.synthetic.vqa2.all_texts` with and without
 its leading space, the digits, the punctuation marks, the whitespace characters and the chat roles;
-the special tokens and their ids are the first tokenizer's (:mod:`seer.data.synthetic.tokenizer`),
+the special tokens and their ids are the first tokenizer's (:mod:`training.tokenizer`),
 then LLaVA's image placeholder as id 7 (as the v1 multimodal tokenizer has it). The vocabulary is
 pinned by a test: the training run of the shipped weights depends on it.
 """
@@ -19,13 +19,13 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 from seer.data.synthetic import vqa2
-from seer.data.synthetic.tokenizer import (
+from seer.models.tokens import IMAGE_TOKEN
+from training.tokenizer import (
     PIECE_PATTERN,
     build_v2_backend,
     build_v2_tokenizer,
     pieces,
 )
-from seer.models.tokens import IMAGE_TOKEN
 
 __all__ = ["PIECE_PATTERN", "build_backend", "build_tokenizer", "pieces", "words"]
 EXTRA_SPECIAL = (IMAGE_TOKEN,)
@@ -43,7 +43,7 @@ def words() -> list[str]:
 
 
 def build_backend() -> Tokenizer:
-    """The v2 tokenizer (:func:`seer.data.synthetic.tokenizer.build_v2_backend`) over
+    """The v2 tokenizer (:func:`training.tokenizer.build_v2_backend`) over
     :func:`words`."""
     return build_v2_backend(words(), EXTRA_SPECIAL)
 

@@ -1,6 +1,6 @@
 """The v2 text model's vocabulary: every piece its tasks can produce, closed and deterministic.
 
-Pieces (:data:`seer.data.synthetic.tokenizer.PIECE_PATTERN`) of: every template and scene sentence
+Pieces (:data:`training.tokenizer.PIECE_PATTERN`) of: every template and scene sentence
 of :mod:`seer.data.synthetic.lines`, every name with and without a leading space, every letter and
 digit with and without one, the punctuation marks, a few common English words (so that other
 phrasings of the same requests lose fewer words to the unknown token), the chat roles and the
@@ -13,7 +13,7 @@ import string
 
 from seer.data.synthetic import lines
 from seer.data.synthetic.names import first_names, last_names
-from seer.data.synthetic.tokenizer import pieces
+from training.tokenizer import pieces
 
 _EXTRA = """a an the of to in on at by for with from and or but not no yes is are was were be
 been this that these those it its they them their there here what which who whom whose when where
