@@ -7,9 +7,11 @@ then Seer, so their clocks do not share the machine. The step-0 profile is the o
 detector saw (`BoundaryReport.profile`, from `seer.boundary`'s probe), drawn by
 `seer.plots` with the detected boundary and the baseline's true end.
 
-Every mistake (empty prompt, an upload that is not an image, a window of 0, an option out of
-range) is the library's one-line `SeerError`, shown in the page's message area; the server
-goes on.
+The prompt and upload go through the server's preparer (`seer.serve.prepare`) as an API
+request's do: the same prompt-length bound and image limits (bytes, pixels, decoding in its
+threads). Every mistake (empty prompt, a prompt over the bound, an upload that is not an image
+or too large, a window of 0, an option out of range) is one line (a `SeerError`), shown in the
+page's message area; the server goes on.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from seer.boundary.truncation import resolve
 from seer.config import CACHES
 from seer.engine.request import Request, StepView
 from seer.errors import SeerError
+from seer.serve.errors import APIError
+from seer.serve.prepare import Prompt
 from seer.serve.worker import Done, Failed, Ticket
 from seer.ui import render
 
@@ -79,6 +83,15 @@ class Page:
                 text = tok.decode([t]).strip() or tok.convert_ids_to_tokens(t) or str(t)
             self.labels[t] = text
         return self.labels
+
+    async def prompt(self, text: str, image: str | None, params):
+        """The prompt (and uploaded image) made ready by the server's preparer, as an API
+        request's is: the same prompt-length bound, image size and pixel limits, decoding off
+        the engine's thread. A prompt or image over them is one `SeerError` line at once."""
+        try:
+            return await self.service.preparer.prepare(Prompt(text, True, image), params)
+        except APIError as e:
+            raise SeerError(e.message) from None
 
     async def side(self, request: Request, every: bool = False):
         """Run one request in the engine; yields its `StepView`s, then its result. Unless
@@ -193,9 +206,10 @@ def build(lm, service) -> gr.Blocks:
                 if on_seer:
                     sides.append(("Seer", {"signal": opts.signal}, seer_canvas, seer_stats))
                 done, end = {}, None
+                ready = await page.prompt(text, upload, p)  # checked and prepared once
                 for name, seer, canvas, numbers in sides:
                     before, drawn = None, False
-                    req = Request(text, p, seer=seer, image=upload)
+                    req = Request(ready, p, seer=seer)
                     async for ev in page.side(req, every=pause > 0):
                         if isinstance(ev, Done):
                             done[name] = ev.result
