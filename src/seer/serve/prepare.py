@@ -31,6 +31,7 @@ import base64
 import binascii
 import contextlib
 import io
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,5 +241,6 @@ def _trim() -> None:
 
 def _undecodable(e: Exception) -> APIError:
     detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    detail = re.sub(r" <[^<>]* at 0x[0-9a-fA-F]+>", "", detail)  # no object reprs for the client
     return bad_request(f"the image cannot be decoded (damaged, or not an image): {detail}",
                        "image_url")  # fmt: skip

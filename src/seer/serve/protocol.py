@@ -26,6 +26,8 @@ from pydantic import (
     Strict,
     StrictBool,
     StrictInt,
+    TypeAdapter,
+    ValidationError,
     create_model,
     field_validator,
     model_validator,
@@ -55,6 +57,7 @@ class ImagePart(_Strict):
 
 
 ContentPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
+_PART = TypeAdapter(ContentPart)
 
 
 class Message(BaseModel):
@@ -70,6 +73,8 @@ class Message(BaseModel):
         {"url": ...} gets a message showing the shape (pydantic's union error would name
         only the first alternative: "content.str: Input should be a valid string")."""
         if not isinstance(content, list):
+            if not isinstance(content, str):
+                raise ValueError(f"content must be a text or a list of parts, not {_json(content)}")
             return content
         for i, part in enumerate(content):
             if not isinstance(part, dict):
@@ -84,7 +89,23 @@ class Message(BaseModel):
                     '{"url": "data:image/png;base64,..."}, not '
                     f"{type(part.get('image_url')).__name__}"
                 )
+            if "type" not in part:
+                raise ValueError(f'content part {i} has no "type" ("text" or "image_url")')
+            try:  # the part's own error (the union's would name only its str alternative)
+                _PART.validate_python(part)
+            except ValidationError as e:
+                err = e.errors()[0]
+                where = ".".join(str(x) for x in err["loc"][1:])  # [0]: the part's type tag
+                where = f"{where}: " if where else ""
+                raise ValueError(f"content part {i}: {where}{err['msg']}") from None
         return content
+
+
+def _json(value) -> str:
+    """A JSON value's JSON type name (null, number, object, ...), as the client wrote it."""
+    names = {type(None): "null", bool: "a boolean", int: "a number", float: "a number",
+             dict: "an object"}  # fmt: skip
+    return names.get(type(value), type(value).__name__)
 
 
 def _valid(spec: Spec):
