@@ -32,7 +32,12 @@ def add_parser(sub) -> None:
                    "builtin-vqa2 for the first two), or "
                    "parallelbench:ROOT[/GROUP[/TASK]] (a ParallelBench checkout's test "
                    "files)")  # fmt: skip
-    p.add_argument("--out", required=True, help="output file (.jsonl; .parquet with --ray)")
+    p.add_argument(
+        "--out",
+        required=True,
+        type=options.file_out,
+        help="output file (.jsonl; .parquet with --ray)",
+    )
     p.add_argument("--n", type=options.POSITIVE, default=None, help="only the first N rows")
     p.add_argument("--resume", action="store_true", help="skip the ids already in --out")
     p.add_argument("--max-batch", type=options.POSITIVE, default=32,

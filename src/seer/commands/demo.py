@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from seer.commands.options import file_out
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("demo", help="a built-in model with and without Seer: table + PNG")
@@ -9,7 +11,9 @@ def add_parser(sub) -> None:
         "--model", default=None, help="model folder (default: the built-in multimodal model)"
     )
     p.add_argument("--text", action="store_true", help="the built-in text model instead")
-    p.add_argument("--out", default="seer-demo.png", help="PNG of the step-0 profiles")
+    p.add_argument(
+        "--out", default="seer-demo.png", type=file_out, help="PNG of the step-0 profiles"
+    )
     p.set_defaults(func=main)
 
 

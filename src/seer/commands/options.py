@@ -44,6 +44,15 @@ POSITIVE = number(int, 1)
 NONNEG = number(int, 0)
 
 
+def file_out(value: str) -> str:
+    """An argparse type for an output file: an existing folder is refused before any work."""
+    from pathlib import Path
+
+    if Path(value).expanduser().is_dir():
+        raise argparse.ArgumentTypeError(f"'{value}' is a folder; give the path of a file to write")
+    return value
+
+
 # -- the model --------------------------------------------------------------------------------
 def add_model(p: argparse.ArgumentParser, default: str | None, help: str | None = None) -> None:
     """--model, --dtype, --device. `default`: None makes --model required."""
@@ -112,6 +121,9 @@ def params(lm, args):
         log.warning(f"seer: warning: --early-stop does nothing here: it ends a row after a "
                     f"finished block, and the window ({p.gen_length}) is one block ({block}); "
                     "give --block-length below --gen-length")  # fmt: skip
+    if getattr(args, "dpad_window", None) is not None and p.cache != "dpad":
+        log.warning(f"seer: warning: --dpad-window does nothing under --cache {p.cache}; "
+                    "it sets DPad's suffix, so add --cache dpad")  # fmt: skip
     return p
 
 

@@ -24,8 +24,8 @@ def add_parser(sub) -> None:
     p.add_argument("--no-seer", action="store_true",
                    help="full windows unless a request sends \"seer\": true")  # fmt: skip
     p.add_argument("--max-batch", type=options.POSITIVE, default=64, help="rows per engine batch")
-    p.add_argument("--max-queue", type=options.NONNEG, default=None,
-                   help="waiting requests before 429 (default: unbounded)")  # fmt: skip
+    p.add_argument("--max-queue", type=options.POSITIVE, default=None,
+                   help="waiting requests before 429, at least 1 (default: unbounded)")  # fmt: skip
     p.add_argument("--max-tokens-per-step", type=options.POSITIVE, default=None,
                    help="token budget of one engine step")  # fmt: skip
     p.add_argument("--allow-local-images", default=None, metavar="DIR",
