@@ -53,3 +53,26 @@ def test_a_lavida_model_runs_it(tmp_path):
     lavida = seer.load(folder)
     g = lavida.generate("describe", gen_length=8, steps=4, cache="prefix_lm")
     assert len(g.token_ids) >= 1
+
+
+def test_the_server_answers_it_with_one_400_line():
+    pytest.importorskip("fastapi", reason="the serve extra is not installed")
+    from fastapi.testclient import TestClient
+
+    from seer.serve import build
+
+    lm = seer.load("builtin-v1")
+    chat = {"model": "builtin-v1", "messages": [{"role": "user", "content": "spell sun"}]}
+    with TestClient(build(lm)) as client:
+        for path, body in (
+            ("/v1/chat/completions", chat),
+            ("/v1/completions", {"model": "builtin-v1", "prompt": "spell sun"}),
+        ):
+            r = client.post(path, json={**body, "max_tokens": 8, "cache": "prefix_lm"})
+            assert r.status_code == 400, r.text
+            message = r.json()["error"]["message"]
+            assert "\n" not in message
+            assert "cache prefix_lm needs a prompt-LM model (LaViDa), and builtin-v1" in message
+        assert (
+            client.post("/v1/chat/completions", json={**chat, "max_tokens": 8}).status_code == 200
+        )
