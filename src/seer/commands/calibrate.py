@@ -29,10 +29,20 @@ def add_parser(sub) -> None:
     p.add_argument("--calib-fraction", type=options.number(float, 0, 1, open_lo=True),
                    default=0.5, help="share of the unique rows used to choose (the rest "
                    "evaluates the choice)")  # fmt: skip
-    p.add_argument("--seed", type=int, default=0, help="seed of the calibration/evaluation split")
+    p.add_argument(
+        "--seed",
+        type=options.number(int),
+        default=0,
+        help="seed of the calibration/evaluation split",
+    )
     p.add_argument("--gen-length", type=options.POSITIVE, default=None,
                    help="answer window (default: the model's)")  # fmt: skip
-    p.add_argument("--out", default="calibration", help="folder for the report and plots")
+    p.add_argument(
+        "--out",
+        default="calibration",
+        type=options.folder_out,
+        help="folder for the report and plots",
+    )
     p.add_argument("--write", action="store_true", help="store the choice in the model's seer.json")
     p.add_argument("--margin", type=options.number(float, 0, 100), default=None,
                    help="points of the data's score the choice may lose against the full window "

@@ -17,7 +17,7 @@ def add_parser(sub) -> None:
     p.add_argument("--stream", action="store_true",
                    help="print the answer block by block as each becomes final")  # fmt: skip
     p.add_argument("--no-chat", action="store_true", help="do not apply the chat template")
-    p.add_argument("--stop", action="append", default=None, type=options.text,
+    p.add_argument("--stop", action="append", default=None, type=options.nonempty,
                    help="stop string (repeatable; LLaDA-V style)")  # fmt: skip
     options.add_sampling(p)
     options.add_seer(p)

@@ -44,6 +44,23 @@ POSITIVE = number(int, 1)
 NONNEG = number(int, 0)
 
 
+def folder_out(value: str) -> str:
+    """An argparse type for an output folder: an existing file is refused before any work."""
+    from pathlib import Path
+
+    path = Path(value).expanduser()
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"'{value}' is a file; give a folder to write into")
+    return value
+
+
+def nonempty(value: str) -> str:
+    """An argparse type for a text that must hold something (a stop string)."""
+    if not text(value):
+        raise argparse.ArgumentTypeError("must not be empty")
+    return value
+
+
 def file_out(value: str) -> str:
     """An argparse type for an output file: an existing folder is refused before any work."""
     from pathlib import Path
