@@ -1,4 +1,5 @@
-"""The bad-input corpus (`bad_inputs.yaml`): its cases, and what its runners share."""
+"""The bad-input corpus (`bad_inputs.yaml`, `more_cases.yaml`): its cases, and what its runners
+share."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from pathlib import Path
 import yaml
 
 FILE = Path(__file__).with_name("bad_inputs.yaml")
+MORE = Path(__file__).with_name("more_cases.yaml")  # more cases of the same two formats
 
 
-def cases(kind: str) -> list[dict]:
-    """The corpus's `cli` or `http` cases."""
-    return yaml.safe_load(FILE.read_text(encoding="utf-8"))[kind]
+def cases(kind: str, file: Path = FILE) -> list[dict]:
+    """The `cli` or `http` cases of a corpus file (bad_inputs.yaml unless `file`)."""
+    return yaml.safe_load(file.read_text(encoding="utf-8"))[kind]
 
 
 def case_id(case: dict) -> str:

@@ -1,8 +1,9 @@
 """The server's guards, end to end on a real `seer serve`: the API key before the body (and on
 /metrics), strict integers, images that do not decode, the prompt-length bound, the local image
-folder. The bad requests are the corpus file tests/corpus/http_guards.yaml; the rest checks what
-a corpus case cannot (a good local image answers, every refusal reads the same, /health stays
-open) and the preparation's parts in-process (the pixel budget, the time limit).
+folder. The bad requests are the corpus files tests/corpus/http_guards.yaml and the `http` half
+of more_cases.yaml; the rest checks what a corpus case cannot (a good local image answers, every
+refusal reads the same, /health stays open) and the preparation's parts in-process (the pixel
+budget, the time limit).
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from corpus.corpus import case_id, png, png_uri, substitute
+from corpus.corpus import MORE, case_id, cases, png, png_uri, substitute
 from serve_helpers import KEY, Server, httpx
 
 MODEL = "builtin-vqa"
 CORPUS = Path(__file__).parents[1] / "corpus" / "http_guards.yaml"
-HTTP = yaml.safe_load(CORPUS.read_text(encoding="utf-8"))["http"]
+HTTP = yaml.safe_load(CORPUS.read_text(encoding="utf-8"))["http"] + cases("http", MORE)
 REFUSED = "image_url is not an image file under the server's image folder"
 
 
