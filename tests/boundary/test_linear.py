@@ -115,6 +115,8 @@ def test_a_missing_hidden_layer_is_one_error_and_leaves_no_hooks():
 
 @pytest.mark.parametrize("arch", ["llada", "dream"])
 def test_prefix_lm_reads_each_window_column_from_the_forward_computing_it(arch):
+    # a layout test on plain LLaDA/Dream (both logit shifts): `step0` runs the loop itself,
+    # below the engine, which refuses prefix_lm on a model that is not LaViDa
     model = tiny(arch, layers=2)
     lm = DiffusionLM(model, None, TOKENS, name="tiny")
     prompts = [[5, 6, 7, 8, 9], [11, 12]]

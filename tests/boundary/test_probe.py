@@ -170,7 +170,9 @@ def test_step0_equals_what_seer_reads_inside_generate():
 def test_step0_under_prefix_lm_reads_the_prefill_and_answer_forwards(arch):
     """Under LaViDa's prefix_lm cache step 0 is two forwards: the prompt alone, then the answer
     columns against its K/V. The probe reads each window column from the forward computing it
-    (Dream, shift 1: position 0 from the prompt's last column), as generate's step 0 runs."""
+    (Dream, shift 1: position 0 from the prompt's last column), as generate's step 0 runs.
+    A layout test on plain LLaDA/Dream: `step0` runs the loop itself, below the engine, which
+    refuses prefix_lm on a model that is not LaViDa."""
     from seer.pipeline import DiffusionLM
 
     model = tiny(arch, layers=2)
