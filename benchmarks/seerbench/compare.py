@@ -212,7 +212,7 @@ def static_window(lm, source: str, g: int, bucket: int, quantile: float = STATIC
         )
         lengths = [r.tokens + 1 for r in res]
         origin = f"full-window baseline answers on the calibration part of {data}"
-    q = float(np.quantile(np.asarray(lengths, dtype=float), quantile, method="inverted_cdf"))
+    q = float(np.quantile(np.asarray(lengths, dtype=float), quantile))
     return {"window": round_window(math.ceil(q), g, bucket), "quantile": quantile,
             "length_at_quantile": q, "n": len(lengths), "from": origin}  # fmt: skip
 

@@ -197,7 +197,7 @@ def choose(scores: list[Score], signal: str | None = None, max_over: float = 0.0
 
 GROUPS = {  # the detector families `shortlist` takes candidates from, by name
     "sparsity, SNR rule": lambda st: st["signal"] == "sparsity" and "rule" not in st,
-    "sparsity, change point": lambda st: st.get("rule") == "changepoint",
+    "sparsity, change point": lambda st: st["signal"] == "sparsity" and "rule" in st,
     "end probability": lambda st: st["signal"] == "eos_prob",
     "combined": lambda st: st["signal"] == "combined",
 }

@@ -152,7 +152,7 @@ def oracle_windows(samples, g: int, bucket: int) -> list[int]:
 def fallback_window(samples, g: int, bucket: int, q: float = 0.95) -> int:
     """The static window that holds `q` of the samples' answers with their end token."""
     ends = np.array([min(s.true_len + 1, g) for s in samples])
-    return round_window(int(np.ceil(np.quantile(ends, q, method="inverted_cdf"))), g, bucket)
+    return round_window(int(np.ceil(np.quantile(ends, q))), g, bucket)
 
 
 def pick(trials: list[Trial], margin: float = MARGIN) -> Trial | None:
