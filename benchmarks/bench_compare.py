@@ -265,9 +265,10 @@ def main(argv=None) -> dict:
     static = None
     if args.static:
         static = static_window(lm, source, g, seer_cfg.bucket, progress=print)
-        print(f"[bench_compare] static+guard window {static['window']} ({static['from']}: "
-              f"{static['quantile']:.0%} of {static['n']} answers <= "
-              f"{static['length_at_quantile']:.0f} tokens)", flush=True)  # fmt: skip
+        at = static["length_at_quantile"]
+        held = f": {static['quantile']:.0%} of {static['n']} answers <= {at:.0f}" if at else ""
+        print(f"[bench_compare] static+guard window {static['window']} ({static['from']}{held})",
+              flush=True)  # fmt: skip
     keep_text = not is_parallelbench(source) if args.raw_text is None else args.raw_text
     configs = build_configs(lm, g, budgets, args.quick, args.dpad, daedal, blocks,
                             static["window"] if static else None, seer_cfg.signal)  # fmt: skip
