@@ -139,8 +139,8 @@ class SamplingParams:
     )
     cache: str = option(
         "none",
-        "KV cache: prefix or dual (Fast-dLLM, per semi-AR block), prefix_lm (LaViDa: the prompt "
-        "encoded once, alone), dpad (DPad's suffix dropout: the masks past the block's "
+        "KV cache: prefix or dual (Fast-dLLM, per semi-AR block), prefix_lm (LaViDa models only: "
+        "the prompt encoded once, alone), dpad (DPad's suffix dropout: the masks past the block's "
         "--dpad-window are left out of each forward) (default none)",
         choices=CACHES,
         noun="cache",

@@ -87,6 +87,16 @@ def test_config_errors_are_clear():
         EngineConfig(buckets=(16, 8))
 
 
+@pytest.mark.parametrize("bad", [0, -1])
+def test_a_queue_that_holds_nothing_is_refused(bad):
+    """max_queue=0 would refuse every request with QueueFull; the config refuses it instead."""
+    with pytest.raises(
+        SeerError, match=rf"max_queue must be >= 1 \(or None for no bound\), got {bad}"
+    ):
+        EngineConfig(max_queue=bad)
+    assert EngineConfig(max_queue=1).max_queue == 1 and EngineConfig().max_queue is None
+
+
 def test_seer_bench_subcommand_parses():
     from seer.cli import build_parser
 

@@ -47,8 +47,8 @@ class EngineConfig:
             raise SeerError("max_batch, min_group, pack_capacity and prompt_align must be >= 1")
         if self.max_tokens_per_step is not None and self.max_tokens_per_step < 1:
             raise SeerError("max_tokens_per_step must be >= 1 (or None for no budget)")
-        if self.max_queue is not None and self.max_queue < 0:
-            raise SeerError("max_queue must be >= 0 (or None for no bound)")
+        if self.max_queue is not None and self.max_queue < 1:
+            raise SeerError(f"max_queue must be >= 1 (or None for no bound), got {self.max_queue}")
         if self.aging <= 0:
             raise SeerError(f"aging must be > 0 ticks, got {self.aging}")
         if self.buckets is not None and (
