@@ -44,7 +44,7 @@ def test_a_quick_run_and_its_resume(bench, tmp_path):
             "--no-engine", "--raw", str(raw), "--plot", str(tmp_path / "p.png")]  # fmt: skip
     rec = bench.main(argv)
     res = rec["results"]
-    assert set(res) == {"baseline@k=8", "seer@k=8", "stop@k=8", "oracle@k=8",
+    assert set(res) == {"baseline@k=8", "seer@k=8", "stop@k=8", "oracle@k=8", "static+guard@k=8",
                         "threshold@t=0.9", "seer+threshold@t=0.9"}  # fmt: skip
     for r in res.values():
         lo, hi = r["ci95"]
@@ -52,6 +52,7 @@ def test_a_quick_run_and_its_resume(bench, tmp_path):
     assert res["baseline@k=8"]["nfe"] == 8 and res["baseline@k=8"]["mean_window"] == 64
     assert res["seer@k=8"]["mean_window"] < 64  # Seer cut the windows
     assert res["oracle@k=8"]["window_cuts"] == 0
+    assert rec["static"]["window"] < 64  # one window for every request, from the calibration part
     assert any(r["pareto_b1"] for r in res.values())
     assert (tmp_path / "p.png").stat().st_size > 10_000
     md = bench.markdown(rec)  # the README's tables: one grid row per method, one row per config
@@ -198,11 +199,12 @@ def test_a_run_stopped_in_its_engine_rounds_resumes_at_the_next_round(bench, tmp
 
 def test_the_defaults_are_the_published_settings(bench, capsys):
     """--n alone changes the size of a run: the defaults are the README's runs (100 requests,
-    3 repeats, batch 32 over a seeded sample of 32); `--engine-n all` takes every request."""
+    3 repeats, batch 32 over every request); `--engine-n N` takes a seeded sample of N."""
     args = bench.parser().parse_args([])
-    assert (args.n, args.repeats, args.engine_n, args.budgets) == (100, 3, 32, "1,2,4,8")
-    assert not args.quick and args.dpad and args.daedal is None
+    assert (args.n, args.repeats, args.engine_n, args.budgets) == (100, 3, None, "1,2,4,8")
+    assert not args.quick and args.dpad and args.daedal is None and args.static
     assert bench.parser().parse_args(["--engine-n", "ALL"]).engine_n is None
+    assert bench.parser().parse_args(["--engine-n", "32"]).engine_n == 32
     for bad in ("0", "abc"):
         with pytest.raises(SystemExit):
             bench.parser().parse_args(["--engine-n", bad])
@@ -214,9 +216,9 @@ def test_the_plot_is_relative_to_the_baseline():
     to it, batch 1 over every request and batch 32 over its sample."""
     from seerbench.compare_report import _relative
 
-    ref = {"loop_ms": 100.0, "accuracy": 0.20, "b32_ms": 80.0, "b32_accuracy": 0.25}
-    r = {"loop_ms": 25.0, "accuracy": 0.17, "b32_ms": 10.0, "b32_accuracy": 0.25}
-    speed, delta = _relative(r, ref, "loop_ms")
+    ref = {"b1_ms": 100.0, "accuracy": 0.20, "b32_ms": 80.0, "b32_accuracy": 0.25}
+    r = {"b1_ms": 25.0, "accuracy": 0.17, "b32_ms": 10.0, "b32_accuracy": 0.25}
+    speed, delta = _relative(r, ref, "b1_ms")
     assert speed == 4.0 and delta == pytest.approx(-3.0)
     assert _relative(r, ref, "b32_ms") == (8.0, 0.0)
 
@@ -227,6 +229,9 @@ def test_the_plot_needs_the_baseline_it_is_relative_to(tmp_path):
     from seer.errors import SeerError
     from seerbench.compare_report import plot
 
-    record = {"results": {"seer@k=1": {"method": "seer", "budget": "k=1"}}, "headline": {}}
-    with pytest.raises(SeerError, match="no baseline reference"):
-        plot(record, tmp_path / "x.png")
+    seer = {"method": "seer", "budget": "k=1", "b1_ms": 10.0, "accuracy": 0.5}
+    for headline in ({}, {"reference": "baseline@k=1"}):  # none, or one the results lack
+        record = {"clock": "e2e_cpu", "results": {"seer@k=1": seer}, "headline": headline}
+        with pytest.raises(SeerError, match="no baseline reference"):
+            plot(record, tmp_path / "x.png")
+    assert not (tmp_path / "x.png").exists()
