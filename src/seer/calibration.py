@@ -80,6 +80,12 @@ def run_calibration(model, n, out, write: bool, max_over: float | None = None, *
         scores = cal.sweep(samples["calibration"], g, max_over=max_over or 0.0)
     fallback = tr.fallback_window(samples["calibration"], g, _bucket())
     candidates = cal.shortlist(scores, fallback, max_over)
+    if not candidates:
+        from seer.errors import SeerError
+
+        raise SeerError(f"no detector setting cuts at most {max_over:g} of the calibration "
+                        "answers; raise --max-over or leave it out (the guard regrows a cut "
+                        "answer)")  # fmt: skip
 
     def trial(side, name, setting=None, windows=None):
         rows = calib if side == "calibration" else evaluation
