@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from corpus.corpus import case_id, png, prepare, substitute
+from corpus.corpus import case_id, check_one_line, png, prepare, substitute
 
 from seer import batch as batch_mod
 from seer.cli import main
@@ -98,16 +98,7 @@ def test_a_bad_command_line_is_one_line(case, tmp_path, capsys, caplog, monkeypa
         monkeypatch.setattr(batch_mod.os, "write", full)
     with caplog.at_level(logging.WARNING):
         rc = main(substitute(case["argv"], **sub))
-    err = capsys.readouterr().err
-    assert "Traceback" not in err, err
-    assert rc == case.get("exit", 2), err
-    if "warn" in case:
-        said = [r.getMessage() for r in caplog.records if case["warn"] in r.getMessage()]
-        assert len(said) == 1 and "\n" not in said[0], [r.getMessage() for r in caplog.records]
-        return
-    lines = [line for line in err.splitlines() if line.startswith("seer: error: ")]
-    assert len(lines) == 1 and err.endswith(lines[0] + "\n"), err  # one line, the last
-    assert substitute(case["error"], tmp=str(tmp_path)) in lines[0], lines[0]
+    check_one_line(case, rc, capsys.readouterr().err, caplog.records, tmp=str(tmp_path))
 
 
 def test_the_file_is_well_formed():

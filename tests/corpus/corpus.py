@@ -78,3 +78,18 @@ def prepare(case: dict, tmp: Path) -> None:
         path.write_text(json.dumps(raw))
     for rel in case.get("delete") or []:
         (tmp / rel).unlink()
+
+
+def check_one_line(case: dict, rc: int, err: str, records, **names) -> None:
+    """A CLI case's outcome: no traceback, the case's exit code, and either its one warning
+    line (`warn`) or exactly one `seer: error:` line, the last of stderr, holding its `error`
+    (with `names` filled in, e.g. tmp=...)."""
+    assert "Traceback" not in err, err
+    assert rc == case.get("exit", 2), err
+    if "warn" in case:
+        said = [r.getMessage() for r in records if case["warn"] in r.getMessage()]
+        assert len(said) == 1 and "\n" not in said[0], [r.getMessage() for r in records]
+        return
+    lines = [line for line in err.splitlines() if line.startswith("seer: error: ")]
+    assert len(lines) == 1 and err.endswith(lines[0] + "\n"), err  # one line, the last
+    assert substitute(case["error"], **names) in lines[0], lines[0]
