@@ -38,10 +38,28 @@ def test_pareto_front_and_bootstrap(bench):
     assert bench.bootstrap([True] * 5) == (1.0, 1.0)
 
 
+def _few_calibration_answers(tmp_path, n: int = 4):
+    """builtin-v1 copied with a seer.json whose calibration side is `n` requests: static+guard's
+    window comes from that many baseline answers (the published run reads 150)."""
+    import json
+    import shutil
+
+    from seer.models.loader import builtin_path
+
+    model = tmp_path / "builtin-v1"
+    shutil.copytree(builtin_path("builtin-v1"), model)
+    meta = json.loads((model / "seer.json").read_text())
+    meta.setdefault("calibration", {})["n_calibration"] = n
+    (model / "seer.json").write_text(json.dumps(meta))
+    return model
+
+
 def test_a_quick_run_and_its_resume(bench, tmp_path):
     raw = tmp_path / "raw.jsonl"
-    argv = ["--model", "builtin-v1", "--n", "3", "--repeats", "2", "--budgets", "8", "--quick",
-            "--no-engine", "--raw", str(raw), "--plot", str(tmp_path / "p.png")]  # fmt: skip
+    model = _few_calibration_answers(tmp_path)
+    argv = ["--model", str(model), "--data", "builtin-v1", "--n", "3", "--repeats", "2",
+            "--budgets", "8", "--quick", "--no-engine", "--raw", str(raw),
+            "--plot", str(tmp_path / "p.png")]  # fmt: skip
     rec = bench.main(argv)
     res = rec["results"]
     assert set(res) == {"baseline@k=8", "seer@k=8", "stop@k=8", "oracle@k=8", "static+guard@k=8",
@@ -77,7 +95,7 @@ def test_a_raw_file_is_not_resumed_with_other_weights(bench, tmp_path):
     model, raw = tmp_path / "m", tmp_path / "raw.jsonl"
     shutil.copytree(builtin_path("builtin-v1"), model)
     argv = ["--model", str(model), "--data", "builtin-v1", "--n", "1", "--repeats", "1",
-            "--budgets", "8", "--quick", "--no-engine", "--raw", str(raw),
+            "--budgets", "8", "--quick", "--no-static", "--no-engine", "--raw", str(raw),
             "--plot", str(tmp_path / "p.png")]  # fmt: skip
     bench.main(argv)
     state = load_file(model / "model.safetensors")
@@ -98,7 +116,7 @@ def test_a_config_added_later_runs_alone_beside_the_anchors(bench, tmp_path, mon
     pass's scale; its tokens equal a run that had it from the start."""
     raw = tmp_path / "raw.jsonl"
     argv = ["--model", "builtin-v1", "--n", "2", "--repeats", "1", "--budgets", "8", "--quick",
-            "--engine-n", "1", "--raw", str(raw)]  # fmt: skip
+            "--no-static", "--engine-n", "1", "--raw", str(raw)]  # fmt: skip
     full = bench.build_configs
     added = "seer+threshold@t=0.9"
     monkeypatch.setattr(bench, "build_configs",
@@ -140,7 +158,7 @@ def test_a_parallelbench_source_runs_its_chats_and_scores_with_seer_data_score(
     assert all(e.metric for e in examples) and any(len(e.messages) > 1 for e in examples)
     monkeypatch.setattr(seer.data, "score", lambda ex, text: float(ex.id == examples[0].id))
     argv = ["--model", "builtin-v1", "--data", f"parallelbench:{root}/waiting_line", "--n", "2",
-            "--repeats", "1", "--budgets", "8", "--quick", "--engine-n", "2",
+            "--repeats", "1", "--budgets", "8", "--quick", "--no-static", "--engine-n", "2",
             "--raw", str(tmp_path / "raw.jsonl")]  # fmt: skip
     res = bench.main(argv + ["--out", str(tmp_path / "out")])["results"]
     assert res["baseline@k=8"]["accuracy"] == 0.5 and res["baseline@k=8"]["b32_accuracy"] == 0.5
@@ -166,7 +184,7 @@ def test_a_run_stopped_in_its_engine_rounds_resumes_at_the_next_round(bench, tmp
 
     raw = tmp_path / "raw.jsonl"
     argv = ["--model", "builtin-v1", "--n", "3", "--repeats", "2", "--budgets", "8", "--quick",
-            "--engine-n", "3", "--raw", str(raw)]  # fmt: skip
+            "--no-static", "--engine-n", "3", "--raw", str(raw)]  # fmt: skip
     timed, real = [], Engine.generate
 
     class Stop(Exception):
