@@ -55,3 +55,22 @@ def test_every_flipped_byte_loads_or_is_one_line(fmt, tmp_path):
             assert str(e) and "\n" not in str(e)
         else:
             assert img.mode == "RGB"
+
+
+def test_a_truncated_file_is_refused_whatever_another_library_set(tmp_path, monkeypatch):
+    """lmms-eval sets Pillow's LOAD_TRUNCATED_IMAGES on import; our decoding stays strict."""
+    import io
+
+    from PIL import Image, ImageFile
+
+    from seer.errors import SeerError
+    from seer.images import load_image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 64), (200, 10, 10)).save(buf, format="PNG")
+    cut = tmp_path / "cut.png"
+    cut.write_bytes(buf.getvalue()[:-40])
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)
+    with pytest.raises(SeerError):
+        load_image(str(cut))
+    assert ImageFile.LOAD_TRUNCATED_IMAGES is True  # put back as it was

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import io
 import warnings
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageFile, UnidentifiedImageError
 
 from seer.errors import SeerError
 
@@ -42,7 +43,8 @@ def load_image(image) -> Image.Image:
         )
     _check_size(img.size)
     try:
-        return img.convert("RGB")
+        with _strict():
+            return img.convert("RGB")
     except Exception as e:  # any decoder failure is the image's fault
         raise SeerError(f"cannot decode the image: {_why(e)}") from None
 
@@ -71,8 +73,8 @@ def _from_string(s: str) -> Image.Image:
 
 def _open(src, name: str) -> Image.Image:
     try:
-        with warnings.catch_warnings():  # a damaged header's warnings: the error says it all
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(), _strict():  # a damaged header's warnings: the error
+            warnings.simplefilter("ignore")  # says it all
             with Image.open(src) as img:
                 _check_size(img.size)  # before decoding the pixels
                 img.load()
@@ -85,6 +87,19 @@ def _open(src, name: str) -> Image.Image:
         raise SeerError(f"{name} is too large (over {MAX_PIXELS:,} pixels)") from None
     except Exception as e:  # OSError, ValueError, SyntaxError, struct.error, ...
         raise SeerError(f"{name} is a damaged image: {_why(e)}") from None
+
+
+@contextlib.contextmanager
+def _strict():
+    """Pillow refuses truncated files while we decode, whatever another library set globally
+    (lmms-eval sets `ImageFile.LOAD_TRUNCATED_IMAGES = True` on import: a cut file would then
+    decode as a partly grey picture, silently)."""
+    before = ImageFile.LOAD_TRUNCATED_IMAGES
+    ImageFile.LOAD_TRUNCATED_IMAGES = False
+    try:
+        yield
+    finally:
+        ImageFile.LOAD_TRUNCATED_IMAGES = before
 
 
 def _why(e: Exception) -> str:

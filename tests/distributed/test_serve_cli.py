@@ -46,7 +46,7 @@ def test_a_taken_port_is_an_error_before_ray_starts(capsys):
     pytest.importorskip("ray.serve")
     with socket.create_server(("127.0.0.1", 0)) as s:
         port = str(s.getsockname()[1])
-        assert "choose another --port" in _error(capsys, "--replicas", "1", "--port", port)
+        assert "pick another --port" in _error(capsys, "--replicas", "1", "--port", port)
 
 
 def test_deployment_options_fixed_autoscaled_gpu_and_cpu():

@@ -15,7 +15,7 @@ class _Result:
     def __init__(self, tokens: int, latency: float) -> None:
         self.tokens, self.prompt_tokens, self.nfe = tokens, 3, 4
         self.latency = self.first_block_latency = latency
-        self.window, self.path = 8, "eager"
+        self.window, self.path, self.boundary = 8, "eager", None
 
 
 def _replica(answers: list[tuple[int, float]], waiting: int, errors: int = 0) -> str:

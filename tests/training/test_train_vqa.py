@@ -77,7 +77,7 @@ def test_the_shipped_multimodal_model_is_calibrated_on_its_own_task_in_its_windo
     meta = lm.meta["seer"]
     assert lm.multimodal and meta["gen_length"] == lm.sampling().gen_length == 128
     assert meta["calibration"]["data"] == "builtin-vqa"
-    assert meta["calibration"]["over_truncation"] == 0
+    assert meta["calibration"]["evaluation"]["no_boundary"] == 0  # a boundary in every row
     samples = sample_images("builtin-vqa")[:2]
     outs = lm.generate([s["question"] for s in samples], image=[s["file"] for s in samples],
                        seer=True)  # fmt: skip
