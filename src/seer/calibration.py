@@ -68,17 +68,18 @@ def run_calibration(model, n, out, write: bool, max_over: float | None = None, *
         calib, evaluation = split(examples, calib_fraction, seed)
     lm = load(str(folder)) if load else _load(folder)
     p = lm.sampling(gen_length=gen_length)
-    g, enc = p.gen_length, encoder(lm)
+    g, encode = p.gen_length, encoder(lm)
     samples, inputs = {}, {}
     for side, rows in (("calibration", calib), ("evaluation", evaluation)):
-        inputs[side] = [enc(lm, e) for e in rows]  # encoded once: the baseline, probe and trials
+        inputs[side] = [encode(lm, e) for e in rows]  # encoded once: the baseline, probe and trials
         known = {id(e): q for e, q in zip(rows, inputs[side], strict=True)}
         with progress.bar(f"{side}: baseline answers + step-0 profiles", len(rows)) as advance:
             samples[side] = cal.collect(lm, rows, g, progress=advance, score=_score,
                                         encode=lambda lm, e, known=known: known[id(e)])  # fmt: skip
     with progress.status("scoring every detector setting on the profiles"):
         scores = cal.sweep(samples["calibration"], g, max_over=max_over or 0.0)
-    fallback = tr.fallback_window(samples["calibration"], g, _bucket())
+    bucket = _bucket()
+    fallback = tr.fallback_window(samples["calibration"], g, bucket)
     candidates = cal.shortlist(scores, fallback, max_over)
     if not candidates:
         from seer.errors import SeerError
@@ -94,7 +95,6 @@ def run_calibration(model, n, out, write: bool, max_over: float | None = None, *
                           score=_score, examples=rows, windows=windows,
                           progress=advance)  # fmt: skip
 
-    bucket = _bucket()
     trials = [trial("calibration", name, setting) for name, setting in candidates]
     oracle = trial("calibration", "oracle window", None,
                    tr.oracle_windows(samples["calibration"], g, bucket))  # fmt: skip
