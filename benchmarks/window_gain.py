@@ -1,0 +1,244 @@
+"""Seer's gain against the answer window: comparison records of one model and data at several
+windows (`bench_compare.py --gen-length`), side by side.
+
+Per window: the full-window baseline's accuracy and time, Seer's, threshold decoding's and Seer +
+threshold's speed-ups over it (batch 1 and batch 32, the records' own clock), what Seer adds to
+threshold decoding (interval over requests and repeats), the accuracy differences, the mean kept
+window against the oracle's, and how many of the baseline's answers differ from its answers at
+the first (shortest) window on the requests both runs hold (read from the raw files beside the
+records, compared by text; a record kept without text says so). A Pareto-free picture: one line
+per method, speed-up against the window (`--plot`).
+
+    python benchmarks/window_gain.py docs/results/compare/shipped/compare-builtin.json \\
+        docs/results/compare/windows/compare-builtin-g256.json \\
+        docs/results/compare/windows/compare-builtin-g512.json --out docs/results/compare/windows
+
+The last line is the JSON record (`seerbench.harness` schema, bench "window_gain").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from seer.errors import SeerError
+from seerbench import harness
+from seerbench.machine import machine_info
+
+BASE = "baseline@k=1"
+ROWS = (("seer", "seer@k=1"), ("threshold", "threshold@t=0.9"),
+        ("seer+threshold", "seer+threshold@t=0.9"))  # fmt: skip
+
+
+def raw_path(record_path: Path) -> Path:
+    """The raw per-request file bench_compare writes beside a record (compare-T.json ->
+    raw-T.jsonl)."""
+    return record_path.with_name("raw-" + record_path.stem.removeprefix("compare-") + ".jsonl")
+
+
+def baseline_texts(raw: Path, config: str = BASE) -> dict[str, str | None]:
+    """Request id -> the config's answer text (None where the file keeps no text); the first
+    record of a request wins, as in bench_compare's resume."""
+    out: dict[str, str | None] = {}
+    if not raw.is_file():
+        return out
+    for line in raw.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut by a stopped run
+        res = (rec.get("results") or {}).get(config)
+        if "request" not in rec or res is None or rec.get("id") is None:
+            continue
+        out.setdefault(str(rec["id"]), res.get("text"))
+    return out
+
+
+def changed(first: dict[str, str | None], other: dict[str, str | None]) -> dict:
+    """Answers of the baseline that differ between two windows, over the requests both hold."""
+    common = sorted(set(first) & set(other))
+    if any(first[i] is None or other[i] is None for i in common):
+        return {"common": len(common), "changed": None}  # kept without text
+    return {"common": len(common), "changed": sum(first[i] != other[i] for i in common)}
+
+
+def row_of(path: Path, record: dict) -> dict:
+    """One window's figures from its record."""
+    res = record["results"]
+    if BASE not in res:
+        raise SeerError(f"{path}: no {BASE} in the record (run bench_compare with --budgets 1)")
+    base = res[BASE]
+    row = {
+        "window": record.get("gen_length"),
+        "n": record.get("n"),
+        "record": str(path),
+        "baseline_accuracy": base["accuracy"],
+        "baseline_ms": base.get("b1_ms"),
+        "baseline_b32_ms": base.get("b32_ms"),
+        "oracle_window": (res.get("oracle@k=1") or {}).get("mean_window"),
+    }
+    for label, name in ROWS:
+        r = res.get(name)
+        if r is None:
+            row[label] = None
+            continue
+        row[label] = {
+            "accuracy": r["accuracy"],
+            "minus_baseline": r.get("accuracy_minus_ref")
+            if r.get("ref") == BASE
+            else round(r["accuracy"] - base["accuracy"], 4),
+            "b1": r.get("b1_speedup_vs_k1") or r.get("b1_speedup_vs_ref"),
+            "b32": r.get("b32_speedup_vs_ref") if r.get("ref") == BASE else _b32_over(r, base),
+            "mean_window": r.get("mean_window"),
+            "nfe": r.get("nfe"),
+        }
+    adds = (res.get("seer+threshold@t=0.9") or {}).get("seer_adds")
+    row["seer_adds_to_threshold"] = (
+        None
+        if not adds
+        else {
+            "b1": adds.get("b1_speedup"),
+            "b1_ci95": adds.get("b1_speedup_ci95"),
+            "accuracy_difference": adds.get("accuracy_difference"),
+            "ci95": adds.get("ci95"),
+        }
+    )
+    return row
+
+
+def _b32_over(r: dict, base: dict) -> float | None:
+    """Batch-32 speed-up over the baseline from the two configs' batch-32 times."""
+    if r.get("b32_ms") and base.get("b32_ms"):
+        return base["b32_ms"] / r["b32_ms"]
+    return None
+
+
+def _x(v) -> str:
+    return "-" if v is None else f"{v:.2f}×"
+
+
+def _pts(v) -> str:
+    return "-" if v is None else f"{100 * v:+.1f}"
+
+
+def table(rows: list[dict]) -> list[str]:
+    """The Markdown table of the record's rows."""
+    out = [
+        "| window | n | baseline acc % | baseline ms (b1) | Seer × b1 / b32 | Seer Δ acc | "
+        "Seer window (oracle) | threshold 0.9 × b1 / b32 | Seer + threshold × b1 / b32 | "
+        "Seer adds to threshold [CI] | baseline answers changed vs first window |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        s, t, st = r["seer"] or {}, r["threshold"] or {}, r["seer+threshold"] or {}
+        adds = r["seer_adds_to_threshold"]
+        add = "-"
+        if adds and adds.get("b1"):
+            lo, hi = adds.get("b1_ci95") or (None, None)
+            add = f"{adds['b1']:.2f}× [{lo:.2f}, {hi:.2f}]" if lo else f"{adds['b1']:.2f}×"
+        ch = r.get("changed_vs_first")
+        chs = "-" if ch is None else (
+            "no text kept" if ch["changed"] is None else f"{ch['changed']} of {ch['common']}"
+        )  # fmt: skip
+        ms = "-" if r["baseline_ms"] is None else f"{r['baseline_ms']:.0f}"
+        win = "-" if not s.get("mean_window") else f"{s['mean_window']:.1f}"
+        if r.get("oracle_window"):
+            win += f" ({r['oracle_window']:.1f})"
+        out.append(
+            f"| {r['window']} | {r['n']} | {100 * r['baseline_accuracy']:.1f} | {ms} | "
+            f"{_x(s.get('b1'))} / {_x(s.get('b32'))} | {_pts(s.get('minus_baseline'))} | {win} | "
+            f"{_x(t.get('b1'))} / {_x(t.get('b32'))} | {_x(st.get('b1'))} / {_x(st.get('b32'))} | "
+            f"{add} | {chs} |"
+        )
+    return out
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    """Speed-up over each window's baseline against the window, one line per method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    xs = [r["window"] for r in rows]
+    for label, _ in ROWS:
+        ys = [(r[label] or {}).get("b1") for r in rows]
+        if any(y is not None for y in ys):
+            ax.plot(xs, [y if y is not None else float("nan") for y in ys], "o-", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs, [str(x) for x in xs])
+    ax.set_xlabel("answer window (positions)")
+    ax.set_ylabel("speed-up over the full-window baseline (batch 1)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("records", type=Path, nargs="+", help="compare records (bench_compare's JSON)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="write window_gain-<tag>.json / .md / .png here")  # fmt: skip
+    args = ap.parse_args(argv)
+    rows, models = [], set()
+    for path in args.records:
+        try:
+            record = harness.read(path)
+        except (OSError, ValueError) as e:
+            raise SeerError(f"{path}: not a readable compare record ({e})") from None
+        if record.get("bench") != "compare" or "results" not in record:
+            raise SeerError(f"{path}: not a compare record (bench_compare's JSON)")
+        models.add((record.get("model"), (record.get("settings") or {}).get("data")))
+        rows.append(row_of(path, record) | {"_texts": baseline_texts(raw_path(path))})
+    if len(models) > 1:
+        raise SeerError("the records are of different models or data: " + ", ".join(
+            f"{m} on {d or 'its own task'}" for m, d in sorted(models, key=str)))  # fmt: skip
+    rows.sort(key=lambda r: r["window"])
+    if len({r["window"] for r in rows}) < len(rows):
+        raise SeerError("two records of the same window")
+    first = rows[0].pop("_texts")
+    rows[0]["changed_vs_first"] = None
+    for r in rows[1:]:
+        texts = r.pop("_texts")
+        r["changed_vs_first"] = changed(first, texts) if first and texts else None
+    lines = table(rows)
+    print("\n".join(lines))
+    model, data = models.pop()
+    record = {
+        "bench": "window_gain",
+        "model": model,
+        "source": data or model,
+        "n": min(r["n"] or 0 for r in rows),
+        "seed": None,
+        "repeats": None,
+        "threads": None,
+        "machine": machine_info(),
+        "settings": {"records": [str(p) for p in args.records]},
+        "results": rows,
+        "wall_seconds": 0.0,
+    }
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        tag = harness.tag(model, data)
+        (args.out / f"window_gain-{tag}.md").write_text(
+            f"{model}: Seer's gain against the window (each record's own clock; "
+            f"`python benchmarks/window_gain.py {' '.join(map(str, args.records))}`)\n\n"
+            + "\n".join(lines) + "\n"
+        )  # fmt: skip
+        plot(rows, args.out / f"window_gain-{tag}.png")
+        harness.write(record, args.out, tag)
+        print(f"[window_gain] wrote {args.out}/window_gain-{tag}.*", flush=True)
+    print(json.dumps(record), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except SeerError as e:
+        sys.exit(f"error: {e}")
