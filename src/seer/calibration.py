@@ -53,8 +53,6 @@ def run_calibration(model, n, out, write: bool, max_over: float | None = None, *
     guard regrows them); `margin`: points of the data's score the choice may lose (default
     `trials.MARGIN`). `load(folder)` loads the model (default: `seer.load` under a spinner)."""
     from seer import progress
-    from seer.batch import encoder
-    from seer.boundary import calibrate as cal
     from seer.boundary import trials as tr
     from seer.data import load_examples, split
     from seer.models.loader import model_folder
@@ -67,48 +65,13 @@ def run_calibration(model, n, out, write: bool, max_over: float | None = None, *
         examples = load_examples(data, n=n)
         calib, evaluation = split(examples, calib_fraction, seed)
     lm = load(str(folder)) if load else _load(folder)
-    p = lm.sampling(gen_length=gen_length)
-    g, encode = p.gen_length, encoder(lm)
-    samples, inputs = {}, {}
-    for side, rows in (("calibration", calib), ("evaluation", evaluation)):
-        inputs[side] = [encode(lm, e) for e in rows]  # encoded once: the baseline, probe and trials
-        known = {id(e): q for e, q in zip(rows, inputs[side], strict=True)}
-        with progress.bar(f"{side}: baseline answers + step-0 profiles", len(rows)) as advance:
-            samples[side] = cal.collect(lm, rows, g, progress=advance, score=_score,
-                                        encode=lambda lm, e, known=known: known[id(e)])  # fmt: skip
+    sides = _Sides(lm, lm.sampling(gen_length=gen_length), calib, evaluation)
+    g = sides.params.gen_length
     with progress.status("scoring every detector setting on the profiles"):
-        scores = cal.sweep(samples["calibration"], g, max_over=max_over or 0.0)
-    bucket = _bucket()
-    fallback = tr.fallback_window(samples["calibration"], g, bucket)
-    candidates = cal.shortlist(scores, fallback, max_over)
-    if not candidates:
-        from seer.errors import SeerError
-
-        raise SeerError(f"no detector setting cuts at most {max_over:g} of the calibration "
-                        "answers; raise --max-over or leave it out (the guard regrows a cut "
-                        "answer)")  # fmt: skip
-
-    def trial(side, name, setting=None, windows=None):
-        rows = calib if side == "calibration" else evaluation
-        with progress.bar(f"{side}: {name} with the guard", len(rows)) as advance:
-            return tr.run(lm, inputs[side], samples[side], setting, name, params=p,
-                          score=_score, examples=rows, windows=windows,
-                          progress=advance)  # fmt: skip
-
-    trials = [trial("calibration", name, setting) for name, setting in candidates]
-    oracle = trial("calibration", "oracle window", None,
-                   tr.oracle_windows(samples["calibration"], g, bucket))  # fmt: skip
-    best = tr.pick(trials, margin)
-    tr.pick([oracle], margin)
-    if best is None:  # nothing within the margin: the closest one, said in the report
-        best = max(trials, key=lambda t: (t.lower, -t.cost))
-    held_out = {
-        "chosen": trial("evaluation", best.name, best.setting),
-        "oracle": trial("evaluation", "oracle window", None,
-                        tr.oracle_windows(samples["evaluation"], g, bucket)),
-    }  # fmt: skip
-    tr.pick(list(held_out.values()), margin)
-    report = _report(lm, data, g, samples, scores, max_over, (calib, evaluation), best.setting)
+        scores = sides.sweep(max_over)
+    fallback, best, trials, oracle, held_out = _choose(sides, scores, max_over, margin)
+    report = _report(lm, data, g, sides.samples, scores, max_over, (calib, evaluation),
+                     best.setting)  # fmt: skip
     report["split"].update(calib_fraction=calib_fraction, seed=seed)
     report.update(
         margin=margin,
@@ -117,30 +80,112 @@ def run_calibration(model, n, out, write: bool, max_over: float | None = None, *
         trials=[asdict(t) for t in trials],
         oracle=asdict(oracle),
         chosen_trial=asdict(best),
-        held_out=_held_out(held_out, samples["evaluation"]),
+        held_out=_held_out(held_out, sides.samples["evaluation"]),
     )
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    _plots(lm, samples["calibration"], report, out)
+    _plots(lm, sides.samples["calibration"], report, out)
     (out / "report.json").write_text(json.dumps(report, indent=2))
     if write:
-        ev = report["held_out"]["chosen"]
-        calibration = {
-            "data": data,
-            "n_calibration": len(calib),
-            "n_evaluation": len(evaluation),
-            "split_seed": seed,
-            "calib_fraction": calib_fraction,
-            "margin": margin,
-            "cost_ratio": round(best.cost_ratio, 4),
-            "mean_window": round(best.window, 2),
-            "oracle_window": round(oracle.window, 2),
-            "evaluation": {k: ev[k] for k in ("cost_ratio", "window", "no_boundary", "regrown",
-                                              "changed", "diff", "lower")},
-        }  # fmt: skip
+        calibration = _provenance(report, best, oracle, sides, data, seed, calib_fraction, margin)
         sparsity = report["calibration"]["best_sparsity"]["setting"]
         write_defaults(folder, g, chosen_config(report), dict(sparsity), calibration)
     return report
+
+
+class _Sides:
+    """The calibration and evaluation requests, each encoded once, with their full-window
+    baseline answers and step-0 profiles (`samples`); `trial` answers one side for real with a
+    setting (or given windows) and the guard on."""
+
+    def __init__(self, lm, params, calib: list, evaluation: list) -> None:
+        from seer import progress
+        from seer.batch import encoder
+        from seer.boundary import calibrate as cal
+
+        self.lm, self.params = lm, params
+        self.rows = {"calibration": calib, "evaluation": evaluation}
+        encode = encoder(lm)
+        self.inputs, self.samples = {}, {}
+        for side, rows in self.rows.items():
+            self.inputs[side] = [encode(lm, e) for e in rows]  # the baseline, probe and trials
+            known = {id(e): q for e, q in zip(rows, self.inputs[side], strict=True)}
+            with progress.bar(f"{side}: baseline answers + step-0 profiles", len(rows)) as bar:
+                self.samples[side] = cal.collect(
+                    lm, rows, params.gen_length, progress=bar, score=_score,
+                    encode=lambda lm, e, known=known: known[id(e)],
+                )  # fmt: skip
+
+    def sweep(self, max_over: float | None):
+        """Every detector setting scored on the calibration side's profiles."""
+        from seer.boundary import calibrate as cal
+
+        g = self.params.gen_length
+        return cal.sweep(self.samples["calibration"], g, max_over=max_over or 0.0)
+
+    def trial(self, side: str, name: str, setting=None, windows=None):
+        from seer import progress
+        from seer.boundary import trials as tr
+
+        rows = self.rows[side]
+        with progress.bar(f"{side}: {name} with the guard", len(rows)) as advance:
+            return tr.run(self.lm, self.inputs[side], self.samples[side], setting, name,
+                          params=self.params, score=_score, examples=rows, windows=windows,
+                          progress=advance)  # fmt: skip
+
+    def oracle(self, side: str):
+        """The oracle window (each answer's true end) on one side, with the guard on."""
+        from seer.boundary import trials as tr
+
+        windows = tr.oracle_windows(self.samples[side], self.params.gen_length, _bucket())
+        return self.trial(side, "oracle window", None, windows)
+
+
+def _choose(sides: _Sides, scores, max_over: float | None, margin: float):
+    """The shortlist's trials on the calibration side, the choice (the cheapest within the
+    margin, else the closest) and the choice and the oracle on the evaluation side."""
+    from seer.boundary import calibrate as cal
+    from seer.boundary import trials as tr
+    from seer.errors import SeerError
+
+    fallback = tr.fallback_window(sides.samples["calibration"], sides.params.gen_length,
+                                  _bucket())  # fmt: skip
+    candidates = cal.shortlist(scores, fallback, max_over)
+    if not candidates:
+        raise SeerError(f"no detector setting cuts at most {max_over:g} of the calibration "
+                        "answers; raise --max-over or leave it out (the guard regrows a cut "
+                        "answer)")  # fmt: skip
+    trials = [sides.trial("calibration", name, setting) for name, setting in candidates]
+    oracle = sides.oracle("calibration")
+    best = tr.pick(trials, margin)
+    tr.pick([oracle], margin)
+    if best is None:  # nothing within the margin: the closest one, said in the report
+        best = max(trials, key=lambda t: (t.lower, -t.cost))
+    held_out = {
+        "chosen": sides.trial("evaluation", best.name, best.setting),
+        "oracle": sides.oracle("evaluation"),
+    }
+    tr.pick(list(held_out.values()), margin)
+    return fallback, best, trials, oracle, held_out
+
+
+def _provenance(report: dict, best, oracle, sides: _Sides, data: str, seed: int,
+                calib_fraction: float, margin: float) -> dict:  # fmt: skip
+    """seer.json's "calibration" entry: where the choice came from and how it did held out."""
+    ev = report["held_out"]["chosen"]
+    return {
+        "data": data,
+        "n_calibration": len(sides.rows["calibration"]),
+        "n_evaluation": len(sides.rows["evaluation"]),
+        "split_seed": seed,
+        "calib_fraction": calib_fraction,
+        "margin": margin,
+        "cost_ratio": round(best.cost_ratio, 4),
+        "mean_window": round(best.window, 2),
+        "oracle_window": round(oracle.window, 2),
+        "evaluation": {k: ev[k] for k in ("cost_ratio", "window", "no_boundary", "regrown",
+                                          "changed", "diff", "lower")},
+    }  # fmt: skip
 
 
 _RULE = ("the cheapest setting (answer positions x forwards, the guard on) whose paired score "
