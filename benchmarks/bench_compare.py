@@ -78,7 +78,9 @@ window must fit the model's positions, checked in one line); its files carry the
 
 Raw per-request results go to `--raw` (JSON Lines); a run with the same settings resumes from
 it, at any `--n`, at the next batch-32 round, and per config (a config added later runs beside
-the anchors, `--anchors`, and its times are scaled by their first-pass / later-pass ratio).
+the anchors, `--anchors`, and its times are scaled by their first-pass / later-pass ratio;
+`--add NAMES` takes configs of the full set into a `--quick` run, e.g. a block method's best
+block size into a larger run).
 Outputs: a table, the
 Pareto plot (`--plot`), the README's tables (`--markdown`), and the last-line JSON record
 (`seerbench.harness`); `--out DIR` writes all of them there (raw-, compare-*.png / .md / .json).
@@ -231,6 +233,12 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--daedal", action=argparse.BooleanOptionalAction, default=None,
                     help="DAEDAL (default: on, off with --quick)")  # fmt: skip
     ap.add_argument("--skip", default="", help="methods to leave out (comma-separated)")
+    ap.add_argument(
+        "--add",
+        default="",
+        help="configs of the full set added to the chosen ones (comma-separated names, e.g. "
+        "dual+threshold/b32@t=0.9; to a finished run: run beside its anchors)",
+    )
     ap.add_argument("--raw", type=Path, default=None, help="per-request JSON Lines (resumable)")
     ap.add_argument("--plot", type=Path, default=None, help="Pareto PNG")
     ap.add_argument("--markdown", type=Path, default=None, help="the README's tables (Markdown)")
@@ -276,6 +284,9 @@ def main(argv=None) -> dict:
     if skip - {c.method for c in configs}:
         ap.error(f"--skip: no method named {', '.join(sorted(skip - {c.method for c in configs}))}")
     configs = [c for c in configs if c.method not in skip]
+    configs += _added(ap, args.add, configs, lambda: build_configs(
+        lm, g, budgets, False, args.dpad, True, blocks, static["window"] if static else None,
+        seer_cfg.signal))  # fmt: skip
     unknown = set(anchors) - {c.name for c in configs}
     if unknown:
         ap.error(f"--anchors: no config named {', '.join(sorted(unknown))}")
@@ -363,6 +374,21 @@ def _ints(ap, flag: str, text: str) -> list[int]:
     if not out or min(out) < 1:
         ap.error(f"{flag}: positive integers, got {text!r}")
     return out
+
+
+def _added(ap, names: str, configs: list, full) -> list:
+    """The configs `--add` names, out of the full set (`full()`; one line for a name that is not
+    in it)."""
+    want = [n for n in names.split(",") if n]
+    if not want:
+        return []
+    every = {c.name: c for c in full()}
+    unknown = [n for n in want if n not in every]
+    if unknown:
+        ap.error(f"--add: no config named {', '.join(unknown)} at these --budgets and --blocks "
+                 f"(e.g. {', '.join(list(every)[-3:])})")  # fmt: skip
+    have = {c.name for c in configs}
+    return [every[n] for n in dict.fromkeys(want) if n not in have]
 
 
 def _check_fits(ap, lm, examples, g: int) -> None:

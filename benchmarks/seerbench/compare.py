@@ -338,10 +338,14 @@ def score_of(entry: dict, ex) -> float:
 # -- resumable raw records ------------------------------------------------------------------------
 
 
-def same_run(a: dict | None, b: dict, free: tuple[str, ...] = ("n", "configs")) -> bool:
+FREE = ("n", "configs", "quick", "budgets", "blocks")
+
+
+def same_run(a: dict | None, b: dict, free: tuple[str, ...] = FREE) -> bool:
     """Records of the same run: equal settings but `n` (the pool of n requests is a prefix of the
-    pool of n + 1, so a run can be stopped and summarised, or extended, at any n) and the list of
-    configs (a config added later is run on its own, beside the anchors: see `batch1`)."""
+    pool of n + 1, so a run can be stopped and summarised, or extended, at any n) and the choice
+    of configs (the list, and `quick`, `budgets` and `blocks` that only choose it: a config added
+    later is run on its own, beside the anchors: see `batch1`)."""
     if a is None:
         return False
     return {k: v for k, v in a.items() if k not in free} == {

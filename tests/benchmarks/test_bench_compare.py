@@ -146,6 +146,25 @@ def test_a_config_added_later_runs_alone_beside_the_anchors(bench, tmp_path, mon
     assert lo <= res[added]["accuracy_minus_ref"] <= hi
 
 
+def test_a_quick_run_extended_with_add_runs_only_the_added_config(bench, tmp_path, capsys):
+    """`--add` takes configs out of the full set (a block method at one block size, say) into a
+    quick run; on a finished run's raw file it runs only them, beside the anchors."""
+    raw = tmp_path / "raw.jsonl"
+    argv = ["--model", "builtin-v1", "--n", "1", "--repeats", "1", "--budgets", "8", "--quick",
+            "--no-static", "--no-engine", "--raw", str(raw)]  # fmt: skip
+    bench.main(argv)
+    added = "dual/b16@k=8"
+    rec = bench.main([*argv, "--add", added, "--anchors", "baseline@k=8"])
+    assert rec["results"][added]["later_pass"] == 1  # its one request, in a later pass
+    lines = [json.loads(x) for x in raw.read_text().splitlines()]
+    assert len(lines) == 2 and lines[1]["added"] == [added]
+    assert set(lines[1]["anchors"]) == {"baseline@k=8"}
+    with pytest.raises(SystemExit):
+        bench.main([*argv, "--add", "dual/b7@k=8"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--add: no config named dual/b7@k=8" in err
+
+
 def test_a_parallelbench_source_runs_its_chats_and_scores_with_seer_data_score(
     bench, tmp_path, monkeypatch
 ):
