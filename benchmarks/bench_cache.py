@@ -18,7 +18,7 @@ process-CPU seconds per generation, the speed-up over no cache on the full windo
 answer tokens equal those of the uncached run with the same window (the cache is approximate:
 on a random model the answers drift, on a trained one Fast-dLLM reports little loss).
 
-The last line of stdout is the harness's JSON record of the whole run (`seerbench.harness`).
+The last line of stdout is the JSON record of the whole run (`seerbench.runs`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from seer.boundary.truncation import FixedWindowPolicy
 from seer.diffusion.loop import make_canvas
 from seer.models.configs import llada_config
 from seer.models.factory import random_model, save_checkpoint
-from seerbench import harness
+from seerbench import runs
 
 VOCAB = 2048
 MASK, EOS = VOCAB - 1, VOCAB - 2  # pad = EOS, as in the released LLaDA configs
@@ -60,7 +60,7 @@ def generate(lm, ids: list[int], cache: str, window: int | None, steps: int, arg
         remasking="low_confidence",
         cache=cache,
     )
-    with harness.Timer() as t:
+    with runs.Timer() as t:
         canvas = make_canvas([ids], p.gen_length, lm.tokens, lm.device)
         res = lm.loop.run(canvas, p, policy=policy)
     return t.wall, t.cpu, res.answer[0].tolist(), res.nfe, res.forwarded
@@ -100,11 +100,11 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=64)
     ap.add_argument("--window", type=int, default=32, help="truncated window (0: full only)")
     ap.add_argument("--prompt-len", type=int, default=32)
-    harness.add_arguments(ap, repeats=5, skip=("n", "data"))
+    runs.add_arguments(ap, repeats=5, skip=("n", "data"))
     args = ap.parse_args(argv)
-    session = harness.Session("cache", args)
+    session = runs.Session("cache", args)
     torch.set_num_interop_threads(1)
-    print(f"# {harness.machine_info()}", flush=True)
+    print(f"# {runs.machine_info()}", flush=True)
     g = torch.Generator().manual_seed(args.seed)
     ids = torch.randint(0, EOS, (args.prompt_len,), generator=g).tolist()  # never MASK or EOS
     windows = [args.gen_length] + ([args.window] if args.window else [])
@@ -114,16 +114,16 @@ def main(argv=None) -> None:
         params = sum(p.numel() for p in lm.model.parameters())
         print(f"# LLaDA {SHAPE}, vocab {VOCAB}, {params / 1e6:.1f}M params", flush=True)
         warm = args.gen_length // args.block  # one step per block: the same shapes, quickly
-        harness.warm(lambda c: generate(lm, ids, c[0], None if c[1] == args.gen_length else c[1],
+        runs.warm(lambda c: generate(lm, ids, c[0], None if c[1] == args.gen_length else c[1],
                                         warm, args), cases)  # fmt: skip
-        runs: dict[tuple, list] = {case: [] for case in cases}
-        for _, (cache, w) in harness.rounds(cases, args.repeats):
+        timed: dict[tuple, list] = {case: [] for case in cases}
+        for _, (cache, w) in runs.rounds(cases, args.repeats):
             window = None if w == args.gen_length else w
-            runs[cache, w].append(generate(lm, ids, cache, window, args.steps, args))
+            timed[cache, w].append(generate(lm, ids, cache, window, args.steps, args))
     rows = []
     for cache, w in cases:
-        rs = runs[cache, w]
-        base = runs["none", w][0][2]
+        rs = timed[cache, w]
+        base = timed["none", w][0][2]
         row = {
             "cache": cache,
             "window": w,

@@ -83,7 +83,7 @@ the anchors, `--anchors`, and its times are scaled by their first-pass / later-p
 block size into a larger run).
 Outputs: a table, the
 Pareto plot (`--plot`), the README's tables (`--markdown`), and the last-line JSON record
-(`seerbench.harness`); `--out DIR` writes all of them there (raw-, compare-*.png / .md / .json).
+(`seerbench.runs`); `--out DIR` writes all of them there (raw-, compare-*.png / .md / .json).
 
 The defaults are the published settings: only `--n` changes the size of a run. One command per
 model (docs/benchmarks.md; a v2 model is calibrated first, `seer calibrate`):
@@ -112,7 +112,7 @@ import seer
 from seer.boundary.truncation import resolve
 from seer.data.builtin import source_for
 from seer.errors import SeerError
-from seerbench import costmodel, harness
+from seerbench import costmodel, runs
 from seerbench.compare import (  # noqa: F401  (the script's names, as tests and gpu_check use them)
     Config,
     Run,
@@ -159,7 +159,7 @@ def _engine_n(text: str) -> int | None:
     if text.strip().lower() == "all":
         return None
     try:
-        return harness.positive(text)
+        return runs.positive(text)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"a positive integer or all, got {text!r}") from None
 
@@ -167,8 +167,8 @@ def _engine_n(text: str) -> int | None:
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="builtin", help="a built-in model's name or a folder")
-    harness.add_arguments(ap, n=N, repeats=3, help={"seed": "draw of the held-out requests"})
-    ap.add_argument("--engine-repeats", type=harness.positive, default=None,
+    runs.add_arguments(ap, n=N, repeats=3, help={"seed": "draw of the held-out requests"})
+    ap.add_argument("--engine-repeats", type=runs.positive, default=None,
                     help="batch-32 rounds (default: --repeats)")  # fmt: skip
     ap.add_argument("--budgets", default="1,2,4,8", help="tokens per step")
     ap.add_argument("--no-engine", action="store_true", help="skip the batch-32 engine runs")
@@ -195,7 +195,7 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--gen-length",
-        type=harness.positive,
+        type=runs.positive,
         default=None,
         help="the answer window (default: the model's, seer.json)",
     )
@@ -249,7 +249,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None) -> dict:
     ap = parser()
     args = ap.parse_args(argv)
-    session = harness.Session("compare", args)
+    session = runs.Session("compare", args)
     # one warning per call that kept its full window would bury the progress lines; the record
     # counts those answers per Seer config (full_window)
     logging.getLogger("seer.boundary.truncation").setLevel(logging.ERROR)
@@ -298,7 +298,7 @@ def main(argv=None) -> dict:
                 # a raw file resumes only with the same weights and Seer settings: a new release
                 # of a built-in model keeps its name
                 "weights_sha256": weights_of(lm), "seer": asdict(seer_cfg)}  # fmt: skip
-    tag = harness.tag(args.model, args.data)  # a run on other data keeps its own files
+    tag = runs.tag(args.model, args.data)  # a run on other data keeps its own files
     model_g = lm.meta.get("seer", {}).get("gen_length") or lm.sampling().gen_length
     if g != model_g:  # a run at another window keeps its own files
         tag += f"-g{g}"
@@ -306,7 +306,7 @@ def main(argv=None) -> dict:
     raw = args.raw or (out / f"raw-{tag}.jsonl" if out else Path(f"/tmp/bench_compare_{tag}.jsonl"))
     raw.parent.mkdir(parents=True, exist_ok=True)
     q = encode(lm, examples[0])  # every window shape, then every config once (untimed)
-    harness.warm_windows(lm, q, g, seer_cfg.bucket)
+    runs.warm_windows(lm, q, g, seer_cfg.bucket)
 
     def progress(i, n=None):
         what = f"request {i}/{n}" if n else i

@@ -22,7 +22,7 @@ shares detect / loop and policy / loop, sum(detect) / sum(loop) (which one desch
 can inflate), and the CPU share sum(detect cpu) / sum(generate cpu). Every window shape and every
 signal is warmed up first. Any model folder can be measured (`--models DIR --data SOURCE`, e.g. a
 v2 checkpoint with `--data builtin-v2`); `bench_compare.py` records the same share for every Seer
-composition (its record's `detection`). Last line: the harness's JSON record.
+composition (its record's `detection`). Last line: the JSON record.
 
     python benchmarks/bench_detect.py --n 60
     python benchmarks/bench_detect.py --models /work/runs/builtin-v2/export --data builtin-v2
@@ -38,7 +38,7 @@ import seer
 from seer.boundary.config import SeerConfig
 from seer.boundary.truncation import policy_for, resolve
 from seer.data.builtin import source_for
-from seerbench import harness
+from seerbench import runs
 from seerbench.draws import held_out
 
 MODELS = ("builtin", "builtin-vqa")
@@ -63,8 +63,8 @@ def run_model(name: str, n: int, data: str | None = None, seed: int = 0) -> dict
     examples = held_out(source, n, seed)
     prompts = [encode(lm, e) for e in examples]  # encoded once (a chat through its template)
     bucket = min(c.bucket for c in configs.values())
-    harness.warm_windows(lm, prompts[0], g, bucket)  # every window shape, before any timing
-    harness.warm(lambda c: lm.generate(prompts[0], gen_length=g, policy=policy_for(lm, c)),
+    runs.warm_windows(lm, prompts[0], g, bucket)  # every window shape, before any timing
+    runs.warm(lambda c: lm.generate(prompts[0], gen_length=g, policy=policy_for(lm, c)),
                  configs.values())  # fmt: skip
     keys = ("loop", "detect", "policy", "window", "cpu", "detect_cpu")
     rows = {k: {f: [] for f in keys} for k in configs}
@@ -108,12 +108,12 @@ def run_model(name: str, n: int, data: str | None = None, seed: int = 0) -> dict
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    harness.add_arguments(ap, n=60, skip=("repeats",),
+    runs.add_arguments(ap, n=60, skip=("repeats",),
                           help={"n": "held-out requests per model"})  # fmt: skip
     ap.add_argument("--models", nargs="+", default=list(MODELS),
                     help="built-in names or model folders")  # fmt: skip
     args = ap.parse_args()
-    session = harness.Session("detect", args)
+    session = runs.Session("detect", args)
     results = {name: run_model(name, args.n, args.data, args.seed) for name in args.models}
     head = ("model", "signal", "n", "window", "loop ms", "detect ms", "detect %", "policy ms",
             "policy %", "det % sums", "cpu ms", "det cpu ms", "det cpu %")  # fmt: skip

@@ -4,8 +4,8 @@ a synthetic long-tailed length mix (see `seer.throughput` for the definitions).
 
     nice python benchmarks/bench_engine.py --n 64 --batches 8 32 64
 
-Fixed seed, a warm-up of every method, a human table, and the harness's JSON record as the last
-line (`seerbench.harness`).
+Fixed seed, a warm-up of every method, a human table, and the JSON record as the last
+line (`seerbench.runs`).
 """
 
 from __future__ import annotations
@@ -14,19 +14,19 @@ import argparse
 
 import seer
 from seer import throughput
-from seerbench import harness
+from seerbench import runs
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="model folder (default: the built-in model)")
-    harness.add_arguments(ap, n=64, skip=("data", "repeats"),
+    runs.add_arguments(ap, n=64, skip=("data", "repeats"),
                           help={"n": "held-out prompts (>= the largest batch)"})  # fmt: skip
     ap.add_argument("--batches", type=int, nargs="+", default=[8, 32, 64])
     ap.add_argument("--gen-length", type=int, default=64)
     ap.add_argument("--tau-pad", type=float, default=0.4)
     args = ap.parse_args(argv)
-    session = harness.Session("engine", args)
+    session = runs.Session("engine", args)
     lm = seer.load(args.model or "builtin")
     n = max(args.n, *args.batches, 16)
     record = throughput.run(lm, n=n, batches=tuple(args.batches), gen_length=args.gen_length,

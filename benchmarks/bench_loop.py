@@ -51,7 +51,7 @@ import torch
 import seer
 from seer.models.configs import llada_config
 from seer.models.factory import random_model, save_checkpoint
-from seerbench import harness, stats
+from seerbench import runs, stats
 
 VOCAB = 2048
 MASK, EOS = VOCAB - 1, VOCAB - 2  # pad = EOS, as in the released LLaDA configs
@@ -418,7 +418,7 @@ def main(argv=None) -> None:
     )
     ap.add_argument("--gen-length", type=int, default=64)
     ap.add_argument("--prompt-len", type=int, default=32)
-    harness.add_arguments(ap, repeats=None, skip=("n", "data"),
+    runs.add_arguments(ap, repeats=None, skip=("n", "data"),
                           help={"repeats": "timed runs per sampler and case (default: tiny 5, "
                                 "mid 2)"})  # fmt: skip
     ap.add_argument(
@@ -439,7 +439,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.worker:
         return worker(Path(args.worker), args.threads)
-    session = harness.Session("loop", args)
+    session = runs.Session("loop", args)
     if args.baseline:
         return compare(args, session)
 
@@ -453,7 +453,7 @@ def main(argv=None) -> None:
     schedules = [tuple(map(int, s.split("/"))) for s in args.schedules.split(",") if s]
     skip = {s for s in args.skip.split(",") if s}
 
-    print(f"# {harness.machine_info()}", flush=True)
+    print(f"# {runs.machine_info()}", flush=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:

@@ -41,7 +41,7 @@ from seer.batch import run_batch
 from seer.data import load_examples
 from seer.distributed import batch as ray_batch
 from seer.distributed.ray_batch import _local_env
-from seerbench import harness
+from seerbench import runs
 from seerbench.draws import held_out
 
 
@@ -103,12 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     if "--serve" in argv:
         return serve_main([a for a in argv if a != "--serve"])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    harness.add_arguments(ap, n=64, repeats=2, skip=("data", "threads"),
+    runs.add_arguments(ap, n=64, repeats=2, skip=("data", "threads"),
                           help={"n": "held-out requests"})  # fmt: skip
     ap.add_argument("--max-batch", type=int, default=16)
     args = ap.parse_args(argv)
     args.threads = 1  # one torch thread per process (the driver and each actor)
-    session = harness.Session("ray", args)
+    session = runs.Session("ray", args)
     _local_env()
     import ray
 
@@ -117,29 +117,29 @@ def main(argv: list[str] | None = None) -> int:
     lm = seer.load("builtin")
     load_s = time.perf_counter() - t0
     examples = held_out("builtin", args.n, args.seed)
-    runs: dict[str, list[dict]] = {"single": [], "ray-1": [], "ray-2": [], "ray-echo": []}
+    times: dict[str, list[dict]] = {"single": [], "ray-1": [], "ray-2": [], "ray-echo": []}
     reference = None
     with tempfile.TemporaryDirectory() as tmp:
         _single(lm, examples[: args.max_batch], Path(tmp) / "warm.jsonl", args.max_batch)
         for rep in range(args.repeats):
-            for name in runs:
+            for name in times:
                 out = Path(tmp) / f"{name}-{rep}.jsonl"
                 if name == "ray-echo":
-                    runs[name].append(_plumbing(ray, examples, args.max_batch))
-                    print(f"round {rep}: {name:8s} {runs[name][-1]['seconds']:.1f} s", flush=True)
+                    times[name].append(_plumbing(ray, examples, args.max_batch))
+                    print(f"round {rep}: {name:8s} {times[name][-1]['seconds']:.1f} s", flush=True)
                     continue
                 if name == "single":
-                    runs[name].append(_single(lm, examples, out, args.max_batch))
+                    times[name].append(_single(lm, examples, out, args.max_batch))
                 else:
-                    runs[name].append(_ray(examples, out, int(name[-1]), args.max_batch))
+                    times[name].append(_ray(examples, out, int(name[-1]), args.max_batch))
                 got = _answers(out)
                 assert [i for i, _ in got] == [e.id for e in examples], f"{name}: ids"
                 reference = reference or got
                 assert got == reference, f"{name}: answers differ from the first run"
-                print(f"round {rep}: {name:8s} {runs[name][-1]['seconds']:.1f} s", flush=True)
+                print(f"round {rep}: {name:8s} {times[name][-1]['seconds']:.1f} s", flush=True)
     ray.shutdown()
     med = {
-        name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()
+        name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in times.items()
     }
     single_rate = med["single"]["rows_per_s"]
     head = f"seer batch on {args.n} built-in requests (Seer on), engine batch {args.max_batch}"
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     session.finish(med, model="builtin", source="builtin", max_batch=args.max_batch,
                    model_load_s=load_s, ray=ray.__version__, ray_overhead_per_row_s=overhead,
-                   runs=runs)  # fmt: skip
+                   runs=times)  # fmt: skip
     return 0
 
 
@@ -287,7 +287,7 @@ def serve_main(argv: list[str]) -> int:
     prompts = [ex.prompt for ex in load_examples("builtin", n=args.requests)]
     servers = {"serve": _Server("serve"), "replicas-1": _Server("replicas-1", "--replicas", "1"),
                "replicas-2": _Server("replicas-2", "--replicas", "2")}  # fmt: skip
-    runs: dict[str, list[dict]] = {name: [] for name in servers}
+    times: dict[str, list[dict]] = {name: [] for name in servers}
     try:
         ready = {name: s.wait(httpx) for name, s in servers.items()}
         print("ready after " + ", ".join(f"{n} {t:.0f} s" for n, t in ready.items()), flush=True)
@@ -301,12 +301,12 @@ def serve_main(argv: list[str]) -> int:
                 r = _load(httpx, s.url, prompts, args.concurrency, seer)
                 assert r.pop("answers") == reference, f"{name}: answers differ"
                 r["ping_s"] = _overhead(httpx, s.url, args.pings)
-                runs[name].append(r)
+                times[name].append(r)
                 print(f"round {rep}: {name:10s} {r['seconds']:6.1f} s {r['rps']:6.2f} req/s "
                       f"ping {r['ping_s'] * 1000:.1f} ms", flush=True)  # fmt: skip
     finally:
         codes = {name: s.stop() for name, s in servers.items()}
-    med = {n: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for n, rs in runs.items()}
+    med = {n: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for n, rs in times.items()}
     base = med["serve"]
     what = "Seer on" if seer else "full window"
     print(f"\nseer serve vs Ray Serve replicas: {args.requests} built-in chat requests ({what}, "
@@ -322,7 +322,7 @@ def serve_main(argv: list[str]) -> int:
     overhead = {n: m["ping_s"] - base["ping_s"] for n, m in med.items()}
     record = {"bench": "ray_serve", "seer": seer, "requests": args.requests,
               "concurrency": args.concurrency, "repeats": args.repeats, "ready_s": ready,
-              "median": med, "runs": runs, "ray_overhead_per_request_s": overhead,
+              "median": med, "runs": times, "ray_overhead_per_request_s": overhead,
               "exit_codes": codes, "machine": machine}  # fmt: skip
     print(json.dumps(record))
     return 0

@@ -28,7 +28,7 @@ already a seeded draw), never its first rows.
     python benchmarks/bench_realism.py --model builtin \
         --from-raw docs/builtin-v2/realism_k_raw.jsonl --plot docs/builtin-v2/realism_k.png
 
-Last line: the harness's JSON record (`seerbench.harness`): results per config (all families:
+Last line: the JSON record (`seerbench.runs`): results per config (all families:
 n, accuracy, interval, changed, seconds), configs per config and family, lengths.
 """
 
@@ -40,7 +40,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from seerbench import harness
+from seerbench import runs
 from seerbench.stats import bootstrap
 
 CONFIGS = ("k=1", "k=2", "k=4", "k=8", "thr0.9", "thr0.7", "dpad", "seer")
@@ -80,7 +80,7 @@ def run_config(lm, examples, name: str, window: int, batch: int) -> dict[str, di
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="builtin")
-    harness.add_arguments(ap, data="builtin", skip=("repeats",),
+    runs.add_arguments(ap, data="builtin", skip=("repeats",),
                           help={"n": "a seeded random sample of n (default: all)"})  # fmt: skip
     ap.add_argument("--window", type=int, default=None, help="gen_length (default: the model's)")
     ap.add_argument("--configs", default=None,
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--plot", type=Path, default=None)
     ap.add_argument("--from-raw", type=Path, default=None, help="report an earlier --raw file")
     args = ap.parse_args(argv)
-    session = harness.Session("realism", args)
+    session = runs.Session("realism", args)
 
     import seer
     from seer.data import load_examples
@@ -131,9 +131,9 @@ def generate(lm, examples, names, window, batch) -> tuple[dict, dict]:
     """Every config over the examples, timed: (results per config, seconds per config)."""
     results, seconds = {}, {}
     warm = examples[: min(2, len(examples))]  # every config's code path once, untimed
-    harness.warm(lambda c: run_config(lm, warm, c, window, batch), names)
+    runs.warm(lambda c: run_config(lm, warm, c, window, batch), names)
     for c in names:
-        with harness.Timer() as t:
+        with runs.Timer() as t:
             results[c] = run_config(lm, examples, c, window, batch)
         seconds[c] = t.wall
         acc = statistics.mean(r["score"] for r in results[c].values())

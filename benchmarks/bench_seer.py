@@ -24,7 +24,7 @@ time in detection. Seer only shortens the denoising loop; the prompt processing 
 every method) is reported apart, with an end-to-end speedup (prompt + denoising) beside the
 loop's, so that the loop's speedup is not read as the request's. Every window shape (and the
 vision tower) is warmed up first, and every method runs once on the first request, untimed.
-Last line: the harness's JSON record (`seerbench.harness`).
+Last line: the JSON record (`seerbench.runs`).
 
     python benchmarks/bench_seer.py --n 300                      # built-in text model
     python benchmarks/bench_seer.py --model DIR --n 60           # task from the model (vqa)
@@ -47,7 +47,7 @@ from seer.boundary.truncation import FixedWindowPolicy, resolve, round_window
 from seer.data import Example, score
 from seer.data.builtin import source_for
 from seer.errors import SeerError
-from seerbench import harness
+from seerbench import runs
 from seerbench.draws import held_out
 from seerbench.machine import machine_info
 
@@ -103,11 +103,11 @@ def run(args) -> dict:
     source = source_for(name, task == "vqa")
     examples = held_out(source, args.n, args.seed)
     first = lm.prompt(examples[0].prompt, examples[0].image)  # also warms the vision tower
-    harness.warm_windows(lm, first, g, cfg.bucket)  # every window shape
+    runs.warm_windows(lm, first, g, cfg.bucket)  # every window shape
     methods(lm, first, g, cfg, step0)  # every method's code path, untimed
     rows = []
     for ex in track(examples, description=f"held-out {task} requests"):
-        with harness.Timer() as t:
+        with runs.Timer() as t:
             q = lm.prompt(ex.prompt, ex.image)  # PromptInput: ids (+ spliced embeddings)
         rows.append(Row(ex, t.wall, methods(lm, q, g, cfg, step0)))
     record = summarise(rows, g, lm, cfg, args)
@@ -231,10 +231,10 @@ def main() -> None:
         default=None,
         help="held-out requests (default: vqa for a multimodal model, else text)",
     )
-    harness.add_arguments(ap, n=300, seed=11, skip=("data", "repeats"))
+    runs.add_arguments(ap, n=300, seed=11, skip=("data", "repeats"))
     ap.add_argument("--gen-length", type=int, default=None)
     args = ap.parse_args()
-    session = harness.Session("seer", args)
+    session = runs.Session("seer", args)
     try:
         record = run(args)
     except SeerError as e:  # a task the model cannot take: one line

@@ -13,7 +13,7 @@ sent when it is final). Per point: throughput (requests/s, answer tokens/s), lat
 to its offline answer, the same request run alone: `wrong` counts the others). `--methods seer`
 runs Seer alone.
 Every request has a timeout and the server is stopped at the end: the run stops by itself.
-A human table, then the harness's JSON record as the last line (`seerbench.harness`; results:
+A human table, then the JSON record as the last line (`seerbench.runs`; results:
 one point per concurrency and method).
 """
 
@@ -38,7 +38,7 @@ import openai
 import seer
 from seer.data import load_examples
 from seer.data.builtin import source_for
-from seerbench import harness
+from seerbench import runs
 
 METHODS = ("seer", "full")  # Seer's window vs the full gen_length window
 
@@ -177,10 +177,10 @@ def show(record: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="builtin-vqa", help="a built-in model's name or a folder")
-    harness.add_arguments(ap, n=48, skip=("repeats", "threads"), help={
+    runs.add_arguments(ap, n=48, skip=("repeats", "threads"), help={
         "n": "requests per point (M)",
         "data": "requests (default: the model's built-in task)"})  # fmt: skip
-    ap.add_argument("--requests", dest="n", type=harness.positive, default=argparse.SUPPRESS,
+    ap.add_argument("--requests", dest="n", type=runs.positive, default=argparse.SUPPRESS,
                     help=argparse.SUPPRESS)  # the old name of --n  # fmt: skip
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
     ap.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS),
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log", default="bench_server.log", help="the server's output")
     args = ap.parse_args(argv)
     args.threads = 1
-    session = harness.Session("server", args)
+    session = runs.Session("server", args)
 
     log = Path(args.log)
     proc, url = start_server(args.model, log)

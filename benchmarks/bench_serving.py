@@ -22,7 +22,7 @@ arrival -> last finish), p50 / p99 latency (arrival -> result), p50 time to the 
 (arrival -> first block; one block = the whole window unless `--block`), and the peak bytes the
 running rows' canvases and KV caches held (the model's own activations are not counted).
 The machine is shared and noisy: compare ratios inside one run, not across runs. The last line
-of stdout is the harness's JSON record (`seerbench.harness`; results: one row per case);
+of stdout is the JSON record (`seerbench.runs`; results: one row per case);
 `--plot` writes the latency-vs-rate figure.
 """
 
@@ -41,7 +41,7 @@ import seer
 from seer.batch import request_for
 from seer.data import load_examples
 from seer.engine import Engine, EngineConfig
-from seerbench import harness
+from seerbench import runs
 
 METHODS = ("one-at-a-time", "static", "fcfs", "shortest_first")
 
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=["builtin", "builtin-vqa"],
                     help="built-in names or model folders")  # fmt: skip
-    harness.add_arguments(ap, n=20, skip=("repeats",), help={
+    runs.add_arguments(ap, n=20, skip=("repeats",), help={
         "n": "requests per case (unique, held out)",
         "data": "prompt source (default: the model's name)"})  # fmt: skip
     ap.add_argument("--device", default="cpu")
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if torch.device(args.device).type != "cpu":
         args.threads = None  # the accelerator's: the session leaves torch's threads alone
-    session = harness.Session("serving", args)
+    session = runs.Session("serving", args)
     print(f"{'model':<12} {'rate':>6} {'win':<5} {'method':<15}{'tok/s':>9} {'p50 s':>8}"
           f" {'p99 s':>8} {'mean s':>8} {'ttfb50':>8} {'peak KiB':>9}")  # fmt: skip
     rows, models = [], []

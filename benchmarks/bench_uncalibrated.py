@@ -17,7 +17,7 @@ steps = window, interleaved request by request with the baseline (full window). 
 
 The choice for unknown checkpoints is the candidate with the fewest cut answers summed over both
 models, then the shortest total loop time. Every candidate runs once on the first request,
-untimed, before any timing. Last line: the harness's JSON record (`seerbench.harness`).
+untimed, before any timing. Last line: the JSON record (`seerbench.runs`).
 
     python benchmarks/bench_uncalibrated.py --n 60
 """
@@ -34,7 +34,7 @@ import seer
 from seer.boundary.config import SeerConfig
 from seer.commands.options import model_path
 from seer.data import score
-from seerbench import harness
+from seerbench import runs
 from seerbench.draws import held_out
 
 MODELS = ("builtin", "builtin-vqa")
@@ -67,17 +67,17 @@ def run_model(name: str, n: int, tmp: Path, seed: int = 0) -> dict:
     configs = {k: SeerConfig.from_dict(v) for k, v in CANDIDATES.items()}
     examples = held_out(name, n, seed)
     prompts = [lm.prompt(e.prompt, e.image) for e in examples]  # encoded once
-    harness.warm_windows(lm, prompts[0], g, 8)  # every window shape, before any timing
-    harness.warm(lambda c: lm.generate(prompts[0], gen_length=g, seer=c), configs.values())
+    runs.warm_windows(lm, prompts[0], g, 8)  # every window shape, before any timing
+    runs.warm(lambda c: lm.generate(prompts[0], gen_length=g, seer=c), configs.values())
     stats = {k: dict.fromkeys(("cut", "differ", "fired", "found", "window", "nfe", "seconds"), 0)
              for k in ("baseline", *configs)}  # fmt: skip
     correct = dict.fromkeys(stats, 0)
     for ex, q in zip(examples, prompts, strict=True):
         base = lm.generate(q, gen_length=g)
-        runs = {"baseline": base}
+        answers = {"baseline": base}
         for key, cfg in configs.items():
-            runs[key] = lm.generate(q, gen_length=g, seer=cfg)
-        for key, gen in runs.items():
+            answers[key] = lm.generate(q, gen_length=g, seer=cfg)
+        for key, gen in answers.items():
             s = stats[key]
             s["cut"] += gen.stats.tokens < base.stats.tokens
             s["differ"] += gen.token_ids != base.token_ids
@@ -112,10 +112,10 @@ def choose(results: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    harness.add_arguments(ap, n=60, skip=("data", "repeats"),
+    runs.add_arguments(ap, n=60, skip=("data", "repeats"),
                           help={"n": "held-out requests per model"})  # fmt: skip
     args = ap.parse_args()
-    session = harness.Session("uncalibrated", args)
+    session = runs.Session("uncalibrated", args)
     with tempfile.TemporaryDirectory() as tmp:
         results = {name: run_model(name, args.n, Path(tmp), args.seed) for name in MODELS}
     head = ("model", "method", "cut", "differ", "fired", "found", "window", "NFE", "loop s",

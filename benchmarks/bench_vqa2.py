@@ -15,7 +15,7 @@ any-order and same-colour checkers included):
 
     python benchmarks/bench_vqa2.py --model runs/builtin-vqa2/export --n 10
 
-A human table, then the harness's JSON record on the last line (`seerbench.harness`; results:
+A human table, then the JSON record on the last line (`seerbench.runs`; results:
 per mode, the mix's accuracy and its drop from k=1). Seed fixed; no warm-up is needed because
 nothing is timed (accuracy only).
 """
@@ -32,7 +32,7 @@ import torch
 import seer
 from seer.boundary.config import SeerConfig
 from seer.data.synthetic import vqa2
-from seerbench import harness, stats
+from seerbench import runs, stats
 
 READING = ("read", "number", "chart", "table")
 
@@ -128,7 +128,7 @@ def show(record: dict) -> None:
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True, help="a v2 checkpoint folder (LaViDa layout)")
-    harness.add_arguments(ap, n=20, skip=("data", "repeats"),
+    runs.add_arguments(ap, n=20, skip=("data", "repeats"),
                           help={"n": "held-out requests per family"})  # fmt: skip
     ap.add_argument("--window", type=int, default=vqa2.WINDOW)
     ap.add_argument("--batch", type=int, default=48)
@@ -138,7 +138,7 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     if any(k < 1 or args.window % k for k in args.tokens_per_step):
         sys.exit("every tokens-per-step must divide the window")
-    session = harness.Session("vqa2", args)
+    session = runs.Session("vqa2", args)
     rec = run(args)
     show(rec)
     results = {m: {"accuracy": acc["all"], "drop_points": rec["drop"][m]["points"]}

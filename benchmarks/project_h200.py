@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from seer.errors import SeerError
-from seerbench import costmodel, harness
+from seerbench import costmodel, runs
 
 
 def show_projection(record: dict, prompt: float | None = None, batches=(1, 64)) -> None:
@@ -28,11 +28,11 @@ def main(argv=None) -> int:
     ap.add_argument("--batches", default="1,64", help="rows per forward (comma-separated)")
     args = ap.parse_args(argv)
     try:
-        batches = tuple(harness.positive(b) for b in args.batches.split(","))
+        batches = tuple(runs.positive(b) for b in args.batches.split(","))
     except argparse.ArgumentTypeError as e:
         ap.error(f"--batches: {e}")
     try:
-        record = harness.read(args.record)
+        record = runs.read(args.record)
     except (OSError, ValueError) as e:
         raise SeerError(f"{args.record}: not a readable compare record ({e})") from None
     if record.get("bench") != "compare" or "results" not in record:

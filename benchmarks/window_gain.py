@@ -13,7 +13,7 @@ per method, speed-up against the window (`--plot`).
         docs/results/compare/windows/compare-builtin-g256.json \\
         docs/results/compare/windows/compare-builtin-g512.json --out docs/results/compare/windows
 
-The last line is the JSON record (`seerbench.harness` schema, bench "window_gain").
+The last line is the JSON record (`seerbench.runs` schema, bench "window_gain").
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from seer.errors import SeerError
-from seerbench import harness
+from seerbench import runs
 from seerbench.machine import machine_info
 
 BASE = "baseline@k=1"
@@ -188,7 +188,7 @@ def main(argv=None) -> int:
     rows, models = [], set()
     for path in args.records:
         try:
-            record = harness.read(path)
+            record = runs.read(path)
         except (OSError, ValueError) as e:
             raise SeerError(f"{path}: not a readable compare record ({e})") from None
         if record.get("bench") != "compare" or "results" not in record:
@@ -224,14 +224,14 @@ def main(argv=None) -> int:
     }
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        tag = harness.tag(model, data)
+        tag = runs.tag(model, data)
         (args.out / f"window_gain-{tag}.md").write_text(
             f"{model}: Seer's gain against the window (each record's own clock; "
             f"`python benchmarks/window_gain.py {' '.join(map(str, args.records))}`)\n\n"
             + "\n".join(lines) + "\n"
         )  # fmt: skip
         plot(rows, args.out / f"window_gain-{tag}.png")
-        harness.write(record, args.out, tag)
+        runs.write(record, args.out, tag)
         print(f"[window_gain] wrote {args.out}/window_gain-{tag}.*", flush=True)
     print(json.dumps(record), flush=True)
     return 0

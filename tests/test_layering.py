@@ -153,7 +153,7 @@ def test_the_package_never_imports_the_lab():
 
 @pytest.mark.parametrize(
     "line",
-    ["from seerbench import harness", "import training.trainer",
+    ["from seerbench import runs", "import training.trainer",
      "def f():\n    from seerbench.compare import Config", "from training import builtin as t"],
 )  # fmt: skip
 def test_an_import_of_the_lab_fails(tmp_path, line):

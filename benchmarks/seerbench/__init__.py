@@ -1,7 +1,7 @@
-"""The benchmark library beside the package (it imports `seer`, never the reverse). The harness
-every script of `benchmarks/` runs on: `harness` (shared arguments, timer, warm-up, the one record
-schema and results folder), `stats` (bootstrap intervals over requests and repeats, the paired
-test, Pareto fronts), `draws` (held-out draws and seeded samples, never a first-N subset).
+"""The benchmark library beside the package (it imports `seer`, never the reverse). Every
+script of `benchmarks/` runs on it: `runs` (a run's shared arguments, timer, warm-up, the one
+record schema and results folder), `stats` (bootstrap intervals over requests and repeats, the
+paired test, Pareto fronts), `draws` (held-out draws and seeded samples, never a first-N subset).
 `compare` and `compare_report` (Seer against the alternatives, `benchmarks/bench_compare.py`),
 `costmodel` (a cost model fitted on a run's own times, and the H200 roofline), `marginals` (a
 perfect model of ParallelBench's list tasks against its closed forms), `machine` (what machine a

@@ -4,7 +4,7 @@ the batch-1 and batch-32 runs with their resumable raw records, and the summary.
 Every method is a policy of the one denoising loop, set through `SamplingParams` or a window
 policy (never a copy of the sampler); the list is in `build_configs`. Batch 1: each request
 runs every config `repeats` times, interleaved (one round = every config once), after every
-config ran once untimed (`seerbench.harness.warm`); the raw record keeps each repeat's loop
+config ran once untimed (`seerbench.runs.warm`); the raw record keeps each repeat's loop
 time, so intervals cover requests and repeats. Batch 32: every engine config over all requests
 (or a seeded random sample, `seerbench.draws.sample`) at max_batch 32, `repeats` interleaved
 rounds. DPad runs by name (`cache="dpad"`), through `generate` and the engine alike.
@@ -46,8 +46,8 @@ import torch
 from seer.boundary.truncation import FixedWindowPolicy, SeerPolicy, round_window
 from seer.errors import SeerError
 from seerbench import stats
-from seerbench.harness import Timer, rounds, warm
 from seerbench.machine import provenance
+from seerbench.runs import Timer, rounds, warm
 
 DPAD_WINDOW = 16  # DPad's sliding window of suffix positions kept after the block
 FACTOR = 1.0  # Fast-dLLM's factor (its README's --factor)

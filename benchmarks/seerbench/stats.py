@@ -4,7 +4,7 @@ and timing repeats together), a paired test, and the accuracy-against-time Paret
 Percentile bootstrap with a seeded `torch.Generator` (the same seed, the same interval), 2000
 resamples. A paired statistic resamples the *same* requests for both sides, so that the
 request-to-request spread, which both share, cancels. Times measured in interleaved repeats
-(`seerbench.harness`) are paired by repeat as well: repeat r of two configs ran in the same
+(`seerbench.runs`) are paired by repeat as well: repeat r of two configs ran in the same
 round, under the same machine load, so a resample draws one repeat index per request and uses
 it for both.
 """

@@ -1,4 +1,4 @@
-"""The benchmark harness every script in `benchmarks/` uses: one set of shared arguments, one
+"""A benchmark run, the same in every script of `benchmarks/`: one set of shared arguments, one
 timer, one warm-up, one machine description and one record schema, written to one folder.
 
 A script builds its own parser, adds the shared arguments (`add_arguments`: --n, --seed,

@@ -1,4 +1,4 @@
-"""seerbench.harness: the shared arguments, the timer, interleaved rounds, the warm-up and the
+"""seerbench.runs: the shared arguments, the timer, interleaved rounds, the warm-up and the
 one record schema written to one folder."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import json
 import pytest
 import torch
 
-from seerbench import harness
+from seerbench import runs
 
 
 def parse(argv, **kw):
-    return harness.add_arguments(argparse.ArgumentParser(), **kw).parse_args(argv)
+    return runs.add_arguments(argparse.ArgumentParser(), **kw).parse_args(argv)
 
 
 def test_shared_arguments_with_a_script_s_defaults_and_skips():
@@ -36,17 +36,17 @@ def test_bad_counts_get_one_line(capsys):
 
 
 def test_timer_reads_wall_and_cpu_time():
-    with harness.Timer() as t:
+    with runs.Timer() as t:
         sum(i * i for i in range(20_000))
     assert t.wall > 0 and t.cpu > 0
-    value, t2 = harness.timed(lambda x: x + 1, 1)
+    value, t2 = runs.timed(lambda x: x + 1, 1)
     assert value == 2 and t2.wall >= 0
 
 
 def test_rounds_interleave_and_warm_runs_every_case_once():
-    assert list(harness.rounds(["a", "b"], 2)) == [(0, "a"), (0, "b"), (1, "a"), (1, "b")]
+    assert list(runs.rounds(["a", "b"], 2)) == [(0, "a"), (0, "b"), (1, "a"), (1, "b")]
     seen = []
-    assert harness.warm(seen.append, ["x", "y", "z"]) == 3 and seen == ["x", "y", "z"]
+    assert runs.warm(seen.append, ["x", "y", "z"]) == 3 and seen == ["x", "y", "z"]
 
 
 def test_warm_windows_calls_every_bucket_shape():
@@ -56,32 +56,32 @@ def test_warm_windows_calls_every_bucket_shape():
         def generate(self, prompt, **kw):
             calls.append(kw["gen_length"])
 
-    assert harness.warm_windows(LM(), "q", 64, 16) == 4 and calls == [16, 32, 48, 64]
+    assert runs.warm_windows(LM(), "q", 64, 16) == 4 and calls == [16, 32, 48, 64]
 
 
 def test_one_record_schema_printed_last_and_written_to_the_folder(tmp_path, capsys):
     args = parse(["--n", "3", "--threads", "1", "--out", str(tmp_path / "res")], n=5)
     args.model = "/work/runs/builtin-v2/export"
-    s = harness.Session("demo", args)
+    s = runs.Session("demo", args)
     assert torch.get_num_threads() == 1
     rec = s.finish({"x": 1}, extra_key="kept")
-    assert list(rec)[: len(harness.SCHEMA)] == list(harness.SCHEMA)
+    assert list(rec)[: len(runs.SCHEMA)] == list(runs.SCHEMA)
     assert rec["bench"] == "demo" and rec["n"] == 3 and rec["results"] == {"x": 1}
     assert rec["extra_key"] == "kept" and rec["machine"]["cpus"] >= 1
     assert rec["settings"]["out"] == str(tmp_path / "res")
     out = capsys.readouterr().out.strip().splitlines()
     assert json.loads(out[-1]) == rec
     path = tmp_path / "res" / "demo-builtin-v2.json"  # an export folder takes its run's name
-    assert harness.read(path) == rec
+    assert runs.read(path) == rec
     with pytest.raises(ValueError, match="belong to the schema"):
         s.record({}, machine="mine")
 
 
 def test_tag_of_model_names():
-    assert harness.tag("builtin-v1") == "builtin-v1"
-    assert harness.tag("/a/b/builtin-vqa2/export") == "builtin-vqa2"
-    assert harness.tag(None) == "all"
-    assert harness.tag("a b") == "a_b"
+    assert runs.tag("builtin-v1") == "builtin-v1"
+    assert runs.tag("/a/b/builtin-vqa2/export") == "builtin-vqa2"
+    assert runs.tag(None) == "all"
+    assert runs.tag("a b") == "a_b"
 
 
 def test_tag_names_the_data_a_run_was_given():
@@ -89,14 +89,14 @@ def test_tag_names_the_data_a_run_was_given():
 
     root = Path(__file__).parents[1] / "fixtures" / "parallelbench"
     pb = "parallelbench:" + str(root)
-    copy = harness.tag("builtin", pb + "/waiting_line/copy")
+    copy = runs.tag("builtin", pb + "/waiting_line/copy")
     assert copy == "builtin-parallelbench-waiting_line-copy"
-    assert harness.tag("builtin", pb + "/waiting_line") == "builtin-parallelbench-waiting_line"
-    assert harness.tag("builtin", pb) == "builtin-parallelbench"
-    assert harness.tag("/r/x/export", "/data/rows.jsonl") == "x-rows"
-    assert harness.tag("builtin", None) == "builtin"
-    assert harness.tag("builtin", "builtin") == "builtin"  # its own task: no suffix
+    assert runs.tag("builtin", pb + "/waiting_line") == "builtin-parallelbench-waiting_line"
+    assert runs.tag("builtin", pb) == "builtin-parallelbench"
+    assert runs.tag("/r/x/export", "/data/rows.jsonl") == "x-rows"
+    assert runs.tag("builtin", None) == "builtin"
+    assert runs.tag("builtin", "builtin") == "builtin"  # its own task: no suffix
     # a record made on a machine with another checkout still gets a name
-    assert harness.tag("builtin", "parallelbench:/gone/waiting_line/copy") == (
+    assert runs.tag("builtin", "parallelbench:/gone/waiting_line/copy") == (
         "builtin-parallelbench-waiting_line-copy"
     )
