@@ -53,6 +53,7 @@ class Spec:
     metavar: str | None = None  # the CLI's name for the value (default: N or X by kind)
     api: bool | str = False  # in the server's request body (True: under its own name)
     implies: str | None = None  # giving this option turns that bool option on (daedal_* -> daedal)
+    scale: float = 1  # the CLI's value times this is the field's (--max-body-mb: MB -> bytes)
 
 
 def option(default: Any, help: str, **spec) -> Any:
@@ -139,6 +140,21 @@ def check(name: str, s: Spec, value) -> None:
         raise SeerError(text)
 
 
+def validate(obj, prefix: str = "", words: dict = KIND_TEXT) -> None:
+    """Each declared option of dataclass `obj` checked against its spec: its type, then its
+    range or choices (`prefix` names the config in the message: "Seer option layer ...").
+    The rules between options stay in the dataclass's `__post_init__`."""
+    for f, s in specs(type(obj)):
+        value = getattr(obj, f.name)
+        check_type(f, value, prefix, words)
+        check(f"{prefix}{f.name}", s, value)
+
+
+def defaults(cls) -> dict:
+    """Each declared option of `cls` -> its one default (what every front end must show)."""
+    return {f.name: f.default for f, _ in specs(cls)}
+
+
 def implied(cls, options: dict) -> dict:
     """`options` with the bool options that given ones imply turned on (a `daedal_*` option
     turns `daedal` on); an implied option given as False is refused in one line."""
@@ -154,15 +170,19 @@ def implied(cls, options: dict) -> dict:
 
 # -- the command line -------------------------------------------------------------------------
 def number(k: type, s: Spec):
-    """An argparse type: the flag's text as `k`, checked as the library checks it."""
+    """An argparse type: the flag's text as `k`, checked as the library checks it (a scaled
+    option's text is a number of its CLI unit, MB or megapixels, turned into the field's)."""
+    scaled = s.scale != 1
 
     def parse(text: str):
         try:
-            value = k(text)
+            value = (float if scaled else k)(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {k.__name__}, got {text!r}") from None
-        if k is float and not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        if scaled:
+            value = k(value * s.scale)
         tail = problem(s, value, shown=text)
         if tail is not None:
             raise argparse.ArgumentTypeError(tail)
@@ -172,12 +192,19 @@ def number(k: type, s: Spec):
     return parse
 
 
-def argparse_kwargs(f: Field, s: Spec, dest: str, choices: bool = True) -> dict:
+def argparse_kwargs(
+    f: Field, s: Spec, dest: str, choices: bool = True, show_default: bool = False
+) -> dict:
     """`add_argument` keywords of an option: default None (the library decides), the type that
     checks the range, argparse's choices (`choices=False`: the library says which names it
-    knows), a flag for a bool."""
+    knows), a flag for a bool. `show_default`: the help says the field's default (in the
+    CLI's unit), for options whose default is the dataclass's rather than the model's."""
     k = kind(f)
-    kw: dict = {"dest": dest, "default": None, "help": s.help}
+    help = s.help
+    if show_default and f.default is not None and k is not bool:
+        shown = f.default / s.scale if s.scale != 1 else f.default
+        help += f" (default {_num(shown) if k in (int, float) else shown})"
+    kw: dict = {"dest": dest, "default": None, "help": help}
     if k is bool:
         kw["action"] = argparse.BooleanOptionalAction if s.negatable else "store_true"
         return kw
@@ -188,3 +215,17 @@ def argparse_kwargs(f: Field, s: Spec, dest: str, choices: bool = True) -> dict:
     else:
         kw.update(type=str, metavar=s.metavar or "NAME")
     return kw
+
+
+def add_flags(p, cls, names=None) -> None:
+    """One flag per declared option of `cls` that has one (only `names`, when given), each
+    saying its default; the value lands under the field's name, None when not given."""
+    for f, s in specs(cls):
+        if s.flag and (names is None or f.name in names):
+            p.add_argument(s.flag, *s.aliases, **argparse_kwargs(f, s, f.name, show_default=True))
+
+
+def given(args, cls) -> dict:
+    """The options of `cls` the user gave on the command line (field -> value); the others
+    are left to the dataclass's defaults."""
+    return {f.name: v for f, s in specs(cls) if (v := getattr(args, f.name, None)) is not None}
