@@ -139,7 +139,7 @@ def test_daedal_request_equals_generate_and_turns_the_default_seer_off(client, v
     g = offline(vqa_lm, q, seer=False, gen_length=32, **extra)
     check_same(r.choices[0], r.usage, g, 32)
     assert r.choices[0].seer["detected"] is None
-    with pytest.raises(openai.BadRequestError, match="DAEDAL sets the answer length"):
+    with pytest.raises(openai.BadRequestError, match="daedal sets the answer length"):
         msgs = [{"role": "user", "content": q}]
         client.chat.completions.create(
             model=MODEL, messages=msgs, max_tokens=32, extra_body={**extra, "seer": True}

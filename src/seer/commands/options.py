@@ -123,6 +123,14 @@ def add_sampling(p: argparse.ArgumentParser) -> None:
             groups[s.group].add_argument(s.flag, *s.aliases, **spec.argparse_kwargs(f, s, f.name))
 
 
+def add_sampling_flags(p, *names: str) -> None:
+    """Some SamplingParams options alone (`--gen-length` of calibrate, profile and bench), as
+    `add_sampling` makes them."""
+    for f, s in spec.specs(SamplingParams):
+        if f.name in names:
+            p.add_argument(s.flag, *s.aliases, **spec.argparse_kwargs(f, s, f.name))
+
+
 def sampling(args) -> dict:
     """The sampling options the user gave (others are left to the model's defaults); a
     --daedal-* option turns DAEDAL on."""

@@ -64,8 +64,13 @@ def _build(args) -> dict:
                 **{k: getattr(cfg, k) for k in BUILD_LIMITS})  # fmt: skip
 
 
-BUILD_LIMITS = ("max_image_bytes", "max_body_bytes", "max_image_pixels", "pixel_budget",
-                "prepare_timeout")  # ServerConfig's options that `seer.serve.build` takes
+BUILD_LIMITS = (
+    "max_image_bytes",
+    "max_body_bytes",
+    "max_image_pixels",
+    "pixel_budget",
+    "prepare_timeout",
+)  # ServerConfig's options that `seer.serve.build` takes
 
 
 def _replicas(args) -> int:

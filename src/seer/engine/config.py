@@ -50,7 +50,7 @@ class EngineConfig:
     # window buckets; None: 8, 16, 32, ... up to gen_length
     buckets: tuple[int, ...] | None = _engine(None, "window buckets (default: powers of 2)")
     tau_pad: float = _engine(0.4, "padding-waste ratio above which a group is packed (varlen)",
-                             lo=0, hi=1, says="in [0, 1]")  # fmt: skip
+                             lo=0, hi=1, says="in [0, 1]", flag="--tau-pad")  # fmt: skip
     eager_bucket: int = _engine(4, "groups whose bucket is <= this run eagerly, unpadded", lo=0)
     min_group: int = _engine(4, "bucket groups smaller than this merge with the next", lo=1)
     # hybrid | naive (pad all to the longest) | static | varlen | eager

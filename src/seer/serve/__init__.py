@@ -61,8 +61,9 @@ def build(lm, *, model_names=None, api_key=None, public_metrics=False, seer=True
         api_key=api_key,
         public_metrics=public_metrics,
         seer=seer,
-        limits=Limits(root, max_image_bytes, max_image_pixels, pixel_budget, prepare_timeout,
-                      chars_per_token),
+        limits=Limits(
+            root, max_image_bytes, max_image_pixels, pixel_budget, prepare_timeout, chars_per_token
+        ),
         max_body_bytes=max_body_bytes,
     )
     return create_app(lm, engine, options)
