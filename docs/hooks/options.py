@@ -78,7 +78,8 @@ def _range(s) -> str:
         out = f"<= {_num(s.hi)}"
     else:
         out = ""
-    return f"{out} ({s.note})" if s.note and out else out
+    out = f"{out} ({s.note})" if s.note and out else out
+    return f"{out} (or None for {s.none})" if s.none and out else out
 
 
 def _default(f, model_default: bool) -> str:

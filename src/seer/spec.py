@@ -54,6 +54,7 @@ class Spec:
     api: bool | str = False  # in the server's request body (True: under its own name)
     implies: str | None = None  # giving this option turns that bool option on (daedal_* -> daedal)
     scale: float = 1  # the CLI's value times this is the field's (--max-body-mb: MB -> bytes)
+    none: str = ""  # what None means, said after the bound in the library's message ("no bound")
 
 
 def option(default: Any, help: str, **spec) -> Any:
@@ -101,9 +102,10 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-def problem(s: Spec, value, shown: str | None = None) -> str | None:
+def problem(s: Spec, value, shown: str | None = None, library: bool = False) -> str | None:
     """What is wrong with a value of the right type, as the tail of a message; None if nothing.
-    `shown`: how to print the value (the CLI shows the text the user typed)."""
+    `shown`: how to print the value (the CLI shows the text the user typed); `library`: say
+    what None means too (a flag cannot be None)."""
     if value is None:
         return None
     got = value if shown is None else shown
@@ -122,13 +124,14 @@ def problem(s: Spec, value, shown: str | None = None) -> str | None:
         return None
     bound = f"{'>' if s.open_lo else '>='} {_num(s.lo)}" if low else f"<= {_num(s.hi)}"
     need = s.says or bound
-    note = f" ({s.note})" if s.note else ""
+    notes = [s.note, f"or None for {s.none}" if library and s.none else ""]
+    note = "".join(f" ({n})" for n in notes if n)
     return f"must be {need}{note}, got {got}"
 
 
 def message(name: str, s: Spec, value) -> str | None:
     """The library's one line for a bad value of option `name` (None: the value is fine)."""
-    tail = problem(s, value)
+    tail = problem(s, value, library=True)
     if tail is None:
         return None
     return tail if s.choices else f"{name} {tail}"

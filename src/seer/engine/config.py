@@ -34,13 +34,13 @@ class EngineConfig:
     max_batch: int = _engine(64, "rows per engine batch", lo=1, flag="--max-batch")
     # token budget per tick: rows x (prompt + window); None: no budget
     max_tokens_per_step: int | None = _engine(
-        None, "token budget of one engine step", lo=1, note="or None for no budget",
+        None, "token budget of one engine step", lo=1, none="no budget",
         flag="--max-tokens-per-step",
     )  # fmt: skip
     # waiting requests before `add` raises QueueFull (the server's 429); None: no bound
     max_queue: int | None = _engine(
         None, "waiting requests before 429 (default: unbounded)", lo=1,
-        note="or None for no bound", flag="--max-queue",
+        none="no bound", flag="--max-queue",
     )  # fmt: skip
     # fcfs | shortest_first (Seer's predicted remaining work, with aging)
     policy: str = _engine("fcfs", "admission order", choices=POLICIES, noun="policy")
@@ -50,7 +50,7 @@ class EngineConfig:
     # window buckets; None: 8, 16, 32, ... up to gen_length
     buckets: tuple[int, ...] | None = _engine(None, "window buckets (default: powers of 2)")
     tau_pad: float = _engine(0.4, "padding-waste ratio above which a group is packed (varlen)",
-                             lo=0, hi=1, says="in [0, 1]", flag="--tau-pad")  # fmt: skip
+                             lo=0, hi=1, flag="--tau-pad")  # fmt: skip
     eager_bucket: int = _engine(4, "groups whose bucket is <= this run eagerly, unpadded", lo=0)
     min_group: int = _engine(4, "bucket groups smaller than this merge with the next", lo=1)
     # hybrid | naive (pad all to the longest) | static | varlen | eager

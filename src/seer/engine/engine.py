@@ -164,7 +164,7 @@ class Engine:
         did it), its prompt encoded and checked against the model, its window policy made a
         `Window`. A request that cannot be served is one `SeerError` line."""
         t0, lm = time.perf_counter(), self.lm
-        if not req.resolved:  # a request added as it was built: resolved here, once
+        if not req.resolved or req.params is None:  # added as built: resolved here, once
             req = resolve(lm, req, policy=policy is not None)
         p = req.params
         inputs = lm.prompt_inputs(req.prompt, p, req.image, req.chat)

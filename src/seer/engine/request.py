@@ -88,11 +88,15 @@ class Request:
     resolved: bool = False  # set by `resolve`: params concrete, seer a fitted SeerConfig or None
 
 
+class SeerOptionError(SeerError):
+    """`resolve` refused the request's Seer settings (the server names its `seer` field)."""
+
+
 def sampling(lm, params: SamplingParams | None = None, overrides: dict | None = None):
     """The request's `SamplingParams`: `params` (None: the model's defaults) with `overrides`
     over them (None values: the default), the model's unmasking rule filled in and the rules
     that depend on it checked (`SamplingParams.resolve`)."""
-    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    overrides = overrides or {}
     try:
         if params is None:
             p = lm.sampling(**overrides) if hasattr(lm, "sampling") else SamplingParams(**overrides)
@@ -136,7 +140,10 @@ def resolve(lm, request: Request, *, policy: bool = False, seer_on: bool = False
     if seer and not (request.resolved and isinstance(seer, SeerConfig)):
         from seer.boundary.truncation import resolve as seer_config
 
-        cfg = seer_config(lm, seer)  # seer.json read, the options over it, fitted: once
+        try:
+            cfg = seer_config(lm, seer)  # seer.json read, the options over it, fitted: once
+        except SeerError as e:
+            raise SeerOptionError(str(e)) from None
     elif seer:
         cfg = seer
     if cfg is not None and cfg.cut_in_step0 and p.cache == "prefix_lm":

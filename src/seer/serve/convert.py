@@ -11,7 +11,7 @@ the network. Nothing here tokenizes or decodes: that is `prepare`'s.
 
 from __future__ import annotations
 
-from seer.engine.request import Request, resolve
+from seer.engine.request import Request, SeerOptionError, resolve
 from seer.errors import SeerError
 from seer.serve.errors import bad_request, too_large
 from seer.serve.prepare import Limits, Prompt
@@ -75,8 +75,10 @@ def request_for(lm, body: SamplingFields, seer_on: bool) -> Request:
             raise bad_request(str(e), "stop") from None
     try:
         return resolve(lm, Request(None, seer=body.seer), seer_on=seer_on, **options)
+    except SeerOptionError as e:
+        raise bad_request(f"bad seer options: {e}", "seer") from None
     except (SeerError, TypeError, ValueError) as e:
-        raise bad_request(str(e), "seer" if body.seer else None) from None
+        raise bad_request(str(e)) from None
 
 
 def _text(message) -> str:
