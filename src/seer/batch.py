@@ -39,11 +39,12 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from seer import provenance
 from seer.data import Example, scorable, score
+from seer.engine.config import DEFAULTS as ENGINE
 from seer.errors import SeerError
 from seer.models import tokens
 
@@ -326,7 +327,7 @@ def run_batch(
     params=None,
     seer=None,
     resume: bool = False,
-    max_batch: int = 32,
+    max_batch: int = ENGINE["max_batch"],
     inflight: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     data: str | Path | None = None,
@@ -376,15 +377,20 @@ def _said(out: Path, failed: list[str], rows: int, fresh: bool) -> None:
 
 
 def answers(
-    lm, todo: list[Example], params=None, seer=None, max_batch: int = 32, inflight=None
+    lm,
+    todo: list[Example],
+    params=None,
+    seer=None,
+    max_batch: int = ENGINE["max_batch"],
+    inflight=None,
 ) -> Iterator[tuple[Example, object]]:
     """(example, RequestResult) pairs as one engine finishes them (`Engine.add` / `step`), at
     most `inflight` (default 2 * max_batch) added at once; a row the engine refuses (its
     prompt too long, its image damaged) comes back at once as (example, `RowError`).
     `params` None: `lm.sampling()`."""
-    from seer.engine import Engine, EngineConfig
+    from seer.engine import Engine, EngineConfig, Request, resolve
 
-    params = lm.sampling() if params is None else params
+    one = resolve(lm, Request(None, params, seer=seer))  # the run's settings, resolved once
     engine = Engine(lm, EngineConfig(max_batch=max_batch))
     inflight = inflight or 2 * max_batch
     queue = iter(todo)
@@ -395,7 +401,9 @@ def answers(
             if ex is None:
                 break
             try:
-                running[engine.add(request_for(lm, ex, params, seer))] = ex
+                req = request_for(lm, ex, params, seer)
+                req = replace(req, params=one.params, seer=one.seer, resolved=True)
+                running[engine.add(req)] = ex
             except SeerError as e:
                 yield ex, RowError(" ".join(str(e).split()))
         if not running:

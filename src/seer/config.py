@@ -55,6 +55,11 @@ def _is_int(value) -> bool:
 
 
 DAEDAL = "DAEDAL"  # the CLI group of DAEDAL's options
+# the rules between the sampling options and a request's window policy, said once (checked by
+# `seer.engine.request.resolve`; the loop's own guards say the same)
+DAEDAL_DECIDES = ("daedal sets the answer length itself: drop Seer / the fixed window (they do "
+                  "not compose: both decide the length)")  # fmt: skip
+SUFFIX_RULE = "a generation suffix needs cache='none' and no window policy (Seer)"
 
 
 def _daedal(default, help: str, flag: str, **kw):

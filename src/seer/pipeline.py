@@ -15,6 +15,7 @@ prompt as a generator of `StreamChunk`s, one per semi-autoregressive block as it
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -28,6 +29,7 @@ from seer.engine.request import (
     Request,
     RequestResult,
     StreamChunk,
+    resolve,
 )
 from seer.errors import CheckpointError, SeerError
 from seer.images import load_image
@@ -252,14 +254,16 @@ class DiffusionLM:
         `image`: one image for a single prompt, or a list with one image (or None) per prompt.
         """
         single = _single(prompts)
-        p = self.sampling(**overrides) if params is None else _params(params, overrides)
+        seer = seer if policy is None else None  # rows of one kind share their step 0
+        # resolved once for the batch (defaults, Seer's settings, the rules between options)
+        one = resolve(self, Request(None, params, seer=seer, chat=chat),
+                      policy=policy is not None, **overrides)  # fmt: skip
         rows = self._rows(prompts, image, attention_mask)
         from seer.engine import Engine, EngineConfig
 
         engine = Engine(self, EngineConfig(max_batch=len(rows)))
-        seer = seer if policy is None else None  # rows of one kind share their step 0
-        requests = [Request(q, p, seer=seer, image=im, chat=chat) for q, im in rows]
-        out = engine.generate(requests, policy=policy)  # each request resolved there, once
+        requests = [replace(one, prompt=q, image=im) for q, im in rows]
+        out = engine.generate(requests, policy=policy)
         return out[0] if single else out
 
     def stream(
@@ -282,12 +286,13 @@ class DiffusionLM:
         """
         if not _single(prompt):
             raise SeerError("stream answers one prompt; use generate for a batch")
-        p = self.sampling(**overrides) if params is None else _params(params, overrides)
+        parts: list[PartialResult] = []
+        req = Request(prompt, params, seer=seer, image=image, chat=chat, on_block=parts.append)
+        req = resolve(self, req, **overrides)
         from seer.engine import Engine, EngineConfig
 
-        parts: list[PartialResult] = []
         engine = Engine(self, EngineConfig(max_batch=1))
-        engine.add(Request(prompt, p, seer=seer, image=image, chat=chat, on_block=parts.append))
+        engine.add(req)
         deltas, block = Deltas(), -1
         while engine.has_unfinished():
             results = engine.step()
@@ -361,19 +366,6 @@ def _all_inputs(prompts) -> bool:
         and bool(prompts)
         and all(isinstance(q, PromptInput) for q in prompts)
     )
-
-
-def _params(params: SamplingParams | None, overrides: dict) -> SamplingParams:
-    try:
-        if params is None:
-            return SamplingParams(**overrides)
-        if overrides:
-            from dataclasses import replace
-
-            return replace(params, **overrides)
-    except TypeError as e:
-        raise SeerError(f"bad generation option: {e}") from None
-    return params
 
 
 def load(

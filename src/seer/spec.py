@@ -53,6 +53,8 @@ class Spec:
     metavar: str | None = None  # the CLI's name for the value (default: N or X by kind)
     api: bool | str = False  # in the server's request body (True: under its own name)
     implies: str | None = None  # giving this option turns that bool option on (daedal_* -> daedal)
+    scale: float = 1  # the CLI's value times this is the field's (--max-body-mb: MB -> bytes)
+    none: str = ""  # what None means, said after the bound in the library's message ("no bound")
 
 
 def option(default: Any, help: str, **spec) -> Any:
@@ -100,9 +102,10 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-def problem(s: Spec, value, shown: str | None = None) -> str | None:
+def problem(s: Spec, value, shown: str | None = None, library: bool = False) -> str | None:
     """What is wrong with a value of the right type, as the tail of a message; None if nothing.
-    `shown`: how to print the value (the CLI shows the text the user typed)."""
+    `shown`: how to print the value (the CLI shows the text the user typed); `library`: say
+    what None means too (a flag cannot be None)."""
     if value is None:
         return None
     got = value if shown is None else shown
@@ -121,13 +124,14 @@ def problem(s: Spec, value, shown: str | None = None) -> str | None:
         return None
     bound = f"{'>' if s.open_lo else '>='} {_num(s.lo)}" if low else f"<= {_num(s.hi)}"
     need = s.says or bound
-    note = f" ({s.note})" if s.note else ""
+    notes = [s.note, f"or None for {s.none}" if library and s.none else ""]
+    note = "".join(f" ({n})" for n in notes if n)
     return f"must be {need}{note}, got {got}"
 
 
 def message(name: str, s: Spec, value) -> str | None:
     """The library's one line for a bad value of option `name` (None: the value is fine)."""
-    tail = problem(s, value)
+    tail = problem(s, value, library=True)
     if tail is None:
         return None
     return tail if s.choices else f"{name} {tail}"
@@ -137,6 +141,21 @@ def check(name: str, s: Spec, value) -> None:
     text = message(name, s, value)
     if text is not None:
         raise SeerError(text)
+
+
+def validate(obj, prefix: str = "", words: dict = KIND_TEXT) -> None:
+    """Each declared option of dataclass `obj` checked against its spec: its type, then its
+    range or choices (`prefix` names the config in the message: "Seer option layer ...").
+    The rules between options stay in the dataclass's `__post_init__`."""
+    for f, s in specs(type(obj)):
+        value = getattr(obj, f.name)
+        check_type(f, value, prefix, words)
+        check(f"{prefix}{f.name}", s, value)
+
+
+def defaults(cls) -> dict:
+    """Each declared option of `cls` -> its one default (what every front end must show)."""
+    return {f.name: f.default for f, _ in specs(cls)}
 
 
 def implied(cls, options: dict) -> dict:
@@ -154,15 +173,19 @@ def implied(cls, options: dict) -> dict:
 
 # -- the command line -------------------------------------------------------------------------
 def number(k: type, s: Spec):
-    """An argparse type: the flag's text as `k`, checked as the library checks it."""
+    """An argparse type: the flag's text as `k`, checked as the library checks it (a scaled
+    option's text is a number of its CLI unit, MB or megapixels, turned into the field's)."""
+    scaled = s.scale != 1
 
     def parse(text: str):
         try:
-            value = k(text)
+            value = (float if scaled else k)(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {k.__name__}, got {text!r}") from None
-        if k is float and not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        if scaled:
+            value = k(value * s.scale)
         tail = problem(s, value, shown=text)
         if tail is not None:
             raise argparse.ArgumentTypeError(tail)
@@ -172,12 +195,19 @@ def number(k: type, s: Spec):
     return parse
 
 
-def argparse_kwargs(f: Field, s: Spec, dest: str, choices: bool = True) -> dict:
+def argparse_kwargs(
+    f: Field, s: Spec, dest: str, choices: bool = True, show_default: bool = False
+) -> dict:
     """`add_argument` keywords of an option: default None (the library decides), the type that
     checks the range, argparse's choices (`choices=False`: the library says which names it
-    knows), a flag for a bool."""
+    knows), a flag for a bool. `show_default`: the help says the field's default (in the
+    CLI's unit), for options whose default is the dataclass's rather than the model's."""
     k = kind(f)
-    kw: dict = {"dest": dest, "default": None, "help": s.help}
+    help = s.help
+    if show_default and f.default is not None and k is not bool:
+        shown = f.default / s.scale if s.scale != 1 else f.default
+        help += f" (default {_num(shown) if k in (int, float) else shown})"
+    kw: dict = {"dest": dest, "default": None, "help": help}
     if k is bool:
         kw["action"] = argparse.BooleanOptionalAction if s.negatable else "store_true"
         return kw
@@ -188,3 +218,17 @@ def argparse_kwargs(f: Field, s: Spec, dest: str, choices: bool = True) -> dict:
     else:
         kw.update(type=str, metavar=s.metavar or "NAME")
     return kw
+
+
+def add_flags(p, cls, names=None) -> None:
+    """One flag per declared option of `cls` that has one (only `names`, when given), each
+    saying its default; the value lands under the field's name, None when not given."""
+    for f, s in specs(cls):
+        if s.flag and (names is None or f.name in names):
+            p.add_argument(s.flag, *s.aliases, **argparse_kwargs(f, s, f.name, show_default=True))
+
+
+def given(args, cls) -> dict:
+    """The options of `cls` the user gave on the command line (field -> value); the others
+    are left to the dataclass's defaults."""
+    return {f.name: v for f, s in specs(cls) if (v := getattr(args, f.name, None)) is not None}

@@ -19,7 +19,6 @@ from seer.data.synthetic.vqa2 import generate_examples  # the shipped model's ow
 from seer.demo import sample_images
 
 openai = pytest.importorskip("openai")  # the serve extra
-from seer.serve.engine_api import sampling  # noqa: E402
 
 MODEL = "builtin-vqa"
 LIST = next(s for s in sample_images() if s["family"] == "list")  # an answer of several blocks
@@ -49,7 +48,7 @@ def client(server):
 
 def offline(lm, prompt, image=None, seer=True, chat=True, **options):
     """The answer `DiffusionLM.generate` gives with the options the server received."""
-    return lm.generate(prompt, sampling(lm, **options), seer=seer or None, image=image, chat=chat)
+    return lm.generate(prompt, lm.sampling(**options), seer=seer or None, image=image, chat=chat)
 
 
 def image_message(question: str, uri: str) -> list[dict]:
@@ -125,7 +124,7 @@ def test_seer_off_per_request_and_completions(client, vqa_lm):
 
     stop = ("red",)
     c = client.completions.create(model=MODEL, prompt=q, max_tokens=16, stop=list(stop))
-    p = sampling(vqa_lm, gen_length=16)
+    p = vqa_lm.sampling(gen_length=16)
     p = replace(p, stop=tuple(tuple(encode_words(vqa_lm.tokenizer, w)) for w in stop))
     g = vqa_lm.generate(q, p, seer=True, chat=False)
     check_same(c.choices[0], c.usage, g, 16)
@@ -140,7 +139,7 @@ def test_daedal_request_equals_generate_and_turns_the_default_seer_off(client, v
     g = offline(vqa_lm, q, seer=False, gen_length=32, **extra)
     check_same(r.choices[0], r.usage, g, 32)
     assert r.choices[0].seer["detected"] is None
-    with pytest.raises(openai.BadRequestError, match="DAEDAL sets the answer length"):
+    with pytest.raises(openai.BadRequestError, match="daedal sets the answer length"):
         msgs = [{"role": "user", "content": q}]
         client.chat.completions.create(
             model=MODEL, messages=msgs, max_tokens=32, extra_body={**extra, "seer": True}

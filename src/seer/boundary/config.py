@@ -7,18 +7,17 @@ generated from them. Torch-free (the detector's rules are imported when used), s
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 
 from seer.errors import SeerError
-from seer.spec import check, check_type, kind, option, specs
+from seer.spec import option, validate
 
 SIGNALS = ("sparsity", "eos_prob", "combined")
 PAPER_LAYER = 3  # the paper's detection layer (0-based)
 TENSORS = ("down", "gate")  # probe points: input of the down projection | act(gate)
 RULES = ("snr", "changepoint")  # sparsity rules (seer.boundary.detector)
 DIRECTIONS = ("rising", "falling")  # the sparsity jump the rules look for
-_WORDS = {int: "an integer", float: "a number", bool: "true or false"}  # type errors
+_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
 # What `seer=True` uses on a checkpoint without seer.json: the paper's sparsity rule (SeerConfig's
 # defaults). Chosen by measurement (`benchmarks/bench_uncalibrated.py`,
@@ -38,23 +37,39 @@ class SeerConfig:
     """Boundary detection and truncation options (per-model defaults live in seer.json)."""
 
     signal: str = _seer(
-        "sparsity", f"boundary signal: {' | '.join(SIGNALS)}", "signal", choices=SIGNALS
+        "sparsity",
+        f"boundary signal: {' | '.join(SIGNALS)}",
+        "signal",
+        choices=SIGNALS,
+        noun="Seer signal",
     )
     layer: int | None = _seer(None, "probe layer (0-based)", "layer", lo=0)
     # None: the paper's 3, or the last layer of a model with fewer (`fit` resolves it)
     theta: float = _seer(1e-3, "zero threshold of |activation|", "theta", lo=0, open_lo=True)
     tensor: str = _seer(
-        "down", "probed tensor: down (down-projection input) | gate", "tensor", choices=TENSORS
+        "down",
+        "probed tensor: down (down-projection input) | gate",
+        "tensor",
+        choices=TENSORS,
+        noun="probe tensor",
     )
     rule: str = _seer(
-        "snr", "sparsity rule: snr (the paper's) | changepoint", "rule", choices=RULES
+        "snr",
+        "sparsity rule: snr (the paper's) | changepoint",
+        "rule",
+        choices=RULES,
+        noun="sparsity rule",
     )
     z: float = _seer(4.0, "changepoint rule: minimum t statistic", "z", lo=0, open_lo=True)
     tau_jump: float = _seer(0.03, "SNR rule: minimum step", "tau_jump", lo=0)
     gamma: float = _seer(0.6, "SNR rule: plateau spread (share of the step)", "gamma", lo=0)
     lookahead: int = _seer(3, "SNR rule: plateau window", "lookahead", lo=1)
     direction: str = _seer(
-        "rising", "sparsity jump: rising (paper) | falling", "direction", choices=DIRECTIONS
+        "rising",
+        "sparsity jump: rising (paper) | falling",
+        "direction",
+        choices=DIRECTIONS,
+        noun="direction",
     )
     eos_tau: float = _seer(
         0.5, "eos_prob: probability of padding", "eos_tau", lo=0, hi=1, note="a probability"
@@ -82,30 +97,11 @@ class SeerConfig:
     )
 
     def __post_init__(self) -> None:
-        if self.signal not in SIGNALS:
-            raise SeerError(f"unknown Seer signal {self.signal!r}; choose {', '.join(SIGNALS)}")
-        if self.rule not in RULES:
-            raise SeerError(f"unknown sparsity rule {self.rule!r}; choose snr or changepoint")
-        if self.tensor not in TENSORS:
-            raise SeerError(f"unknown probe tensor {self.tensor!r}; choose {', '.join(TENSORS)}")
-        for f in fields(self):
-            if kind(f) is not str:
-                check_type(f, getattr(self, f.name), "Seer option ", _WORDS)
-        if self.layer is not None and self.layer < 0:
-            raise SeerError(f"Seer layer must be >= 0, got {self.layer}")
-        # the ranges the specs declare, said as users have read them (tests pin these lines)
-        if not 0 < self.theta < math.inf or self.z <= 0 or self.tau_jump < 0 or self.gamma < 0:
-            raise SeerError("Seer needs theta > 0, z > 0, tau_jump >= 0 and gamma >= 0")
-        if not 0 <= self.eos_tau <= 1 or self.eos_run < 1 or self.lookahead < 1:
-            raise SeerError("Seer needs 0 <= eos_tau <= 1, eos_run >= 1 and lookahead >= 1")
+        # each option's type and declared range or choices, said as everywhere else
+        # ("Seer option theta must be > 0, got 0"); the rules between options follow
+        validate(self, "Seer option ", _WORDS)
         if self.cut_in_step0 and self.signal != "sparsity":
             raise SeerError("cut_in_step0 needs signal='sparsity' (the others read the logits)")
-        if self.bucket < 1 or self.margin < 0 or self.growth <= 1 or self.guard_slack < 0:
-            raise SeerError("bucket must be >= 1, margin >= 0, growth > 1 and guard_slack >= 0")
-        if self.direction not in DIRECTIONS:
-            raise SeerError(f"direction must be 'rising' or 'falling', got {self.direction!r}")
-        for f, spec in specs(SeerConfig):  # any other declared range (a new option's)
-            check(f"Seer option {f.name}", spec, getattr(self, f.name))
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "Seer option") -> SeerConfig:

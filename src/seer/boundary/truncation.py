@@ -114,8 +114,9 @@ def policy_for(lm, seer) -> SeerPolicy:
 class SeerPolicy:
     """The `WindowPolicy` that truncates at the detected boundary (see module docstring)."""
 
-    def __init__(self, cfg: SeerConfig, tokens: TokenIds) -> None:
+    def __init__(self, cfg: SeerConfig, tokens: TokenIds, fitted: bool = False) -> None:
         self.cfg = cfg
+        self.fitted = fitted  # cfg was fitted to the model already (a resolved request's)
         self.tokens = tokens
         self.probe: StepZeroProbe | None = None
         self.reports: list[BoundaryReport] = []
@@ -128,7 +129,8 @@ class SeerPolicy:
     def start(self, model, canvas) -> dict:
         self.reports, self.windows, self.guard_fired = [], None, 0
         self.detect_seconds = self.detect_cpu_seconds = 0.0
-        self.cfg = fit(self.cfg, model)
+        if not self.fitted:
+            self.cfg = fit(self.cfg, model)
         self._rules = (self.cfg.snr, self.cfg.threshold)  # (sparsity rule, end-probability rule)
         self._enders = list(self.tokens.enders)
         self.probe = None

@@ -40,8 +40,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--n", type=options.POSITIVE, default=None, help="only the first N rows")
     p.add_argument("--resume", action="store_true", help="skip the ids already in --out")
-    p.add_argument("--max-batch", type=options.POSITIVE, default=32,
-                   help="rows per engine batch (and per Ray actor call)")  # fmt: skip
+    options.add_engine(p, ("max_batch",))  # rows per engine batch (and per Ray actor call)
     g = p.add_argument_group("Ray (the ray extra)")
     g.add_argument("--ray", type=options.POSITIVE, default=None, metavar="N",
                    help="run N Ray actors, each with its own model and engine")  # fmt: skip
@@ -60,6 +59,7 @@ def main(args) -> int:
     from seer.data import load_examples
     from seer.errors import SeerError
 
+    max_batch = options.engine_options(args)["max_batch"]
     if args.ray_address and not args.ray:
         raise SeerError("--ray-address needs --ray N (the number of actors)")
     out = Path(args.out)
@@ -93,7 +93,7 @@ def main(args) -> int:
             device = args.device or "cpu"
             s = batch(options.model_path(args.model), examples, out, actors=args.ray,
                       sampling=options.sampling(args), seer=options.seer(args),
-                      resume=args.resume, max_batch=args.max_batch, address=args.ray_address,
+                      resume=args.resume, max_batch=max_batch, address=args.ray_address,
                       gpus_per_actor=1 if device.startswith("cuda") else 0, device=device,
                       dtype=args.dtype, progress=on_rows, data=args.data)  # fmt: skip
         else:
@@ -105,7 +105,7 @@ def main(args) -> int:
                                     options.seer(args), args.dtype, args.data)  # fmt: skip
             lm = options.load(args)
             s = run_batch(lm, examples, out, params=options.params(lm, args),
-                          seer=options.seer(args), resume=args.resume, max_batch=args.max_batch,
+                          seer=options.seer(args), resume=args.resume, max_batch=max_batch,
                           progress=on_rows, data=args.data)  # fmt: skip
     rate = f"{s.rows / s.seconds:.2f} rows/s, {s.tokens / s.seconds:.1f} tok/s" if s.seconds else ""
     failed = f", {s.failed} could not be answered" if getattr(s, "failed", 0) else ""

@@ -18,10 +18,8 @@ def add_parser(sub) -> None:
                    help="held-out prompts (>= the largest batch)")  # fmt: skip
     p.add_argument("--batches", type=options.POSITIVE, nargs="+", default=[8, 32, 64],
                    help="batch sizes")  # fmt: skip
-    p.add_argument("--gen-length", type=options.POSITIVE, default=None,
-                   help="answer window (default: the model's)")  # fmt: skip
-    p.add_argument("--tau-pad", type=options.number(float, 0, 1), default=0.4,
-                   help="padding waste that packs a group (0..1)")  # fmt: skip
+    options.add_sampling_flags(p, "gen_length")
+    options.add_engine(p, ("tau_pad",))
     p.add_argument("--threads", type=options.POSITIVE, default=1, help="torch CPU threads")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="also print the JSON record")
@@ -52,7 +50,7 @@ def _run(args, lm, n: int) -> dict:
         n=n,
         batches=tuple(args.batches),
         gen_length=args.gen_length or lm.sampling().gen_length,
-        tau_pad=args.tau_pad,
+        tau_pad=options.engine_options(args)["tau_pad"],
         seed=args.seed,
         progress=lambda line: print(line, file=sys.stderr, flush=True),
     )

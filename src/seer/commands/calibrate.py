@@ -35,8 +35,7 @@ def add_parser(sub) -> None:
         default=0,
         help="seed of the calibration/evaluation split",
     )
-    p.add_argument("--gen-length", type=options.POSITIVE, default=None,
-                   help="answer window (default: the model's)")  # fmt: skip
+    options.add_sampling_flags(p, "gen_length")
     p.add_argument(
         "--out",
         default="calibration",

@@ -17,6 +17,8 @@ from dataclasses import fields
 from seer import spec
 from seer.boundary.config import SeerConfig
 from seer.config import BUILTIN_MODELS, DAEDAL, SamplingParams
+from seer.engine.config import EngineConfig
+from seer.serve.config import ServerConfig
 
 IMAGE_HELP = "image file or data:image/...;base64 URI (multimodal models)"
 BUILTIN = BUILTIN_MODELS
@@ -121,6 +123,14 @@ def add_sampling(p: argparse.ArgumentParser) -> None:
             groups[s.group].add_argument(s.flag, *s.aliases, **spec.argparse_kwargs(f, s, f.name))
 
 
+def add_sampling_flags(p, *names: str) -> None:
+    """Some SamplingParams options alone (`--gen-length` of calibrate, profile and bench), as
+    `add_sampling` makes them."""
+    for f, s in spec.specs(SamplingParams):
+        if f.name in names:
+            p.add_argument(s.flag, *s.aliases, **spec.argparse_kwargs(f, s, f.name))
+
+
 def sampling(args) -> dict:
     """The sampling options the user gave (others are left to the model's defaults); a
     --daedal-* option turns DAEDAL on."""
@@ -179,3 +189,27 @@ def seer(args):
     if options:
         return options
     return True if getattr(args, "seer", False) else None
+
+
+# -- the engine and the server: flags generated from EngineConfig / ServerConfig ---------------
+ENGINE_FLAGS = ("max_batch", "max_queue", "max_tokens_per_step")  # the engine's user options
+
+
+def add_engine(p: argparse.ArgumentParser, names=ENGINE_FLAGS) -> None:
+    """The engine's options (`EngineConfig`'s flags among `names`), each saying its default."""
+    spec.add_flags(p.add_argument_group("engine"), EngineConfig, names)
+
+
+def engine_options(args) -> dict:
+    """Every `EngineConfig` option of the command: the ones given over the spec's defaults."""
+    return spec.defaults(EngineConfig) | spec.given(args, EngineConfig)
+
+
+def add_server(p: argparse.ArgumentParser, names=None) -> None:
+    """The server's options (`ServerConfig`'s flags; only `names` when given)."""
+    spec.add_flags(p, ServerConfig, names)
+
+
+def server_config(args) -> ServerConfig:
+    """The server's options: the flags given over `ServerConfig`'s defaults."""
+    return ServerConfig(**spec.given(args, ServerConfig))

@@ -12,8 +12,7 @@ def add_parser(sub) -> None:
     p.add_argument("--prompt", required=True, type=options.text)
     p.add_argument("--image", default=None, help=options.IMAGE_HELP)
     p.add_argument("--out", default="seer-profile.png", type=options.file_out)
-    p.add_argument("--gen-length", type=options.POSITIVE, default=None,
-                   help="answer window (default: the model's)")  # fmt: skip
+    options.add_sampling_flags(p, "gen_length")
     p.add_argument("--no-generate", action="store_true", help="skip the baseline (true end)")
     options.add_seer(p, switch=False)
     p.set_defaults(func=main)

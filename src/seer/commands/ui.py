@@ -10,13 +10,11 @@ def add_parser(sub) -> None:
     p = sub.add_parser("ui", help="web page: watch denoising step by step, with and without Seer")
     options.add_model(p, default="builtin", help="model folder, or a built-in model's name "
                       "(default builtin; builtin-vqa takes images)")  # fmt: skip
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default loopback)")
-    p.add_argument("--port", type=options.number(int, 0, 65535), default=7860,
-                   help="port (default 7860)")  # fmt: skip
+    options.add_server(p, ("host", "port"))
     p.add_argument("--api-key", default=None,
                    help="require 'Authorization: Bearer KEY' on the API (/v1/*, /metrics); the "
                    "page asks for the key as its password")  # fmt: skip
-    p.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"))
+    options.add_server(p, ("log_level",))
     p.set_defaults(func=main)
 
 
@@ -34,11 +32,12 @@ def main(args) -> int:
 
     if args.api_key is not None and not args.api_key.strip():
         raise SeerError("--api-key: give a key (an empty one would let every request in)")
-    sock = bind(args.host, args.port)  # before the model loads: a taken port is one line
+    cfg = options.server_config(args)
+    sock = bind(cfg.host, cfg.port)  # before the model loads: a taken port is one line
     lm = options.load(args)
     app = build(lm, model_names=model_names(lm, args.model), api_key=args.api_key)
     mount(app, lm, api_key=args.api_key)
-    print(f"seer: the page for {args.model} is at http://{args.host}:{args.port}{PATH}/ "
+    print(f"seer: the page for {args.model} is at http://{cfg.host}:{cfg.port}{PATH}/ "
           "(Ctrl-C stops)", file=sys.stderr, flush=True)  # fmt: skip
-    run(app, sock, log_level=args.log_level)
+    run(app, sock, log_level=cfg.log_level)
     return 0

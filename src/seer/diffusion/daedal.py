@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import torch
 
+from seer.config import DAEDAL_DECIDES
 from seer.diffusion.canvas import insert_masks
 from seer.diffusion.schedule import Plan, Stage, lay_blocks
 from seer.diffusion.unmask import gumbel_argmax
@@ -79,10 +80,7 @@ class Daedal:
     def start(self, s, policy) -> None:
         """Every row's window becomes `daedal_initial` [MASK]s with one sizing step planned."""
         if policy is not None:
-            raise SeerError(
-                "daedal sets the answer length itself: drop Seer / the fixed window (they do not "
-                "compose: both decide the length)"
-            )
+            raise SeerError(DAEDAL_DECIDES)
         if s.params.banned_ids or (s.params.banned_ids is None and self.tokens.banned):
             raise SeerError("daedal reads the end token's confidence, which this sampler bans")
         c, n = s.canvas, s.params.daedal_initial

@@ -27,7 +27,7 @@ import time
 
 import torch
 
-from seer.config import SamplingParams, TokenIds
+from seer.config import SUFFIX_RULE, SamplingParams, TokenIds
 from seer.diffusion.cache import CachePolicy, make_cache
 from seer.diffusion.canvas import Canvas, add_suffix, end_positions, make_canvas, resize
 from seer.diffusion.daedal import Daedal
@@ -104,7 +104,7 @@ class DenoisingLoop:
         cache = cache if cache is not None else make_cache(p.cache, p.dpad_window)
         if p.suffix:
             if policy is not None or p.cache != "none":
-                raise SeerError("a generation suffix needs cache='none' and no window policy")
+                raise SeerError(SUFFIX_RULE)
             c = add_suffix(c, p.suffix)
         plan = self.plan(c.window, p, cache.lead(self.shift))
         s = LoopState(c, p, plan, policy, generator, t0=t0, cache=cache)

@@ -43,6 +43,7 @@ from pathlib import Path
 from seer import extras, provenance
 from seer.batch import OrderedWriter, check_output, check_paths, output_row
 from seer.data import Example
+from seer.engine.config import DEFAULTS as ENGINE
 from seer.errors import SeerError
 
 
@@ -117,7 +118,7 @@ def batch(
     sampling: dict | None = None,
     seer=None,
     resume: bool = False,
-    max_batch: int = 16,
+    max_batch: int = ENGINE["max_batch"],
     address: str | None = None,
     num_cpus: int | None = None,
     gpus_per_actor: float = 0,

@@ -42,7 +42,11 @@ import threading
 
 from seer import extras
 from seer.distributed.ray_batch import _connect, _local_env
+from seer.engine.config import EngineConfig
 from seer.errors import SeerError
+from seer.serve.config import DEFAULTS as _S
+
+_E = EngineConfig()  # the engine's defaults (max_batch)
 
 APP = "seer"  # the Ray Serve application's name (one `seer serve --replicas` per cluster)
 
@@ -103,10 +107,11 @@ def deployment_options(replicas: int, lo: int, hi: int, gpu: bool, max_batch: in
 
 
 def serve(model: str, *, replicas: int = 2, min_replicas: int | None = None,
-          max_replicas: int | None = None, address: str | None = None, host: str = "127.0.0.1",
-          port: int = 8000, device: str | None = None, dtype: str | None = None,
-          model_arg: str | None = None, served_model_name: str | None = None,
-          drain_timeout: float = 60.0, log_level: str = "info", ready=None,
+          max_replicas: int | None = None, address: str | None = None,
+          host: str = _S["host"], port: int = _S["port"], device: str | None = None,
+          dtype: str | None = None, model_arg: str | None = None,
+          served_model_name: str | None = None, drain_timeout: float = _S["drain_timeout"],
+          log_level: str = _S["log_level"], ready=None,
           **build) -> None:  # fmt: skip
     """Serve `model` (a folder every node can read, or a built-in model's name) with Ray Serve
     replicas until SIGINT / SIGTERM. `build`: `seer.serve.build`'s options (max_batch, api_key,
@@ -130,7 +135,7 @@ def serve(model: str, *, replicas: int = 2, min_replicas: int | None = None,
         )
         device = device or ("cuda" if gpu else "cpu")
         load = {"device": device, **({"dtype": dtype} if dtype else {})}
-        opts = deployment_options(replicas, lo, hi, gpu, build.get("max_batch", 64),
+        opts = deployment_options(replicas, lo, hi, gpu, build.get("max_batch", _E.max_batch),
                                   build.get("max_queue"), drain_timeout)  # fmt: skip
         rserve.start(http_options={"host": host, "port": port}, logging_config=logs)
         board = ray.remote(num_cpus=0)(MetricsBoard).remote()

@@ -1,20 +1,42 @@
 """Step-level serving: requests in (`Engine.add`), one denoising step per tick (`Engine.step`),
-results out as soon as each request is done."""
+results out as soon as each request is done.
 
-from seer.engine.config import EngineConfig
-from seer.engine.engine import Engine, EngineStats, QueueFull
-from seer.engine.request import PartialResult, Request, RequestResult, StepView
-from seer.engine.scheduler import BatchPlan, Scheduler
+The names are imported on first use (PEP 562), so `seer.engine.config` (the option specs the
+CLI reads) loads without torch."""
 
-__all__ = [
-    "BatchPlan",
-    "Engine",
-    "EngineConfig",
-    "EngineStats",
-    "PartialResult",
-    "QueueFull",
-    "Request",
-    "RequestResult",
-    "Scheduler",
-    "StepView",
-]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+_EXPORTS = {
+    "BatchPlan": "seer.engine.scheduler",
+    "Engine": "seer.engine.engine",
+    "EngineConfig": "seer.engine.config",
+    "EngineStats": "seer.engine.engine",
+    "PartialResult": "seer.engine.request",
+    "QueueFull": "seer.engine.engine",
+    "Request": "seer.engine.request",
+    "RequestResult": "seer.engine.request",
+    "Scheduler": "seer.engine.scheduler",
+    "StepView": "seer.engine.request",
+    "resolve": "seer.engine.request",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'seer.engine' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # static checkers and IDEs see the names directly
+    # ruff: noqa: F401
+    from seer.engine.config import EngineConfig
+    from seer.engine.engine import Engine, EngineStats, QueueFull
+    from seer.engine.request import PartialResult, Request, RequestResult, StepView, resolve
+    from seer.engine.scheduler import BatchPlan, Scheduler

@@ -1,5 +1,9 @@
 """`EngineConfig`: how the engine admits, schedules, groups and routes rows (per-request
-options live in `SamplingParams` and the request's Seer config)."""
+options live in `SamplingParams` and the request's Seer config).
+
+Each field declares its help, range and (for the ones users set) its CLI flag (`seer.spec`):
+`seer serve`, `seer batch`, Ray and the harness read their flags and defaults from here, and
+`__post_init__` checks every field against its spec; the rules between fields are code."""
 
 from __future__ import annotations
 
@@ -8,56 +12,66 @@ from typing import Literal, get_args
 
 from seer import extras
 from seer.errors import SeerError
+from seer.spec import defaults, option, validate
 
 ROUTINGS = ("hybrid", "naive", "static", "varlen", "eager")
 Policy = Literal["fcfs", "shortest_first"]  # admission order (seer.engine.scheduler)
 POLICIES: tuple[Policy, ...] = get_args(Policy)
+KERNELS = ("reference", "triton")  # compaction backends (seer.kernels.dispatch); None: auto
+ENGINE = "engine"  # the CLI group of the engine's options
+
+
+def _engine(default, help: str, **kw):
+    return option(default, help, group=ENGINE, **kw)
 
 
 @dataclass(slots=True, frozen=True)
 class EngineConfig:
     """Scheduling, batching and routing options, validated on construction."""
 
-    max_batch: int = 64  # rows running at once (requests past their step 0)
-    max_tokens_per_step: int | None = None  # token budget per tick: rows x (prompt + window)
-    max_queue: int | None = None  # waiting requests before `add` raises QueueFull; None: no bound
-    policy: Policy = "fcfs"  # fcfs | shortest_first (Seer's predicted remaining work, with aging)
-    aging: float = 16.0  # shortest_first: a row's priority halves every `aging` ticks it waits
-    buckets: tuple[int, ...] | None = None  # window buckets; None: 8, 16, 32, ... up to gen_length
-    tau_pad: float = 0.4  # padding-waste ratio above which a group is packed (varlen)
-    eager_bucket: int = 4  # groups whose bucket is <= this run eagerly, unpadded
-    min_group: int = 4  # bucket groups smaller than this merge with the next larger bucket
-    routing: str = "hybrid"  # hybrid | naive (pad all to the longest) | static | varlen | eager
-    pack_capacity: int = 256  # varlen: slots per packed row (raised to fit the longest segment)
-    prompt_align: int = 8  # static: prompt width rounded up to a multiple (fewer graph shapes)
-    cuda_graphs: bool = True  # static path on CUDA: capture and replay graphs per shape
-    kernel: str | None = None  # compaction backend: None (auto) | "reference" | "triton"
+    # rows running at once (requests past their step 0); also `seer batch`'s rows per engine
+    # and per Ray actor call, and the harness's batch_size
+    max_batch: int = _engine(64, "rows per engine batch", lo=1, flag="--max-batch")
+    # token budget per tick: rows x (prompt + window); None: no budget
+    max_tokens_per_step: int | None = _engine(
+        None, "token budget of one engine step", lo=1, none="no budget",
+        flag="--max-tokens-per-step",
+    )  # fmt: skip
+    # waiting requests before `add` raises QueueFull (the server's 429); None: no bound
+    max_queue: int | None = _engine(
+        None, "waiting requests before 429 (default: unbounded)", lo=1,
+        none="no bound", flag="--max-queue",
+    )  # fmt: skip
+    # fcfs | shortest_first (Seer's predicted remaining work, with aging)
+    policy: str = _engine("fcfs", "admission order", choices=POLICIES, noun="policy")
+    # shortest_first: a row's priority halves every `aging` ticks it waits
+    aging: float = _engine(16.0, "shortest_first: ticks that halve a waiting row's priority",
+                           lo=0, open_lo=True, says="> 0 ticks")  # fmt: skip
+    # window buckets; None: 8, 16, 32, ... up to gen_length
+    buckets: tuple[int, ...] | None = _engine(None, "window buckets (default: powers of 2)")
+    tau_pad: float = _engine(0.4, "padding-waste ratio above which a group is packed (varlen)",
+                             lo=0, hi=1, flag="--tau-pad")  # fmt: skip
+    eager_bucket: int = _engine(4, "groups whose bucket is <= this run eagerly, unpadded", lo=0)
+    min_group: int = _engine(4, "bucket groups smaller than this merge with the next", lo=1)
+    # hybrid | naive (pad all to the longest) | static | varlen | eager
+    routing: str = _engine("hybrid", "how groups run", choices=ROUTINGS, noun="routing")
+    pack_capacity: int = _engine(256, "varlen: slots per packed row (raised to fit)", lo=1)
+    prompt_align: int = _engine(8, "static: prompt width rounded up to a multiple", lo=1)
+    cuda_graphs: bool = _engine(True, "static path on CUDA: capture and replay graphs")
+    # compaction backend: None (auto) | "reference" | "triton"
+    kernel: str | None = _engine(None, "compaction backend", choices=KERNELS, noun="kernel",
+                                 hint=" (or None: auto)")  # fmt: skip
     # every row in a forward of its own, at its solo layout: answers bit for bit their solo runs
     # in any dtype (batched forwards sum in another order), at the cost of batching
-    batch_invariant: bool = False
+    batch_invariant: bool = _engine(False, "every row in a forward of its own (bit-exact)")
 
     def __post_init__(self) -> None:
-        if self.routing not in ROUTINGS:
-            raise SeerError(f"unknown routing {self.routing!r}; choose {', '.join(ROUTINGS)}")
-        if self.policy not in POLICIES:
-            raise SeerError(f"unknown policy {self.policy!r}; choose {', '.join(POLICIES)}")
-        if not 0 <= self.tau_pad <= 1:
-            raise SeerError(f"tau_pad must be in [0, 1], got {self.tau_pad}")
-        if min(self.max_batch, self.min_group, self.pack_capacity, self.prompt_align) < 1:
-            raise SeerError("max_batch, min_group, pack_capacity and prompt_align must be >= 1")
-        if self.max_tokens_per_step is not None and self.max_tokens_per_step < 1:
-            raise SeerError("max_tokens_per_step must be >= 1 (or None for no budget)")
-        if self.max_queue is not None and self.max_queue < 1:
-            raise SeerError(f"max_queue must be >= 1 (or None for no bound), got {self.max_queue}")
-        if self.aging <= 0:
-            raise SeerError(f"aging must be > 0 ticks, got {self.aging}")
+        validate(self)  # each field's type and declared range or choices
         if self.buckets is not None and (
             not self.buckets or list(self.buckets) != sorted(set(self.buckets))
             or self.buckets[0] < 1
         ):  # fmt: skip
             raise SeerError(f"buckets must be increasing positive sizes, got {self.buckets}")
-        if self.kernel not in (None, "reference", "triton"):
-            raise SeerError(f"kernel must be None, 'reference' or 'triton', got {self.kernel!r}")
         if self.batch_invariant and self.routing not in ("hybrid", "eager"):
             raise SeerError(
                 f"batch_invariant runs every row alone (eager); it cannot take routing "
@@ -65,3 +79,6 @@ class EngineConfig:
             )
         if self.kernel == "triton":
             extras.require("kernels", "kernel='triton'")
+
+
+DEFAULTS = defaults(EngineConfig)  # field -> its one default (every front end's)

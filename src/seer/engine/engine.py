@@ -13,8 +13,10 @@ Every `step()` is one tick, schedule -> execute -> update (vLLM v1's engine core
    blocks that became final are reported to their request's `on_block`, and each step's canvas
    to its `on_step` (read back only for the states of rows that ask for it).
 
-A request is resolved once, at `add` (`_resolve`: the model's defaults, the prompt, the window
-policy, as a typed `Window`), then its state (waiting -> running -> done) lives in the
+A request is resolved once, at the front end's boundary (`seer.engine.request.resolve`: the
+model's defaults, Seer's settings fitted, the rules between options; a request added unresolved
+is resolved by the same function at `add`); `add` then encodes and checks its prompt and makes
+its window policy a typed `Window`. Its state (waiting -> running -> done) lives in the
 scheduler, which the engine moves only through `add`, `started`, `finish` and `abort` (vLLM v1's
 contract). The engine reads a run through `LoopState`'s accessors (`masks_left`, `revealed`,
 `held_bytes`) and the model through `EngineModel` (`model.py`), never their internals.
@@ -34,11 +36,16 @@ from dataclasses import dataclass, field
 
 import torch
 
-from seer.boundary.truncation import resolve
-from seer.config import SamplingParams
 from seer.engine.config import EngineConfig
 from seer.engine.model import EngineModel
-from seer.engine.request import PartialResult, Request, RequestResult, StepView
+from seer.engine.request import (  # noqa: F401 (check_cache: its old home, still imported)
+    PartialResult,
+    Request,
+    RequestResult,
+    StepView,
+    check_cache,
+    resolve,
+)
 from seer.engine.runner import Runner
 from seer.engine.scheduler import BatchPlan, Scheduler
 from seer.engine.sequence import Sequence, Window, WindowKind
@@ -48,22 +55,6 @@ from seer.kernels.dispatch import use_backend
 
 class QueueFull(SeerError):
     """`Engine.add` refused a request: `max_queue` requests are already waiting."""
-
-
-def check_cache(lm, p: SamplingParams) -> None:
-    """cache='prefix_lm' is LaViDa's prompt-LM attention (the prompt encoded alone, never
-    seeing the answer): a model trained otherwise answers it with nothing or garbage, so any
-    other model refuses it (the low-level `DenoisingLoop` still runs it, for tests of layout)."""
-    from seer.models.lavida import LavidaDream, LavidaLLaDA
-
-    if p.cache == "prefix_lm" and not isinstance(
-        getattr(lm, "model", None), (LavidaLLaDA, LavidaDream)
-    ):
-        name = getattr(lm, "name", "") or "this model"
-        raise SeerError(
-            f"cache prefix_lm needs a prompt-LM model (LaViDa), and {name} was not trained "
-            "that way (it would answer nothing); use cache none, prefix, dual or dpad"
-        )
 
 
 @dataclass(slots=True)
@@ -169,22 +160,17 @@ class Engine:
         return self._queue(self._resolve(req, policy))
 
     def _resolve(self, req: Request, policy) -> Sequence:
-        """`req` checked against the model, once, and made concrete: the model's defaults
-        filled in (`SamplingParams.resolve`), the prompt encoded and checked, the window
-        policy settled. Every front end (generate, stream, the server, the harness) comes
-        through here; a request that cannot be served is one `SeerError` line."""
+        """`req` made a `Sequence`: resolved (`seer.engine.request.resolve`, unless a front end
+        did it), its prompt encoded and checked against the model, its window policy made a
+        `Window`. A request that cannot be served is one `SeerError` line."""
         t0, lm = time.perf_counter(), self.lm
+        if not req.resolved or req.params is None:  # added as built: resolved here, once
+            req = resolve(lm, req, policy=policy is not None)
         p = req.params
-        if p is None:
-            p = lm.sampling() if hasattr(lm, "sampling") else SamplingParams()
-        if not isinstance(p, SamplingParams):
-            raise SeerError("Request.params must be a SamplingParams (or None for the defaults)")
-        p = p.resolve(lm.default_rule)
-        check_cache(lm, p)
         inputs = lm.prompt_inputs(req.prompt, p, req.image, req.chat)
         if len(inputs) != 1:
             raise SeerError("a Request holds one prompt (text or one id list), not a batch")
-        window = self._window(req, p, policy)
+        window = self._window(req, policy)
         q = Sequence(-1, req, p, inputs[0], window, time.perf_counter(), self._tick)
         self.stats.total += time.perf_counter() - t0
         return q
@@ -202,33 +188,16 @@ class Engine:
         self.stats.total += time.perf_counter() - t0
         return q.id
 
-    def _window(self, req: Request, p: SamplingParams, policy) -> Window:
-        """The request's window policy, and the rules between it and the sampling options."""
-        if req.window is not None and req.seer:
-            raise SeerError("give a request either a fixed window or a Seer config")
+    @staticmethod
+    def _window(req: Request, policy) -> Window:
+        """The resolved request's window policy (its rules were checked by `resolve`)."""
         if policy is not None:
-            window = Window(WindowKind.CUSTOM, policy)
-        elif req.window is not None:
-            if req.window < 1:
-                raise SeerError(f"a fixed window must be >= 1, got {req.window}")
-            window = Window(WindowKind.FIXED, min(req.window, p.gen_length))
-        elif req.seer:
-            window = Window(WindowKind.SEER, resolve(self.lm, req.seer))
-        else:
-            window = Window(WindowKind.FULL)
-        decided = window.kind is not WindowKind.FULL
-        if p.daedal and decided:
-            raise SeerError("daedal sets the answer length itself: drop Seer / the fixed window "
-                            "(they do not compose: both decide the length)")  # fmt: skip
-        if p.suffix and (decided or p.cache != "none"):
-            raise SeerError("a generation suffix needs cache='none' and no window policy (Seer)")
-        cfg = window.seer
-        if cfg is not None and cfg.cut_in_step0 and p.cache == "prefix_lm":
-            raise SeerError(
-                "Seer's cut_in_step0 cannot run under cache='prefix_lm' (its prompt is "
-                "encoded alone, before step 0): turn cut_in_step0 off or pick a cache"
-            )
-        return window
+            return Window(WindowKind.CUSTOM, policy)
+        if req.window is not None:
+            return Window(WindowKind.FIXED, min(req.window, req.params.gen_length))
+        if req.seer is not None:
+            return Window(WindowKind.SEER, req.seer)  # a SeerConfig fitted to the model
+        return Window(WindowKind.FULL)
 
     # -- execute ------------------------------------------------------------------------------
     def _execute(self, sched) -> list:

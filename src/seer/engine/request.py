@@ -1,16 +1,28 @@
-"""What goes into the engine (`Request`) and what comes out (`RequestResult`, the
-`PartialResult`s a request's `on_block` callback receives while it runs, the `StepView`s its
-`on_step` callback receives after each of its denoising steps, and the `StreamChunk`s
-`DiffusionLM.stream` makes of the partials, with `Deltas` turning growing text into pieces)."""
+"""What goes into the engine (`Request`, made concrete once by `resolve`) and what comes out
+(`RequestResult`, the `PartialResult`s a request's `on_block` callback receives while it runs,
+the `StepView`s its `on_step` callback receives after each of its denoising steps, and the
+`StreamChunk`s `DiffusionLM.stream` makes of the partials, with `Deltas` turning growing text
+into pieces).
+
+`resolve` is where a request is resolved, once, at the boundary between a front end and the
+engine: the model's sampling defaults applied under the options given, Seer's settings read
+(seer.json) and fitted to the model, and every rule between options checked (DAEDAL vs a
+window policy, the suffix, cfg_scale, prefix_lm, ...), each said in one line. The library
+(`DiffusionLM.generate` / `stream`), `seer batch`, the server and the page call it; the engine
+takes resolved requests as they are (a request added unresolved is resolved there by the same
+function) and never re-reads a default.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from seer.boundary.config import SeerConfig
 from seer.boundary.detector import BoundaryReport
-from seer.config import SamplingParams
+from seer.config import DAEDAL_DECIDES, SUFFIX_RULE, SamplingParams
+from seer.errors import SeerError
 
 FINISH_REASONS = ("stop", "length", "abort")
 log = logging.getLogger("seer.engine")
@@ -73,6 +85,89 @@ class Request:
     on_block: Callable[[PartialResult], None] | None = None  # called when a block is final
     on_step: Callable[[StepView], None] | None = None  # called after each of its steps
     window: int | None = None  # fixed window after step 0 (oracle truncation); excludes seer
+    resolved: bool = False  # set by `resolve`: params concrete, seer a fitted SeerConfig or None
+
+
+class SeerOptionError(SeerError):
+    """`resolve` refused the request's Seer settings (the server names its `seer` field)."""
+
+
+def sampling(lm, params: SamplingParams | None = None, overrides: dict | None = None):
+    """The request's `SamplingParams`: `params` (None: the model's defaults) with `overrides`
+    over them (None values: the default), the model's unmasking rule filled in and the rules
+    that depend on it checked (`SamplingParams.resolve`)."""
+    overrides = overrides or {}
+    try:
+        if params is None:
+            p = lm.sampling(**overrides) if hasattr(lm, "sampling") else SamplingParams(**overrides)
+        elif overrides:
+            p = replace(params, **overrides)
+        else:
+            p = params
+    except TypeError as e:  # an unknown option name
+        raise SeerError(f"bad generation option: {e}") from None
+    if not isinstance(p, SamplingParams):
+        raise SeerError("Request.params must be a SamplingParams (or None for the defaults)")
+    return p.resolve(lm.default_rule)
+
+
+def resolve(lm, request: Request, *, policy: bool = False, seer_on: bool = False,
+            **overrides) -> Request:  # fmt: skip
+    """`request` resolved for `lm` (see the module docstring): a copy with `params` concrete,
+    `seer` a fitted `SeerConfig` (or None: the full window) and `resolved` set, or one
+    `SeerError` line. `overrides`: sampling options over `request.params`; `policy`: a window
+    policy object will decide the window (`DiffusionLM.generate(policy=...)`); `seer_on`: the
+    front end's default when `request.seer` is None (the server's: Seer on, unless the request
+    runs DAEDAL, which sets its own length). A resolved request comes back as it is."""
+    if request.resolved and not overrides:
+        return request
+    p = sampling(lm, request.params, overrides)
+    check_cache(lm, p)
+    seer = request.seer
+    if seer is None:
+        seer = seer_on and not p.daedal
+    if request.window is not None:
+        if seer:
+            raise SeerError("give a request either a fixed window or a Seer config")
+        if request.window < 1:
+            raise SeerError(f"a fixed window must be >= 1, got {request.window}")
+    decided = bool(seer) or request.window is not None or policy
+    if p.daedal and decided:
+        raise SeerError(DAEDAL_DECIDES)
+    if p.suffix and (decided or p.cache != "none"):
+        raise SeerError(SUFFIX_RULE)
+    cfg = None
+    if seer and not (request.resolved and isinstance(seer, SeerConfig)):
+        from seer.boundary.truncation import resolve as seer_config
+
+        try:
+            cfg = seer_config(lm, seer)  # seer.json read, the options over it, fitted: once
+        except SeerError as e:
+            raise SeerOptionError(str(e)) from None
+    elif seer:
+        cfg = seer
+    if cfg is not None and cfg.cut_in_step0 and p.cache == "prefix_lm":
+        raise SeerError(
+            "Seer's cut_in_step0 cannot run under cache='prefix_lm' (its prompt is "
+            "encoded alone, before step 0): turn cut_in_step0 off or pick a cache"
+        )
+    return replace(request, params=p, seer=cfg, resolved=True)
+
+
+def check_cache(lm, p: SamplingParams) -> None:
+    """cache='prefix_lm' is LaViDa's prompt-LM attention (the prompt encoded alone, never
+    seeing the answer): a model trained otherwise answers it with nothing or garbage, so any
+    other model refuses it (the low-level `DenoisingLoop` still runs it, for tests of layout)."""
+    if p.cache != "prefix_lm":
+        return
+    from seer.models.lavida import LavidaDream, LavidaLLaDA
+
+    if not isinstance(getattr(lm, "model", None), (LavidaLLaDA, LavidaDream)):
+        name = getattr(lm, "name", "") or "this model"
+        raise SeerError(
+            f"cache prefix_lm needs a prompt-LM model (LaViDa), and {name} was not trained "
+            "that way (it would answer nothing); use cache none, prefix, dual or dpad"
+        )
 
 
 @dataclass(slots=True)

@@ -61,7 +61,7 @@ class Runner:
     def _policy(self, seqs: list[Sequence]):
         window = seqs[0].policy
         if window.kind is WindowKind.SEER:
-            return SeerPolicy(window.value, self.lm.tokens)
+            return SeerPolicy(window.value, self.lm.tokens, fitted=True)  # by `resolve`
         if window.kind is WindowKind.FIXED:
             return FixedWindowPolicy([q.policy.value for q in seqs])
         return window.value if window.kind is WindowKind.CUSTOM else None

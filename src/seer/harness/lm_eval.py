@@ -131,7 +131,7 @@ class SeerLM(TemplateLM):
                 mc_num=self.opts.mc_num,
                 batch_size=self.opts.mc_batch,
                 cfg_scale=self.opts.cfg,
-                generator=torch.Generator().manual_seed(self.opts.seed),
+                generator=torch.Generator().manual_seed(self.opts.mc_seed),
             )
             out.append(value)
         greedy = self._greedy(requests) if self.opts.check_greedy else [False] * len(out)

@@ -19,10 +19,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from seer.config import SamplingParams
+from seer.engine.config import DEFAULTS as ENGINE
 from seer.errors import SeerError
 from seer.spec import check, check_type, implied, kind, specs
 
 CHUNK = 256  # requests handed to one engine run (the progress bar moves between them)
+# the Monte-Carlo draws' seed when no `seed` is given (the official eval's `set_seed(1234)`): a
+# loglikelihood is then what the official function returns; sampling stays unseeded, as in the
+# library (`SamplingParams.seed`'s default)
+MC_SEED = 1234
 # SamplingParams fields -> (field, spec): every scalar option is a model argument (token-id
 # fields, stop/suffix/banned_ids, cannot be spelled in `--model_args`)
 SAMPLING = {f.name: (f, s) for f, s in specs(SamplingParams) if kind(f) is not None}
@@ -37,12 +42,13 @@ class HarnessOptions:
     gen_length: int | None = None  # answer window (default: max_gen_toks, else the model's)
     dtype: str | None = None  # float32 | bfloat16 | float16 (default: the checkpoint's)
     device: str = "cpu"  # cpu | cuda | cuda:N
-    batch_size: int = 8  # generation requests per batch
+    batch_size: int = ENGINE["max_batch"]  # generation requests per batch (the engine's max_batch)
     mc_num: int = 128  # loglikelihood: Monte-Carlo samples per request (the official default)
     mc_batch: int | None = None  # loglikelihood: samples per forward (default: min(mc_num, 32))
     cfg: float = 0.0  # loglikelihood: classifier-free guidance scale
     check_greedy: bool = False  # loglikelihood: compute is_greedy (one more decode per request)
-    seed: int = 1234  # seeds sampling and the Monte-Carlo draws (the official eval's seed)
+    seed: int | None = SAMPLING["seed"][0].default  # seeds sampling and the Monte-Carlo draws
+    # (None: sampling unseeded, as in the library; the draws from MC_SEED)
     sampling: dict = field(default_factory=dict)  # other SamplingParams fields given as model
     # arguments (steps, block_length, cache, remasking, cfg_scale, schedule, ...), checked as
     # the library checks them: over the task's
@@ -79,7 +85,7 @@ class HarnessOptions:
             raise SeerError(
                 f"model argument check_greedy must be true or false, got {opts.check_greedy!r}"
             )
-        if not isinstance(opts.seed, int):
+        if opts.seed is not None and not isinstance(opts.seed, int):
             raise SeerError(f"model argument seed must be an integer, got {opts.seed!r}")
         check("seed", SAMPLING["seed"][1], opts.seed)
         if opts.mc_batch is None:
@@ -89,6 +95,11 @@ class HarnessOptions:
                 f"mc_num ({opts.mc_num}) must be a multiple of mc_batch ({opts.mc_batch})"
             )
         return opts
+
+    @property
+    def mc_seed(self) -> int:
+        """The seed of each request's Monte-Carlo draws (`seed`, else `MC_SEED`)."""
+        return MC_SEED if self.seed is None else self.seed
 
     def load(self):
         """The model: a folder, or a shipped model by name (builtin, builtin-vqa, ...)."""

@@ -8,17 +8,28 @@
     app.py        the endpoints, errors (OpenAI-style bodies), body limit, disconnects
     metrics.py    Prometheus metrics (`seer_*`)
     server.py     the listening socket (bound first), uvicorn with a draining SIGTERM
+    config.py     `ServerConfig`: the server's options and their one default each
+
+Every default below is read from the option specs (`ServerConfig`, `EngineConfig`).
 
 Needs the `serve` extra: `pip install -e ".[serve]"`.
 """
 
 from __future__ import annotations
 
+from seer.engine.config import EngineConfig
+from seer.serve.config import DEFAULTS as _S
 
-def build(lm, *, model_names=None, api_key=None, public_metrics=False, seer=True, max_batch=64,
-          max_queue=None, max_tokens_per_step=None, image_root=None, max_image_bytes=8 << 20,
-          max_body_bytes=32 << 20, max_image_pixels=16_000_000, pixel_budget=32_000_000,
-          prepare_timeout=30.0):  # fmt: skip
+_E = EngineConfig()
+
+
+def build(lm, *, model_names=None, api_key=None, public_metrics=False, seer=True,
+          max_batch=_E.max_batch, max_queue=_E.max_queue,
+          max_tokens_per_step=_E.max_tokens_per_step, image_root=None,
+          max_image_bytes=_S["max_image_bytes"], max_body_bytes=_S["max_body_bytes"],
+          max_image_pixels=_S["max_image_pixels"], pixel_budget=_S["pixel_budget"],
+          prepare_timeout=_S["prepare_timeout"],
+          chars_per_token=_S["chars_per_token"]):  # fmt: skip
     """The FastAPI app serving `lm` (its engine thread starts with the app's lifespan).
     `image_root`: the folder image_url paths may name (None: data: URIs only);
     `max_image_pixels`: one image's pixels; `pixel_budget`: image pixels decoded at once over
@@ -27,12 +38,14 @@ def build(lm, *, model_names=None, api_key=None, public_metrics=False, seer=True
     from seer import extras
 
     extras.require("serve", "seer.serve")
+    from seer.engine import Engine
     from seer.serve.app import ServeOptions, create_app
-    from seer.serve.engine_api import make_engine
     from seer.serve.prepare import Limits
     from seer.serve.security import image_root as resolved_root
 
-    engine = make_engine(lm, max_batch, max_queue, max_tokens_per_step)
+    cfg = EngineConfig(max_batch=max_batch, max_queue=max_queue,
+                       max_tokens_per_step=max_tokens_per_step)  # fmt: skip
+    engine = Engine(lm, cfg)
     names = tuple(model_names or ()) or (lm.name or "seer",)
     if lm.defaults.seer.chat_only:
         import logging
@@ -48,7 +61,9 @@ def build(lm, *, model_names=None, api_key=None, public_metrics=False, seer=True
         api_key=api_key,
         public_metrics=public_metrics,
         seer=seer,
-        limits=Limits(root, max_image_bytes, max_image_pixels, pixel_budget, prepare_timeout),
+        limits=Limits(
+            root, max_image_bytes, max_image_pixels, pixel_budget, prepare_timeout, chars_per_token
+        ),
         max_body_bytes=max_body_bytes,
     )
     return create_app(lm, engine, options)
@@ -62,8 +77,9 @@ def model_names(lm, model: str | None = None, served: str | None = None) -> tupl
     return tuple(names)
 
 
-def serve(lm, host: str = "127.0.0.1", port: int = 8000, drain_timeout: float = 60.0,
-          log_level: str = "info", mount=None, sock=None, **options) -> None:  # fmt: skip
+def serve(lm, host: str = _S["host"], port: int = _S["port"],
+          drain_timeout: float = _S["drain_timeout"], log_level: str = _S["log_level"],
+          mount=None, sock=None, **options) -> None:  # fmt: skip
     """Serve `lm` until SIGTERM (drains) or SIGINT; `options` as in `build`. `mount`: called
     with the app before it serves (`seer serve --ui` mounts the page of `seer ui` there, at
     /ui/). `sock`: a socket `seer.serve.server.bind` made (else it binds host:port here; a

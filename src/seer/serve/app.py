@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -30,10 +30,11 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from seer.engine import QueueFull
+from seer.engine.request import Deltas
 from seer.errors import SeerError
 from seer.serve import convert
-from seer.serve.engine_api import Deltas, QueueFull
-from seer.serve.engine_api import Request as EngineRequest
+from seer.serve.config import DEFAULTS
 from seer.serve.errors import APIError, body, validation_message
 from seer.serve.metrics import Metrics
 from seer.serve.prepare import Limits, Preparer
@@ -55,7 +56,7 @@ class ServeOptions:
     public_metrics: bool = False  # /metrics without the key
     seer: bool = True  # Seer on unless a request says "seer": false
     limits: Limits = field(default_factory=Limits)
-    max_body_bytes: int = 32 << 20  # a request body over this gets 413
+    max_body_bytes: int = DEFAULTS["max_body_bytes"]  # a request body over this gets 413
 
 
 class Service:
@@ -170,12 +171,11 @@ def _check(request: Request, service: Service, body: SamplingFields) -> None:
 # -- answering ----------------------------------------------------------------------------------
 async def _answer(service: Service, request: Request, body, prompt, envelope: Envelope):
     lm, options = service.lm, service.options
-    params = convert.params_for(lm, body)
-    seer = convert.seer_for(lm, body, options.seer, params)
+    req = convert.request_for(lm, body, options.seer)  # resolved once: defaults, rules, Seer
+    params = req.params
     ready = await service.preparer.prepare(prompt, params)  # a PromptInput, image included
     ticket = Ticket(asyncio.get_running_loop())
-    req = EngineRequest(ready, params=params, seer=seer, chat=prompt.chat,
-                        on_block=ticket.on_block)  # fmt: skip
+    req = replace(req, prompt=ready, chat=prompt.chat, on_block=ticket.on_block)
     service.worker.submit(req, ticket)
     service.live.add(ticket)
     try:

@@ -1,4 +1,5 @@
-"""OpenAI request bodies -> the engine's `Request` (prompt, image, sampling, Seer).
+"""OpenAI request bodies -> the engine's `Request` (prompt, image, sampling, Seer), resolved
+once by `seer.engine.request.resolve` (the library's defaults, rules and messages).
 
 A chat with one user message goes through the same prompt path as `seer generate` and
 `DiffusionLM.generate` (the text, its image, the model's chat template), so the answers agree.
@@ -10,11 +11,8 @@ the network. Nothing here tokenizes or decodes: that is `prepare`'s.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from seer.boundary.truncation import resolve
+from seer.engine.request import Request, SeerOptionError, resolve
 from seer.errors import SeerError
-from seer.serve.engine_api import sampling
 from seer.serve.errors import bad_request, too_large
 from seer.serve.prepare import Limits, Prompt
 from seer.serve.protocol import ChatRequest, CompletionRequest, ImagePart, SamplingFields
@@ -56,10 +54,13 @@ def completion_prompt(lm, body: CompletionRequest) -> Prompt:
     return Prompt(prompt, False, None)
 
 
-def params_for(lm, body: SamplingFields):
-    """The request's `SamplingParams` (the model's defaults under the options given)."""
+def request_for(lm, body: SamplingFields, seer_on: bool) -> Request:
+    """The request's resolved engine `Request`, its prompt still to come (`prepare`): the
+    model's defaults under the options given, the stop strings encoded, Seer's settings fitted
+    (`seer_on`: the server's default, on unless `--no-seer`; a DAEDAL request sets its own
+    length and leaves it off). Any mistake is a 400."""
     try:
-        p = sampling(lm, **body.options())
+        options = body.options()
         words = body.stop_words()
     except (SeerError, ValueError) as e:
         raise bad_request(str(e)) from None
@@ -69,28 +70,15 @@ def params_for(lm, body: SamplingFields):
         from seer.models.llada_v import encode_words
 
         try:
-            p = replace(p, stop=tuple(tuple(encode_words(lm.tokenizer, w)) for w in words))
+            options["stop"] = tuple(tuple(encode_words(lm.tokenizer, w)) for w in words)
         except SeerError as e:
             raise bad_request(str(e), "stop") from None
-    return p
-
-
-def seer_for(lm, body: SamplingFields, default_on: bool, params=None):
-    """None (full window) or a validated `SeerConfig`. A DAEDAL request (`params.daedal`) sets
-    its own length: the server's default leaves Seer off for it, and asking for both is a 400."""
-    seer = body.seer
-    daedal = params is not None and params.daedal
-    if seer is None:
-        seer = default_on and not daedal
-    if seer is not False and daedal:
-        raise bad_request("DAEDAL sets the answer length itself and Seer cannot run with it: "
-                          'drop "seer" or "daedal"', "seer")  # fmt: skip
-    if seer is False:
-        return None
     try:
-        return resolve(lm, seer)
-    except (SeerError, TypeError, ValueError) as e:
+        return resolve(lm, Request(None, seer=body.seer), seer_on=seer_on, **options)
+    except SeerOptionError as e:
         raise bad_request(f"bad seer options: {e}", "seer") from None
+    except (SeerError, TypeError, ValueError) as e:
+        raise bad_request(str(e)) from None
 
 
 def _text(message) -> str:

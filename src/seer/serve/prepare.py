@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seer.errors import SeerError
+from seer.serve.config import DEFAULTS
 from seer.serve.errors import APIError, bad_request, too_large
 
 RETRY_AFTER = 1  # seconds a 503 timeout asks the client to wait
@@ -44,14 +45,15 @@ RETRY_AFTER = 1  # seconds a 503 timeout asks the client to wait
 
 @dataclass(slots=True)
 class Limits:
-    """What the server accepts and how much preparing a request may cost (command line)."""
+    """What the server accepts and how much preparing a request may cost (the defaults and
+    their meaning: `seer.serve.config.ServerConfig`)."""
 
     image_root: Path | None = None  # image_url may name a file under this folder (resolved)
-    max_image_bytes: int = 8 << 20  # one image, encoded
-    max_image_pixels: int = 16_000_000  # one image, decoded (4000 x 4000)
-    pixel_budget: int = 32_000_000  # image pixels decoded at once over all requests; more wait
-    prepare_timeout: float = 30.0  # seconds to read, decode and tokenize one request
-    chars_per_token: int = 32  # a text prompt holds at most this x the context in characters
+    max_image_bytes: int = DEFAULTS["max_image_bytes"]  # one image, encoded
+    max_image_pixels: int = DEFAULTS["max_image_pixels"]  # one image, decoded
+    pixel_budget: int = DEFAULTS["pixel_budget"]  # image pixels decoded at once; more wait
+    prepare_timeout: float = DEFAULTS["prepare_timeout"]  # seconds to prepare one request
+    chars_per_token: int = DEFAULTS["chars_per_token"]  # prompt characters per context token
 
 
 @dataclass(slots=True)
@@ -211,13 +213,12 @@ class Preparer:
     def _inputs(self, prompt: Prompt, params, image):
         from seer.models.tokens import chat_ids
 
-        lm = self.lm
-        p = params.resolve(lm.default_rule)
+        lm = self.lm  # `params`: resolved (`seer.engine.request.resolve`)
         text = prompt.prompt
         try:
             if isinstance(text, list) and text and isinstance(text[0], dict):
                 text = chat_ids(lm.tokenizer, text)
-            return lm.prompt_inputs(text, p, image, prompt.chat)[0]
+            return lm.prompt_inputs(text, params, image, prompt.chat)[0]
         except SeerError as e:
             msg = str(e)
             raise APIError(413 if "too large" in msg else 400, msg, "invalid_request") from None

@@ -29,6 +29,7 @@ import socket
 import uvicorn
 
 from seer.errors import SeerError
+from seer.serve.config import DEFAULTS
 
 log = logging.getLogger("seer.serve")
 
@@ -112,7 +113,8 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def run(app, sock: socket.socket, drain_timeout: float = 60.0, log_level: str = "info") -> None:
+def run(app, sock: socket.socket, drain_timeout: float = DEFAULTS["drain_timeout"],
+        log_level: str = DEFAULTS["log_level"]) -> None:  # fmt: skip
     """Serve `app` on `sock` (from `bind`) until a signal ends it (module docstring)."""
     # loop/http/ws pinned: uvicorn's "auto" would switch to uvloop + httptools (+ websockets)
     # whenever another extra installs them (ray[serve] does); the server runs the same everywhere.

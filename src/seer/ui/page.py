@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import gradio as gr
@@ -28,6 +28,7 @@ from seer.boundary.config import SIGNALS
 from seer.boundary.truncation import resolve
 from seer.config import CACHES
 from seer.engine.request import Request, StepView
+from seer.engine.request import resolve as resolve_request
 from seer.errors import SeerError
 from seer.serve.errors import APIError
 from seer.serve.prepare import Prompt
@@ -205,11 +206,15 @@ def build(lm, service) -> gr.Blocks:
                 sides = [("baseline", None, base_canvas, base_stats)] * bool(on_base)
                 if on_seer:
                     sides.append(("Seer", {"signal": opts.signal}, seer_canvas, seer_stats))
+                # each side resolved once, as the server resolves a request (rules, Seer fit)
+                reqs = {name: resolve_request(lm, Request(None, p, seer=seer))
+                        for name, seer, _, _ in sides}  # fmt: skip
                 done, end = {}, None
-                ready = await page.prompt(text, upload, p)  # checked and prepared once
+                params = next(iter(reqs.values())).params  # both sides share them
+                ready = await page.prompt(text, upload, params)  # checked and prepared once
                 for name, seer, canvas, numbers in sides:
                     before, drawn = None, False
-                    req = Request(ready, p, seer=seer)
+                    req = replace(reqs[name], prompt=ready)
                     async for ev in page.side(req, every=pause > 0):
                         if isinstance(ev, Done):
                             done[name] = ev.result
