@@ -120,12 +120,12 @@ def test_seer_off_per_request_and_completions(client, vqa_lm):
     # OpenAI's stop strings become the engine's stop sequences (encoded as `seer generate --stop`)
     from dataclasses import replace
 
-    from seer.models.llada_v import encode_words
+    from seer.models.tokens import stop_ids
 
     stop = ("red",)
     c = client.completions.create(model=MODEL, prompt=q, max_tokens=16, stop=list(stop))
     p = vqa_lm.sampling(gen_length=16)
-    p = replace(p, stop=tuple(tuple(encode_words(vqa_lm.tokenizer, w)) for w in stop))
+    p = replace(p, stop=stop_ids(vqa_lm.tokenizer, stop))
     g = vqa_lm.generate(q, p, seer=True, chat=False)
     check_same(c.choices[0], c.usage, g, 16)
 

@@ -37,9 +37,9 @@ def main(args) -> int:
             raise SeerError("--stop needs the model's tokenizer")
         from dataclasses import replace
 
-        from seer.models.llada_v import encode_words
+        from seer.models.tokens import stop_ids
 
-        p = replace(p, stop=tuple(tuple(encode_words(lm.tokenizer, w)) for w in args.stop))
+        p = replace(p, stop=stop_ids(lm.tokenizer, args.stop))
     if args.no_chat and lm.defaults.seer.chat_only:
         options.log.warning(f"seer: warning: {lm.name} answers only inside its chat template "
                             "(seer.json: chat_only); --no-chat gets an empty answer")  # fmt: skip

@@ -62,6 +62,7 @@ from seer.models.llama_layout import (
     check_heads_and_act,
     require_fields,
 )
+from seer.models.tokens import stop_ids, word_ids
 from seer.models.vision import VisionConfig, attach_vision
 
 LLADA_V_SYSTEM = LAVIDA_SYSTEM  # conv_templates["llava_llada"].system: LaViDa's text, word for word
@@ -199,19 +200,9 @@ def official_sampling(tokenizer, **kw) -> SamplingParams:
         temperature=float(kw.pop("temperature", 0.0)),
         cfg_scale=float(kw.pop("cfg_scale", 0.0)),
         remasking=remasking,
-        stop=tuple(tuple(encode_words(tokenizer, s)) for s in stops),
-        suffix=tuple(encode_words(tokenizer, suffix)) if suffix else (),
+        stop=stop_ids(tokenizer, stops),
+        suffix=tuple(word_ids(tokenizer, suffix)) if suffix else (),
     )
     if kw:
         raise SeerError(f"LLaDA-V generate option(s) {sorted(kw)} are not supported")
     return p
-
-
-def encode_words(tokenizer, text: str) -> list[int]:
-    """Stop words / a suffix as the official sampler encodes them: no special tokens."""
-    from seer.models.tokens import plain_ids
-
-    ids = plain_ids(tokenizer, text)
-    if not ids:
-        raise SeerError(f"{text!r} encodes to no tokens")
-    return ids

@@ -150,6 +150,20 @@ def plain_ids(tokenizer, text: str, prompt: bool = False) -> list[int]:
     return ids
 
 
+def word_ids(tokenizer, text: str) -> list[int]:
+    """A stop word or a generation suffix as the official samplers encode it: no special tokens,
+    never empty (one `SeerError` line)."""
+    ids = plain_ids(tokenizer, text)
+    if not ids:
+        raise SeerError(f"{text!r} encodes to no tokens")
+    return ids
+
+
+def stop_ids(tokenizer, words) -> tuple[tuple[int, ...], ...]:
+    """Stop words as `SamplingParams.stop` takes them: one id sequence per word."""
+    return tuple(tuple(word_ids(tokenizer, w)) for w in words)
+
+
 def chat_ids(tokenizer, prompt: str | list[dict]) -> list[int]:
     """Ids of a chat plus the assistant header, as a flat list of ints. `prompt` is one user
     turn's text, or a whole chat as OpenAI-style `messages` (role/content dicts).

@@ -67,10 +67,10 @@ def request_for(lm, body: SamplingFields, seer_on: bool) -> Request:
     if words:
         if lm.tokenizer is None:
             raise bad_request("stop strings need the model's tokenizer", "stop")
-        from seer.models.llada_v import encode_words
+        from seer.models.tokens import stop_ids
 
         try:
-            options["stop"] = tuple(tuple(encode_words(lm.tokenizer, w)) for w in words)
+            options["stop"] = stop_ids(lm.tokenizer, words)
         except SeerError as e:
             raise bad_request(str(e), "stop") from None
     try:
