@@ -14,7 +14,7 @@ pay for torch and transformers; `from seer import load` works as before.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -36,7 +36,7 @@ __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'seer' has no attribute {name!r}")

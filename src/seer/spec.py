@@ -25,8 +25,9 @@ from __future__ import annotations
 import argparse
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import Field, dataclass, field, fields
-from typing import Any
+from typing import Any, cast
 
 from seer.errors import SeerError
 
@@ -55,32 +56,32 @@ class Spec:
     implies: str | None = None  # giving this option turns that bool option on (daedal_* -> daedal)
 
 
-def option(default: Any, help: str, **spec) -> Any:
+def option(default: Any, help: str, **spec: Any) -> Any:
     """A dataclass field with its `Spec` (see the module docstring)."""
     return field(default=default, metadata={"spec": Spec(help, **spec)})
 
 
-def spec_of(f: Field) -> Spec | None:
-    return f.metadata.get("spec")
+def spec_of(f: Field[Any]) -> Spec | None:
+    return cast("Spec | None", f.metadata.get("spec"))
 
 
-def specs(cls) -> list[tuple[Field, Spec]]:
+def specs(cls: type[Any]) -> list[tuple[Field[Any], Spec]]:
     """The declared options of a dataclass, in field order."""
     return [(f, s) for f in fields(cls) if (s := spec_of(f)) is not None]
 
 
-def kind(f: Field) -> type | None:
+def kind(f: Field[Any]) -> type | None:
     """The scalar type of a field (int, float, str, bool) from its annotation; None for others
     (token-id tuples). `x: int | None` is an int that may be None."""
     text = str(f.type).split("|")[0].strip()
     return {"int": int, "float": float, "str": str, "bool": bool}.get(text)
 
 
-def optional(f: Field) -> bool:
+def optional(f: Field[Any]) -> bool:
     return "None" in str(f.type)
 
 
-def type_ok(k: type, value) -> bool:
+def type_ok(k: type, value: Any) -> bool:
     """`value` is of kind `k`: an int is a float too, a bool is neither."""
     if k is bool or k is str:
         return isinstance(value, k)
@@ -88,7 +89,9 @@ def type_ok(k: type, value) -> bool:
     return isinstance(value, want) and not isinstance(value, bool)
 
 
-def check_type(f: Field, value, prefix: str = "", words: dict = KIND_TEXT) -> None:
+def check_type(
+    f: Field[Any], value: Any, prefix: str = "", words: dict[type, str] = KIND_TEXT
+) -> None:
     """A `SeerError` unless `value` has the field's kind (None passes where the type allows)."""
     k = kind(f)
     if k is None or (value is None and optional(f)) or type_ok(k, value):
@@ -100,7 +103,7 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-def problem(s: Spec, value, shown: str | None = None) -> str | None:
+def problem(s: Spec, value: Any, shown: str | None = None) -> str | None:
     """What is wrong with a value of the right type, as the tail of a message; None if nothing.
     `shown`: how to print the value (the CLI shows the text the user typed)."""
     if value is None:
@@ -115,17 +118,19 @@ def problem(s: Spec, value, shown: str | None = None) -> str | None:
         return None
     if isinstance(value, float) and not math.isfinite(value):
         return f"must be a finite number, got {got}"
-    low = s.lo is not None and (value <= s.lo if s.open_lo else value < s.lo)
-    high = s.hi is not None and value > s.hi
+    x = cast(float, value)  # a real number (the stubs give numbers.Real no comparisons)
+    low = s.lo is not None and (x <= s.lo if s.open_lo else x < s.lo)
+    high = s.hi is not None and x > s.hi
     if not (low or high):
         return None
-    bound = f"{'>' if s.open_lo else '>='} {_num(s.lo)}" if low else f"<= {_num(s.hi)}"
+    lo, hi = cast(float, s.lo), cast(float, s.hi)  # the bound that refused it is set
+    bound = f"{'>' if s.open_lo else '>='} {_num(lo)}" if low else f"<= {_num(hi)}"
     need = s.says or bound
     note = f" ({s.note})" if s.note else ""
     return f"must be {need}{note}, got {got}"
 
 
-def message(name: str, s: Spec, value) -> str | None:
+def message(name: str, s: Spec, value: Any) -> str | None:
     """The library's one line for a bad value of option `name` (None: the value is fine)."""
     tail = problem(s, value)
     if tail is None:
@@ -133,13 +138,13 @@ def message(name: str, s: Spec, value) -> str | None:
     return tail if s.choices else f"{name} {tail}"
 
 
-def check(name: str, s: Spec, value) -> None:
+def check(name: str, s: Spec, value: Any) -> None:
     text = message(name, s, value)
     if text is not None:
         raise SeerError(text)
 
 
-def implied(cls, options: dict) -> dict:
+def implied(cls: type[Any], options: dict[str, Any]) -> dict[str, Any]:
     """`options` with the bool options that given ones imply turned on (a `daedal_*` option
     turns `daedal` on); an implied option given as False is refused in one line."""
     out = dict(options)
@@ -153,10 +158,10 @@ def implied(cls, options: dict) -> dict:
 
 
 # -- the command line -------------------------------------------------------------------------
-def number(k: type, s: Spec):
+def number(k: type, s: Spec) -> Callable[[str], Any]:
     """An argparse type: the flag's text as `k`, checked as the library checks it."""
 
-    def parse(text: str):
+    def parse(text: str) -> Any:
         try:
             value = k(text)
         except ValueError:
@@ -172,12 +177,12 @@ def number(k: type, s: Spec):
     return parse
 
 
-def argparse_kwargs(f: Field, s: Spec, dest: str, choices: bool = True) -> dict:
+def argparse_kwargs(f: Field[Any], s: Spec, dest: str, choices: bool = True) -> dict[str, Any]:
     """`add_argument` keywords of an option: default None (the library decides), the type that
     checks the range, argparse's choices (`choices=False`: the library says which names it
     knows), a flag for a bool."""
     k = kind(f)
-    kw: dict = {"dest": dest, "default": None, "help": s.help}
+    kw: dict[str, Any] = {"dest": dest, "default": None, "help": s.help}
     if k is bool:
         kw["action"] = argparse.BooleanOptionalAction if s.negatable else "store_true"
         return kw

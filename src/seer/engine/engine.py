@@ -30,17 +30,19 @@ The engine is single-threaded: one thread calls `add`, `abort` and `step`.
 from __future__ import annotations
 
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 import torch
 
 from seer.boundary.truncation import resolve
 from seer.config import SamplingParams
+from seer.diffusion.state import LoopState, WindowPolicy
 from seer.engine.config import EngineConfig
 from seer.engine.model import EngineModel
 from seer.engine.request import PartialResult, Request, RequestResult, StepView
 from seer.engine.runner import Runner
-from seer.engine.scheduler import BatchPlan, Scheduler
+from seer.engine.scheduler import BatchPlan, Scheduler, SchedulerOutput
 from seer.engine.sequence import Sequence, Window, WindowKind
 from seer.errors import SeerError
 from seer.kernels.dispatch import use_backend
@@ -50,7 +52,7 @@ class QueueFull(SeerError):
     """`Engine.add` refused a request: `max_queue` requests are already waiting."""
 
 
-def check_cache(lm, p: SamplingParams) -> None:
+def check_cache(lm: EngineModel, p: SamplingParams) -> None:
     """cache='prefix_lm' is LaViDa's prompt-LM attention (the prompt encoded alone, never
     seeing the answer): a model trained otherwise answers it with nothing or garbage, so any
     other model refuses it (the low-level `DenoisingLoop` still runs it, for tests of layout)."""
@@ -97,7 +99,7 @@ class Engine:
         self._ready: list[RequestResult] = []  # results to hand out at the next step()
         self._next_id = 0
         self._tick = 0
-        self._kinds: dict[tuple, int] = {}  # (params, window policy) -> kind number
+        self._kinds: dict[tuple[Hashable, ...], int] = {}  # (params, window policy) -> kind number
 
     @property
     def waiting(self) -> list[Sequence]:
@@ -144,7 +146,9 @@ class Engine:
         self.stats.total += time.perf_counter() - t0
         return out
 
-    def generate(self, requests: list[Request], policy=None) -> list[RequestResult]:
+    def generate(
+        self, requests: list[Request], policy: WindowPolicy | None = None
+    ) -> list[RequestResult]:
         """Answer every request (running the engine until they are done); results in request
         order. Results of other requests that finish meanwhile wait for the next `step()`.
         `policy`: one `WindowPolicy` object for the whole list, whose rows then share one
@@ -154,7 +158,7 @@ class Engine:
             raise SeerError("requests sharing a window policy must fit in max_batch together")
         seqs = [self._resolve(r, policy) for r in requests]  # all checked before any is queued
         ids = [self._queue(q) for q in seqs]
-        mine, got = set(ids), {}
+        mine, got = set(ids), dict[int, RequestResult]()
         while len(got) < len(ids):
             for res in self.step():
                 if res.request_id in mine:
@@ -165,10 +169,10 @@ class Engine:
         return [got[i] for i in ids]
 
     # -- add: resolve (the one check of a request against the model), then queue ------------
-    def _add(self, req: Request, policy) -> int:
+    def _add(self, req: Request, policy: WindowPolicy | None) -> int:
         return self._queue(self._resolve(req, policy))
 
-    def _resolve(self, req: Request, policy) -> Sequence:
+    def _resolve(self, req: Request, policy: WindowPolicy | None) -> Sequence:
         """`req` checked against the model, once, and made concrete: the model's defaults
         filled in (`SamplingParams.resolve`), the prompt encoded and checked, the window
         policy settled. Every front end (generate, stream, the server, the harness) comes
@@ -202,7 +206,7 @@ class Engine:
         self.stats.total += time.perf_counter() - t0
         return q.id
 
-    def _window(self, req: Request, p: SamplingParams, policy) -> Window:
+    def _window(self, req: Request, p: SamplingParams, policy: WindowPolicy | None) -> Window:
         """The request's window policy, and the rules between it and the sampling options."""
         if req.window is not None and req.seer:
             raise SeerError("give a request either a fixed window or a Seer config")
@@ -231,13 +235,16 @@ class Engine:
         return window
 
     # -- execute ------------------------------------------------------------------------------
-    def _execute(self, sched) -> list:
+    def _execute(self, sched: SchedulerOutput) -> list[tuple[LoopState, list[Sequence]]]:
         tr = time.perf_counter()
         groups = self.runner.groups(sched.decode)
         self.stats.route += time.perf_counter() - tr
-        touched, compact0 = [], self.runner.compact_seconds
+        touched: list[tuple[LoopState, list[Sequence]]] = []
+        compact0 = self.runner.compact_seconds
         for plan, seqs in groups:
-            before = seqs[0].state.policy_seconds
+            state = seqs[0].state
+            assert state is not None  # running rows (past step 0) hold a state
+            before = state.policy_seconds
             s, new = self.runner.run(plan, seqs)
             self.stats.detect += s.policy_seconds - (0.0 if new else before)
             touched.append((s, seqs))
@@ -256,18 +263,22 @@ class Engine:
         self.stats.compact += self.runner.compact_seconds - compact0
         return touched
 
-    def _masks_left(self) -> dict:
+    def _masks_left(self) -> dict[Sequence, int]:
         """Masks left in each running row's window (shortest_first's remaining work)."""
         left: dict[int, list[int]] = {}
         for q in self.running:
             if id(q.state) not in left:
+                assert q.state is not None  # running rows (past step 0) hold a state
                 left[id(q.state)] = q.state.masks_left(self.lm.tokens.mask)
         return {q: left[id(q.state)][q.row] for q in self.running}
 
     # -- update -------------------------------------------------------------------------------
-    def _update(self, touched) -> list[RequestResult]:
-        out, done, now = [], [], time.perf_counter()
+    def _update(self, touched: list[tuple[LoopState, list[Sequence]]]) -> list[RequestResult]:
+        out: list[RequestResult] = []
+        done: list[Sequence] = []
+        now = time.perf_counter()
         for s, seqs in touched:
+            assert s.finished is not None  # set by the state's first step
             finished, windows = s.finished.tolist(), s.canvas.window.tolist()
             for q in seqs:
                 q._window = windows[q.row]
@@ -284,8 +295,9 @@ class Engine:
         self.scheduler.finish(done)
         return out
 
-    def _views(self, s, seqs: list[Sequence], finished: list[bool]) -> None:
+    def _views(self, s: LoopState, seqs: list[Sequence], finished: list[bool]) -> None:
         """Each watching row's canvas after this step, to its request's `on_step`."""
+        assert s.row_nfe is not None  # set by the state's first step
         canvas, nfe = self.runner.loop.answers(s).tolist(), s.row_nfe.tolist()
         for q in seqs:
             if q.request.on_step is not None:
@@ -319,7 +331,7 @@ class Engine:
             ids = ids[: ids.index(self.lm.tokens.mask)]
         n = self.lm.tokens.answer_length(ids)
         if reason is None:
-            stopped = s.stop is not None and int(s.stop.at[q.row]) >= 0
+            stopped = s is not None and s.stop is not None and int(s.stop.at[q.row]) >= 0
             reason = "stop" if stopped or n < q.window else "length"
         first = q.first_block if q.first_block is not None else now
         boundary = q.boundary
@@ -331,12 +343,12 @@ class Engine:
             prompt_tokens=q.prompt_len,
             window=q.window,
             detected=None if boundary is None else boundary.length,
-            nfe=0 if s is None else int(s.row_nfe[q.row]),
+            nfe=0 if s is None or s.row_nfe is None else int(s.row_nfe[q.row]),
             latency=now - q.arrival,
             first_block_latency=first - q.arrival,
             finish_reason=reason,
             path=q.path,
-            grown=0 if s is None else int(s.grown[q.row]),
+            grown=0 if s is None or s.grown is None else int(s.grown[q.row]),
             boundary=boundary,
             seconds=now - q.started if q.started else 0.0,
             gen_length=q.params.gen_length,
@@ -348,7 +360,7 @@ def _by_kind(seqs: list[Sequence], alone: bool = False) -> list[list[Sequence]]:
     """Arrivals of one kind (same params and window policy) share their step-0 forward.
     `alone`: each arrival has its own, but the rows of a caller's policy object (one
     `generate(policy=...)` call) still share theirs: the policy holds all of them."""
-    kinds: dict[tuple, list[Sequence]] = {}
+    kinds: dict[tuple[int, int], list[Sequence]] = {}
     for q in seqs:
         own = alone and q.policy.kind is not WindowKind.CUSTOM
         kinds.setdefault((q.kind, q.id if own else -1), []).append(q)

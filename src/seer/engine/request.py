@@ -8,9 +8,36 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from seer.boundary.detector import BoundaryReport
 from seer.config import SamplingParams
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import numpy as np
+    import PIL.Image
+    import torch
+
+    from seer.boundary.config import SeerConfig
+    from seer.models.multimodal import PromptInput
+
+# What a caller may pass (names for annotations; `DiffusionLM.generate` takes these too)
+Chat: TypeAlias = "list[dict[str, str]]"  # an OpenAI-style chat: role/content messages
+# one prompt: text (chat-formatted unless chat=False), a chat, token ids, or a prompt encoded once
+Prompt: TypeAlias = "str | Chat | list[int] | torch.Tensor | PromptInput"
+# a batch of prompts of one kind, or one prompt ((B, L) or (L,) ids for a tensor)
+Prompts: TypeAlias = (
+    "Prompt | list[str] | list[Chat] | list[list[int]] | list[torch.Tensor] | list[PromptInput]"
+)
+# one image (multimodal models): a path, a data URI, a PIL image or an (H, W, 3) array
+ImageInput: TypeAlias = "str | Path | PIL.Image.Image | np.ndarray[Any, Any] | torch.Tensor"
+# the images of a batch: one for every prompt, or one (or None) per prompt
+Images: TypeAlias = "ImageInput | list[ImageInput | None] | None"
+# Seer for a request: None / False (the full window), True (the model's calibrated settings),
+# a dict of options over them, or a SeerConfig as it is
+SeerOption: TypeAlias = "bool | dict[str, Any] | SeerConfig | None"
 
 FINISH_REASONS = ("stop", "length", "abort")
 log = logging.getLogger("seer.engine")
@@ -65,10 +92,10 @@ class StepView:
 class Request:
     """One prompt and how to answer it. Validated by `Engine.add`."""
 
-    prompt: object  # text (chat-formatted unless chat=False), token ids, or a PromptInput
+    prompt: Prompt  # text (chat-formatted unless chat=False), a chat, token ids, a PromptInput
     params: SamplingParams | None = None  # None: the model's defaults (`lm.sampling()`)
-    seer: object = None  # None (full window) | True (model defaults) | dict | SeerConfig
-    image: object = None  # multimodal models: a path, data URI, PIL image or array
+    seer: SeerOption = None  # None (full window) | True (model defaults) | dict | SeerConfig
+    image: ImageInput | None = None  # multimodal models: a path, data URI, PIL image or array
     chat: bool = True  # apply the tokenizer's chat template to a text prompt
     on_block: Callable[[PartialResult], None] | None = None  # called when a block is final
     on_step: Callable[[StepView], None] | None = None  # called after each of its steps
