@@ -49,10 +49,17 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
 
 
-if TYPE_CHECKING:  # static checkers and IDEs see the names directly
-    # ruff: noqa: F401
-    from seer.boundary.config import SeerConfig
-    from seer.config import SamplingParams, TokenIds
-    from seer.engine import Engine, EngineConfig, Request
-    from seer.errors import CheckpointError, SeerError
-    from seer.pipeline import DiffusionLM, Generation, GenerationStats, StreamChunk, load
+if TYPE_CHECKING:  # static checkers and IDEs see the names directly (`as`: re-exported)
+    from seer.boundary.config import SeerConfig as SeerConfig
+    from seer.config import SamplingParams as SamplingParams
+    from seer.config import TokenIds as TokenIds
+    from seer.engine import Engine as Engine
+    from seer.engine import EngineConfig as EngineConfig
+    from seer.engine import Request as Request
+    from seer.errors import CheckpointError as CheckpointError
+    from seer.errors import SeerError as SeerError
+    from seer.pipeline import DiffusionLM as DiffusionLM
+    from seer.pipeline import Generation as Generation
+    from seer.pipeline import GenerationStats as GenerationStats
+    from seer.pipeline import StreamChunk as StreamChunk
+    from seer.pipeline import load as load

@@ -14,11 +14,16 @@ Needs the `serve` extra: `pip install -e ".[serve]"`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def build(lm, *, model_names=None, api_key=None, public_metrics=False, seer=True, max_batch=64,
-          max_queue=None, max_tokens_per_step=None, image_root=None, max_image_bytes=8 << 20,
-          max_body_bytes=32 << 20, max_image_pixels=16_000_000, pixel_budget=32_000_000,
-          prepare_timeout=30.0):  # fmt: skip
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
+
+
+def build(lm: DiffusionLM, *, model_names=None, api_key=None, public_metrics=False, seer=True,
+          max_batch=64, max_queue=None, max_tokens_per_step=None, image_root=None,
+          max_image_bytes=8 << 20, max_body_bytes=32 << 20, max_image_pixels=16_000_000,
+          pixel_budget=32_000_000, prepare_timeout=30.0):  # fmt: skip
     """The FastAPI app serving `lm` (its engine thread starts with the app's lifespan).
     `image_root`: the folder image_url paths may name (None: data: URIs only);
     `max_image_pixels`: one image's pixels; `pixel_budget`: image pixels decoded at once over
@@ -54,7 +59,9 @@ def build(lm, *, model_names=None, api_key=None, public_metrics=False, seer=True
     return create_app(lm, engine, options)
 
 
-def model_names(lm, model: str | None = None, served: str | None = None) -> tuple[str, ...]:
+def model_names(
+    lm: DiffusionLM, model: str | None = None, served: str | None = None
+) -> tuple[str, ...]:
     """The names a request's `model` may use: `served` (the one listed) if given, then the
     model's own name and the `--model` argument."""
     names = [served] if served else []
@@ -62,7 +69,7 @@ def model_names(lm, model: str | None = None, served: str | None = None) -> tupl
     return tuple(names)
 
 
-def serve(lm, host: str = "127.0.0.1", port: int = 8000, drain_timeout: float = 60.0,
+def serve(lm: DiffusionLM, host: str = "127.0.0.1", port: int = 8000, drain_timeout: float = 60.0,
           log_level: str = "info", mount=None, sock=None, **options) -> None:  # fmt: skip
     """Serve `lm` until SIGTERM (drains) or SIGINT; `options` as in `build`. `mount`: called
     with the app before it serves (`seer serve --ui` mounts the page of `seer ui` there, at

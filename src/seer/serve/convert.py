@@ -11,6 +11,7 @@ the network. Nothing here tokenizes or decodes: that is `prepare`'s.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from seer.boundary.truncation import resolve
 from seer.errors import SeerError
@@ -20,8 +21,11 @@ from seer.serve.prepare import Limits, Prompt
 from seer.serve.protocol import ChatRequest, CompletionRequest, ImagePart, SamplingFields
 from seer.serve.security import local_image
 
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
 
-def chat_prompt(lm, body: ChatRequest, limits: Limits) -> Prompt:
+
+def chat_prompt(lm: DiffusionLM, body: ChatRequest, limits: Limits) -> Prompt:
     messages = body.messages
     images = [p for m in messages if not isinstance(m.content, str) for p in m.content
               if isinstance(p, ImagePart)]  # fmt: skip
@@ -47,7 +51,7 @@ def chat_prompt(lm, body: ChatRequest, limits: Limits) -> Prompt:
     return Prompt(turns, False, None)  # rendered with the template by `prepare`
 
 
-def completion_prompt(lm, body: CompletionRequest) -> Prompt:
+def completion_prompt(lm: DiffusionLM, body: CompletionRequest) -> Prompt:
     prompt = body.prompt
     if isinstance(prompt, str) and not prompt.strip():
         raise bad_request("empty prompt: give some text", "prompt")
@@ -56,7 +60,7 @@ def completion_prompt(lm, body: CompletionRequest) -> Prompt:
     return Prompt(prompt, False, None)
 
 
-def params_for(lm, body: SamplingFields):
+def params_for(lm: DiffusionLM, body: SamplingFields):
     """The request's `SamplingParams` (the model's defaults under the options given)."""
     try:
         p = sampling(lm, **body.options())
@@ -75,7 +79,7 @@ def params_for(lm, body: SamplingFields):
     return p
 
 
-def seer_for(lm, body: SamplingFields, default_on: bool, params=None):
+def seer_for(lm: DiffusionLM, body: SamplingFields, default_on: bool, params=None):
     """None (full window) or a validated `SeerConfig`. A DAEDAL request (`params.daedal`) sets
     its own length: the server's default leaves Seer off for it, and asking for both is a 400."""
     seer = body.seer
