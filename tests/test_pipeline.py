@@ -138,8 +138,8 @@ def test_chat_prompts_are_the_whole_conversation(lm):
     assert lm.generate(chat, gen_length=8).token_ids == lm.generate(PROMPT, gen_length=8).token_ids
     turns = [{"role": "user", "content": PROMPTS[1]}, {"role": "assistant", "content": "a"}, *chat]
     assert (
-        lm.encode_chat(turns) != lm.encode(PROMPT)
-        and lm.encode_chat(turns)[-3:] == lm.encode(PROMPT)[-3:]
+        lm._encode_chat(turns) != lm.encode(PROMPT)
+        and lm._encode_chat(turns)[-3:] == lm.encode(PROMPT)[-3:]
     )
     both = lm.generate([chat, turns], gen_length=8)
     assert [g.token_ids for g in both] == [

@@ -14,7 +14,7 @@ pay for torch and transformers; `from seer import load` works as before.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -36,7 +36,7 @@ __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'seer' has no attribute {name!r}")
@@ -49,10 +49,17 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
 
 
-if TYPE_CHECKING:  # static checkers and IDEs see the names directly
-    # ruff: noqa: F401
-    from seer.boundary.config import SeerConfig
-    from seer.config import SamplingParams, TokenIds
-    from seer.engine import Engine, EngineConfig, Request
-    from seer.errors import CheckpointError, SeerError
-    from seer.pipeline import DiffusionLM, Generation, GenerationStats, StreamChunk, load
+if TYPE_CHECKING:  # static checkers and IDEs see the names directly (`as`: re-exported)
+    from seer.boundary.config import SeerConfig as SeerConfig
+    from seer.config import SamplingParams as SamplingParams
+    from seer.config import TokenIds as TokenIds
+    from seer.engine import Engine as Engine
+    from seer.engine import EngineConfig as EngineConfig
+    from seer.engine import Request as Request
+    from seer.errors import CheckpointError as CheckpointError
+    from seer.errors import SeerError as SeerError
+    from seer.pipeline import DiffusionLM as DiffusionLM
+    from seer.pipeline import Generation as Generation
+    from seer.pipeline import GenerationStats as GenerationStats
+    from seer.pipeline import StreamChunk as StreamChunk
+    from seer.pipeline import load as load

@@ -41,12 +41,16 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from seer import provenance
 from seer.data import Example, scorable, score
 from seer.engine.config import DEFAULTS as ENGINE
 from seer.errors import SeerError
 from seer.models import tokens
+
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
 
 log = logging.getLogger("seer.batch")
 
@@ -108,7 +112,7 @@ def output_row(ex: Example, res) -> dict:
     return row
 
 
-def request_for(lm, ex: Example, params, seer):
+def request_for(lm: DiffusionLM, ex: Example, params, seer):
     """The engine request of one row: its prompt (a multi-turn chat through the tokenizer's
     chat template, as ids), its image, its sampling and Seer settings."""
     from seer.engine import Request
@@ -131,12 +135,12 @@ def chat_ids(tokenizer, messages: list[dict]) -> list[int]:
     return tokens.chat_ids(tokenizer, messages)
 
 
-def encoder(lm):
+def encoder(lm: DiffusionLM):
     """How a dataset row becomes a prompt: its text (and image), or a whole chat's ids (as
     `seer calibrate` and the benchmarks encode rows)."""
     from seer.models.multimodal import PromptInput
 
-    def encode(lm, ex):
+    def encode(lm: DiffusionLM, ex):
         if ex.messages is None or ex.messages == [{"role": "user", "content": ex.prompt}]:
             return lm.prompt(ex.prompt, ex.image)
         if lm.processor is not None:
@@ -320,7 +324,7 @@ class OrderedWriter:
 
 # -- the run --------------------------------------------------------------------------------------
 def run_batch(
-    lm,
+    lm: DiffusionLM,
     examples: list[Example],
     out: str | Path,
     *,
@@ -377,7 +381,7 @@ def _said(out: Path, failed: list[str], rows: int, fresh: bool) -> None:
 
 
 def answers(
-    lm,
+    lm: DiffusionLM,
     todo: list[Example],
     params=None,
     seer=None,

@@ -29,6 +29,10 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
 
 
 def data_for(model, data: str | None) -> str:
@@ -225,7 +229,9 @@ def _load(folder: Path):
         return seer.load(folder)
 
 
-def _report(lm, data, g: int, samples: dict, scores, max_over, sides, chosen: dict) -> dict:
+def _report(
+    lm: DiffusionLM, data, g: int, samples: dict, scores, max_over, sides, chosen: dict
+) -> dict:
     from seer.boundary import calibrate as cal
 
     cal_s, ev_s = samples["calibration"], samples["evaluation"]
@@ -294,7 +300,7 @@ def _mean_score(samples) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-def _plots(lm, samples, report: dict, out: Path) -> None:
+def _plots(lm: DiffusionLM, samples, report: dict, out: Path) -> None:
     from seer import plots, progress
     from seer.boundary import calibrate as cal
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from seer.errors import SeerError
 from seer.spec import check, check_type, option, specs
@@ -50,7 +51,7 @@ class TokenIds:
         return next((i for i, t in enumerate(ids) if t in self.enders), len(ids))
 
 
-def _is_int(value) -> bool:
+def _is_int(value: object) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
@@ -62,7 +63,7 @@ DAEDAL_DECIDES = ("daedal sets the answer length itself: drop Seer / the fixed w
 SUFFIX_RULE = "a generation suffix needs cache='none' and no window policy (Seer)"
 
 
-def _daedal(default, help: str, flag: str, **kw):
+def _daedal(default: float | int | None, help: str, flag: str, **kw: Any) -> Any:
     """A DAEDAL option (seer.diffusion.daedal), named after the official `generate` argument:
     its own CLI group, in the API, and giving it turns DAEDAL on."""
     if isinstance(default, float):

@@ -24,9 +24,13 @@ import time
 from importlib import resources
 from pathlib import Path
 from textwrap import shorten
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
 
 # the text model's demo families, one-token answers to long ones (`seer.data.synthetic.lines`)
 TEXT_FAMILIES = ("count", "who", "copy", "reverse", "shuffle", "sum", "sudoku", "long_copy")
@@ -229,7 +233,9 @@ def _yes(ok: bool) -> str:
     return "yes" if ok else "[red]NO[/]"
 
 
-def _profile_row(lm, label: str, prompt, image, g: int, sp_cfg, boundary, true_end: int) -> dict:
+def _profile_row(
+    lm: DiffusionLM, label: str, prompt, image, g: int, sp_cfg, boundary, true_end: int
+) -> dict:
     """Step-0 sparsity (the calibrated sparsity setting) and P(end token) for one request."""
     from seer.boundary.probe import step0
 
@@ -246,7 +252,9 @@ def _profile_row(lm, label: str, prompt, image, g: int, sp_cfg, boundary, true_e
     }
 
 
-def _fastest(lm, prompt, image, g: int, seer, repeats: int, until: float | None = MIN_SECONDS):
+def _fastest(
+    lm: DiffusionLM, prompt, image, g: int, seer, repeats: int, until: float | None = MIN_SECONDS
+):
     """(the fastest of up to `repeats` generations, how many ran): they stop once they took
     `until` seconds (None: all `repeats` run), so Seer's timing is the fastest of as many runs
     as the baseline's."""

@@ -17,17 +17,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast, overload
 
 import torch
 
 from seer.config import SamplingParams, TokenIds
 from seer.diffusion.loop import Canvas, DenoisingLoop, WindowPolicy, make_canvas
 from seer.engine.request import (
+    Chat,
     Deltas,
     GenerationStats,
+    ImageInput,
+    Images,
     PartialResult,
+    Prompt,
+    Prompts,
     Request,
     RequestResult,
+    SeerOption,
     StreamChunk,
     resolve,
 )
@@ -37,6 +44,13 @@ from seer.models import loader
 from seer.models import tokens as tokenizing
 from seer.models.defaults import ModelDefaults, SeerSettings
 from seer.models.multimodal import PromptInput
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from seer.diffusion.graphs import GraphCache
+    from seer.models.base import DiffusionModel
+    from seer.models.multimodal import PromptProcessor
 
 Generation = RequestResult  # the one result type: `generate` is a front over the engine
 ONE_KIND = (
@@ -51,12 +65,12 @@ class DiffusionLM:
 
     def __init__(
         self,
-        model,
-        tokenizer,
+        model: DiffusionModel,
+        tokenizer: PreTrainedTokenizerBase | None,
         tokens: TokenIds,
         name: str = "",
-        meta=None,
-        processor=None,
+        meta: dict[str, Any] | None = None,
+        processor: PromptProcessor | None = None,
         defaults: ModelDefaults | None = None,
         path: Path | None = None,
     ) -> None:
@@ -68,13 +82,13 @@ class DiffusionLM:
         self.meta = meta or {}  # seer.json as read (prefer `defaults.seer`, its typed form)
         self.processor = processor  # PromptProcessor of a multimodal model, else None
         if defaults is None:  # a model built in memory: its family's official call
-            raw_config = {}
+            raw_config: dict[str, Any] = {}
             defaults = ModelDefaults.build(type(model).sampling_defaults(raw_config, tokenizer))
         self.defaults = defaults  # the model's defaults, read once by the loader
-        self.loop = DenoisingLoop(model, tokens)
-        self._graphs = None  # CUDA graphs of the static path (`graph_cache`)
+        self.loop = DenoisingLoop(cast(torch.nn.Module, model), tokens)  # a module
+        self._graphs: GraphCache | None = None  # CUDA graphs of the static path (`graph_cache`)
 
-    def sampling(self, **options) -> SamplingParams:
+    def sampling(self, **options: Any) -> SamplingParams:
         """The model's default `SamplingParams` with `options` over them (None: the default).
 
         The one way every front end (generate, the CLI, the engine, the server) builds its
@@ -108,7 +122,7 @@ class DiffusionLM:
             return tokenizing.chat_ids(self.tokenizer, prompt)
         return tokenizing.plain_ids(self.tokenizer, prompt, prompt=True)
 
-    def prompt(self, text: str, image=None, chat: bool = True) -> PromptInput:
+    def prompt(self, text: str, image: ImageInput | None = None, chat: bool = True) -> PromptInput:
         """One request's prompt: ids (and embeddings, for models that splice images)."""
         _check_text(text)
         if image is not None and not self.multimodal:
@@ -120,7 +134,12 @@ class DiffusionLM:
         return self.processor(text, None if image is None else load_image(image), chat)
 
     def canvas(
-        self, prompts, p: SamplingParams, images=None, chat: bool = True, attention_mask=None
+        self,
+        prompts: Prompts,
+        p: SamplingParams,
+        images: Images = None,
+        chat: bool = True,
+        attention_mask: torch.Tensor | None = None,
     ) -> Canvas:
         """The canvas of a batch: checked prompts (with their images) + gen_length [MASK]s.
 
@@ -133,7 +152,12 @@ class DiffusionLM:
         return make_canvas(ids, p.gen_length, self.tokens, self.device, embeds, emb)
 
     def prompt_inputs(
-        self, prompts, p: SamplingParams, images=None, chat: bool = True, attention_mask=None
+        self,
+        prompts: Prompts,
+        p: SamplingParams,
+        images: Images = None,
+        chat: bool = True,
+        attention_mask: torch.Tensor | None = None,
     ) -> list[PromptInput]:
         """The batch's prompts, encoded (images spliced in) and checked against the model."""
         if isinstance(prompts, PromptInput) or _all_inputs(prompts):
@@ -148,7 +172,8 @@ class DiffusionLM:
                 imgs = images if isinstance(images, (list, tuple)) else [images] * len(texts)
                 if len(imgs) != len(texts):
                     raise SeerError(f"{len(imgs)} images for {len(texts)} prompts; give one each")
-                inputs = [self.prompt(t, im, chat) for t, im in zip(texts, imgs, strict=True)]
+                rows = zip(cast("list[str]", texts), imgs, strict=True)
+                inputs = [self.prompt(t, im, chat) for t, im in rows]
                 self._check([q.ids for q in inputs], p, images=True)
                 return inputs
             if images is not None:
@@ -157,10 +182,13 @@ class DiffusionLM:
         self._check(ids, p)
         return [PromptInput(q) for q in ids]
 
-    def _rows(self, prompts, images, attention_mask) -> list[tuple]:
+    def _rows(
+        self, prompts: Prompts, images: Images, attention_mask: torch.Tensor | None
+    ) -> list[tuple[Prompt, ImageInput | None]]:
         """A batch split into its rows, (prompt, image) each, unchecked: `Engine.add` encodes
         and checks each row (`prompt_inputs`), so a prompt is checked once, where every front
         end's prompts are."""
+        rows: list[Any]  # the rows' prompts, of one kind (checked at `Engine.add`)
         if isinstance(prompts, torch.Tensor):  # (B, L) or (L,) ids, optional attention mask
             rows = self._prompt_ids(prompts, True, attention_mask)
         elif _single(prompts):
@@ -177,7 +205,9 @@ class DiffusionLM:
             raise SeerError(f"{len(imgs)} images for {len(rows)} prompts; give one each")
         return list(zip(rows, imgs, strict=True))
 
-    def _prompt_ids(self, prompts, chat: bool, attention_mask) -> list[list[int]]:
+    def _prompt_ids(
+        self, prompts: Any, chat: bool, attention_mask: torch.Tensor | None
+    ) -> list[list[int]]:  # `prompts`: whatever the caller gave, checked here kind by kind
         if isinstance(prompts, str):
             prompts = [prompts]
         if isinstance(prompts, torch.Tensor):
@@ -193,14 +223,14 @@ class DiffusionLM:
         if all(isinstance(q, str) for q in prompts):
             return [self.encode(q, chat) for q in prompts]
         if _is_chat(prompts):  # one OpenAI-style chat
-            return [self.encode_chat(prompts)]
+            return [self._encode_chat(prompts)]
         if all(_is_chat(q) for q in prompts):
-            return [self.encode_chat(q) for q in prompts]
+            return [self._encode_chat(q) for q in prompts]
         if not all(_is_ids(q) for q in prompts):
             raise SeerError(ONE_KIND)
         return [list(map(int, q)) for q in prompts]
 
-    def encode_chat(self, messages: list[dict]) -> list[int]:
+    def _encode_chat(self, messages: Chat) -> list[int]:
         """Ids of an OpenAI-style chat (role/content dicts) and the assistant header."""
         if self.tokenizer is None:
             raise SeerError("this model was loaded without a tokenizer; pass token ids instead")
@@ -232,17 +262,59 @@ class DiffusionLM:
                 raise SeerError(f"{name} must hold token ids in [0, {vocab})")
 
     # -- generation ---------------------------------------------------------------------------
+    @overload
     def generate(
         self,
-        prompts,
+        prompts: str | Chat | list[int] | PromptInput,
         params: SamplingParams | None = None,
         *,
-        seer=None,
-        image=None,
+        seer: SeerOption = None,
+        image: ImageInput | None = None,
         chat: bool = True,
         attention_mask: torch.Tensor | None = None,
         policy: WindowPolicy | None = None,
-        **overrides,
+        **overrides: Any,
+    ) -> Generation: ...
+
+    @overload
+    def generate(
+        self,
+        prompts: list[str] | list[Chat] | list[list[int]] | list[torch.Tensor] | list[PromptInput],
+        params: SamplingParams | None = None,
+        *,
+        seer: SeerOption = None,
+        image: Images = None,
+        chat: bool = True,
+        attention_mask: torch.Tensor | None = None,
+        policy: WindowPolicy | None = None,
+        **overrides: Any,
+    ) -> list[Generation]: ...
+
+    @overload
+    def generate(
+        self,
+        prompts: torch.Tensor,
+        params: SamplingParams | None = None,
+        *,
+        seer: SeerOption = None,
+        image: Images = None,
+        chat: bool = True,
+        attention_mask: torch.Tensor | None = None,
+        policy: WindowPolicy | None = None,
+        **overrides: Any,
+    ) -> Generation | list[Generation]: ...
+
+    def generate(
+        self,
+        prompts: Prompts,
+        params: SamplingParams | None = None,
+        *,
+        seer: SeerOption = None,
+        image: Images = None,
+        chat: bool = True,
+        attention_mask: torch.Tensor | None = None,
+        policy: WindowPolicy | None = None,
+        **overrides: Any,
     ) -> Generation | list[Generation]:
         """Answer one prompt (returns a `Generation`) or a list/batch (returns a list).
 
@@ -256,7 +328,7 @@ class DiffusionLM:
         single = _single(prompts)
         seer = seer if policy is None else None  # rows of one kind share their step 0
         # resolved once for the batch (defaults, Seer's settings, the rules between options)
-        one = resolve(self, Request(None, params, seer=seer, chat=chat),
+        one = resolve(self, Request("", params, seer=seer, chat=chat),  # each row's prompt later
                       policy=policy is not None, **overrides)  # fmt: skip
         rows = self._rows(prompts, image, attention_mask)
         from seer.engine import Engine, EngineConfig
@@ -268,13 +340,13 @@ class DiffusionLM:
 
     def stream(
         self,
-        prompt,
+        prompt: Prompt,
         params: SamplingParams | None = None,
         *,
-        seer=None,
-        image=None,
+        seer: SeerOption = None,
+        image: ImageInput | None = None,
         chat: bool = True,
-        **overrides,
+        **overrides: Any,
     ) -> Iterator[StreamChunk]:
         """Answer one prompt, yielding its text as the answer's blocks become final.
 
@@ -304,39 +376,39 @@ class DiffusionLM:
             for result in results:
                 yield StreamChunk(deltas.finish(result.text), result.text, block, result)
 
-    def graph_cache(self):
+    def graph_cache(self) -> GraphCache:
         """The model's captured CUDA graphs (static path), shared by every engine on it."""
         if self._graphs is None:
             from seer.diffusion.graphs import GraphCache
 
-            self._graphs = GraphCache(self.model)
+            self._graphs = GraphCache(cast(torch.nn.Module, self.model))
         return self._graphs
 
     def decode(self, ids: list[int]) -> str:
         if self.tokenizer is None:
             return " ".join(map(str, ids))
-        return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+        return cast(str, self.tokenizer.decode(ids, skip_special_tokens=True)).strip()
 
 
-def _is_chat(x) -> bool:
+def _is_chat(x: object) -> bool:
     return isinstance(x, (list, tuple)) and bool(x) and all(isinstance(m, dict) for m in x)
 
 
-def _is_ids(q) -> bool:
+def _is_ids(q: object) -> bool:
     return isinstance(q, (list, tuple, torch.Tensor)) and all(_is_id(t) for t in q)
 
 
-def _one_kind(rows: list) -> bool:
+def _one_kind(rows: list[Any]) -> bool:
     """A batch of texts, of chats, of id sequences or of PromptInputs (not a mix)."""
     kinds = (lambda q: isinstance(q, str), _is_chat, _is_ids, lambda q: isinstance(q, PromptInput))
     return any(all(kind(q) for q in rows) for kind in kinds)
 
 
-def _is_id(t) -> bool:
+def _is_id(t: object) -> bool:
     return isinstance(t, int) or (isinstance(t, torch.Tensor) and t.dim() == 0)
 
 
-def _single(prompts) -> bool:
+def _single(prompts: object) -> bool:
     """One prompt (text, chat, one id list or 1-D tensor, one PromptInput), not a batch."""
     return (
         isinstance(prompts, str)
@@ -347,7 +419,7 @@ def _single(prompts) -> bool:
     )
 
 
-def _check_text(text) -> None:
+def _check_text(text: object) -> None:
     """A prompt is a str of valid Unicode (no lone surrogates, e.g. undecodable command-line
     bytes that Python kept as surrogate escapes)."""
     if not isinstance(text, str):
@@ -360,7 +432,7 @@ def _check_text(text) -> None:
         ) from None
 
 
-def _all_inputs(prompts) -> bool:
+def _all_inputs(prompts: object) -> bool:
     return (
         isinstance(prompts, (list, tuple))
         and bool(prompts)
@@ -369,7 +441,11 @@ def _all_inputs(prompts) -> bool:
 
 
 def load(
-    path: str | Path, dtype=None, device: str = "cpu", tokenizer: bool = True, weights: bool = True
+    path: str | Path,
+    dtype: torch.dtype | str | None = None,
+    device: str | torch.device = "cpu",
+    tokenizer: bool = True,
+    weights: bool = True,
 ) -> DiffusionLM:
     """Load a model folder (config.json + safetensors + tokenizer files) as published, or a
     shipped model by name (`seer.config.BUILTIN_MODELS`): "builtin" (text), "builtin-vqa" (questions

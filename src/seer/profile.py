@@ -7,14 +7,18 @@ unless `generate=False`, the true end of the answer (from a full-window baseline
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from seer import plots
 from seer.boundary.probe import step0
 from seer.boundary.truncation import resolve
 
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
+
 
 def profile_prompt(
-    lm,
+    lm: DiffusionLM,
     prompt: str,
     out: str | Path,
     gen_length: int | None = None,
@@ -47,6 +51,6 @@ def profile_prompt(
     }
 
 
-def sampling(lm, gen_length: int | None = None):
+def sampling(lm: DiffusionLM, gen_length: int | None = None):
     """The model's default sampling, with `gen_length` when given."""
     return lm.sampling(gen_length=gen_length)

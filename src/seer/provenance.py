@@ -32,8 +32,12 @@ import json
 import os
 from dataclasses import asdict, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from seer.errors import SeerError
+
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
 
 FORMAT = 1  # the record's layout version
 # dotted keys that describe the run without changing its answers: never compared
@@ -100,7 +104,7 @@ def data_identity(source: str | Path) -> dict:
 
 
 # -- the record -----------------------------------------------------------------------------------
-def batch_record(lm, params, seer, *, folder=None, dtype=None, device=None, data=None,
+def batch_record(lm: DiffusionLM, params, seer, *, folder=None, dtype=None, device=None, data=None,
                  known: dict | None = None) -> dict:  # fmt: skip
     """The record of a batch run of `lm` (a loaded model, or `seer.load(..., weights=False)`'s
     skeleton) with `params` (SamplingParams), `seer` (None, True, a dict or a SeerConfig) over

@@ -25,8 +25,9 @@ from __future__ import annotations
 import argparse
 import math
 import numbers
+from collections.abc import Callable, Collection
 from dataclasses import Field, dataclass, field, fields
-from typing import Any
+from typing import Any, cast
 
 from seer.errors import SeerError
 
@@ -57,32 +58,32 @@ class Spec:
     none: str = ""  # what None means, said after the bound in the library's message ("no bound")
 
 
-def option(default: Any, help: str, **spec) -> Any:
+def option(default: Any, help: str, **spec: Any) -> Any:
     """A dataclass field with its `Spec` (see the module docstring)."""
     return field(default=default, metadata={"spec": Spec(help, **spec)})
 
 
-def spec_of(f: Field) -> Spec | None:
-    return f.metadata.get("spec")
+def spec_of(f: Field[Any]) -> Spec | None:
+    return cast("Spec | None", f.metadata.get("spec"))
 
 
-def specs(cls) -> list[tuple[Field, Spec]]:
+def specs(cls: type[Any]) -> list[tuple[Field[Any], Spec]]:
     """The declared options of a dataclass, in field order."""
     return [(f, s) for f in fields(cls) if (s := spec_of(f)) is not None]
 
 
-def kind(f: Field) -> type | None:
+def kind(f: Field[Any]) -> type | None:
     """The scalar type of a field (int, float, str, bool) from its annotation; None for others
     (token-id tuples). `x: int | None` is an int that may be None."""
     text = str(f.type).split("|")[0].strip()
     return {"int": int, "float": float, "str": str, "bool": bool}.get(text)
 
 
-def optional(f: Field) -> bool:
+def optional(f: Field[Any]) -> bool:
     return "None" in str(f.type)
 
 
-def type_ok(k: type, value) -> bool:
+def type_ok(k: type, value: Any) -> bool:
     """`value` is of kind `k`: an int is a float too, a bool is neither."""
     if k is bool or k is str:
         return isinstance(value, k)
@@ -90,7 +91,9 @@ def type_ok(k: type, value) -> bool:
     return isinstance(value, want) and not isinstance(value, bool)
 
 
-def check_type(f: Field, value, prefix: str = "", words: dict = KIND_TEXT) -> None:
+def check_type(
+    f: Field[Any], value: Any, prefix: str = "", words: dict[type, str] = KIND_TEXT
+) -> None:
     """A `SeerError` unless `value` has the field's kind (None passes where the type allows)."""
     k = kind(f)
     if k is None or (value is None and optional(f)) or type_ok(k, value):
@@ -102,7 +105,7 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-def problem(s: Spec, value, shown: str | None = None, library: bool = False) -> str | None:
+def problem(s: Spec, value: Any, shown: str | None = None, library: bool = False) -> str | None:
     """What is wrong with a value of the right type, as the tail of a message; None if nothing.
     `shown`: how to print the value (the CLI shows the text the user typed); `library`: say
     what None means too (a flag cannot be None)."""
@@ -118,18 +121,20 @@ def problem(s: Spec, value, shown: str | None = None, library: bool = False) -> 
         return None
     if isinstance(value, float) and not math.isfinite(value):
         return f"must be a finite number, got {got}"
-    low = s.lo is not None and (value <= s.lo if s.open_lo else value < s.lo)
-    high = s.hi is not None and value > s.hi
+    x = cast(float, value)  # a real number (the stubs give numbers.Real no comparisons)
+    low = s.lo is not None and (x <= s.lo if s.open_lo else x < s.lo)
+    high = s.hi is not None and x > s.hi
     if not (low or high):
         return None
-    bound = f"{'>' if s.open_lo else '>='} {_num(s.lo)}" if low else f"<= {_num(s.hi)}"
+    lo, hi = cast(float, s.lo), cast(float, s.hi)  # the bound that refused it is set
+    bound = f"{'>' if s.open_lo else '>='} {_num(lo)}" if low else f"<= {_num(hi)}"
     need = s.says or bound
     notes = [s.note, f"or None for {s.none}" if library and s.none else ""]
     note = "".join(f" ({n})" for n in notes if n)
     return f"must be {need}{note}, got {got}"
 
 
-def message(name: str, s: Spec, value) -> str | None:
+def message(name: str, s: Spec, value: Any) -> str | None:
     """The library's one line for a bad value of option `name` (None: the value is fine)."""
     tail = problem(s, value, library=True)
     if tail is None:
@@ -137,13 +142,13 @@ def message(name: str, s: Spec, value) -> str | None:
     return tail if s.choices else f"{name} {tail}"
 
 
-def check(name: str, s: Spec, value) -> None:
+def check(name: str, s: Spec, value: Any) -> None:
     text = message(name, s, value)
     if text is not None:
         raise SeerError(text)
 
 
-def validate(obj, prefix: str = "", words: dict = KIND_TEXT) -> None:
+def validate(obj: Any, prefix: str = "", words: dict[type, str] = KIND_TEXT) -> None:
     """Each declared option of dataclass `obj` checked against its spec: its type, then its
     range or choices (`prefix` names the config in the message: "Seer option layer ...").
     The rules between options stay in the dataclass's `__post_init__`."""
@@ -153,12 +158,12 @@ def validate(obj, prefix: str = "", words: dict = KIND_TEXT) -> None:
         check(f"{prefix}{f.name}", s, value)
 
 
-def defaults(cls) -> dict:
+def defaults(cls: type[Any]) -> dict[str, Any]:
     """Each declared option of `cls` -> its one default (what every front end must show)."""
     return {f.name: f.default for f, _ in specs(cls)}
 
 
-def implied(cls, options: dict) -> dict:
+def implied(cls: type[Any], options: dict[str, Any]) -> dict[str, Any]:
     """`options` with the bool options that given ones imply turned on (a `daedal_*` option
     turns `daedal` on); an implied option given as False is refused in one line."""
     out = dict(options)
@@ -172,12 +177,12 @@ def implied(cls, options: dict) -> dict:
 
 
 # -- the command line -------------------------------------------------------------------------
-def number(k: type, s: Spec):
+def number(k: type, s: Spec) -> Callable[[str], Any]:
     """An argparse type: the flag's text as `k`, checked as the library checks it (a scaled
     option's text is a number of its CLI unit, MB or megapixels, turned into the field's)."""
     scaled = s.scale != 1
 
-    def parse(text: str):
+    def parse(text: str) -> Any:
         try:
             value = (float if scaled else k)(text)
         except ValueError:
@@ -196,8 +201,8 @@ def number(k: type, s: Spec):
 
 
 def argparse_kwargs(
-    f: Field, s: Spec, dest: str, choices: bool = True, show_default: bool = False
-) -> dict:
+    f: Field[Any], s: Spec, dest: str, choices: bool = True, show_default: bool = False
+) -> dict[str, Any]:
     """`add_argument` keywords of an option: default None (the library decides), the type that
     checks the range, argparse's choices (`choices=False`: the library says which names it
     knows), a flag for a bool. `show_default`: the help says the field's default (in the
@@ -205,9 +210,10 @@ def argparse_kwargs(
     k = kind(f)
     help = s.help
     if show_default and f.default is not None and k is not bool:
-        shown = f.default / s.scale if s.scale != 1 else f.default
+        default: Any = f.default
+        shown = default / s.scale if s.scale != 1 else default
         help += f" (default {_num(shown) if k in (int, float) else shown})"
-    kw: dict = {"dest": dest, "default": None, "help": help}
+    kw: dict[str, Any] = {"dest": dest, "default": None, "help": help}
     if k is bool:
         kw["action"] = argparse.BooleanOptionalAction if s.negatable else "store_true"
         return kw
@@ -220,7 +226,9 @@ def argparse_kwargs(
     return kw
 
 
-def add_flags(p, cls, names=None) -> None:
+def add_flags(
+    p: argparse.ArgumentParser, cls: type[Any], names: Collection[str] | None = None
+) -> None:
     """One flag per declared option of `cls` that has one (only `names`, when given), each
     saying its default; the value lands under the field's name, None when not given."""
     for f, s in specs(cls):
@@ -228,7 +236,7 @@ def add_flags(p, cls, names=None) -> None:
             p.add_argument(s.flag, *s.aliases, **argparse_kwargs(f, s, f.name, show_default=True))
 
 
-def given(args, cls) -> dict:
+def given(args: argparse.Namespace, cls: type[Any]) -> dict[str, Any]:
     """The options of `cls` the user gave on the command line (field -> value); the others
     are left to the dataclass's defaults."""
     return {f.name: v for f, s in specs(cls) if (v := getattr(args, f.name, None)) is not None}

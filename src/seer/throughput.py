@@ -30,6 +30,7 @@ import platform
 import statistics
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -39,6 +40,9 @@ from seer.config import SamplingParams
 from seer.data import builtin_examples
 from seer.data.builtin import source_for
 from seer.engine import Engine, EngineConfig, Request
+
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
 
 METHODS = ("no-trunc", "seer-naive", "seer-routed", "oracle-routed")
 
@@ -53,7 +57,7 @@ class Workload:
     fixed: list[int] | None  # synthetic: the drawn windows given to the engine
 
 
-def seer_config(lm) -> SeerConfig:
+def seer_config(lm: DiffusionLM) -> SeerConfig:
     """The model's stored Seer defaults; without them the end-probability signal, which finds
     the boundary in our small model where the sparsity jump does not."""
     if lm.meta.get("seer", {}).get("config"):
@@ -80,7 +84,7 @@ def engine_config(method: str, batch: int, tau_pad: float) -> EngineConfig:
     return EngineConfig(max_batch=batch, routing=routing, tau_pad=tau_pad)
 
 
-def run_case(lm, w: Workload, method: str, batch: int, p, cfg, tau_pad: float) -> dict:
+def run_case(lm: DiffusionLM, w: Workload, method: str, batch: int, p, cfg, tau_pad: float) -> dict:
     eng = Engine(lm, engine_config(method, batch, tau_pad))
     reqs = requests(w, method, p, cfg)
     t0 = time.perf_counter()
@@ -101,7 +105,7 @@ def run_case(lm, w: Workload, method: str, batch: int, p, cfg, tau_pad: float) -
     }
 
 
-def heldout(lm, n: int, seed: int, p: SamplingParams) -> Workload:
+def heldout(lm: DiffusionLM, n: int, seed: int, p: SamplingParams) -> Workload:
     """The evaluation part of the model's own task (unique held-out requests, disjoint from
     calibration's; with their pictures for a multimodal model), as `seer batch` makes them."""
     from seer.batch import request_for
@@ -122,8 +126,8 @@ def synthetic(held: Workload, gen_length: int, seed: int) -> Workload:
     return Workload("synthetic", held.base, lengths, lengths)
 
 
-def run(lm, *, n: int, batches: tuple[int, ...], gen_length: int, tau_pad: float, seed: int,
-        progress=print) -> dict:  # fmt: skip
+def run(lm: DiffusionLM, *, n: int, batches: tuple[int, ...], gen_length: int, tau_pad: float,
+        seed: int, progress=print) -> dict:  # fmt: skip
     """All workloads x batch sizes x methods; returns the JSON-ready record."""
     torch.manual_seed(seed)
     p = lm.sampling(gen_length=gen_length, steps=gen_length, temperature=0.0)  # greedy

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -32,6 +33,9 @@ from seer.boundary.config import TENSORS, SeerConfig
 from seer.boundary.probe import step0
 from seer.boundary.truncation import round_window
 from seer.errors import SeerError
+
+if TYPE_CHECKING:
+    from seer.boundary.model import ProbedModel
 
 THETAS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 PAPER = dict(signal="sparsity", tensor="down", layer=3, theta=1e-3, direction="rising",
@@ -54,8 +58,8 @@ class Sample:
 
 
 @torch.inference_mode()
-def collect(lm, examples, gen_length: int | None = None, batch: int = 32, progress=None,
-            encode=None, score=None) -> list[Sample]:  # fmt: skip
+def collect(lm: ProbedModel, examples, gen_length: int | None = None, batch: int = 32,
+            progress=None, encode=None, score=None) -> list[Sample]:  # fmt: skip
     """Baseline answers and step-0 profiles of `examples` (objects with `id`, `prompt`, `image`,
     `answer`, `family`: `seer.data.Example`), `batch` requests at a time. `encode(lm, example)`
     makes a request's prompt (default: `lm.prompt(example.prompt, example.image)`); it is

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -45,6 +46,9 @@ from seer.diffusion.cache import make_cache
 from seer.diffusion.state import LoopState
 from seer.errors import SeerError
 from seer.models.base import DiffusionModel
+
+if TYPE_CHECKING:
+    from seer.boundary.model import ProbedModel
 
 
 def n_layers(model: nn.Module) -> int:
@@ -255,7 +259,7 @@ class Step0Profiles:
 
 @torch.inference_mode()
 def step0(
-    lm,
+    lm: ProbedModel,
     prompts,
     gen_length: int | None = None,
     *,

@@ -26,12 +26,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from seer.boundary.config import SeerConfig
 from seer.boundary.truncation import FixedWindowPolicy, round_window
+
+if TYPE_CHECKING:
+    from seer.boundary.model import ProbedModel
 
 MARGIN = 2.0  # points of the data's score a setting may lose (one-sided 95 % lower bound)
 SMALL = 100  # fewer scored requests than this: count the answers made worse instead
@@ -79,7 +83,7 @@ def passes(t: Trial, margin: float = MARGIN) -> bool:
 
 
 @torch.inference_mode()
-def run(lm, inputs, samples, setting: dict | None, name: str, *, params, score=None,
+def run(lm: ProbedModel, inputs, samples, setting: dict | None, name: str, *, params, score=None,
         examples=None, windows: list[int] | None = None, batch: int = 32,
         progress=None) -> Trial:  # fmt: skip
     """Answer `inputs` (encoded prompts, one per sample) with Seer `setting` and the guard on

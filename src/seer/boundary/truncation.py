@@ -28,6 +28,7 @@ import math
 import time
 import weakref
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -38,6 +39,9 @@ from seer.boundary.probe import StepZeroProbe, end_probability, n_layers, probe_
 from seer.config import TokenIds
 from seer.errors import SeerError
 from seer.models.common import attention_bias
+
+if TYPE_CHECKING:
+    from seer.boundary.model import SeerModel
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +85,7 @@ def fit(cfg: SeerConfig, model) -> SeerConfig:
     return cfg if layer == cfg.layer else replace(cfg, layer=layer)
 
 
-def resolve(lm, seer) -> SeerConfig:
+def resolve(lm: SeerModel, seer) -> SeerConfig:
     """The Seer settings of a request, validated against `lm`'s model.
 
     `seer=True` -> the model's calibrated defaults (seer.json's "config"), or on a model without
@@ -107,7 +111,7 @@ def resolve(lm, seer) -> SeerConfig:
     return fit(cfg, lm.model)
 
 
-def policy_for(lm, seer) -> SeerPolicy:
+def policy_for(lm: SeerModel, seer) -> SeerPolicy:
     return SeerPolicy(resolve(lm, seer), lm.tokens)
 
 

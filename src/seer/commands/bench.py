@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from seer.commands import options
+
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
 
 
 def add_parser(sub) -> None:
@@ -42,7 +46,7 @@ def main(args) -> int:
     return 0
 
 
-def _run(args, lm, n: int) -> dict:
+def _run(args, lm: DiffusionLM, n: int) -> dict:
     from seer import throughput
 
     return throughput.run(

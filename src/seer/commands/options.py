@@ -13,12 +13,16 @@ from __future__ import annotations
 import argparse
 import logging
 from dataclasses import fields
+from typing import TYPE_CHECKING
 
 from seer import spec
 from seer.boundary.config import SeerConfig
 from seer.config import BUILTIN_MODELS, DAEDAL, SamplingParams
 from seer.engine.config import EngineConfig
 from seer.serve.config import ServerConfig
+
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
 
 IMAGE_HELP = "image file or data:image/...;base64 URI (multimodal models)"
 BUILTIN = BUILTIN_MODELS
@@ -138,7 +142,7 @@ def sampling(args) -> dict:
     return spec.implied(SamplingParams, out)
 
 
-def params(lm, args):
+def params(lm: DiffusionLM, args):
     """`SamplingParams` for `lm`: the model's defaults with the user's options over them. An
     option that can do nothing with the others is said in one line (`--early-stop` with one
     block)."""

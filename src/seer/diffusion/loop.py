@@ -31,7 +31,7 @@ from seer.config import SUFFIX_RULE, SamplingParams, TokenIds
 from seer.diffusion.cache import CachePolicy, make_cache
 from seer.diffusion.canvas import Canvas, add_suffix, end_positions, make_canvas, resize
 from seer.diffusion.daedal import Daedal
-from seer.diffusion.forward import CachedForward, EagerForward, Forward, StepRows
+from seer.diffusion.forward import CachedForward, EagerForward, StepRows
 from seer.diffusion.schedule import COUNTS, Plan, Stage, lay_blocks, reveal_prob
 from seer.diffusion.schedule import steps_per_block as _steps_per_block
 from seer.diffusion.state import LoopResult, LoopState, WindowPolicy
@@ -53,7 +53,7 @@ class DenoisingLoop:
         self.confidence_dtype = model.confidence_dtype
         self.compact_topk = model.compact_topk  # the official top-k's layout (unmask.select)
         self.eager = EagerForward(model, tokens, self.shift)
-        self.cached: Forward = CachedForward(self.eager)
+        self.cached = CachedForward(self.eager)
 
     # -- planning and single forwards ---------------------------------------------------------
     @staticmethod

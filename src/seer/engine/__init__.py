@@ -7,7 +7,7 @@ CLI reads) loads without torch."""
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
     "BatchPlan": "seer.engine.scheduler",
@@ -25,7 +25,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'seer.engine' has no attribute {name!r}")
@@ -36,7 +36,14 @@ def __getattr__(name: str):
 
 if TYPE_CHECKING:  # static checkers and IDEs see the names directly
     # ruff: noqa: F401
-    from seer.engine.config import EngineConfig
-    from seer.engine.engine import Engine, EngineStats, QueueFull
-    from seer.engine.request import PartialResult, Request, RequestResult, StepView, resolve
-    from seer.engine.scheduler import BatchPlan, Scheduler
+    from seer.engine.config import EngineConfig as EngineConfig
+    from seer.engine.engine import Engine as Engine
+    from seer.engine.engine import EngineStats as EngineStats
+    from seer.engine.engine import QueueFull as QueueFull
+    from seer.engine.request import PartialResult as PartialResult
+    from seer.engine.request import Request as Request
+    from seer.engine.request import RequestResult as RequestResult
+    from seer.engine.request import StepView as StepView
+    from seer.engine.request import resolve as resolve
+    from seer.engine.scheduler import BatchPlan as BatchPlan
+    from seer.engine.scheduler import Scheduler as Scheduler

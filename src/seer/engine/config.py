@@ -8,7 +8,7 @@ Each field declares its help, range and (for the ones users set) its CLI flag (`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from seer import extras
 from seer.errors import SeerError
@@ -21,7 +21,7 @@ KERNELS = ("reference", "triton")  # compaction backends (seer.kernels.dispatch)
 ENGINE = "engine"  # the CLI group of the engine's options
 
 
-def _engine(default, help: str, **kw):
+def _engine(default: Any, help: str, **kw: Any) -> Any:
     return option(default, help, group=ENGINE, **kw)
 
 

@@ -32,10 +32,12 @@ The engine is single-threaded: one thread calls `add`, `abort` and `step`.
 from __future__ import annotations
 
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 import torch
 
+from seer.diffusion.state import LoopState, WindowPolicy
 from seer.engine.config import EngineConfig
 from seer.engine.model import EngineModel
 from seer.engine.request import (  # noqa: F401 (check_cache: its old home, still imported)
@@ -47,7 +49,7 @@ from seer.engine.request import (  # noqa: F401 (check_cache: its old home, stil
     resolve,
 )
 from seer.engine.runner import Runner
-from seer.engine.scheduler import BatchPlan, Scheduler
+from seer.engine.scheduler import BatchPlan, Scheduler, SchedulerOutput
 from seer.engine.sequence import Sequence, Window, WindowKind
 from seer.errors import SeerError
 from seer.kernels.dispatch import use_backend
@@ -88,7 +90,7 @@ class Engine:
         self._ready: list[RequestResult] = []  # results to hand out at the next step()
         self._next_id = 0
         self._tick = 0
-        self._kinds: dict[tuple, int] = {}  # (params, window policy) -> kind number
+        self._kinds: dict[tuple[Hashable, ...], int] = {}  # (params, window policy) -> kind number
 
     @property
     def waiting(self) -> list[Sequence]:
@@ -135,7 +137,9 @@ class Engine:
         self.stats.total += time.perf_counter() - t0
         return out
 
-    def generate(self, requests: list[Request], policy=None) -> list[RequestResult]:
+    def generate(
+        self, requests: list[Request], policy: WindowPolicy | None = None
+    ) -> list[RequestResult]:
         """Answer every request (running the engine until they are done); results in request
         order. Results of other requests that finish meanwhile wait for the next `step()`.
         `policy`: one `WindowPolicy` object for the whole list, whose rows then share one
@@ -145,7 +149,7 @@ class Engine:
             raise SeerError("requests sharing a window policy must fit in max_batch together")
         seqs = [self._resolve(r, policy) for r in requests]  # all checked before any is queued
         ids = [self._queue(q) for q in seqs]
-        mine, got = set(ids), {}
+        mine, got = set(ids), dict[int, RequestResult]()
         while len(got) < len(ids):
             for res in self.step():
                 if res.request_id in mine:
@@ -156,10 +160,10 @@ class Engine:
         return [got[i] for i in ids]
 
     # -- add: resolve (the one check of a request against the model), then queue ------------
-    def _add(self, req: Request, policy) -> int:
+    def _add(self, req: Request, policy: WindowPolicy | None) -> int:
         return self._queue(self._resolve(req, policy))
 
-    def _resolve(self, req: Request, policy) -> Sequence:
+    def _resolve(self, req: Request, policy: WindowPolicy | None) -> Sequence:
         """`req` made a `Sequence`: resolved (`seer.engine.request.resolve`, unless a front end
         did it), its prompt encoded and checked against the model, its window policy made a
         `Window`. A request that cannot be served is one `SeerError` line."""
@@ -167,6 +171,7 @@ class Engine:
         if not req.resolved or req.params is None:  # added as built: resolved here, once
             req = resolve(lm, req, policy=policy is not None)
         p = req.params
+        assert p is not None  # resolved
         inputs = lm.prompt_inputs(req.prompt, p, req.image, req.chat)
         if len(inputs) != 1:
             raise SeerError("a Request holds one prompt (text or one id list), not a batch")
@@ -189,24 +194,28 @@ class Engine:
         return q.id
 
     @staticmethod
-    def _window(req: Request, policy) -> Window:
+    def _window(req: Request, policy: WindowPolicy | None) -> Window:
         """The resolved request's window policy (its rules were checked by `resolve`)."""
         if policy is not None:
             return Window(WindowKind.CUSTOM, policy)
         if req.window is not None:
+            assert req.params is not None  # resolved
             return Window(WindowKind.FIXED, min(req.window, req.params.gen_length))
         if req.seer is not None:
             return Window(WindowKind.SEER, req.seer)  # a SeerConfig fitted to the model
         return Window(WindowKind.FULL)
 
     # -- execute ------------------------------------------------------------------------------
-    def _execute(self, sched) -> list:
+    def _execute(self, sched: SchedulerOutput) -> list[tuple[LoopState, list[Sequence]]]:
         tr = time.perf_counter()
         groups = self.runner.groups(sched.decode)
         self.stats.route += time.perf_counter() - tr
-        touched, compact0 = [], self.runner.compact_seconds
+        touched: list[tuple[LoopState, list[Sequence]]] = []
+        compact0 = self.runner.compact_seconds
         for plan, seqs in groups:
-            before = seqs[0].state.policy_seconds
+            state = seqs[0].state
+            assert state is not None  # running rows (past step 0) hold a state
+            before = state.policy_seconds
             s, new = self.runner.run(plan, seqs)
             self.stats.detect += s.policy_seconds - (0.0 if new else before)
             touched.append((s, seqs))
@@ -225,18 +234,22 @@ class Engine:
         self.stats.compact += self.runner.compact_seconds - compact0
         return touched
 
-    def _masks_left(self) -> dict:
+    def _masks_left(self) -> dict[Sequence, int]:
         """Masks left in each running row's window (shortest_first's remaining work)."""
         left: dict[int, list[int]] = {}
         for q in self.running:
             if id(q.state) not in left:
+                assert q.state is not None  # running rows (past step 0) hold a state
                 left[id(q.state)] = q.state.masks_left(self.lm.tokens.mask)
         return {q: left[id(q.state)][q.row] for q in self.running}
 
     # -- update -------------------------------------------------------------------------------
-    def _update(self, touched) -> list[RequestResult]:
-        out, done, now = [], [], time.perf_counter()
+    def _update(self, touched: list[tuple[LoopState, list[Sequence]]]) -> list[RequestResult]:
+        out: list[RequestResult] = []
+        done: list[Sequence] = []
+        now = time.perf_counter()
         for s, seqs in touched:
+            assert s.finished is not None  # set by the state's first step
             finished, windows = s.finished.tolist(), s.canvas.window.tolist()
             for q in seqs:
                 q._window = windows[q.row]
@@ -253,8 +266,9 @@ class Engine:
         self.scheduler.finish(done)
         return out
 
-    def _views(self, s, seqs: list[Sequence], finished: list[bool]) -> None:
+    def _views(self, s: LoopState, seqs: list[Sequence], finished: list[bool]) -> None:
         """Each watching row's canvas after this step, to its request's `on_step`."""
+        assert s.row_nfe is not None  # set by the state's first step
         canvas, nfe = self.runner.loop.answers(s).tolist(), s.row_nfe.tolist()
         for q in seqs:
             if q.request.on_step is not None:
@@ -288,7 +302,7 @@ class Engine:
             ids = ids[: ids.index(self.lm.tokens.mask)]
         n = self.lm.tokens.answer_length(ids)
         if reason is None:
-            stopped = s.stop is not None and int(s.stop.at[q.row]) >= 0
+            stopped = s is not None and s.stop is not None and int(s.stop.at[q.row]) >= 0
             reason = "stop" if stopped or n < q.window else "length"
         first = q.first_block if q.first_block is not None else now
         boundary = q.boundary
@@ -300,12 +314,12 @@ class Engine:
             prompt_tokens=q.prompt_len,
             window=q.window,
             detected=None if boundary is None else boundary.length,
-            nfe=0 if s is None else int(s.row_nfe[q.row]),
+            nfe=0 if s is None or s.row_nfe is None else int(s.row_nfe[q.row]),
             latency=now - q.arrival,
             first_block_latency=first - q.arrival,
             finish_reason=reason,
             path=q.path,
-            grown=0 if s is None else int(s.grown[q.row]),
+            grown=0 if s is None or s.grown is None else int(s.grown[q.row]),
             boundary=boundary,
             seconds=now - q.started if q.started else 0.0,
             gen_length=q.params.gen_length,
@@ -317,7 +331,7 @@ def _by_kind(seqs: list[Sequence], alone: bool = False) -> list[list[Sequence]]:
     """Arrivals of one kind (same params and window policy) share their step-0 forward.
     `alone`: each arrival has its own, but the rows of a caller's policy object (one
     `generate(policy=...)` call) still share theirs: the policy holds all of them."""
-    kinds: dict[tuple, list[Sequence]] = {}
+    kinds: dict[tuple[int, int], list[Sequence]] = {}
     for q in seqs:
         own = alone and q.policy.kind is not WindowKind.CUSTOM
         kinds.setdefault((q.kind, q.id if own else -1), []).append(q)

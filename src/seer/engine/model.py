@@ -9,13 +9,15 @@ are decoded by `decode`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import torch
 
     from seer.config import SamplingParams, TokenIds
+    from seer.diffusion.graphs import GraphCache
     from seer.diffusion.loop import DenoisingLoop
+    from seer.engine.request import Images, Prompts
     from seer.models.base import DiffusionModel
     from seer.models.defaults import ModelDefaults
     from seer.models.multimodal import PromptInput
@@ -38,18 +40,23 @@ class EngineModel(Protocol):
     @property
     def device(self) -> torch.device: ...
 
-    def sampling(self, **options) -> SamplingParams:
+    def sampling(self, **options: Any) -> SamplingParams:
         """The model's default `SamplingParams` with `options` over them."""
         ...
 
     def prompt_inputs(
-        self, prompts, p: SamplingParams, images=None, chat: bool = True, attention_mask=None
+        self,
+        prompts: Prompts,
+        p: SamplingParams,
+        images: Images = None,
+        chat: bool = True,
+        attention_mask: torch.Tensor | None = None,
     ) -> list[PromptInput]:
         """The prompts encoded (images spliced in) and checked against the model and `p`."""
         ...
 
     def decode(self, ids: list[int]) -> str: ...
 
-    def graph_cache(self):
+    def graph_cache(self) -> GraphCache:
         """The model's captured CUDA graphs, shared by every engine on it."""
         ...

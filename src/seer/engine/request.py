@@ -18,11 +18,38 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from seer.boundary.config import SeerConfig
 from seer.boundary.detector import BoundaryReport
 from seer.config import DAEDAL_DECIDES, SUFFIX_RULE, SamplingParams
 from seer.errors import SeerError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import numpy as np
+    import PIL.Image
+    import torch
+
+    from seer.engine.model import EngineModel
+    from seer.models.multimodal import PromptInput
+
+# What a caller may pass (names for annotations; `DiffusionLM.generate` takes these too)
+Chat: TypeAlias = "list[dict[str, str]]"  # an OpenAI-style chat: role/content messages
+# one prompt: text (chat-formatted unless chat=False), a chat, token ids, or a prompt encoded once
+Prompt: TypeAlias = "str | Chat | list[int] | torch.Tensor | PromptInput"
+# a batch of prompts of one kind, or one prompt ((B, L) or (L,) ids for a tensor)
+Prompts: TypeAlias = (
+    "Prompt | list[str] | list[Chat] | list[list[int]] | list[torch.Tensor] | list[PromptInput]"
+)
+# one image (multimodal models): a path, a data URI, a PIL image or an (H, W, 3) array
+ImageInput: TypeAlias = "str | Path | PIL.Image.Image | np.ndarray[Any, Any] | torch.Tensor"
+# the images of a batch: one for every prompt, or one (or None) per prompt
+Images: TypeAlias = "ImageInput | list[ImageInput | None] | None"
+# Seer for a request: None / False (the full window), True (the model's calibrated settings),
+# a dict of options over them, or a SeerConfig as it is
+SeerOption: TypeAlias = "bool | dict[str, Any] | SeerConfig | None"
 
 FINISH_REASONS = ("stop", "length", "abort")
 log = logging.getLogger("seer.engine")
@@ -77,10 +104,10 @@ class StepView:
 class Request:
     """One prompt and how to answer it. Validated by `Engine.add`."""
 
-    prompt: object  # text (chat-formatted unless chat=False), token ids, or a PromptInput
+    prompt: Prompt  # text (chat-formatted unless chat=False), a chat, token ids, a PromptInput
     params: SamplingParams | None = None  # None: the model's defaults (`lm.sampling()`)
-    seer: object = None  # None (full window) | True (model defaults) | dict | SeerConfig
-    image: object = None  # multimodal models: a path, data URI, PIL image or array
+    seer: SeerOption = None  # None (full window) | True (model defaults) | dict | SeerConfig
+    image: ImageInput | None = None  # multimodal models: a path, data URI, PIL image or array
     chat: bool = True  # apply the tokenizer's chat template to a text prompt
     on_block: Callable[[PartialResult], None] | None = None  # called when a block is final
     on_step: Callable[[StepView], None] | None = None  # called after each of its steps
@@ -92,7 +119,8 @@ class SeerOptionError(SeerError):
     """`resolve` refused the request's Seer settings (the server names its `seer` field)."""
 
 
-def sampling(lm, params: SamplingParams | None = None, overrides: dict | None = None):
+def sampling(lm: EngineModel, params: SamplingParams | None = None,
+             overrides: dict[str, Any] | None = None) -> SamplingParams:  # fmt: skip
     """The request's `SamplingParams`: `params` (None: the model's defaults) with `overrides`
     over them (None values: the default), the model's unmasking rule filled in and the rules
     that depend on it checked (`SamplingParams.resolve`)."""
@@ -111,8 +139,8 @@ def sampling(lm, params: SamplingParams | None = None, overrides: dict | None = 
     return p.resolve(lm.default_rule)
 
 
-def resolve(lm, request: Request, *, policy: bool = False, seer_on: bool = False,
-            **overrides) -> Request:  # fmt: skip
+def resolve(lm: EngineModel, request: Request, *, policy: bool = False, seer_on: bool = False,
+            **overrides: Any) -> Request:  # fmt: skip
     """`request` resolved for `lm` (see the module docstring): a copy with `params` concrete,
     `seer` a fitted `SeerConfig` (or None: the full window) and `resolved` set, or one
     `SeerError` line. `overrides`: sampling options over `request.params`; `policy`: a window
@@ -136,7 +164,7 @@ def resolve(lm, request: Request, *, policy: bool = False, seer_on: bool = False
         raise SeerError(DAEDAL_DECIDES)
     if p.suffix and (decided or p.cache != "none"):
         raise SeerError(SUFFIX_RULE)
-    cfg = None
+    cfg: SeerConfig | None = None
     if seer and not (request.resolved and isinstance(seer, SeerConfig)):
         from seer.boundary.truncation import resolve as seer_config
 
@@ -144,7 +172,7 @@ def resolve(lm, request: Request, *, policy: bool = False, seer_on: bool = False
             cfg = seer_config(lm, seer)  # seer.json read, the options over it, fitted: once
         except SeerError as e:
             raise SeerOptionError(str(e)) from None
-    elif seer:
+    elif isinstance(seer, SeerConfig):
         cfg = seer
     if cfg is not None and cfg.cut_in_step0 and p.cache == "prefix_lm":
         raise SeerError(
@@ -154,7 +182,7 @@ def resolve(lm, request: Request, *, policy: bool = False, seer_on: bool = False
     return replace(request, params=p, seer=cfg, resolved=True)
 
 
-def check_cache(lm, p: SamplingParams) -> None:
+def check_cache(lm: EngineModel, p: SamplingParams) -> None:
     """cache='prefix_lm' is LaViDa's prompt-LM attention (the prompt encoded alone, never
     seeing the answer): a model trained otherwise answers it with nothing or garbage, so any
     other model refuses it (the low-level `DenoisingLoop` still runs it, for tests of layout)."""

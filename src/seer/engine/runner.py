@@ -17,16 +17,21 @@ can flip a near-tie between two confidences; a row alone cannot.
 from __future__ import annotations
 
 import time
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, cast
 
 from seer.boundary.truncation import FixedWindowPolicy, SeerPolicy
 from seer.diffusion.canvas import make_canvas
-from seer.diffusion.forward import PackedForward
+from seer.diffusion.forward import Forward, PackedForward
 from seer.diffusion.graphs import GraphedForward
-from seer.diffusion.state import LoopState, gather
+from seer.diffusion.state import LoopState, WindowPolicy, gather
 from seer.engine.config import EngineConfig
 from seer.engine.model import EngineModel
 from seer.engine.scheduler import BatchPlan, Scheduler
 from seer.engine.sequence import Sequence, WindowKind
+
+if TYPE_CHECKING:
+    from seer.boundary.config import SeerConfig
 
 
 class Runner:
@@ -58,28 +63,29 @@ class Runner:
                 q.boundary = reports[k]
         return s
 
-    def _policy(self, seqs: list[Sequence]):
+    def _policy(self, seqs: list[Sequence]) -> WindowPolicy | None:
         window = seqs[0].policy
         if window.kind is WindowKind.SEER:
-            return SeerPolicy(window.value, self.lm.tokens, fitted=True)  # by `resolve`
+            return SeerPolicy(cast("SeerConfig", window.value), self.lm.tokens, fitted=True)
         if window.kind is WindowKind.FIXED:
-            return FixedWindowPolicy([q.policy.value for q in seqs])
-        return window.value if window.kind is WindowKind.CUSTOM else None
+            return FixedWindowPolicy([cast(int, q.policy.value) for q in seqs])
+        return cast(WindowPolicy, window.value) if window.kind is WindowKind.CUSTOM else None
 
     # -- later steps --------------------------------------------------------------------------
     def groups(self, seqs: list[Sequence]) -> list[tuple[BatchPlan, list[Sequence]]]:
         """The tick's forwards: rows of one kind, routed by window bucket and padding waste."""
-        kinds: dict[tuple, list[Sequence]] = {}
+        kinds: dict[tuple[Hashable, ...], list[Sequence]] = {}
         for q in seqs:
             kinds.setdefault(q.key(), []).append(q)
-        out = []
+        out: list[tuple[BatchPlan, list[Sequence]]] = []
         for rows in kinds.values():
-            p = rows[0].params
-            no_pack = p.cfg_scale > 0 or rows[0].state.cache.kv is not None or p.cache != "none"
+            p, state = rows[0].params, rows[0].state
+            assert state is not None  # running rows (past step 0) hold a state
+            no_pack = p.cfg_scale > 0 or state.cache.kv is not None or p.cache != "none"
             if self.config.batch_invariant:  # each row alone: one row plans eager, unpadded
                 for q in rows:
-                    plan = self.scheduler.plan([q.window], [q.prompt_len], p.gen_length, no_pack)
-                    out.append((plan[0], [q]))
+                    one = self.scheduler.plan([q.window], [q.prompt_len], p.gen_length, no_pack)
+                    out.append((one[0], [q]))
                 continue
             windows, plens = [q.window for q in rows], [q.prompt_len for q in rows]
             for plan in self.scheduler.plan(windows, plens, p.gen_length, no_pack):
@@ -90,6 +96,7 @@ class Runner:
         """One step of `seqs` in `plan`'s layout; returns the state and whether it is new."""
         width = plan.width + len(seqs[0].params.suffix)
         s = seqs[0].state
+        assert s is not None  # running rows (past step 0) hold a state
         same = (
             s.path == plan.path
             and all(q.state is s for q in seqs)
@@ -98,7 +105,7 @@ class Runner:
         )
         if not same:
             t0 = time.perf_counter()
-            parts = [(q.state, q.row) for q in seqs]
+            parts = [(cast(LoopState, q.state), q.row) for q in seqs]
             emb = self.lm.model.get_input_embeddings()
             s = gather(parts, plan.prompt_width, width, self.lm.tokens, emb)
             s.forward, s.path = self._forward(plan.path), plan.path
@@ -111,7 +118,7 @@ class Runner:
             s.forward.compact_seconds = 0.0
         return s, not same
 
-    def _forward(self, path: str):
+    def _forward(self, path: str) -> Forward | None:
         if path == "varlen":
             return PackedForward(self.loop.eager, self.config.pack_capacity)
         if path == "static" and self.graphs is not None:

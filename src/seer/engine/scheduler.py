@@ -33,6 +33,7 @@ the Seer policy, or gen_length) and its prompt length, as host ints.
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from seer.diffusion.forward import pack
@@ -92,7 +93,9 @@ class Scheduler:
         self.waiting: list[Sequence] = []  # added, step 0 not run yet
         self.running: list[Sequence] = []  # step 0 done, answer not complete
         self._buckets: dict[int, tuple[int, ...]] = {}  # gen_length -> buckets
-        self._plans: dict[tuple, list[BatchPlan]] = {}  # `plan`'s answers (the same each tick)
+        self._plans: dict[
+            tuple[Hashable, ...], list[BatchPlan]
+        ] = {}  # `plan`'s answers (the same each tick)
 
     # -- a request's states: waiting -> running -> done (or aborted from either) ----------------
     def add(self, q: Sequence) -> None:
@@ -124,14 +127,14 @@ class Scheduler:
         return bool(self.waiting or self.running)
 
     # -- admission ----------------------------------------------------------------------------
-    def schedule(self, tick: int, masks: dict) -> SchedulerOutput:
+    def schedule(self, tick: int, masks: dict[Sequence, int]) -> SchedulerOutput:
         """The rows of this tick. `masks` maps a running sequence to its masks left."""
         cfg, waiting, running = self.config, self.waiting, self.running
         if cfg.policy == "fcfs":
             order = sorted([*running, *waiting], key=lambda q: (q.tick, q.id))
         else:
 
-            def priority(q: Sequence) -> tuple:
+            def priority(q: Sequence) -> tuple[float, int, int]:
                 waited = tick - max(q.last_run, q.tick)
                 return (q.work(masks.get(q)) / 2 ** (waited / cfg.aging), q.tick, q.id)
 
@@ -172,7 +175,9 @@ class Scheduler:
             self._plans[key] = self._plan(windows, prompt_lens, gen_length, no_pack)
         return self._plans[key]
 
-    def _plan(self, windows, prompt_lens, gen_length, no_pack) -> list[BatchPlan]:
+    def _plan(
+        self, windows: list[int], prompt_lens: list[int], gen_length: int, no_pack: bool
+    ) -> list[BatchPlan]:
         cfg_ = self.config
         order = sorted(range(len(windows)), key=lambda r: (windows[r], r))
         if cfg_.routing == "naive":
@@ -210,7 +215,14 @@ class Scheduler:
                 )
         return "static" if path == "varlen" and no_pack else path
 
-    def _make(self, path, rows, windows, prompt_lens, gen_length) -> BatchPlan:
+    def _make(
+        self,
+        path: str,
+        rows: list[int],
+        windows: list[int],
+        prompt_lens: list[int],
+        gen_length: int,
+    ) -> BatchPlan:
         w = [windows[r] for r in rows]
         bucket = self.bucket_of(max(w), gen_length)
         longest_prompt = max(prompt_lens[r] for r in rows)

@@ -9,13 +9,19 @@ is *running* and its cost per step is known. Its tensors live in one row (`row`)
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING, cast
 
 from seer.config import SamplingParams
 from seer.diffusion.state import LoopState
 from seer.engine.request import Request
 from seer.models.multimodal import PromptInput
+
+if TYPE_CHECKING:
+    from seer.boundary.config import SeerConfig
+    from seer.boundary.detector import BoundaryReport
 
 
 class WindowKind(Enum):
@@ -35,17 +41,18 @@ class Window:
     value: object = None  # SeerConfig (SEER) | int (FIXED) | a WindowPolicy (CUSTOM) | None
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[Hashable, ...]:
         """Requests whose keys (and params) are equal share a step 0: fixed windows differ per
         row, so the kind alone is the key of FIXED."""
         return (self.kind,) if self.kind is WindowKind.FIXED else (self.kind, self.value)
 
     @property
-    def seer(self):
+    def seer(self) -> SeerConfig | None:
         """The SeerConfig in force, if Seer (or a caller's SeerPolicy) decides the window."""
         if self.kind is WindowKind.SEER:
-            return self.value
-        return getattr(self.value, "cfg", None) if self.kind is WindowKind.CUSTOM else None
+            return cast("SeerConfig", self.value)
+        cfg = getattr(self.value, "cfg", None) if self.kind is WindowKind.CUSTOM else None
+        return cast("SeerConfig | None", cfg)
 
 
 @dataclass(slots=True, eq=False)
@@ -63,7 +70,7 @@ class Sequence:
     state: LoopState | None = None  # the state holding its row (None while waiting)
     row: int = 0  # its row in `state`
     path: str = ""  # path of the group it last ran in: static | varlen | eager
-    boundary: object = None  # Seer's BoundaryReport from step 0
+    boundary: BoundaryReport | None = None  # Seer's BoundaryReport from step 0
     detect_seconds: float = 0.0  # time its step-0 batch spent in the window policy
     started: float = 0.0  # perf_counter() when its step 0 began
     blocks: int = 0  # semi-AR blocks already reported final (partial results)

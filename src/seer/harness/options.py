@@ -17,11 +17,15 @@ else the task's `max_gen_toks`, else the model's default. The answer is then cut
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING
 
 from seer.config import SamplingParams
 from seer.engine.config import DEFAULTS as ENGINE
 from seer.errors import SeerError
 from seer.spec import check, check_type, implied, kind, specs
+
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
 
 CHUNK = 256  # requests handed to one engine run (the progress bar moves between them)
 # the Monte-Carlo draws' seed when no `seed` is given (the official eval's `set_seed(1234)`): a
@@ -151,7 +155,9 @@ def _seer_value(value, options: dict):
     return True if value is True else None
 
 
-def request_params(lm, opts: HarnessOptions, gen_kwargs: dict) -> tuple[SamplingParams, int]:
+def request_params(
+    lm: DiffusionLM, opts: HarnessOptions, gen_kwargs: dict
+) -> tuple[SamplingParams, int]:
     """(sampling parameters, max answer tokens) of one generation request's `gen_kwargs`."""
     max_toks = gen_kwargs.get("max_gen_toks")
     if max_toks is not None and (not isinstance(max_toks, int) or max_toks < 1):
@@ -179,14 +185,14 @@ def cut_at_stops(text: str, until) -> str:
     return text
 
 
-def answer_text(lm, result, max_tokens: int, until) -> str:
+def answer_text(lm: DiffusionLM, result, max_tokens: int, until) -> str:
     """An engine result's answer, at most `max_tokens` tokens, cut at the stop strings."""
     n = min(result.tokens, max_tokens)
     text = result.text if n == result.tokens else lm.decode(result.token_ids[:n])
     return cut_at_stops(text, until)
 
 
-def run_engine(lm, opts: HarnessOptions, requests: list) -> list:
+def run_engine(lm: DiffusionLM, opts: HarnessOptions, requests: list) -> list:
     """`Engine.generate` on one engine per call: at most `batch_size` rows run at once."""
     from seer.engine import Engine, EngineConfig
 

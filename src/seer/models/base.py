@@ -24,6 +24,7 @@ how it differs:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import ClassVar, Protocol, runtime_checkable
 
 import torch
@@ -73,6 +74,8 @@ class DiffusionModel(Protocol):
     def probe_point(self, layer: int, tensor: str) -> nn.Module: ...
 
     def get_input_embeddings(self) -> nn.Embedding: ...
+
+    def parameters(self, recurse: bool = True) -> Iterator[nn.Parameter]: ...  # nn.Module's
 
     @classmethod
     def sampling_defaults(cls, raw: dict, tokenizer) -> dict: ...

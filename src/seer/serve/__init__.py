@@ -17,13 +17,18 @@ Needs the `serve` extra: `pip install -e ".[serve]"`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from seer.engine.config import EngineConfig
 from seer.serve.config import DEFAULTS as _S
+
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
 
 _E = EngineConfig()
 
 
-def build(lm, *, model_names=None, api_key=None, public_metrics=False, seer=True,
+def build(lm: DiffusionLM, *, model_names=None, api_key=None, public_metrics=False, seer=True,
           max_batch=_E.max_batch, max_queue=_E.max_queue,
           max_tokens_per_step=_E.max_tokens_per_step, image_root=None,
           max_image_bytes=_S["max_image_bytes"], max_body_bytes=_S["max_body_bytes"],
@@ -69,7 +74,9 @@ def build(lm, *, model_names=None, api_key=None, public_metrics=False, seer=True
     return create_app(lm, engine, options)
 
 
-def model_names(lm, model: str | None = None, served: str | None = None) -> tuple[str, ...]:
+def model_names(
+    lm: DiffusionLM, model: str | None = None, served: str | None = None
+) -> tuple[str, ...]:
     """The names a request's `model` may use: `served` (the one listed) if given, then the
     model's own name and the `--model` argument."""
     names = [served] if served else []
@@ -77,7 +84,7 @@ def model_names(lm, model: str | None = None, served: str | None = None) -> tupl
     return tuple(names)
 
 
-def serve(lm, host: str = _S["host"], port: int = _S["port"],
+def serve(lm: DiffusionLM, host: str = _S["host"], port: int = _S["port"],
           drain_timeout: float = _S["drain_timeout"], log_level: str = _S["log_level"],
           mount=None, sock=None, **options) -> None:  # fmt: skip
     """Serve `lm` until SIGTERM (drains) or SIGINT; `options` as in `build`. `mount`: called

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -43,6 +44,9 @@ from seer.serve.responses import Envelope, sse
 from seer.serve.security import APIKey
 from seer.serve.worker import Added, Block, Done, EngineWorker, Failed, ShuttingDown, Ticket
 
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
+
 API_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/models")
 RETRY_AFTER = 1  # seconds a 429 (queue full) asks the client to wait before retrying
 
@@ -62,7 +66,7 @@ class ServeOptions:
 class Service:
     """What the endpoints share: the model, the engine thread, metrics and the drain state."""
 
-    def __init__(self, lm, engine, options: ServeOptions) -> None:
+    def __init__(self, lm: DiffusionLM, engine, options: ServeOptions) -> None:
         self.lm = lm
         self.options = options
         self.metrics = Metrics()
@@ -93,7 +97,7 @@ def engine_counts(engine) -> tuple[int, int]:
     return count("waiting"), count("running")
 
 
-def create_app(lm, engine, options: ServeOptions) -> FastAPI:
+def create_app(lm: DiffusionLM, engine, options: ServeOptions) -> FastAPI:
     service = Service(lm, engine, options)
 
     @contextlib.asynccontextmanager
@@ -291,11 +295,11 @@ def _stream_cleanup(service, ticket, endpoint, state) -> None:
         service.count(endpoint, "disconnected")
 
 
-def _final_text(lm, result) -> str:
+def _final_text(lm: DiffusionLM, result) -> str:
     return result.text
 
 
-def _partial_text(lm, partial) -> str:
+def _partial_text(lm: DiffusionLM, partial) -> str:
     ids = list(partial.token_ids)
     return lm.decode(ids[: lm.tokens.answer_length(ids)])
 

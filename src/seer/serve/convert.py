@@ -11,6 +11,8 @@ the network. Nothing here tokenizes or decodes: that is `prepare`'s.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from seer.engine.request import Request, SeerOptionError, resolve
 from seer.errors import SeerError
 from seer.serve.errors import bad_request, too_large
@@ -18,8 +20,11 @@ from seer.serve.prepare import Limits, Prompt
 from seer.serve.protocol import ChatRequest, CompletionRequest, ImagePart, SamplingFields
 from seer.serve.security import local_image
 
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
 
-def chat_prompt(lm, body: ChatRequest, limits: Limits) -> Prompt:
+
+def chat_prompt(lm: DiffusionLM, body: ChatRequest, limits: Limits) -> Prompt:
     messages = body.messages
     images = [p for m in messages if not isinstance(m.content, str) for p in m.content
               if isinstance(p, ImagePart)]  # fmt: skip
@@ -45,7 +50,7 @@ def chat_prompt(lm, body: ChatRequest, limits: Limits) -> Prompt:
     return Prompt(turns, False, None)  # rendered with the template by `prepare`
 
 
-def completion_prompt(lm, body: CompletionRequest) -> Prompt:
+def completion_prompt(lm: DiffusionLM, body: CompletionRequest) -> Prompt:
     prompt = body.prompt
     if isinstance(prompt, str) and not prompt.strip():
         raise bad_request("empty prompt: give some text", "prompt")
@@ -54,7 +59,7 @@ def completion_prompt(lm, body: CompletionRequest) -> Prompt:
     return Prompt(prompt, False, None)
 
 
-def request_for(lm, body: SamplingFields, seer_on: bool) -> Request:
+def request_for(lm: DiffusionLM, body: SamplingFields, seer_on: bool) -> Request:
     """The request's resolved engine `Request`, its prompt still to come (`prepare`): the
     model's defaults under the options given, the stop strings encoded, Seer's settings fitted
     (`seer_on`: the server's default, on unless `--no-seer`; a DAEDAL request sets its own

@@ -35,10 +35,14 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from seer.errors import SeerError
 from seer.serve.config import DEFAULTS
 from seer.serve.errors import APIError, bad_request, too_large
+
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
 
 RETRY_AFTER = 1  # seconds a 503 timeout asks the client to wait
 
@@ -96,7 +100,9 @@ class PixelBudget:
 class Preparer:
     """Prepares requests for one model in a pool of threads (see the module docstring)."""
 
-    def __init__(self, lm, limits: Limits, threads: int = 4, image_threads: int = 2) -> None:
+    def __init__(
+        self, lm: DiffusionLM, limits: Limits, threads: int = 4, image_threads: int = 2
+    ) -> None:
         self.lm = lm
         self.limits = limits
         self.budget = PixelBudget(limits.pixel_budget)

@@ -12,12 +12,17 @@ name, the key as the password) before it shows or runs anything. Needs the `ui` 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from seer.errors import SeerError
+
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
 
 PATH = "/ui"  # where the page is mounted
 
 
-def mount(app, lm, path: str = PATH, api_key: str | None = None):
+def mount(app, lm: DiffusionLM, path: str = PATH, api_key: str | None = None):
     """Mount the page for `lm` on `app` (the server's FastAPI app, `seer.serve.build`) at
     `path`; `/` redirects to it. `api_key`: the page's password (module docstring)."""
     try:

@@ -21,6 +21,7 @@ import contextlib
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
@@ -35,6 +36,9 @@ from seer.serve.prepare import Prompt
 from seer.serve.worker import Done, Failed, Ticket
 from seer.ui import render
 
+if TYPE_CHECKING:
+    from seer.pipeline import DiffusionLM
+
 
 @dataclass(slots=True)
 class Options:
@@ -48,7 +52,7 @@ class Options:
     cache: str  # none | prefix | dual | prefix_lm | dpad
     signal: str  # Seer's signal: sparsity | eos_prob | combined
 
-    def sampling(self, lm):
+    def sampling(self, lm: DiffusionLM):
         """The request's `SamplingParams` (the model's defaults under the fields given)."""
         steps = self.steps
         if self.tokens_per_step:
@@ -65,7 +69,7 @@ class Options:
 class Page:
     """The page's state: the model, the server's service (engine thread), token labels."""
 
-    def __init__(self, lm, service) -> None:
+    def __init__(self, lm: DiffusionLM, service) -> None:
         self.lm, self.service = lm, service
         self.labels: dict[int, str] = {}
         self.plots = Path(tempfile.mkdtemp(prefix="seer-ui-"))  # the profile PNGs
@@ -143,7 +147,7 @@ class Page:
         return str(plots.profiles([row], out, ylabel=f"step-0 {boundary.signal}"))
 
 
-def build(lm, service) -> gr.Blocks:
+def build(lm: DiffusionLM, service) -> gr.Blocks:
     """The page's `gr.Blocks` for `lm`, running requests on `service`'s engine thread."""
     page = Page(lm, service)
     d = lm.sampling()
@@ -265,7 +269,7 @@ def _int(value) -> int | None:
     return int(value)
 
 
-def _example(lm) -> tuple[str, str | None]:
+def _example(lm: DiffusionLM) -> tuple[str, str | None]:
     """A prompt (and image) the shipped models answer, pre-filled; empty for other models."""
     from seer.config import BUILTIN_MODELS
     from seer.models.loader import model_folder
