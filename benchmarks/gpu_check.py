@@ -41,7 +41,7 @@ from pathlib import Path
 import torch
 
 import seer
-from seer.config import SamplingParams, TokenIds
+from seer.sampling import SamplingParams, TokenIds
 from seerbench.machine import machine_info
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 import seer
-from seer.config import SamplingParams
+from seer.sampling import SamplingParams
 from seer.throughput import Workload, heldout, run_case, seer_config, synthetic
 from seerbench import runs
 

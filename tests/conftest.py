@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from seer.config import TokenIds
 from seer.models.configs import dream_config, llada_config
 from seer.models.factory import random_model
+from seer.sampling import TokenIds
 
 MASK, EOS, EOT = 310, 300, 301
 TOKENS = TokenIds(mask=MASK, eos=EOS, pad=EOS, eot=EOT)

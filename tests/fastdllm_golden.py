@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from seer.config import SamplingParams, TokenIds
+from seer.sampling import SamplingParams, TokenIds
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden" / "llada"
 GOLDEN_TOKENS = TokenIds(mask=310, eos=300, pad=300)  # the golden checkpoint's config.json

@@ -15,9 +15,9 @@ import pytest
 
 import seer
 from seer.batch import OrderedWriter, done_ids, family_scores, output_row, run_batch
-from seer.config import SamplingParams
 from seer.data import Example, load_examples, score
 from seer.errors import SeerError
+from seer.sampling import SamplingParams
 
 P = SamplingParams(gen_length=16)
 PB = Path(__file__).parent / "fixtures" / "parallelbench"  # a tiny fake ParallelBench checkout

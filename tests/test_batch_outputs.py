@@ -14,9 +14,9 @@ import pytest
 import seer
 from seer import batch as batch_mod
 from seer.batch import OrderedWriter, done_ids, run_batch
-from seer.config import SamplingParams
 from seer.data import load_examples
 from seer.errors import SeerError
+from seer.sampling import SamplingParams
 
 P = SamplingParams(gen_length=8)
 

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from seer.config import MAX_TEMPERATURE, SamplingParams
 from seer.errors import SeerError
+from seer.sampling import MAX_TEMPERATURE, SamplingParams
 
 
 @pytest.mark.parametrize("t", [1e308, 11.0, MAX_TEMPERATURE + 1e-9, math.inf, math.nan])

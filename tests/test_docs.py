@@ -122,7 +122,7 @@ def test_the_options_page_is_what_the_specs_say():
     page = (DOCS / "options.md").read_text()
     assert page == options.render(), "docs/options.md is stale: run python docs/hooks/options.py"
     from seer.boundary.config import SeerConfig
-    from seer.config import SamplingParams
+    from seer.sampling import SamplingParams
     from seer.spec import specs
 
     for cls in (SamplingParams, SeerConfig):  # every declared option has its row

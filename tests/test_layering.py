@@ -1,14 +1,14 @@
 """The package's layers: arrows only point down (DESIGN.md, "Layout").
 
     cli -> commands -> the edges (serve, ui, harness, distributed)
-        -> the library over the engine (pipeline, likelihood, data, batch, calibration, demo,
+        -> the library over the engine (lm, likelihood, data, batch, calibration, demo,
            provenance, profile, throughput)
         -> engine -> boundary -> diffusion -> models
-        -> the ground floor (errors, spec, config, images, kernels, extras, progress, plots)
+        -> the ground floor (errors, spec, sampling, images, kernels, extras, progress, plots)
 
 Every arrow from one layer to a higher one fails: the ground floor imports nothing above it, a
 model never imports the loop, the loop never imports the boundary, the engine never imports
-the pipeline, the data or the library over it, nothing of the library imports an edge, an edge
+the facade (lm), the data or the library over it, nothing of the library imports an edge, an edge
 never imports a command, a command never imports the CLI. Modules of one layer may import each
 other (Ray's batch drives `seer batch`'s rows), but no two packages may import each other.
 
@@ -35,13 +35,13 @@ ROOT = SRC.parents[1]
 
 # each layer of the package, bottom first ("" is `seer/__init__.py`: its lazy exports)
 LAYERS: list[set[str]] = [
-    {"errors", "spec", "config", "images", "kernels", "extras", "progress", "plots"},
+    {"errors", "spec", "sampling", "images", "kernels", "extras", "progress", "plots"},
     {"models"},
     {"diffusion"},
     {"boundary"},
     {"engine"},
     {
-        "pipeline",
+        "lm",
         "likelihood",
         "data",
         "batch",
@@ -236,14 +236,14 @@ def test_every_package_is_placed_in_a_layer():
         ("seer.diffusion.loop", "seer.boundary.truncation", True),
         ("seer.boundary.probe", "seer.engine.engine", True),
         ("seer.engine.engine", "seer.data", True),
-        ("seer.engine.engine", "seer.pipeline", True),
-        ("seer.config", "seer.models.loader", True),
+        ("seer.engine.engine", "seer.lm", True),
+        ("seer.sampling", "seer.models.loader", True),
         ("seer.plots", "seer.models", True),
         ("seer.commands.demo", "seer.demo", False),
-        ("seer.pipeline", "seer.engine", False),
+        ("seer.lm", "seer.engine", False),
         ("seer.engine.engine", "seer.boundary.truncation", False),
         ("seer.boundary.probe", "seer.diffusion.loop", False),
-        ("seer.config", "seer.errors", False),
+        ("seer.sampling", "seer.errors", False),
         ("seer.data.builtin", "seer.demo", False),  # one layer: their cycle is what fails
         ("seer.calibration", "seer.plots", False),
         ("seer.demo", "seer.serve", True),

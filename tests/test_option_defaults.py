@@ -8,8 +8,8 @@ import inspect
 
 import pytest
 
-from seer.config import SamplingParams
 from seer.engine.config import EngineConfig
+from seer.sampling import SamplingParams
 from seer.serve.config import ServerConfig
 from seer.spec import defaults, specs
 

@@ -11,9 +11,9 @@ import pytest
 import seer
 from seer import provenance
 from seer.batch import run_batch
-from seer.config import SamplingParams
 from seer.data import load_examples
 from seer.errors import SeerError
+from seer.sampling import SamplingParams
 
 P = SamplingParams(gen_length=8)
 

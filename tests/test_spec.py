@@ -9,9 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from seer.boundary.config import SeerConfig
-from seer.config import SamplingParams
 from seer.errors import SeerError
 from seer.harness.options import HarnessOptions
+from seer.sampling import SamplingParams
 from seer.serve.errors import validation_message
 from seer.serve.protocol import ChatRequest
 from seer.spec import kind, problem, specs

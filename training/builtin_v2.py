@@ -19,10 +19,10 @@ from pathlib import Path
 
 import torch
 
-from seer.config import TokenIds
 from seer.data.synthetic import lines
 from seer.models.factory import random_model
 from seer.models.tokens import chat_ids, load_tokenizer
+from seer.sampling import TokenIds
 from training import trainer, vocab2
 from training.tokenizer import build_v2_tokenizer
 from training.trainer import Run, Schedule, pack

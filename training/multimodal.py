@@ -57,9 +57,9 @@ def init_lm_from(model, tok, folder: Path) -> int:
 def build(out: Path, c, build_tokenizer: Callable[[Path], object], image_size: int, name: str):
     """Tokenizer, config, model (fresh, or its LM from the text model `c.init_from` unless the
     run resumes), processor and LM wrapper."""
+    from seer.lm import DiffusionLM
     from seer.models.lavida import LlavaProcessor
     from seer.models.tokens import token_ids
-    from seer.pipeline import DiffusionLM
 
     tok_dir = out / "export"
     tok_dir.mkdir(parents=True, exist_ok=True)

@@ -174,8 +174,8 @@ def loop_score(model, tokens, items, window: int, batch: int, prompt: Callable,
                score: Callable) -> dict[str, float]:  # fmt: skip
     """Held-out score per family through the denoising loop alone: greedy, one token per step,
     low-confidence remasking. `prompt(item)` -> ids; `score(item, answer_ids)` -> 0..1."""
-    from seer.config import SamplingParams
     from seer.diffusion.loop import DenoisingLoop, make_canvas
+    from seer.sampling import SamplingParams
 
     loop = DenoisingLoop(model, tokens)
     params = SamplingParams(gen_length=window, remasking="low_confidence")

@@ -74,9 +74,9 @@ from itertools import combinations, permutations, product
 import torch
 from torch import nn
 
-from seer.config import SamplingParams, TokenIds
 from seer.diffusion.loop import DenoisingLoop, make_canvas
 from seer.errors import SeerError
+from seer.sampling import SamplingParams, TokenIds
 
 TASKS = ("copy", "shuffle", "replace_random")
 REMASKING = ("random", "low_confidence")  # the LLaDA rules this module has closed forms for

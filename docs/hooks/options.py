@@ -122,7 +122,7 @@ def render() -> str:
     """The page: every option of `SamplingParams` and `SeerConfig`, in field order."""
     _src()
     from seer.boundary.config import SeerConfig
-    from seer.config import DAEDAL, SamplingParams
+    from seer.sampling import DAEDAL, SamplingParams
     from seer.spec import specs
 
     sampling = specs(SamplingParams)

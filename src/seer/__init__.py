@@ -19,18 +19,18 @@ from typing import TYPE_CHECKING, Any
 # public name -> the module that defines it
 _EXPORTS = {
     "CheckpointError": "seer.errors",
-    "DiffusionLM": "seer.pipeline",
+    "DiffusionLM": "seer.lm",
     "Engine": "seer.engine",
     "EngineConfig": "seer.engine",
-    "Generation": "seer.pipeline",
-    "GenerationStats": "seer.pipeline",
+    "Generation": "seer.lm",
+    "GenerationStats": "seer.lm",
     "Request": "seer.engine",
-    "SamplingParams": "seer.config",
+    "SamplingParams": "seer.sampling",
     "SeerConfig": "seer.boundary.config",
     "SeerError": "seer.errors",
-    "StreamChunk": "seer.pipeline",
-    "TokenIds": "seer.config",
-    "load": "seer.pipeline",
+    "StreamChunk": "seer.lm",
+    "TokenIds": "seer.sampling",
+    "load": "seer.lm",
 }
 __all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
@@ -51,15 +51,15 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # static checkers and IDEs see the names directly (`as`: re-exported)
     from seer.boundary.config import SeerConfig as SeerConfig
-    from seer.config import SamplingParams as SamplingParams
-    from seer.config import TokenIds as TokenIds
     from seer.engine import Engine as Engine
     from seer.engine import EngineConfig as EngineConfig
     from seer.engine import Request as Request
     from seer.errors import CheckpointError as CheckpointError
     from seer.errors import SeerError as SeerError
-    from seer.pipeline import DiffusionLM as DiffusionLM
-    from seer.pipeline import Generation as Generation
-    from seer.pipeline import GenerationStats as GenerationStats
-    from seer.pipeline import StreamChunk as StreamChunk
-    from seer.pipeline import load as load
+    from seer.lm import DiffusionLM as DiffusionLM
+    from seer.lm import Generation as Generation
+    from seer.lm import GenerationStats as GenerationStats
+    from seer.lm import StreamChunk as StreamChunk
+    from seer.lm import load as load
+    from seer.sampling import SamplingParams as SamplingParams
+    from seer.sampling import TokenIds as TokenIds

@@ -50,7 +50,7 @@ from seer.errors import SeerError
 from seer.models import tokens
 
 if TYPE_CHECKING:
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
 log = logging.getLogger("seer.batch")
 

@@ -5,7 +5,7 @@ The dataset (`seer.data`: JSON Lines, CSV, Parquet, a `save_to_disk` folder, a b
 model's name for its own task) is de-duplicated and split by content into a calibration and an
 evaluation side (`seer.data.split`: disjoint, `--calib-fraction`, `--seed`). No reference
 answers are needed: the baseline's own answer (full window) says where each answer ends. On the
-calibration side every signal is measured on the step-0 profiles (`seer.boundary.calibrate`:
+calibration side every signal is measured on the step-0 profiles (`seer.boundary.sweep`:
 sparsity per tensor / layer / theta under the paper's SNR rule and the change-point rule, the
 end probability, the combined signal); the fastest settings of each family become candidates,
 each with a fallback window for rows where it finds no boundary (the calibration answers' 95th
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
 
 def data_for(model, data: str | None) -> str:
@@ -105,7 +105,7 @@ class _Sides:
     def __init__(self, lm, params, calib: list, evaluation: list) -> None:
         from seer import progress
         from seer.batch import encoder
-        from seer.boundary import calibrate as cal
+        from seer.boundary import sweep
 
         self.lm, self.params = lm, params
         self.rows = {"calibration": calib, "evaluation": evaluation}
@@ -115,17 +115,17 @@ class _Sides:
             self.inputs[side] = [encode(lm, e) for e in rows]  # the baseline, probe and trials
             known = {id(e): q for e, q in zip(rows, self.inputs[side], strict=True)}
             with progress.bar(f"{side}: baseline answers + step-0 profiles", len(rows)) as bar:
-                self.samples[side] = cal.collect(
+                self.samples[side] = sweep.collect(
                     lm, rows, params.gen_length, progress=bar, score=_score,
                     encode=lambda lm, e, known=known: known[id(e)],
                 )  # fmt: skip
 
     def sweep(self, max_over: float | None):
         """Every detector setting scored on the calibration side's profiles."""
-        from seer.boundary import calibrate as cal
+        from seer.boundary import sweep
 
         g = self.params.gen_length
-        return cal.sweep(self.samples["calibration"], g, max_over=max_over or 0.0)
+        return sweep.sweep(self.samples["calibration"], g, max_over=max_over or 0.0)
 
     def trial(self, side: str, name: str, setting=None, windows=None):
         from seer import progress
@@ -148,13 +148,13 @@ class _Sides:
 def _choose(sides: _Sides, scores, max_over: float | None, margin: float):
     """The shortlist's trials on the calibration side, the choice (the cheapest within the
     margin, else the closest) and the choice and the oracle on the evaluation side."""
-    from seer.boundary import calibrate as cal
+    from seer.boundary import sweep
     from seer.boundary import trials as tr
     from seer.errors import SeerError
 
     fallback = tr.fallback_window(sides.samples["calibration"], sides.params.gen_length,
                                   _bucket())  # fmt: skip
-    candidates = cal.shortlist(scores, fallback, max_over)
+    candidates = sweep.shortlist(scores, fallback, max_over)
     if not candidates:
         raise SeerError(f"no detector setting cuts at most {max_over:g} of the calibration "
                         "answers; raise --max-over or leave it out (the guard regrows a cut "
@@ -232,23 +232,23 @@ def _load(folder: Path):
 def _report(
     lm: DiffusionLM, data, g: int, samples: dict, scores, max_over, sides, chosen: dict
 ) -> dict:
-    from seer.boundary import calibrate as cal
+    from seer.boundary import sweep
 
     cal_s, ev_s = samples["calibration"], samples["evaluation"]
     level = max_over or 0.0
     best = {
-        "best_sparsity_snr": cal.choose([s for s in scores if "rule" not in s.setting
+        "best_sparsity_snr": sweep.choose([s for s in scores if "rule" not in s.setting
                                          and s.setting["signal"] == "sparsity"], None, level),
-        "best_sparsity": cal.choose(scores, "sparsity", level),
-        "best_eos_prob": cal.choose(scores, "eos_prob", level),
-        "best_combined": cal.choose(scores, "combined", level),
+        "best_sparsity": sweep.choose(scores, "sparsity", level),
+        "best_eos_prob": sweep.choose(scores, "eos_prob", level),
+        "best_combined": sweep.choose(scores, "combined", level),
     }  # fmt: skip
-    paper = cal.paper_score(scores)
+    paper = sweep.paper_score(scores)
     if paper is not None:
         best["paper_defaults"] = paper
-    on_cal = cal.evaluate(chosen, cal_s, g)
-    on_eval = {k: cal.evaluate(s.setting, ev_s, g) for k, s in best.items()}
-    on_eval["chosen"] = cal.evaluate(chosen, ev_s, g)
+    on_cal = sweep.evaluate(chosen, cal_s, g)
+    on_eval = {k: sweep.evaluate(s.setting, ev_s, g) for k, s in best.items()}
+    on_eval["chosen"] = sweep.evaluate(chosen, ev_s, g)
     n_layers = cal_s[0].sparsity.shape[1]
     return {
         "model": lm.name,
@@ -263,18 +263,18 @@ def _report(
         "baseline_exact_match": {side: _accuracy(s) for side, s in samples.items()},
         "baseline_score": {side: _mean_score(s) for side, s in samples.items()},
         "auc": {
-            "thetas": list(cal.THETAS),
+            "thetas": list(sweep.THETAS),
             **{
                 t: [
                     [
-                        cal.separation(cal_s, lambda s, ti=ti, k=k, h=h: s.sparsity[ti, k, h])
-                        for h in range(len(cal.THETAS))
+                        sweep.separation(cal_s, lambda s, ti=ti, k=k, h=h: s.sparsity[ti, k, h])
+                        for h in range(len(sweep.THETAS))
                     ]
                     for k in range(n_layers)
                 ]
                 for ti, t in enumerate(("down", "gate"))
             },
-            "end_prob": cal.separation(cal_s, lambda s: s.end_prob),
+            "end_prob": sweep.separation(cal_s, lambda s: s.end_prob),
         },  # fmt: skip
         "chosen": asdict(on_cal),
         "calibration": {k: asdict(s) for k, s in best.items()},
@@ -302,24 +302,26 @@ def _mean_score(samples) -> float | None:
 
 def _plots(lm: DiffusionLM, samples, report: dict, out: Path) -> None:
     from seer import plots, progress
-    from seer.boundary import calibrate as cal
+    from seer.boundary import sweep
 
     k, n_layers = 8, samples[0].sparsity.shape[1]
-    theta = cal.THETAS.index(1e-3)
+    theta = sweep.THETAS.index(1e-3)
     with progress.status("drawing the plots"):
-        curves = {f"layer {i}": cal.aligned_mean(samples, lambda s, i=i: s.sparsity[0, i, theta], k)
-                  for i in range(n_layers)}  # fmt: skip
+        curves = {
+            f"layer {i}": sweep.aligned_mean(samples, lambda s, i=i: s.sparsity[0, i, theta], k)
+            for i in range(n_layers)
+        }
         plots.aligned(curves, out / "sparsity_aligned.png",
                       f"{lm.name}: step-0 sparsity (down input, θ=1e-3) around the true end",
                       "fraction |a| < 1e-3")  # fmt: skip
         best = report["calibration"]["best_sparsity"]["setting"]
-        ti, hi = ("down", "gate").index(best["tensor"]), cal.THETAS.index(best["theta"])
-        curves = {f"layer {i}": cal.aligned_mean(samples, lambda s, i=i: s.sparsity[ti, i, hi], k)
+        ti, hi = ("down", "gate").index(best["tensor"]), sweep.THETAS.index(best["theta"])
+        curves = {f"layer {i}": sweep.aligned_mean(samples, lambda s, i=i: s.sparsity[ti, i, hi], k)
                   for i in range(n_layers)}  # fmt: skip
         plots.aligned(curves, out / "sparsity_aligned_best.png",
                       f"step-0 sparsity ({best['tensor']}, θ={best['theta']:g}) around the true "
                       "end", "sparsity")  # fmt: skip
-        plots.aligned({"P(end token)": cal.aligned_mean(samples, lambda s: s.end_prob, k)},
+        plots.aligned({"P(end token)": sweep.aligned_mean(samples, lambda s: s.end_prob, k)},
                       out / "end_prob_aligned.png",
                       "step-0 P(end token) around the true end", "probability")  # fmt: skip
 

@@ -30,7 +30,7 @@ from rich import box
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
 # the text model's demo families, one-token answers to long ones (`seer.data.synthetic.lines`)
 TEXT_FAMILIES = ("count", "who", "copy", "reverse", "shuffle", "sum", "sudoku", "long_copy")

@@ -14,7 +14,7 @@ from seer.boundary.probe import step0
 from seer.boundary.truncation import resolve
 
 if TYPE_CHECKING:
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
 
 def profile_prompt(

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from seer.errors import SeerError
 
 if TYPE_CHECKING:
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
 FORMAT = 1  # the record's layout version
 # dotted keys that describe the run without changing its answers: never compared

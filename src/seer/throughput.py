@@ -36,13 +36,13 @@ import torch
 
 from seer.boundary.config import SeerConfig
 from seer.boundary.truncation import resolve, round_window
-from seer.config import SamplingParams
 from seer.data import builtin_examples
 from seer.data.builtin import source_for
 from seer.engine import Engine, EngineConfig, Request
+from seer.sampling import SamplingParams
 
 if TYPE_CHECKING:
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
 METHODS = ("no-trunc", "seer-naive", "seer-routed", "oracle-routed")
 

@@ -10,8 +10,8 @@ import random
 import pytest
 import torch
 
-from seer.config import TokenIds
 from seer.errors import SeerError
+from seer.sampling import TokenIds
 from seerbench.marginals import (
     REMASKING,
     TASKS,

@@ -11,13 +11,13 @@ import pytest
 import torch
 
 import seer
-from seer.boundary import calibrate as cal
+from seer.boundary import sweep
 from seer.boundary.probe import end_probability
 from seer.calibration import run_calibration, write_defaults
-from seer.config import SamplingParams
 from seer.data import builtin_examples
 from seer.errors import SeerError
 from seer.models.factory import make_random_checkpoint
+from seer.sampling import SamplingParams
 
 
 @pytest.fixture(scope="module")
@@ -35,21 +35,21 @@ def lavida(lavida_dir):
 def test_collect_measures_the_spliced_image_canvas(lavida):
     g = 16
     ex = builtin_examples("builtin-vqa", 3, seed=0)
-    samples = cal.collect(lavida, ex, g, batch=2)
+    samples = sweep.collect(lavida, ex, g, batch=2)
     assert [s.family for s in samples] == [e.family for e in ex]
     n_layers = len(lavida.model.layers)
     for s in samples:
-        assert s.sparsity.shape == (2, n_layers, len(cal.THETAS), g)
+        assert s.sparsity.shape == (2, n_layers, len(sweep.THETAS), g)
         assert s.end_prob.shape == (g,) and 0 <= s.true_len <= g
     # one request alone: the same answer and step-0 P(end) as generate / canvas with its image
-    (one,) = cal.collect(lavida, ex[:1], g, batch=1)
+    (one,) = sweep.collect(lavida, ex[:1], g, batch=1)
     gen = lavida.generate(ex[0].prompt, image=ex[0].image, gen_length=g)
     assert one.true_len == gen.stats.tokens
     p = SamplingParams(gen_length=g, remasking="low_confidence")
     logits = lavida.loop.forward(lavida.canvas(ex[0].prompt, p, ex[0].image), p, 0, g)
     assert torch.allclose(one.end_prob, end_probability(logits, lavida.tokens.enders)[0])
     # and the image matters: another picture gives another profile
-    (other,) = cal.collect(lavida, [replace(ex[0], image=ex[1].image)], g)
+    (other,) = sweep.collect(lavida, [replace(ex[0], image=ex[1].image)], g)
     assert not torch.allclose(one.end_prob, other.end_prob)
 
 
@@ -83,14 +83,14 @@ def test_calibrate_cli_on_a_multimodal_model_writes_defaults_and_plots(lavida_di
 
 def test_choose_takes_the_fastest_setting_that_cuts_nothing():
     def sc(signal, over, window, detected=1.0):
-        return cal.Score({"signal": signal}, 0.0, over, detected, window)
+        return sweep.Score({"signal": signal}, 0.0, over, detected, window)
 
     scores = [sc("sparsity", 0.0, 30.0), sc("eos_prob", 0.02, 9.0), sc("eos_prob", 0.0, 12.0),
               sc("combined", 0.0, 11.0, detected=0.0)]  # fmt: skip
-    assert cal.choose(scores).mean_window == 12.0  # 9 cuts an answer; 11 never detects
-    assert cal.choose(scores, max_over=0.05).mean_window == 9.0
-    assert cal.choose(scores, "sparsity").mean_window == 30.0
-    assert cal.choose([sc("eos_prob", 0.2, 9.0), sc("eos_prob", 0.1, 20.0)]).over == 0.1
+    assert sweep.choose(scores).mean_window == 12.0  # 9 cuts an answer; 11 never detects
+    assert sweep.choose(scores, max_over=0.05).mean_window == 9.0
+    assert sweep.choose(scores, "sparsity").mean_window == 30.0
+    assert sweep.choose([sc("eos_prob", 0.2, 9.0), sc("eos_prob", 0.1, 20.0)]).over == 0.1
 
 
 @pytest.fixture(scope="module")

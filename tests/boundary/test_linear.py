@@ -16,8 +16,8 @@ from seer.boundary.detector import ThresholdRule
 from seer.boundary.linear import FILE, LinearProbe, padding_labels
 from seer.boundary.probe import StepZeroProbe, step0
 from seer.errors import SeerError
+from seer.lm import DiffusionLM
 from seer.models.factory import make_random_checkpoint
-from seer.pipeline import DiffusionLM
 
 
 def _hooks(model) -> int:

@@ -43,7 +43,7 @@ def test_the_cut_reads_the_answer_window_after_the_image(models, name):
 
 
 def _params():
-    from seer.config import SamplingParams
+    from seer.sampling import SamplingParams
 
     return SamplingParams(gen_length=16, steps=16).with_defaults("low_confidence")
 

@@ -9,8 +9,8 @@ from conftest import TOKENS, tiny
 from seer.boundary.config import SeerConfig
 from seer.boundary.probe import StepZeroProbe, sparsity_profiles, step0
 from seer.boundary.truncation import SeerPolicy
-from seer.config import SamplingParams
 from seer.diffusion.loop import DenoisingLoop, make_canvas
+from seer.sampling import SamplingParams
 
 
 def _hooks(model) -> int:
@@ -148,7 +148,7 @@ def test_step0_equals_what_seer_reads_inside_generate():
     from seer.boundary.config import SeerConfig
     from seer.boundary.probe import end_probability
     from seer.boundary.truncation import policy_for
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
     lm = DiffusionLM(tiny("llada", layers=3), None, TOKENS, name="tiny")
     prompts = [[5, 6, 7, 8, 9], [11, 12]]
@@ -173,7 +173,7 @@ def test_step0_under_prefix_lm_reads_the_prefill_and_answer_forwards(arch):
     (Dream, shift 1: position 0 from the prompt's last column), as generate's step 0 runs.
     A layout test on plain LLaDA/Dream: `step0` runs the loop itself, below the engine, which
     refuses prefix_lm on a model that is not LaViDa."""
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
     model = tiny(arch, layers=2)
     lm = DiffusionLM(model, None, TOKENS, name="tiny")

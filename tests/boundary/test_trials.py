@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from seer.boundary import calibrate as cal
+from seer.boundary import sweep
 from seer.boundary import trials as tr
 from seer.boundary.detector import BoundaryReport, summary
 
@@ -58,25 +58,25 @@ def test_the_fallback_window_holds_95_percent_of_the_answers():
 
 def test_shortlist_takes_every_family_at_each_cut_share_with_the_fallback():
     def sc(setting, over, window):
-        return cal.Score(setting, 0.0, over, 1.0, window)
+        return sweep.Score(setting, 0.0, over, 1.0, window)
 
     scores = [sc({"signal": "eos_prob", "eos_tau": 0.9}, 0.02, 20.0),
               sc({"signal": "eos_prob", "eos_tau": 0.2}, 0.0, 40.0),
               sc({"signal": "sparsity", "layer": 1}, 0.0, 100.0),
               sc({"signal": "sparsity", "rule": "changepoint", "z": 4.0}, 0.1, 30.0)]  # fmt: skip
-    picks = cal.shortlist(scores, 48)
+    picks = sweep.shortlist(scores, 48)
     names = [n for n, _ in picks]
     assert names.count("end probability") == 2  # tau 0.2 (no cut) and 0.9 (cuts 2 %)
     assert all(s["fallback"] == 48 for _, s in picks)
     assert "sparsity, SNR rule" in names and "sparsity, change point" in names
-    strict = cal.shortlist(scores, 48, max_over=0.0)  # the user's constraint: no cut at all
+    strict = sweep.shortlist(scores, 48, max_over=0.0)  # the user's constraint: no cut at all
     assert [s["eos_tau"] for n, s in strict if n == "end probability"] == [0.2]
     assert not [n for n, s in strict if n == "sparsity, change point"]  # it cuts 10 %
 
 
 def test_static_scores_count_the_fallback_window():
     samples = [_S(3), _S(40)]
-    sc = cal.score({"fallback": 16}, [None, None], samples, 128, 8)
+    sc = sweep.score({"fallback": 16}, [None, None], samples, 128, 8)
     assert sc.mean_window == 16 and sc.cut == 1  # the 40-token answer reaches the fallback
 
 

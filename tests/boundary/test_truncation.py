@@ -8,10 +8,10 @@ from conftest import TOKENS, tiny
 
 from seer.boundary.config import SeerConfig
 from seer.boundary.truncation import FixedWindowPolicy, SeerPolicy
-from seer.config import SamplingParams
 from seer.diffusion.loop import DenoisingLoop, make_canvas
 from seer.diffusion.schedule import lay_blocks
 from seer.errors import SeerError
+from seer.sampling import SamplingParams
 
 PROMPTS = [[5, 6, 7, 8], [9, 10]]
 

@@ -12,12 +12,12 @@ from fastdllm_golden import GOLDEN, GOLDEN_TOKENS, cases, golden_params
 
 from seer.boundary.config import SeerConfig
 from seer.boundary.truncation import FixedWindowPolicy, SeerPolicy
-from seer.config import SamplingParams
 from seer.diffusion.cache import DualCache, NoCache, PrefixCache, make_cache
 from seer.diffusion.loop import DenoisingLoop, make_canvas
 from seer.errors import SeerError
 from seer.models.common import KVCache
 from seer.models.loader import load_model
+from seer.sampling import SamplingParams
 
 CASES = cases("cache")
 

@@ -12,11 +12,11 @@ import torch
 from fastdllm_golden import GOLDEN, GOLDEN_TOKENS
 
 import seer
-from seer.config import SamplingParams, TokenIds
 from seer.diffusion.canvas import insert_masks, make_canvas
 from seer.diffusion.loop import DenoisingLoop
 from seer.errors import SeerError
 from seer.models.loader import load_model
+from seer.sampling import SamplingParams, TokenIds
 
 FIXTURE = json.loads((GOLDEN.parent / "daedal" / "golden.json").read_text())
 CASES = FIXTURE["generations"]

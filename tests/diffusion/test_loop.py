@@ -8,9 +8,9 @@ from conftest import TOKENS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seer.config import SamplingParams
 from seer.diffusion.loop import DenoisingLoop, make_canvas
 from seer.diffusion.schedule import Plan, Stage, lay_blocks, linear_count, timestep_count
+from seer.sampling import SamplingParams
 
 
 def prompts_of(lengths: list[int], seed: int = 0) -> list[list[int]]:

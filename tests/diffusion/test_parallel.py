@@ -14,11 +14,11 @@ from conftest import TOKENS, tiny
 from fastdllm_golden import GOLDEN, GOLDEN_TOKENS, cases, golden_params
 
 from seer.boundary.truncation import FixedWindowPolicy
-from seer.config import SamplingParams
 from seer.diffusion.loop import DenoisingLoop, make_canvas
 from seer.diffusion.unmask import parallel_count
 from seer.errors import SeerError
 from seer.models.loader import load_model
+from seer.sampling import SamplingParams
 
 CASES = cases("parallel")
 

@@ -12,10 +12,10 @@ import pytest
 import torch
 from conftest import TOKENS
 
-from seer.config import SamplingParams
 from seer.diffusion.loop import DenoisingLoop, make_canvas
 from seer.diffusion.stop import StopWords
 from seer.errors import SeerError
+from seer.sampling import SamplingParams
 
 PROMPTS = [[5, 17, 42, 9, 100, 3], [7, 7, 250, 12]]
 

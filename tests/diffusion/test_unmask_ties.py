@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import torch
 
-from seer.config import SamplingParams
 from seer.diffusion.unmask import select
+from seer.sampling import SamplingParams
 
 P = SamplingParams(gen_length=512, steps=512, remasking="entropy", temperature=0.2)
 

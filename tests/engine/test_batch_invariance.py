@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import seer
-from seer.config import SamplingParams
 from seer.data import load_examples
 from seer.diffusion.unmask import select
 from seer.engine import Engine, EngineConfig, Request
 from seer.errors import SeerError
+from seer.sampling import SamplingParams
 
 SETTINGS = dict(
     deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 
 from seer.boundary.config import SeerConfig
 from seer.boundary.truncation import FixedWindowPolicy
-from seer.config import SamplingParams
 from seer.diffusion.graphs import GraphCache, GraphedForward
 from seer.engine import Engine, EngineConfig, Request
 from seer.errors import SeerError
-from seer.pipeline import DiffusionLM
+from seer.lm import DiffusionLM
+from seer.sampling import SamplingParams
 
 ROUTINGS = ("static", "varlen", "eager", "hybrid", "naive")
 # a detector that fires at scattered positions on the tiny random models: a real length mix

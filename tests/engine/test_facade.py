@@ -11,13 +11,13 @@ import torch
 
 import seer
 from seer.boundary.config import SeerConfig
-from seer.config import SamplingParams, TokenIds
 from seer.diffusion.canvas import make_canvas
 from seer.diffusion.schedule import Plan
 from seer.diffusion.state import LoopState
 from seer.engine import Engine, EngineConfig, Request
 from seer.engine.model import EngineModel
 from seer.engine.sequence import Window, WindowKind
+from seer.sampling import SamplingParams, TokenIds
 
 TOKENS = TokenIds(mask=9, eos=8, pad=8)
 

@@ -12,8 +12,8 @@ from conftest import TOKENS, tiny
 import seer
 from seer.engine import Engine, EngineConfig, Request
 from seer.errors import SeerError
+from seer.lm import DiffusionLM
 from seer.models.factory import make_random_checkpoint
-from seer.pipeline import DiffusionLM
 
 REFUSED = r"cache prefix_lm needs a prompt-LM model \(LaViDa\), and builtin was not trained"
 

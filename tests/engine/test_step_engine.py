@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from seer.boundary.config import SeerConfig
 from seer.boundary.truncation import FixedWindowPolicy
-from seer.config import SamplingParams
 from seer.engine import Engine, EngineConfig, PartialResult, QueueFull, Request
 from seer.errors import SeerError
-from seer.pipeline import DiffusionLM
+from seer.lm import DiffusionLM
+from seer.sampling import SamplingParams
 
 SEER = SeerConfig(layer=0, theta=0.1, tau_jump=0.02, gamma=1.0, lookahead=2, bucket=4)
 PARAMS = {

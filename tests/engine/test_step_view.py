@@ -8,9 +8,9 @@ import torch
 from conftest import TOKENS, tiny
 
 from seer.boundary.config import SeerConfig
-from seer.config import SamplingParams
 from seer.engine import Engine, EngineConfig, Request, StepView
-from seer.pipeline import DiffusionLM
+from seer.lm import DiffusionLM
+from seer.sampling import SamplingParams
 
 SEER = SeerConfig(layer=0, theta=0.1, tau_jump=0.02, gamma=1.0, lookahead=2, bucket=4)
 NO_MASK = {"banned_ids": (TOKENS.mask,)}  # random models may emit the mask id as a token

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 import seer
-from seer.config import SamplingParams
 from seer.errors import CheckpointError, SeerError
 from seer.models.defaults import ModelDefaults, SeerSettings
 from seer.models.dream import DreamModel
@@ -20,6 +19,7 @@ from seer.models.lavida import LavidaDream, LavidaLLaDA
 from seer.models.llada import LLaDAModelLM
 from seer.models.loader import BUILTIN, builtin_path
 from seer.models.mmada import MMaDAModelLM
+from seer.sampling import SamplingParams
 
 GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden"
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from seer.config import SamplingParams, TokenIds
 from seer.diffusion.loop import DenoisingLoop, make_canvas
 from seer.models.loader import load_model
+from seer.sampling import SamplingParams, TokenIds
 
 GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden"
 TOKENS = TokenIds(mask=310, eos=300, pad=300)

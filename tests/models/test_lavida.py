@@ -61,7 +61,7 @@ def test_generation_depends_on_the_image_and_batches_like_single_runs(lavida):
 
 
 def lavida_params():
-    from seer.config import SamplingParams
+    from seer.sampling import SamplingParams
 
     return SamplingParams(gen_length=16, steps=8).with_defaults("low_confidence")
 

@@ -12,9 +12,9 @@ import torch
 from PIL import Image
 from safetensors.torch import load_file, save_file
 
-from seer.config import SamplingParams
 from seer.diffusion.loop import DenoisingLoop, make_canvas
 from seer.errors import CheckpointError
+from seer.lm import load
 from seer.models import loader
 from seer.models.configs import magvit_config, mmada_config
 from seer.models.factory import random_magvit, save_magvit
@@ -27,7 +27,7 @@ from seer.models.mmada import (
     special_token_ids,
 )
 from seer.models.multimodal import PromptInput
-from seer.pipeline import load
+from seer.sampling import SamplingParams
 
 GOLDEN = Path(__file__).parents[1] / "fixtures" / "golden" / "mmada"
 

@@ -75,7 +75,7 @@ def test_architectures_are_imported_only_when_used_and_no_demo():
     `_get_classes`); importing it, or loading LLaDA, imports no other architecture; the models
     package and the pipeline import nothing of the demo. One subprocess (imports are slow)."""
     code = (
-        "import sys; from seer.models import loader; import seer.pipeline, seer.models.factory;"
+        "import sys; from seer.models import loader; import seer.lm, seer.models.factory;"
         "mods = lambda: {m for m in sys.modules if m.startswith('seer.models.')};"
         "before = mods(); loader.build_model(seer.models.configs.llada_config(64, "
         "mask_token_id=2, eos_token_id=1)); print(sorted(before)); print(sorted(mods() - before));"

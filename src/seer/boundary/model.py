@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import torch
 
-    from seer.config import SamplingParams, TokenIds
     from seer.diffusion.canvas import Canvas
     from seer.diffusion.loop import DenoisingLoop
     from seer.models.base import DiffusionModel
     from seer.models.defaults import ModelDefaults
     from seer.models.multimodal import PromptInput
+    from seer.sampling import SamplingParams, TokenIds
 
 
 class SeerModel(Protocol):

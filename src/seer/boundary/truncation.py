@@ -36,9 +36,9 @@ import torch
 from seer.boundary.config import PAPER_LAYER, UNCALIBRATED, SeerConfig
 from seer.boundary.detector import BoundaryReport, detect_rows
 from seer.boundary.probe import StepZeroProbe, end_probability, n_layers, probe_module
-from seer.config import TokenIds
 from seer.errors import SeerError
 from seer.models.common import attention_bias
+from seer.sampling import TokenIds
 
 if TYPE_CHECKING:
     from seer.boundary.model import SeerModel

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from seer.commands import options
 
 if TYPE_CHECKING:
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
 
 def add_parser(sub) -> None:

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 from seer import spec
 from seer.boundary.config import SeerConfig
-from seer.config import BUILTIN_MODELS, DAEDAL, SamplingParams
 from seer.engine.config import EngineConfig
+from seer.sampling import BUILTIN_MODELS, DAEDAL, SamplingParams
 from seer.serve.config import ServerConfig
 
 if TYPE_CHECKING:
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
 IMAGE_HELP = "image file or data:image/...;base64 URI (multimodal models)"
 BUILTIN = BUILTIN_MODELS

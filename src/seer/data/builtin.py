@@ -78,7 +78,7 @@ def source_for(model, images: bool) -> str:
     the same name; text-only requests for ``builtin-vqa-v1``: ``builtin-v1``, the tasks its LM
     was trained on; ``builtin-vqa`` answers about pictures only: an error), else the built-in
     image task (`images`) or text task."""
-    from seer.config import BUILTIN_MODELS
+    from seer.sampling import BUILTIN_MODELS
 
     name = str(model)
     if name in MULTIMODAL and not images:

@@ -63,9 +63,9 @@ from dataclasses import dataclass
 
 import torch
 
-from seer.config import CACHES
 from seer.errors import SeerError
 from seer.models.common import KVCache
+from seer.sampling import CACHES
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from seer.config import TokenIds
+from seer.sampling import TokenIds
 
 
 @dataclass(slots=True)

@@ -62,11 +62,11 @@ from __future__ import annotations
 
 import torch
 
-from seer.config import DAEDAL_DECIDES
 from seer.diffusion.canvas import insert_masks
 from seer.diffusion.schedule import Plan, Stage, lay_blocks
 from seer.diffusion.unmask import gumbel_argmax
 from seer.errors import SeerError
+from seer.sampling import DAEDAL_DECIDES
 
 SIZING, DENOISING = 0, 1  # LoopState.phase
 

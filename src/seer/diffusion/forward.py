@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Protocol
 
 import torch
 
-from seer.config import SamplingParams, TokenIds
 from seer.diffusion.cache import Span
 from seer.diffusion.canvas import Canvas
 from seer.diffusion.schedule import StepRows
 from seer.kernels.compact_ref import Compacted
 from seer.kernels.dispatch import compact
 from seer.models.common import KVCache
+from seer.sampling import SamplingParams, TokenIds
 
 if TYPE_CHECKING:
     from seer.diffusion.state import LoopState

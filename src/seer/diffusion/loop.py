@@ -27,7 +27,6 @@ import time
 
 import torch
 
-from seer.config import SUFFIX_RULE, SamplingParams, TokenIds
 from seer.diffusion.cache import CachePolicy, make_cache
 from seer.diffusion.canvas import Canvas, add_suffix, end_positions, make_canvas, resize
 from seer.diffusion.daedal import Daedal
@@ -38,6 +37,7 @@ from seer.diffusion.state import LoopResult, LoopState, WindowPolicy
 from seer.diffusion.stop import StopWords
 from seer.diffusion.unmask import propose, select
 from seer.errors import SeerError
+from seer.sampling import SUFFIX_RULE, SamplingParams, TokenIds
 
 __all__ = ["Canvas", "DenoisingLoop", "LoopResult", "LoopState", "WindowPolicy", "make_canvas"]
 

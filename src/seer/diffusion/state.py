@@ -17,11 +17,11 @@ from typing import Protocol
 
 import torch
 
-from seer.config import SamplingParams, TokenIds
 from seer.diffusion.cache import CachePolicy, NoCache, gather_cache
 from seer.diffusion.canvas import Canvas, place
 from seer.diffusion.schedule import Plan, StepRows
 from seer.diffusion.stop import StopWords
+from seer.sampling import SamplingParams, TokenIds
 
 
 @dataclass(slots=True)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from seer.config import LLADA_RULES, SamplingParams, TokenIds
+from seer.sampling import LLADA_RULES, SamplingParams, TokenIds
 
 
 def gumbel_argmax(logits: torch.Tensor, temperature: float, generator) -> torch.Tensor:

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import torch
 
-    from seer.config import SamplingParams, TokenIds
     from seer.diffusion.graphs import GraphCache
     from seer.diffusion.loop import DenoisingLoop
-    from seer.engine.request import Images, Prompts
+    from seer.engine.inputs import Images, Prompts
     from seer.models.base import DiffusionModel
     from seer.models.defaults import ModelDefaults
     from seer.models.multimodal import PromptInput
+    from seer.sampling import SamplingParams, TokenIds
 
 
 class EngineModel(Protocol):

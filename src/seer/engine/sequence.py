@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, cast
 
-from seer.config import SamplingParams
 from seer.diffusion.state import LoopState
 from seer.engine.request import Request
 from seer.models.multimodal import PromptInput
+from seer.sampling import SamplingParams
 
 if TYPE_CHECKING:
     from seer.boundary.config import SeerConfig

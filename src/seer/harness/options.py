@@ -19,13 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
-from seer.config import SamplingParams
 from seer.engine.config import DEFAULTS as ENGINE
 from seer.errors import SeerError
+from seer.sampling import SamplingParams
 from seer.spec import check, check_type, implied, kind, specs
 
 if TYPE_CHECKING:
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
 CHUNK = 256  # requests handed to one engine run (the progress bar moves between them)
 # the Monte-Carlo draws' seed when no `seed` is given (the official eval's `set_seed(1234)`): a

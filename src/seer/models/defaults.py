@@ -31,8 +31,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 
-from seer.config import SamplingParams
 from seer.errors import CheckpointError, SeerError
+from seer.sampling import SamplingParams
 from seer.spec import kind, type_ok
 
 OPTIONS = tuple(f.name for f in fields(SamplingParams))  # what `lm.sampling()` accepts

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import torch
 
-from seer.config import SamplingParams
 from seer.errors import SeerError
 from seer.models.defaults import as_options
 from seer.models.dream import LEGACY_TOP_K, DreamConfig, DreamModel, inherited_top_k
@@ -36,6 +35,7 @@ from seer.models.llada import LLaDAConfig, LLaDAModelLM
 from seer.models.multimodal import PromptInput
 from seer.models.tokens import IMAGE_TOKEN, image_marks, warn_unknown
 from seer.models.vision import IMAGE_TOKEN_INDEX, VisionConfig, VisionEncoder, attach_vision
+from seer.sampling import SamplingParams
 
 LAVIDA_SYSTEM = (
     "You are a helpful language and vision assistant. You are able to understand the visual "

@@ -52,7 +52,6 @@ from dataclasses import dataclass, field, fields
 
 import torch
 
-from seer.config import SamplingParams
 from seer.errors import SeerError
 from seer.models.defaults import as_options
 from seer.models.lavida import LAVIDA_SYSTEM
@@ -64,6 +63,7 @@ from seer.models.llama_layout import (
 )
 from seer.models.tokens import stop_ids, word_ids
 from seer.models.vision import VisionConfig, attach_vision
+from seer.sampling import SamplingParams
 
 LLADA_V_SYSTEM = LAVIDA_SYSTEM  # conv_templates["llava_llada"].system: LaViDa's text, word for word
 # Tokens whose logits `generate_with_embeds` sets to -inf at masked positions (literal ids there:

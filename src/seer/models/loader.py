@@ -21,7 +21,6 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
-from seer.config import BUILTIN_MODELS
 from seer.errors import CheckpointError, SeerError
 from seer.models.base import DiffusionModel
 from seer.models.defaults import (
@@ -30,6 +29,7 @@ from seer.models.defaults import (
     read_generation_config,
     read_json_object,
 )
+from seer.sampling import BUILTIN_MODELS
 
 # model_type / architectures name (lower case) -> (module under seer.models, config class,
 # model class); a module is imported only when a checkpoint of its architecture is loaded

@@ -13,8 +13,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from seer.config import TokenIds
 from seer.errors import CheckpointError, SeerError
+from seer.sampling import TokenIds
 
 
 def first_line(e: BaseException, limit: int = 200) -> str:

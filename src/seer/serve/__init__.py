@@ -23,7 +23,7 @@ from seer.engine.config import EngineConfig
 from seer.serve.config import DEFAULTS as _S
 
 if TYPE_CHECKING:
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
 _E = EngineConfig()
 

@@ -45,7 +45,7 @@ from seer.serve.security import APIKey
 from seer.serve.worker import Added, Block, Done, EngineWorker, Failed, ShuttingDown, Ticket
 
 if TYPE_CHECKING:
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
 API_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/models")
 RETRY_AFTER = 1  # seconds a 429 (queue full) asks the client to wait before retrying

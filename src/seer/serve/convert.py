@@ -21,7 +21,7 @@ from seer.serve.protocol import ChatRequest, CompletionRequest, ImagePart, Sampl
 from seer.serve.security import local_image
 
 if TYPE_CHECKING:
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
 
 def chat_prompt(lm: DiffusionLM, body: ChatRequest, limits: Limits) -> Prompt:

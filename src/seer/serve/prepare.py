@@ -42,7 +42,7 @@ from seer.serve.config import DEFAULTS
 from seer.serve.errors import APIError, bad_request, too_large
 
 if TYPE_CHECKING:
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
 RETRY_AFTER = 1  # seconds a 503 timeout asks the client to wait
 

@@ -33,7 +33,7 @@ from pydantic import (
     model_validator,
 )
 
-from seer.config import SamplingParams
+from seer.sampling import SamplingParams
 from seer.spec import Spec, implied, kind, problem, specs
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from seer.errors import SeerError
 
 if TYPE_CHECKING:
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
 PATH = "/ui"  # where the page is mounted
 

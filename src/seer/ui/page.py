@@ -27,17 +27,17 @@ import gradio as gr
 
 from seer.boundary.config import SIGNALS
 from seer.boundary.truncation import resolve
-from seer.config import CACHES
 from seer.engine.request import Request, StepView
 from seer.engine.request import resolve as resolve_request
 from seer.errors import SeerError
+from seer.sampling import CACHES
 from seer.serve.errors import APIError
 from seer.serve.prepare import Prompt
 from seer.serve.worker import Done, Failed, Ticket
 from seer.ui import render
 
 if TYPE_CHECKING:
-    from seer.pipeline import DiffusionLM
+    from seer.lm import DiffusionLM
 
 
 @dataclass(slots=True)
@@ -271,8 +271,8 @@ def _int(value) -> int | None:
 
 def _example(lm: DiffusionLM) -> tuple[str, str | None]:
     """A prompt (and image) the shipped models answer, pre-filled; empty for other models."""
-    from seer.config import BUILTIN_MODELS
     from seer.models.loader import model_folder
+    from seer.sampling import BUILTIN_MODELS
 
     with contextlib.suppress(Exception):
         for name in BUILTIN_MODELS:

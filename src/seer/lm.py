@@ -21,20 +21,14 @@ from typing import TYPE_CHECKING, Any, cast, overload
 
 import torch
 
-from seer.config import SamplingParams, TokenIds
 from seer.diffusion.loop import Canvas, DenoisingLoop, WindowPolicy, make_canvas
+from seer.engine.inputs import Chat, ImageInput, Images, Prompt, Prompts, SeerOption
 from seer.engine.request import (
-    Chat,
     Deltas,
     GenerationStats,
-    ImageInput,
-    Images,
     PartialResult,
-    Prompt,
-    Prompts,
     Request,
     RequestResult,
-    SeerOption,
     StreamChunk,
     resolve,
 )
@@ -44,6 +38,7 @@ from seer.models import loader
 from seer.models import tokens as tokenizing
 from seer.models.defaults import ModelDefaults, SeerSettings
 from seer.models.multimodal import PromptInput
+from seer.sampling import SamplingParams, TokenIds
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -448,8 +443,8 @@ def load(
     weights: bool = True,
 ) -> DiffusionLM:
     """Load a model folder (config.json + safetensors + tokenizer files) as published, or a
-    shipped model by name (`seer.config.BUILTIN_MODELS`): "builtin" (text), "builtin-vqa" (questions
-    about pictures), "builtin-v1" / "builtin-vqa-v1" (the first ones).
+    shipped model by name (`seer.sampling.BUILTIN_MODELS`): "builtin" (text), "builtin-vqa"
+    (questions about pictures), "builtin-v1" / "builtin-vqa-v1" (the first ones).
 
     Everything the folder says about defaults is read here, once: `lm.defaults` (sampling, from
     the family's official call and generation_config.json; Seer's settings, from seer.json).
