@@ -78,7 +78,7 @@ def run_case(lm, examples, params, method: str, use_seer: bool, rate: float, arg
                 if method == "static" and added - len(results) >= args.max_batch:
                     break
                 req = request_for(lm, examples[added], params, True if use_seer else None)
-                rid = eng.add(req)
+                rid = eng.submit(req)
                 added_at[rid] = (added, now())
                 added += 1
         for res in eng.step():

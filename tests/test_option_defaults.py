@@ -1,6 +1,7 @@
 """One default per option: every front end's default of every engine and server option (and
 the sampling seed) is the one its spec declares (`EngineConfig`, `ServerConfig`,
-`SamplingParams`). A front end that writes its own default fails here, naming itself."""
+`SamplingParams`), and the web page's option fields show what the library uses for the model.
+A front end that writes its own default fails here, naming itself."""
 
 from __future__ import annotations
 
@@ -153,3 +154,78 @@ def test_the_server_config_is_checked_from_its_spec():
         ServerConfig(port=70000)
     with pytest.raises(SeerError, match="unknown log level 'loud'"):
         ServerConfig(log_level="loud")
+
+
+# -- the page (`seer ui`): its option fields are made from the specs ---------------------------
+# where an option's None means "a value the model derives", the page shows the derived value
+SHOWN = {
+    "steps": lambda p: p.total_steps,
+    "block_length": lambda p: p.block,
+    "threshold": lambda p: p.threshold or 0,  # the page's 0: off
+}
+
+
+def _page_fields(lm) -> tuple[dict, list]:
+    """(config class, option) -> the value its field shows, and the page's other inputs."""
+    from seer.ui import page
+    from seer.ui.widgets import option_of
+
+    blocks = page.build(lm, None)  # no service: nothing runs
+    run = next(f for f in blocks.fns.values() if f.fn.__name__ == "run")
+    fields = {option_of(c): c.value for c in run.inputs if option_of(c) is not None}
+    return fields, [c for c in run.inputs if option_of(c) is None]
+
+
+def _without_seer_json(tmp_path):
+    """The built-in model's folder without its seer.json (no per-model Seer settings)."""
+    import shutil
+
+    from seer.models.loader import model_folder
+
+    folder = tmp_path / "plain"
+    shutil.copytree(model_folder("builtin"), folder, ignore=shutil.ignore_patterns("seer.json"))
+    return folder
+
+
+def test_the_pages_fields_show_the_librarys_defaults(tmp_path):
+    """Each option field of the page shows what the library uses for that model when the
+    option is not given: the model's sampling defaults (`lm.sampling()`), and for a model
+    without seer.json, Seer's own (`SeerConfig`'s spec defaults)."""
+    pytest.importorskip("gradio", reason="the ui extra is not installed")
+    import seer
+    from seer.boundary.config import SeerConfig
+    from seer.boundary.truncation import resolve
+
+    lm = seer.load(str(_without_seer_json(tmp_path)))
+    fields, own = _page_fields(lm)
+    p, cfg = lm.sampling(), resolve(lm, True)
+    library = {SamplingParams: p, SeerConfig: cfg}
+    wrong = []
+    for (cls, name), value in fields.items():
+        shown = SHOWN.get(name) if cls is SamplingParams else None
+        want = shown(p) if shown else getattr(library[cls], name)
+        if value != want:
+            wrong.append(f"the page's {cls.__name__}.{name} shows {value!r}, the library {want!r}")
+        if cls is SeerConfig and value != defaults(SeerConfig)[name]:
+            wrong.append(f"the page's Seer {name} shows {value!r}, its spec says otherwise")
+    assert not wrong, "\n".join(wrong)
+    assert {n for _, n in fields} == {"gen_length", "steps", "block_length", "threshold",
+                                      "cache", "signal"}  # fmt: skip
+    # the page's own controls (tokens per step, run baseline / Seer, the pause) name no option
+    options = {f.name for cls in (SamplingParams, SeerConfig) for f, _ in specs(cls)}
+    hand_made = [c.label for c in own if str(c.label).split(" (")[0] in options]
+    assert not hand_made, f"option fields not made from their spec: {hand_made}"
+
+
+def test_the_page_shows_the_models_seer_settings():
+    """A model's seer.json sets the Seer defaults the page shows (the built-in model's signal
+    is its calibrated end probability, not the spec's sparsity)."""
+    pytest.importorskip("gradio", reason="the ui extra is not installed")
+    import seer
+    from seer.boundary.config import SeerConfig
+    from seer.boundary.truncation import resolve
+
+    lm = seer.load("builtin")
+    fields, _ = _page_fields(lm)
+    assert fields[(SeerConfig, "signal")] == resolve(lm, True).signal == "eos_prob"
+    assert fields[(SamplingParams, "gen_length")] == lm.sampling().gen_length

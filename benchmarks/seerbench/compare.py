@@ -20,7 +20,7 @@ to end. Batch 1: `loop` wall is the denoising loop's own time (`stats.seconds`),
 generate call's CPU time on the encoded prompt (the loop, the window policy, detokenising),
 `e2e` adds the prompt's encoding (timed on its own, median over repeats). Batch 32: `e2e` is the
 engine's `generate` over every request (it encodes the prompts), `loop` is that minus the same
-requests' encoding, timed in the same round on a throwaway engine (`Engine.add`, no steps).
+requests' encoding, timed in the same round on a throwaway engine (`Engine.submit`, no steps).
 
 Block methods run at every block size of `BLOCKS` that fits the window and the budget (a block
 of b holds b // k steps at k tokens per step); their names carry it (`dual/b32@k=1`).
@@ -536,14 +536,14 @@ def _engine_run(lm, cfg: Config, reqs: list, seer_cfg, max_batch: int = 32) -> l
 
 
 def _encode_time(lm, reqs: list) -> Timer:
-    """The requests' encoding alone (`Engine.add` on a throwaway engine: resolve, tokenise,
+    """The requests' encoding alone (`Engine.submit` on a throwaway engine: resolve, tokenise,
     queue; no step), the part of an engine call that is not the loop."""
     from seer.engine import Engine, EngineConfig
 
     eng = Engine(lm, EngineConfig(max_batch=32))
     with Timer() as t:
         for r in reqs:
-            eng.add(dataclasses.replace(r, window=None) if r.window is not None else r)
+            eng.submit(dataclasses.replace(r, window=None) if r.window is not None else r)
     return t
 
 

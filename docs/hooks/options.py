@@ -27,11 +27,12 @@ HEADER = """\
 
 Every option below is declared once, as a field of `seer.SamplingParams` (sampling),
 `seer.SeerConfig` (Seer), `seer.EngineConfig` (the engine) or `ServerConfig` (the server),
-with its help text, its range and its names in each front end; the
-command line, the HTTP server's request fields and the lm-eval / lmms-eval model arguments are
-generated from those declarations, and a bad value gets the same one-line message everywhere
-(`steps must be >= 1, got 0` in Python, `argument --steps: must be >= 1, got 0` on the command
-line, a 400 `steps: must be >= 1, got 0` over HTTP).
+with its help text, its range and its names in each front end; the command line, the HTTP
+server's request fields, the lm-eval / lmms-eval model arguments and the option fields of the
+web page (`seer ui`) are generated from those declarations, and a bad value gets the same
+one-line message everywhere (`steps must be >= 1, got 0` in Python,
+`argument --steps: must be >= 1, got 0` on the command line, a 400
+`steps: must be >= 1, got 0` over HTTP).
 
 - **Python**: `lm.generate(prompt, steps=32, ...)` or `lm.sampling(steps=32)`; Seer's options
   as `seer={"signal": "eos_prob", ...}` (`seer=True`: the model's `seer.json`).

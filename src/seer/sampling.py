@@ -365,8 +365,9 @@ class SamplingParams:
 
     def resolve(self, rule: str) -> SamplingParams:
         """These params made concrete for a model whose unmasking rule is `rule`, and the rules
-        that depend on it checked (cfg_scale is LLaDA's). `Engine.add` calls it once per
-        request; the rules that need the prompt or the window policy are checked there too."""
+        that depend on it checked (cfg_scale is LLaDA's). `seer.engine.request.resolve` calls it
+        once per request and checks the rules that need the window policy; `Engine.add` checks
+        the prompt."""
         p = self.with_defaults(rule)
         if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
             raise SeerError("cfg_scale is only defined for LLaDA's remasking rules")

@@ -183,11 +183,11 @@ def test_engine_rows_arriving_at_other_ticks_equal_their_solo_run(builtin):
     p = builtin.sampling(**options(case))
     want = expected(case, builtin.tokens.eos)
     eng = Engine(builtin, EngineConfig(max_batch=4))
-    ids = [eng.add(Request(case["prompt_ids"][1], params=p))]
+    ids = [eng.submit(Request(case["prompt_ids"][1], params=p))]
     got = {}
     for tick in range(200):
         if tick in (2, 5):  # arrivals while the first row is sizing / denoising
-            ids.append(eng.add(Request(case["prompt_ids"][0], params=p)))
+            ids.append(eng.submit(Request(case["prompt_ids"][0], params=p)))
         for r in eng.step():
             got[r.request_id] = r
         if len(got) == 3:

@@ -109,7 +109,7 @@ def _check(lm, rows, reqs, routing, min_group, tag) -> None:
     eng, ids, got, tick = Engine(lm, cfg), {}, {}, 0
     while tick <= max(arrivals) or eng.has_unfinished():
         for k in arrivals.get(tick, []):
-            ids[eng.add(reqs[k])] = k
+            ids[eng.submit(reqs[k])] = k
         for res in eng.step():
             assert res.request_id not in got, "a result came twice"
             got[res.request_id] = res
@@ -172,7 +172,7 @@ def test_batch_invariant_rows_equal_their_solo_runs_in_bfloat16(text_bf16, rows)
     reqs = [_request(lm, ex[ids[i]], kind, w, p) for i, kind, w, _ in rows]
     eng, ids_of, got = Engine(lm, EngineConfig(batch_invariant=True)), {}, {}
     for k in range(len(rows)):
-        ids_of[eng.add(reqs[k])] = k
+        ids_of[eng.submit(reqs[k])] = k
         if k:  # the pair arrives together, the others a tick apart (joining running rows)
             got.update({res.request_id: res for res in eng.step()})
     while eng.has_unfinished():

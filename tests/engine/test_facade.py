@@ -52,8 +52,8 @@ def test_loop_state_accessors_read_masks_revealed_and_bytes():
 
 def test_a_request_moves_waiting_running_done_through_the_scheduler(lm):
     engine = Engine(lm, EngineConfig(max_batch=2))
-    a = engine.add(Request("spell sun", lm.sampling(gen_length=8, steps=8)))
-    b = engine.add(Request("spell cat", lm.sampling(gen_length=8, steps=8)))
+    a = engine.submit(Request("spell sun", lm.sampling(gen_length=8, steps=8)))
+    b = engine.submit(Request("spell cat", lm.sampling(gen_length=8, steps=8)))
     assert [q.id for q in engine.scheduler.waiting] == [a, b] and engine.running == []
     assert engine.abort(b) and [q.id for q in engine.waiting] == [a]
     results = engine.step()  # a's step 0: it is running now (b's abort comes out)
@@ -72,7 +72,7 @@ def test_the_window_policy_is_a_typed_value(lm):
         (Request("x", p, window=4), WindowKind.FIXED),
         (Request("x", p, seer={"signal": "eos_prob"}), WindowKind.SEER),
     ]:
-        engine.add(req)
+        engine.submit(req)
         assert engine.waiting[-1].policy.kind is kind
     fixed = [Window(WindowKind.FIXED, 4), Window(WindowKind.FIXED, 6)]
     assert fixed[0].key == fixed[1].key  # fixed windows of one kind share step 0

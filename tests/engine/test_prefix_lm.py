@@ -35,7 +35,7 @@ def test_stream_and_the_engine_refuse_it_at_once(builtin):
         next(builtin.stream("hi", gen_length=8, cache="prefix_lm"))
     eng = Engine(builtin, EngineConfig(max_batch=1))
     with pytest.raises(SeerError, match=REFUSED):
-        eng.add(Request("hi", builtin.sampling(gen_length=8, cache="prefix_lm")))
+        eng.submit(Request("hi", builtin.sampling(gen_length=8, cache="prefix_lm")))
     assert not eng.has_unfinished()
 
 

@@ -62,7 +62,7 @@ def drive(eng: Engine, arrivals: dict[int, list[Request]], aborts: dict[int, int
     last = max(arrivals, default=0)
     while tick <= last or eng.has_unfinished():
         for r in arrivals.get(tick, []):
-            ids[order.index(r)] = eng.add(r)
+            ids[order.index(r)] = eng.submit(r)
         if aborts and tick in aborts and aborts[tick] in ids:
             eng.abort(ids[aborts[tick]])
         for res in eng.step():
@@ -158,7 +158,7 @@ def test_a_finished_row_leaves_at_once_first_done_first_out(lms):
     short = SamplingParams(gen_length=8, steps=4, block_length=8)
     long = SamplingParams(gen_length=16, steps=16, block_length=8)
     eng = Engine(lm, EngineConfig(kernel="reference"))
-    a, b = eng.add(Request(prompt(4, 0), long)), eng.add(Request(prompt(4, 1), short))
+    a, b = eng.submit(Request(prompt(4, 0), long)), eng.submit(Request(prompt(4, 1), short))
     finished, tick = [], 0
     while eng.has_unfinished():
         finished += [(r.request_id, tick) for r in eng.step()]
@@ -171,8 +171,8 @@ def test_partial_results_stream_each_final_block(lms):
     p = SamplingParams(gen_length=16, steps=8, block_length=4)
     seen: list[PartialResult] = []
     eng = Engine(lm, EngineConfig(kernel="reference"))
-    rid = eng.add(Request(prompt(6, 2), p, on_block=seen.append))
-    eng.add(Request(prompt(3, 3), SamplingParams(gen_length=8, steps=8, block_length=4)))
+    rid = eng.submit(Request(prompt(6, 2), p, on_block=seen.append))
+    eng.submit(Request(prompt(3, 3), SamplingParams(gen_length=8, steps=8, block_length=4)))
     (res,) = [r for r in _finish(eng) if r.request_id == rid]
     assert [s.block for s in seen] == [0, 1, 2, 3]
     assert [s.final for s in seen] == [False, False, False, True]
@@ -196,11 +196,11 @@ def test_shortest_first_runs_short_requests_first_and_ages_long_ones(lms):
     short = SamplingParams(gen_length=4, steps=4, block_length=4)
     cfg = EngineConfig(policy="shortest_first", max_tokens_per_step=1, aging=4, kernel="reference")
     eng = Engine(lm, cfg)
-    first = eng.add(Request(prompt(4, 0), long))
+    first = eng.submit(Request(prompt(4, 0), long))
     done, tick = {}, 0
     while eng.has_unfinished() or tick < 60:
         if tick < 60:  # a short request every tick: a stream that would starve the long one
-            eng.add(Request(prompt(2, tick + 1), short))
+            eng.submit(Request(prompt(2, tick + 1), short))
         for r in eng.step():
             done[r.request_id] = tick
         tick += 1
@@ -215,16 +215,16 @@ def test_queue_full_and_bad_requests_leave_running_ones_alone(lms):
     p = SamplingParams(gen_length=8, steps=4, block_length=4)
     eng = Engine(lm, EngineConfig(max_queue=1, kernel="reference"))
     good = Request(prompt(5, 0), p)
-    rid = eng.add(good)
+    rid = eng.submit(good)
     with pytest.raises(QueueFull, match="queue is full"):
-        eng.add(Request(prompt(5, 1), p))
+        eng.submit(Request(prompt(5, 1), p))
     eng.step()  # step 0 ran: the queue has room again
     with pytest.raises(SeerError, match="either a fixed window or a Seer config"):
-        eng.add(Request([1, 2], p, window=4, seer=SEER))
+        eng.submit(Request([1, 2], p, window=4, seer=SEER))
     with pytest.raises(SeerError, match="exceeds the model's context"):
-        eng.add(Request([1] * 5000, p))
+        eng.submit(Request([1] * 5000, p))
     with pytest.raises(SeerError, match="cfg_scale"):
-        eng.add(Request([1, 2], SamplingParams(cfg_scale=1.0, remasking="entropy")))
+        eng.submit(Request([1, 2], SamplingParams(cfg_scale=1.0, remasking="entropy")))
     (res,) = _finish(eng)
     assert res.request_id == rid and res.token_ids == solo(lm, good)
     assert issubclass(QueueFull, SeerError)
@@ -233,7 +233,7 @@ def test_queue_full_and_bad_requests_leave_running_ones_alone(lms):
 def test_abort_of_a_waiting_request_and_unknown_ids(lms):
     lm = lms["llada"]
     eng = Engine(lm, EngineConfig(kernel="reference"))
-    rid = eng.add(Request(prompt(4, 0), SamplingParams(gen_length=8, steps=4)))
+    rid = eng.submit(Request(prompt(4, 0), SamplingParams(gen_length=8, steps=4)))
     assert eng.abort(rid) and not eng.abort(rid) and not eng.abort(12345)
     (res,) = eng.step()
     assert res.finish_reason == "abort" and res.token_ids == [] and not eng.has_unfinished()

@@ -36,7 +36,7 @@ def prompt(n: int, seed: int) -> list[int]:
 
 def run(lm, requests: list[Request]) -> list:
     eng = Engine(lm, EngineConfig(kernel="reference", max_tokens_per_step=40))
-    ids = [eng.add(r) for r in requests]
+    ids = [eng.submit(r) for r in requests]
     out = {}
     while eng.has_unfinished():
         out.update({r.request_id: r for r in eng.step()})

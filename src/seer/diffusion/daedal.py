@@ -50,7 +50,7 @@ Where Seer differs from the official code:
   (`SamplingParams` refuses them): it moves tokens inside the window and has its own reveal
   and end rules.
 
-Seer does not compose with it, and is refused (`Daedal.start`, `Engine.add`): both decide the
+Seer does not compose with it, and is refused (`Daedal.start`, `resolve`): both decide the
 answer length. Seer cuts a full window at step 0 from a probe of that window's forward and grows
 a cut window only when the answer reaches the cut; DAEDAL never runs a full-window step 0 — its
 first forward sees `daedal_initial` masks — and only grows. Running both would need a method

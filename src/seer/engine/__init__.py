@@ -1,5 +1,5 @@
-"""Step-level serving: requests in (`Engine.add`), one denoising step per tick (`Engine.step`),
-results out as soon as each request is done.
+"""Step-level serving: resolved requests in (`resolve`, then `Engine.add`; `Engine.submit` does
+both), one denoising step per tick (`Engine.step`), results out as soon as each is done.
 
 The names are imported on first use (PEP 562), so `seer.engine.config` (the option specs the
 CLI reads) loads without torch."""

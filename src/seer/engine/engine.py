@@ -14,9 +14,11 @@ Every `step()` is one tick, schedule -> execute -> update (vLLM v1's engine core
    to its `on_step` (read back only for the states of rows that ask for it).
 
 A request is resolved once, at the front end's boundary (`seer.engine.request.resolve`: the
-model's defaults, Seer's settings fitted, the rules between options; a request added unresolved
-is resolved by the same function at `add`); `add` then encodes and checks its prompt and makes
-its window policy a typed `Window`. Its state (waiting -> running -> done) lives in the
+model's defaults, Seer's settings fitted, the rules between options), and the engine takes only
+resolved requests: `add` refuses one that is not, in one line. `submit` (one request) and
+`generate` (a list) are the conveniences for requests as built: they resolve those that are
+not, once, then add them. `add` encodes and checks the prompt and makes the window policy a
+typed `Window`. Its state (waiting -> running -> done) lives in the
 scheduler, which the engine moves only through `add`, `started`, `finish` and `abort` (vLLM v1's
 contract). The engine reads a run through `LoopState`'s accessors (`masks_left`, `revealed`,
 `held_bytes`) and the model through `EngineModel` (`model.py`), never their internals.
@@ -59,11 +61,15 @@ class QueueFull(SeerError):
     """`Engine.add` refused a request: `max_queue` requests are already waiting."""
 
 
+UNRESOLVED = ("resolve the request first: seer.engine.request.resolve(lm, request) "
+              "(Engine.submit(request) resolves and adds it)")  # fmt: skip
+
+
 @dataclass(slots=True)
 class EngineStats:
     """Where the engine's time went and how rows were routed (over the engine's life)."""
 
-    total: float = 0.0  # seconds inside add(), step() and generate()
+    total: float = 0.0  # seconds inside submit(), add(), step() and generate()
     detect: float = 0.0  # window policy: probe reduction, detector, cut, guard
     route: float = 0.0  # scheduling, reading windows back and planning the groups
     compact: float = 0.0  # laying rows out (gathering states, packing)
@@ -104,9 +110,19 @@ class Engine:
 
     # -- the public calls ---------------------------------------------------------------------
     def add(self, request: Request) -> int:
-        """Queue a request; returns its id. Raises `SeerError` (one line) for a request that
-        cannot be served and `QueueFull` when `max_queue` requests wait."""
-        return self._add(request, None)
+        """Queue a resolved request (`seer.engine.request.resolve`); returns its id. Raises
+        `SeerError` (one line) for a request not resolved or that cannot be served, and
+        `QueueFull` when `max_queue` requests wait."""
+        return self._queue(self._sequence(request, None))
+
+    def submit(self, request: Request) -> int:
+        """`add` a request as built: resolved here (`resolve`: the model's defaults, Seer's
+        settings fitted, the rules between options), once, then queued; returns its id."""
+        if not request.resolved:
+            t0 = time.perf_counter()
+            request = resolve(self.lm, request)
+            self.stats.total += time.perf_counter() - t0
+        return self.add(request)
 
     def abort(self, request_id: int) -> bool:
         """Stop a request; its result (finish_reason "abort") comes with the next `step()`.
@@ -142,12 +158,15 @@ class Engine:
     ) -> list[RequestResult]:
         """Answer every request (running the engine until they are done); results in request
         order. Results of other requests that finish meanwhile wait for the next `step()`.
+        A request not yet resolved is resolved here, once (as `submit` does).
         `policy`: one `WindowPolicy` object for the whole list, whose rows then share one
         step 0 (`DiffusionLM.generate(policy=...)`); they must fit in `max_batch`."""
         t0, total = time.perf_counter(), self.stats.total
         if policy is not None and len(requests) + len(self.running) > self.config.max_batch:
             raise SeerError("requests sharing a window policy must fit in max_batch together")
-        seqs = [self._resolve(r, policy) for r in requests]  # all checked before any is queued
+        requests = [r if r.resolved else resolve(self.lm, r, policy=policy is not None)
+                    for r in requests]  # fmt: skip
+        seqs = [self._sequence(r, policy) for r in requests]  # all checked before any is queued
         ids = [self._queue(q) for q in seqs]
         mine, got = set(ids), dict[int, RequestResult]()
         while len(got) < len(ids):
@@ -159,17 +178,14 @@ class Engine:
         self.stats.total = total + time.perf_counter() - t0  # the calls and the gaps between
         return [got[i] for i in ids]
 
-    # -- add: resolve (the one check of a request against the model), then queue ------------
-    def _add(self, req: Request, policy: WindowPolicy | None) -> int:
-        return self._queue(self._resolve(req, policy))
-
-    def _resolve(self, req: Request, policy: WindowPolicy | None) -> Sequence:
-        """`req` made a `Sequence`: resolved (`seer.engine.request.resolve`, unless a front end
-        did it), its prompt encoded and checked against the model, its window policy made a
-        `Window`. A request that cannot be served is one `SeerError` line."""
+    # -- add: a resolved request made a `Sequence`, then queued ------------------------------
+    def _sequence(self, req: Request, policy: WindowPolicy | None) -> Sequence:
+        """Resolved `req` made a `Sequence`: its prompt encoded and checked against the model,
+        its window policy made a `Window`. A request not resolved, or that cannot be served, is
+        one `SeerError` line."""
+        if not req.resolved or req.params is None:
+            raise SeerError(UNRESOLVED)
         t0, lm = time.perf_counter(), self.lm
-        if not req.resolved or req.params is None:  # added as built: resolved here, once
-            req = resolve(lm, req, policy=policy is not None)
         p = req.params
         assert p is not None  # resolved
         inputs = lm.prompt_inputs(req.prompt, p, req.image, req.chat)

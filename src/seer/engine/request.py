@@ -9,8 +9,8 @@ engine: the model's sampling defaults applied under the options given, Seer's se
 (seer.json) and fitted to the model, and every rule between options checked (DAEDAL vs a
 window policy, the suffix, cfg_scale, prefix_lm, ...), each said in one line. The library
 (`DiffusionLM.generate` / `stream`), `seer batch`, the server and the page call it; the engine
-takes resolved requests as they are (a request added unresolved is resolved there by the same
-function) and never re-reads a default.
+takes only resolved requests (`Engine.add` refuses another; `Engine.submit` and
+`Engine.generate` resolve a request as built, once) and never re-reads a default.
 """
 
 from __future__ import annotations
@@ -81,7 +81,8 @@ class StepView:
 
 @dataclass(slots=True)
 class Request:
-    """One prompt and how to answer it. Validated by `Engine.add`."""
+    """One prompt and how to answer it: resolved once (`resolve`), then checked against the
+    model by `Engine.add`."""
 
     prompt: Prompt  # text (chat-formatted unless chat=False), a chat, token ids, a PromptInput
     params: SamplingParams | None = None  # None: the model's defaults (`lm.sampling()`)

@@ -1,6 +1,7 @@
 """`seer ui`: a web page that shows a request denoise step by step, with and without Seer.
 
     page.py     the Gradio page: prompt (+ image), options, the two canvases, the profile
+    widgets.py  an option's field made from its spec (`seer.spec`): label, help, range, default
     render.py   HTML of a canvas after a step, the numbers, the comparison (no Gradio)
 
 The page is mounted on the OpenAI server's FastAPI app (`seer ui`, or `seer serve --ui`) and

@@ -25,16 +25,17 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from seer.boundary.config import SIGNALS
+from seer.boundary.config import SeerConfig
 from seer.boundary.truncation import resolve
 from seer.engine.request import Request, StepView
 from seer.engine.request import resolve as resolve_request
 from seer.errors import SeerError
-from seer.sampling import CACHES
+from seer.sampling import SamplingParams
 from seer.serve.errors import APIError
 from seer.serve.prepare import Prompt
 from seer.serve.worker import Done, Failed, Ticket
 from seer.ui import render
+from seer.ui.widgets import widget
 
 if TYPE_CHECKING:
     from seer.lm import DiffusionLM
@@ -170,19 +171,18 @@ def build(lm: DiffusionLM, service) -> gr.Blocks:
                     run_seer = gr.Checkbox(value=True, label="run Seer", elem_id="seer-on")
                 go = gr.Button("Run", variant="primary", elem_id="seer-run")
             with gr.Column(scale=2), gr.Accordion("Decoding options (the model's defaults)"):
-                with gr.Row():
-                    gen_length = gr.Number(d.gen_length, label="window (gen_length)",
-                                           precision=0, elem_id="seer-window")  # fmt: skip
-                    steps = gr.Number(d.total_steps, label="steps", precision=0,
-                                      elem_id="seer-steps")  # fmt: skip
+                with gr.Row():  # each from its option's spec, showing the model's default
+                    gen_length = widget(SamplingParams, "gen_length", d.gen_length,
+                                        elem_id="seer-window")  # fmt: skip
+                    steps = widget(SamplingParams, "steps", d.total_steps, elem_id="seer-steps")
                     per_step = gr.Number(0, label="or tokens per step (0: steps)", precision=0)
                 with gr.Row():
-                    block = gr.Number(d.block, label="block length", precision=0)
-                    threshold = gr.Number(d.threshold or 0, label="threshold (0: off)")
+                    block = widget(SamplingParams, "block_length", d.block)
+                    threshold = widget(SamplingParams, "threshold", d.threshold or 0,
+                                       label="threshold (0: off)")  # fmt: skip
                 with gr.Row():
-                    cache = gr.Dropdown(list(CACHES), value=d.cache, label="cache")
-                    signal = gr.Dropdown(list(SIGNALS), value=seer_default.signal,
-                                         label="Seer's signal")  # fmt: skip
+                    cache = widget(SamplingParams, "cache", d.cache)
+                    signal = widget(SeerConfig, "signal", seer_default.signal)
                     delay = gr.Slider(0, 0.5, value=0.0, step=0.05,
                                       label="display pause per step (s)")  # fmt: skip
         message = gr.HTML("", elem_id="seer-message")
