@@ -85,15 +85,30 @@ Outputs: a table, the
 Pareto plot (`--plot`), the README's tables (`--markdown`), and the last-line JSON record
 (`seerbench.runs`); `--out DIR` writes all of them there (raw-, compare-*.png / .md / .json).
 
-The defaults are the published settings: only `--n` changes the size of a run. One command per
-model (docs/benchmarks.md; a v2 model is calibrated first, `seer calibrate`):
+The defaults run every method at every budget and block size, three timing repeats (the full
+comparison: hours on a CPU). The published records were made in parts that share raw files, so
+each part resumes and extends the others (docs/results.md names the command beside each table):
 
-    python benchmarks/bench_compare.py --model builtin --out docs/results/compare
-    python benchmarks/bench_compare.py --model builtin-vqa --out docs/results/compare
-    python benchmarks/bench_compare.py --model builtin-v1 --out docs/results/compare
-    python benchmarks/bench_compare.py --model checkpoints/builtin-v2d/export --data builtin \
-        --out docs/results/compare
-    python benchmarks/bench_compare.py --model builtin --gen-length 256 --out docs/results/compare
+    # the headline: the shipped settings on 300 held-out requests, batch 1 and 32
+    python benchmarks/bench_compare.py --model builtin --quick --budgets 1,8 --skip stop \
+        --repeats 1 --engine-repeats 1 --n 300 --out docs/results/compare/shipped
+    # every method at every block size, one token per step (a block method's best size)
+    python benchmarks/bench_compare.py --model builtin --budgets 1 --repeats 1 --no-engine \
+        --n 60 --out docs/results/compare/sweep
+    # the window: 256 and 512 positions, then side by side (benchmarks/window_gain.py)
+    python benchmarks/bench_compare.py --model builtin --quick --budgets 1 --repeats 1 \
+        --engine-repeats 1 --gen-length 256 --out docs/results/compare/windows
+    python benchmarks/bench_compare.py --model builtin --quick --budgets 1 --repeats 1 \
+        --no-engine --gen-length 512 --out docs/results/compare/windows
+    # the multimodal model and ParallelBench's ten waiting_line tasks (>= 30 items each at 400)
+    python benchmarks/bench_compare.py --model builtin-vqa --quick --budgets 1,8 --skip stop \
+        --repeats 1 --engine-repeats 1 --out docs/results/compare/shipped
+    python benchmarks/bench_compare.py --model builtin --data parallelbench:ROOT/waiting_line \
+        --quick --budgets 1 --skip stop --repeats 1 --no-engine --n 400 \
+        --out docs/results/compare/shipped
+    # a config of the full set added to a finished run (run beside its anchors)
+    python benchmarks/bench_compare.py ... --add dual+threshold/b32@t=0.9 --anchors baseline@k=8
+    # a quick look
     python benchmarks/bench_compare.py --model builtin --n 4 --repeats 1 --budgets 4 --quick
 
 A ParallelBench run's raw file keeps item ids, scores and token hashes only (never the items'

@@ -234,8 +234,8 @@ def test_a_run_stopped_in_its_engine_rounds_resumes_at_the_next_round(bench, tmp
         assert x["wall_repeats"] == walls and len(walls) == 2
 
 
-def test_the_defaults_are_the_published_settings(bench, capsys):
-    """--n alone changes the size of a run: the defaults are the README's runs (100 requests,
+def test_the_defaults_are_the_full_comparison(bench, capsys):
+    """The defaults run the full comparison (100 requests, every budget, method and block size,
     3 repeats, batch 32 over every request); `--engine-n N` takes a seeded sample of N."""
     args = bench.parser().parse_args([])
     assert (args.n, args.repeats, args.engine_n, args.budgets) == (100, 3, None, "1,2,4,8")
