@@ -1,7 +1,8 @@
 """What the boundary layer needs of a loaded model — `seer.DiffusionLM` is both.
 
-The boundary sits below the engine and the pipeline and never imports them (the layers' arrows
-point down), so its functions that take an `lm` are written against these Protocols:
+The boundary sits below the engine and the facade (`seer.lm`) and never imports them (the
+layers' arrows point down), so its functions that take an `lm` are written against these
+Protocols:
 `SeerModel` for Seer's settings and policy (the engine's `EngineModel` is one too),
 `ProbedModel` for the step-0 probe, calibration and trials, which also build canvases and
 generate.
