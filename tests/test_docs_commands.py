@@ -183,7 +183,7 @@ NOT_RUN: dict[str, str] = {
         SYNOPSIS
     ),
     "seer serve ... --replicas N [--min-replicas A --max-replicas B --ray-address auto]": SYNOPSIS,
-    "seer ui [--model builtin|builtin-vqa|DIR] [--port 7860] [--host 127.0.0.1]": SYNOPSIS,
+    "seer ui [--model builtin|builtin-vqa|DIR] [--port 8000] [--host 127.0.0.1]": SYNOPSIS,
 }
 
 SHELL = re.compile(r"^```(bash|console|sh|shell)[^\n]*\n(.*?)^```", re.S | re.M)
