@@ -135,3 +135,23 @@ def test_records_from_before_the_clocks_still_render_and_say_so():
     record = json.loads((ROOT / "docs/results/compare/compare-builtin.json").read_text())
     md = markdown(record)
     assert "old format" in md and "| config |" in md
+
+
+def test_the_block_sweep_table_has_one_column_per_block_size():
+    from seerbench.compare_report import _sweep_table
+
+    def row(acc, x, lo, ok, block):
+        return dict(accuracy=acc, b1_speedup_vs_ref=x, ni_lower=lo, noninferior=ok, block=block,
+                    budget="k=1")  # fmt: skip
+
+    res = {
+        "baseline@k=1": dict(accuracy=0.5, budget="k=1", block=None),
+        "dual/b8@k=1": row(0.4, 3.4, -0.15, False, 8),
+        "dual/b64@k=1": row(0.5, 2.1, -0.02, True, 64),
+        "seer+dual/b8@k=1": row(0.5, 15.0, -0.017, True, 8),
+    }
+    lines = _sweep_table(res, 3.0)
+    assert "| method | budget | blocks of 8 | blocks of 64 |" in lines
+    assert "| dual | k=1 | 40.0 · 3.4× · -15.0 | 50.0 · 2.1× · -2.0 ✓ |" in lines
+    assert "| seer+dual | k=1 | 50.0 · 15.0× · -1.7 ✓ |  |" in lines
+    assert _sweep_table({"dual/b8@k=1": row(0.4, 3.4, -0.15, False, 8)}, 3.0) == []  # one size
