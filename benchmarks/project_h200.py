@@ -31,12 +31,7 @@ def main(argv=None) -> int:
         batches = tuple(runs.positive(b) for b in args.batches.split(","))
     except argparse.ArgumentTypeError as e:
         ap.error(f"--batches: {e}")
-    try:
-        record = runs.read(args.record)
-    except (OSError, ValueError) as e:
-        raise SeerError(f"{args.record}: not a readable compare record ({e})") from None
-    if record.get("bench") != "compare" or "results" not in record:
-        raise SeerError(f"{args.record}: not a compare record (bench_compare's JSON)")
+    record = runs.read_bench(args.record, "compare")
     show_projection(record, args.prompt_tokens, batches)
     return 0
 

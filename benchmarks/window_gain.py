@@ -187,12 +187,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     rows, models = [], set()
     for path in args.records:
-        try:
-            record = runs.read(path)
-        except (OSError, ValueError) as e:
-            raise SeerError(f"{path}: not a readable compare record ({e})") from None
-        if record.get("bench") != "compare" or "results" not in record:
-            raise SeerError(f"{path}: not a compare record (bench_compare's JSON)")
+        record = runs.read_bench(path, "compare")
         models.add((record.get("model"), (record.get("settings") or {}).get("data")))
         rows.append(row_of(path, record) | {"_texts": baseline_texts(raw_path(path))})
     if len(models) > 1:

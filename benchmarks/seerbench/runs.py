@@ -256,3 +256,16 @@ def read(path: str | Path) -> dict:
         return json.loads(text)
     except json.JSONDecodeError:
         return json.loads(text.splitlines()[-1])
+
+
+def read_bench(path: str | Path, bench: str) -> dict:
+    """A record of benchmark `bench` (its "results" included), or one `SeerError` line."""
+    from seer.errors import SeerError
+
+    try:
+        record = read(path)
+    except (OSError, ValueError, IndexError) as e:
+        raise SeerError(f"{path}: not a readable {bench} record ({e})") from None
+    if not isinstance(record, dict) or record.get("bench") != bench or "results" not in record:
+        raise SeerError(f"{path}: not a {bench} record (bench_{bench}'s JSON)")
+    return record

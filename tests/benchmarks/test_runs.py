@@ -100,3 +100,19 @@ def test_tag_names_the_data_a_run_was_given():
     assert runs.tag("builtin", "parallelbench:/gone/waiting_line/copy") == (
         "builtin-parallelbench-waiting_line-copy"
     )
+
+
+def test_read_bench_is_one_line_for_anything_but_that_benchs_record(tmp_path):
+    from seer.errors import SeerError
+
+    good = tmp_path / "compare-x.json"
+    good.write_text(json.dumps({"bench": "compare", "results": {}}))
+    assert runs.read_bench(good, "compare")["bench"] == "compare"
+    for text in ("", "not json", json.dumps({"bench": "loop", "results": {}}), "[1, 2]"):
+        bad = tmp_path / "bad.json"
+        bad.write_text(text)
+        with pytest.raises(SeerError) as e:
+            runs.read_bench(bad, "compare")
+        assert "\n" not in str(e.value) and "compare record" in str(e.value)
+    with pytest.raises(SeerError):
+        runs.read_bench(tmp_path / "missing.json", "compare")
