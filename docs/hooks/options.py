@@ -184,23 +184,28 @@ def _service_tables() -> list[str]:
         "`seer.serve.build(lm, max_batch=...)`. The lm-eval / lmms-eval `batch_size` is "
         "`max_batch`, with the same default."
     )
-    lines += ["", "| option | command line | default | values | what it does |",
-              "|---|---|---|---|---|"]  # fmt: skip
-    for f, s in specs(EngineConfig):
-        lines.append(f"| `{f.name}` | {_flags(s)} | {_service_default(f, s)} | "
-                     f"{_cell(_range(s))} | {_cell(s.help)} |")  # fmt: skip
+    lines += _service_table(specs(EngineConfig))
     lines += ["", "## Server (`ServerConfig`)", ""]
     lines.append(
         "Where `seer serve` (and `seer ui`, and the Ray Serve replicas) listen, what they "
         "accept and how long they wait. Sizes are given on the command line in MB and "
         "megapixels; in Python (`seer.serve.build` / `serve`) in bytes and pixels."
     )
-    lines += ["", "| option | command line | default | values | what it does |",
-              "|---|---|---|---|---|"]  # fmt: skip
-    for f, s in specs(ServerConfig):
-        lines.append(f"| `{f.name}` | {_flags(s)} | {_service_default(f, s)} | "
-                     f"{_cell(_range(s))} | {_cell(s.help)} |")  # fmt: skip
+    lines += _service_table(specs(ServerConfig))
     return lines
+
+
+def _service_table(options) -> list[str]:
+    """One table row per (field, spec) of an engine or server config."""
+    rows = [
+        "",
+        "| option | command line | default | values | what it does |",
+        "|---|---|---|---|---|",
+    ]
+    for f, s in options:
+        rows.append(f"| `{f.name}` | {_flags(s)} | {_service_default(f, s)} | "
+                    f"{_cell(_range(s))} | {_cell(s.help)} |")  # fmt: skip
+    return rows
 
 
 # -- the MkDocs hook ----------------------------------------------------------------------------
