@@ -41,6 +41,7 @@ class TrainConfig:
     rope_theta: float = 10000.0
     weight_tying: bool = True  # the LM head is the embedding: copying a rare name is free
     window: int = 128
+    long_windows: str = ""  # e.g. "128,256,512": each batch's full window drawn from these
     batch_size: int = 16
     lr: float = 3e-4  # 1.5e-3 never started copying (docs/builtin-v2/MODEL_CARD.md)
     min_lr: float = 5e-5
@@ -99,8 +100,18 @@ def _group(enc: ChatEncoder, c: TrainConfig, rng: random.Random, step: int):
     rng.shuffle(chunks)
     for chunk in chunks:
         prompts, answers = zip(*chunk, strict=True)
-        answers = [a[: c.window] for a in answers]
-        yield pack(list(prompts), answers, enc.pad, c.window, rng, c.full_window_prob, c.windows)
+        window = batch_window(c, rng)
+        answers = [a[:window] for a in answers]
+        yield pack(list(prompts), answers, enc.pad, window, rng, c.full_window_prob, c.windows)
+
+
+def batch_window(c: TrainConfig, rng: random.Random) -> int:
+    """A batch's full window: `c.window`, or one of `c.long_windows` drawn uniformly (the
+    fine-tune that teaches the model to answer in longer windows). No RNG call without
+    `long_windows`, so a run without them replays as before."""
+    if not c.long_windows:
+        return c.window
+    return rng.choice([int(w) for w in c.long_windows.split(",")])
 
 
 def evaluate(model, enc: ChatEncoder, items: list[lines.Item], window: int, batch: int = 32):

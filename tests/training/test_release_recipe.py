@@ -153,3 +153,20 @@ def test_the_gpu_training_script_continues_the_text_runs_last_phase_on_cuda():
     assert (gpu.device, gpu.batch_size) == ("cuda", 256)
     differ = {f for f in cpu.__slots__ if getattr(cpu, f) != getattr(gpu, f)}
     assert differ == {"device", "batch_size"}
+
+
+def test_the_long_window_fine_tune_draws_each_batch_window_from_its_list():
+    """`--long-windows 128,256,512` gives each batch one of those full windows (answers cut to
+    it); without it the window is `--window` and the data stream draws nothing more, so the
+    release phases replay as they were."""
+    import random
+
+    from training import builtin_v2 as train_v2
+
+    c = train_v2.TrainConfig(long_windows="128,256,512")
+    rng = random.Random(0)
+    drawn = {train_v2.batch_window(c, rng) for _ in range(200)}
+    assert drawn == {128, 256, 512}
+    plain, rng = train_v2.TrainConfig(), random.Random(0)
+    state = rng.getstate()
+    assert train_v2.batch_window(plain, rng) == 128 and rng.getstate() == state

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The text model v2 fine-tuned to answer in longer windows (a lab model for the window sweep:
+# the shipped `builtin` was trained at 128 positions only and answers nothing right at 256).
+# From release 2 (checkpoints/builtin-v2d, step 40108) with fresh optimiser moments: the phase-4
+# data (the task mix, 30 % bare lines), each batch's full window drawn from 128, 256 and 512
+# (`--long-windows`), lr 1e-4 after a 50-step warm-up, cosine to 5e-5 over 3500 steps.
+# One core of the 2-core VM: about 80 minutes. The run folder keeps export/ and resume.json
+# (checkpoints/builtin-v2-long in git), so `--model checkpoints/builtin-v2-long/export` loads it.
+set -euo pipefail
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+run=${RUN:-checkpoints/builtin-v2-long}
+if [ ! -f "$run/resume.json" ]; then  # start from release 2's weights
+  mkdir -p "$run" && cp -r checkpoints/builtin-v2d/export checkpoints/builtin-v2d/resume.json "$run"/
+fi
+python -m training.builtin_v2 --out "$run" --threads 1 --minutes "${MINUTES:-80}" \
+  --eval-every 100000 --lr 1e-4 --cycle-start 40108 --warmup 50 --total-steps 3500 \
+  --bare-steps 0 --bare-people 400 --bare-share 0.3 --long-windows 128,256,512
