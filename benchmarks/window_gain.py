@@ -28,8 +28,11 @@ from seerbench import runs
 from seerbench.machine import machine_info
 
 BASE = "baseline@k=1"
+BLOCK = "dual+threshold/b64@t=0.9"  # Fast-dLLM's recipe at its best block size (the sweep)
 ROWS = (("seer", "seer@k=1"), ("threshold", "threshold@t=0.9"),
-        ("seer+threshold", "seer+threshold@t=0.9"))  # fmt: skip
+        ("seer+threshold", "seer+threshold@t=0.9"), ("dual+threshold/b64", BLOCK),
+        ("seer+dual+threshold/b64", "seer+" + BLOCK))  # fmt: skip
+ADDS = (("threshold", "seer+threshold@t=0.9"), ("dual+threshold/b64", "seer+" + BLOCK))
 
 
 def raw_path(record_path: Path) -> Path:
@@ -91,21 +94,27 @@ def row_of(path: Path, record: dict) -> dict:
             else round(r["accuracy"] - base["accuracy"], 4),
             "b1": r.get("b1_speedup_vs_k1") or r.get("b1_speedup_vs_ref"),
             "b32": r.get("b32_speedup_vs_ref") if r.get("ref") == BASE else _b32_over(r, base),
+            "ci95_minus_baseline": r.get("ci95_minus_baseline") or r.get("ci95_minus_ref"),
             "mean_window": r.get("mean_window"),
             "nfe": r.get("nfe"),
         }
-    adds = (res.get("seer+threshold@t=0.9") or {}).get("seer_adds")
-    row["seer_adds_to_threshold"] = (
-        None
-        if not adds
-        else {
-            "b1": adds.get("b1_speedup"),
-            "b1_ci95": adds.get("b1_speedup_ci95"),
-            "accuracy_difference": adds.get("accuracy_difference"),
-            "ci95": adds.get("ci95"),
-        }
-    )
+    row["seer_adds"] = {label: _adds(res.get(name)) for label, name in ADDS}
     return row
+
+
+def _adds(r: dict | None) -> dict | None:
+    """What Seer adds to a method: its Seer config's `seer_adds` (speed-up with its interval,
+    accuracy difference with its interval)."""
+    adds = (r or {}).get("seer_adds")
+    if not adds:
+        return None
+    return {
+        "b1": adds.get("b1_speedup"),
+        "b1_ci95": adds.get("b1_speedup_ci95"),
+        "b32": adds.get("b32_speedup"),
+        "accuracy_difference": adds.get("accuracy_difference"),
+        "ci95": adds.get("ci95"),
+    }
 
 
 def _b32_over(r: dict, base: dict) -> float | None:
@@ -124,35 +133,57 @@ def _pts(v) -> str:
 
 
 def table(rows: list[dict]) -> list[str]:
-    """The Markdown table of the record's rows."""
+    """The Markdown tables of the record's rows: every method at every window, then what Seer
+    adds to each method it composes with and how the baseline's answers moved."""
     out = [
-        "| window | n | baseline acc % | baseline ms (b1) | Seer × b1 / b32 | Seer Δ acc | "
-        "Seer window (oracle) | threshold 0.9 × b1 / b32 | Seer + threshold × b1 / b32 | "
-        "Seer adds to threshold [CI] | baseline answers changed vs first window |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| window | method | accuracy % | Δ vs baseline [95 % CI] | × b1 | × b32 | kept window "
+        "| NFE |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        s, t, st = r["seer"] or {}, r["threshold"] or {}, r["seer+threshold"] or {}
-        adds = r["seer_adds_to_threshold"]
-        add = "-"
-        if adds and adds.get("b1"):
-            lo, hi = adds.get("b1_ci95") or (None, None)
-            add = f"{adds['b1']:.2f}× [{lo:.2f}, {hi:.2f}]" if lo else f"{adds['b1']:.2f}×"
+        ms = "-" if r["baseline_ms"] is None else f"{r['baseline_ms']:.0f} ms"
+        out.append(f"| {r['window']} | baseline (n = {r['n']}, {ms} b1) | "
+                   f"{100 * r['baseline_accuracy']:.1f} | | 1× | 1× | {r['window']} | "
+                   f"{r['window']} |")  # fmt: skip
+        for label, _ in ROWS:
+            m = r[label]
+            if m is None:
+                continue
+            win = "-" if not m.get("mean_window") else f"{m['mean_window']:.1f}"
+            if label == "seer" and r.get("oracle_window"):
+                win += f" (oracle {r['oracle_window']:.1f})"
+            nfe = "-" if m.get("nfe") is None else f"{m['nfe']:.1f}"
+            out.append(f"| {r['window']} | {label} | {100 * m['accuracy']:.1f} | "
+                       f"{_pts(m.get('minus_baseline'))}{_ci(m.get('ci95_minus_baseline'))} | "
+                       f"{_x(m.get('b1'))} | {_x(m.get('b32'))} | {win} | {nfe} |")  # fmt: skip
+    out += [
+        "",
+        "| window | Seer adds to threshold 0.9: × b1 [CI] (b32), Δ acc | Seer adds to "
+        "dual + threshold/b64 | baseline answers changed vs first window |",
+        "|---|---|---|---|",
+    ]
+    for r in rows:
+        cells = [_add(r["seer_adds"].get(label)) for label, _ in ADDS]
         ch = r.get("changed_vs_first")
         chs = "-" if ch is None else (
             "no text kept" if ch["changed"] is None else f"{ch['changed']} of {ch['common']}"
         )  # fmt: skip
-        ms = "-" if r["baseline_ms"] is None else f"{r['baseline_ms']:.0f}"
-        win = "-" if not s.get("mean_window") else f"{s['mean_window']:.1f}"
-        if r.get("oracle_window"):
-            win += f" ({r['oracle_window']:.1f})"
-        out.append(
-            f"| {r['window']} | {r['n']} | {100 * r['baseline_accuracy']:.1f} | {ms} | "
-            f"{_x(s.get('b1'))} / {_x(s.get('b32'))} | {_pts(s.get('minus_baseline'))} | {win} | "
-            f"{_x(t.get('b1'))} / {_x(t.get('b32'))} | {_x(st.get('b1'))} / {_x(st.get('b32'))} | "
-            f"{add} | {chs} |"
-        )
+        out.append(f"| {r['window']} | {' | '.join(cells)} | {chs} |")
     return out
+
+
+def _ci(ci) -> str:
+    return "" if not ci else f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
+
+
+def _add(a: dict | None) -> str:
+    if not a or not a.get("b1"):
+        return "-"
+    lo, hi = a.get("b1_ci95") or (None, None)
+    s = f"{a['b1']:.2f}×" + (f" [{lo:.2f}, {hi:.2f}]" if lo else "")
+    if a.get("b32"):
+        s += f" ({a['b32']:.2f}×)"
+    return s + f", {_pts(a.get('accuracy_difference'))}{_ci(a.get('ci95'))}"
 
 
 def plot(rows: list[dict], path: Path) -> None:

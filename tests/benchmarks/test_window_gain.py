@@ -17,7 +17,8 @@ def _record(tmp_path, window: int, texts: list[str | None], seer_x: float, data=
         "baseline@k=1": dict(accuracy=0.5, b1_ms=100.0 * window, b32_ms=50.0 * window,
                              ref="baseline@k=1", mean_window=window),
         "oracle@k=1": dict(accuracy=0.5, ref="baseline@k=1", mean_window=20.0),
-        "seer@k=1": dict(accuracy=0.48, accuracy_minus_ref=-0.02, b1_speedup_vs_ref=seer_x,
+        "seer@k=1": dict(accuracy=0.48, accuracy_minus_ref=-0.02, ci95_minus_ref=[-0.06, 0.02],
+                         b1_speedup_vs_ref=seer_x,
                          b32_speedup_vs_ref=seer_x + 1, ref="baseline@k=1", mean_window=21.0),
         "threshold@t=0.9": dict(accuracy=0.5, accuracy_minus_ref=0.0, b1_speedup_vs_ref=10.0,
                                 b32_speedup_vs_ref=12.0, ref="baseline@k=1", mean_window=window),
@@ -49,8 +50,12 @@ def test_windows_side_by_side_with_the_answers_that_changed(tmp_path, capsys):
     rows = record["results"]
     assert [r["window"] for r in rows] == [128, 256]  # sorted by window
     assert rows[1]["changed_vs_first"] == {"common": 3, "changed": 1}
-    assert rows[1]["seer"]["b1"] == 8.0 and rows[1]["seer_adds_to_threshold"]["b1"] == 2.0
-    assert "| 256 | 4 | 50.0 | 25600 | 8.00× / 9.00× | -2.0 | 21.0 (20.0) |" in "\n".join(out)
+    assert rows[1]["seer"]["b1"] == 8.0 and rows[1]["seer_adds"]["threshold"]["b1"] == 2.0
+    assert rows[1]["seer_adds"]["dual+threshold/b64"] is None  # not in these records: a dash
+    text = "\n".join(out)
+    assert "| 256 | baseline (n = 4, 25600 ms b1) | 50.0 |" in text
+    assert "| 256 | seer | 48.0 | -2.0 [-6.0, +2.0] | 8.00× | 9.00× | 21.0 (oracle 20.0) |" in text
+    assert "| 256 | 2.00× [1.00, 2.00], -1.0 [-5.0, +3.0] | - | 1 of 3 |" in text
     assert "1 of 3" in "\n".join(out)
     assert (tmp_path / "out" / "window_gain-builtin.png").stat().st_size > 0
 
