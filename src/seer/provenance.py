@@ -198,7 +198,8 @@ def settings_hash(record: dict) -> str:
 
 def row_stamps(out: Path) -> tuple[set[str], int]:
     """(the settings hashes the rows of `out` carry, how many rows carry none)."""
-    stamps, bare = set(), 0
+    stamps: set[str] = set()
+    bare = 0
     if not Path(out).is_file():
         return stamps, bare
     for line in Path(out).read_text(encoding="utf-8", errors="replace").splitlines():

@@ -80,7 +80,7 @@ def _window_min_max(s: np.ndarray, start: int, w: int) -> tuple[np.ndarray, np.n
 
 def _first(ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """ok: (R, M) bool -> (first True per row or 0, whether there is one)."""
-    return ok.argmax(axis=1), ok.any(axis=1)
+    return ok.argmax(axis=1), np.asarray(ok.any(axis=1))
 
 
 class Rule:

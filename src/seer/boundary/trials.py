@@ -133,7 +133,7 @@ def run(lm: ProbedModel, inputs, samples, setting: dict | None, name: str, *, pa
         cost=float(np.mean(costs)),
         cost_ratio=float(np.mean(costs)) / base,
         nfe=float(np.mean([gen.nfe for gen in rows])),
-        window=float(np.mean([r.window for r in reports])) if reports else float(np.mean(windows)),
+        window=float(np.mean([r.window for r in reports] or windows or [g])),
         final_window=float(np.mean([gen.window for gen in rows])),
         no_boundary=sum(r.length is None for r in reports),
         regrown=sum(gen.grown > 0 for gen in rows),

@@ -86,7 +86,7 @@ class Page:
             elif tok is None:
                 text = str(t)
             else:
-                text = tok.decode([t]).strip() or tok.convert_ids_to_tokens(t) or str(t)
+                text = str(tok.decode([t])).strip() or str(tok.convert_ids_to_tokens(t) or t)
             self.labels[t] = text
         return self.labels
 
