@@ -15,3 +15,13 @@ fi
 python -m training.builtin_v2 --out "$run" --threads 1 --minutes "${MINUTES:-80}" \
   --eval-every 100000 --lr 1e-4 --cycle-start 40108 --warmup 50 --total-steps 3500 \
   --bare-steps 0 --bare-people 400 --bare-share 0.3 --long-windows 128,256,512
+# Seer's settings and the generation defaults: builtin's (calibrated at 128 positions on release
+# 2), kept as they are so the window sweep runs the shipped detector; a note says so.
+cp src/seer/assets/builtin/generation_config.json "$run"/export/
+python - "$run"/export/seer.json <<'PY'
+import json, sys
+s = json.load(open("src/seer/assets/builtin/seer.json"))
+s["_note"] = ("builtin's Seer settings (calibrated on release 2 at 128 positions), "
+              "not recalibrated for this fine-tune")
+json.dump(s, open(sys.argv[1], "w"), indent=2)
+PY
