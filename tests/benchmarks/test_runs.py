@@ -54,9 +54,11 @@ def test_warm_windows_calls_every_bucket_shape():
 
     class LM:
         def generate(self, prompt, **kw):
-            calls.append(kw["gen_length"])
+            calls.append((kw["gen_length"], kw["steps"]))
 
-    assert runs.warm_windows(LM(), "q", 64, 16) == 4 and calls == [16, 32, 48, 64]
+    # one forward per shape: the shape's first-call costs, not a whole answer at every width
+    assert runs.warm_windows(LM(), "q", 64, 16) == 4
+    assert calls == [(16, 1), (32, 1), (48, 1), (64, 1)]
 
 
 def test_one_record_schema_printed_last_and_written_to_the_folder(tmp_path, capsys):
