@@ -140,7 +140,7 @@ def run(lm: DiffusionLM, *, n: int, batches: tuple[int, ...], gen_length: int, t
             run_case(lm, small, m, 8, p, cfg, tau_pad)
     results = []
     for w in loads:
-        base = None
+        base: list = []  # the no-trunc answers (METHODS runs it first)
         for b in batches:
             k = max(b, 16)
             sub = Workload(w.name, w.base[:k], w.valid[:k], w.fixed and w.fixed[:k])
