@@ -95,11 +95,13 @@ each part resumes and extends the others (docs/results.md names the command besi
     # every method at every block size, one token per step (a block method's best size)
     python benchmarks/bench_compare.py --model builtin --budgets 1 --repeats 1 --no-engine \
         --n 60 --out docs/results/compare/sweep
-    # the window: 256 and 512 positions, then side by side (benchmarks/window_gain.py)
-    python benchmarks/bench_compare.py --model builtin --quick --budgets 1 --repeats 1 \
-        --engine-repeats 1 --gen-length 256 --out docs/results/compare/windows
-    python benchmarks/bench_compare.py --model builtin --quick --budgets 1 --repeats 1 \
-        --no-engine --gen-length 512 --out docs/results/compare/windows
+    # the window: the text model fine-tuned with longer windows (tools/train_builtin_long.sh) at
+    # 128, 256 (--n 100 each) and 512 positions (--n 50), then side by side
+    # (benchmarks/window_gain.py); the same with --data parallelbench:ROOT/waiting_line
+    python benchmarks/bench_compare.py --model checkpoints/builtin-v2-long/export --quick \
+        --budgets 1 --skip stop --no-daedal --no-static --repeats 1 --no-engine \
+        --add dual+threshold/b64@t=0.9,seer+dual+threshold/b64@t=0.9 --n 100 --gen-length 256 \
+        --out docs/results/compare/windows
     # the multimodal model and ParallelBench's ten waiting_line tasks (>= 30 items each at 400)
     python benchmarks/bench_compare.py --model builtin-vqa --quick --budgets 1,8 --skip stop \
         --repeats 1 --engine-repeats 1 --out docs/results/compare/shipped

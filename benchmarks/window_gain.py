@@ -200,6 +200,7 @@ def plot(rows: list[dict], path: Path) -> None:
         if any(y is not None for y in ys):
             ax.plot(xs, [y if y is not None else float("nan") for y in ys], "o-", label=label)
     ax.set_xscale("log", base=2)
+    ax.set_yscale("log")  # speed-ups from a few times to hundreds
     ax.set_xticks(xs, [str(x) for x in xs])
     ax.set_xlabel("answer window (positions)")
     ax.set_ylabel("speed-up over the full-window baseline (batch 1)")
