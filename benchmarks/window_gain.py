@@ -142,8 +142,9 @@ def table(rows: list[dict]) -> list[str]:
     ]
     for r in rows:
         ms = "-" if r["baseline_ms"] is None else f"{r['baseline_ms']:.0f} ms"
+        b32 = "1×" if r.get("baseline_b32_ms") else "-"  # "-": no batch-32 run at this window
         out.append(f"| {r['window']} | baseline (n = {r['n']}, {ms} b1) | "
-                   f"{100 * r['baseline_accuracy']:.1f} | | 1× | 1× | {r['window']} | "
+                   f"{100 * r['baseline_accuracy']:.1f} | | 1× | {b32} | {r['window']} | "
                    f"{r['window']} |")  # fmt: skip
         for label, _ in ROWS:
             m = r[label]
