@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from seer.data.synthetic import lines
+from seer.errors import SeerError
 from seer.models.factory import random_model
 from seer.models.tokens import chat_ids, load_tokenizer
 from seer.sampling import TokenIds
@@ -111,7 +112,19 @@ def batch_window(c: TrainConfig, rng: random.Random) -> int:
     `long_windows`, so a run without them replays as before."""
     if not c.long_windows:
         return c.window
-    return rng.choice([int(w) for w in c.long_windows.split(",")])
+    return rng.choice(window_choices(c))
+
+
+def window_choices(c: TrainConfig) -> list[int]:
+    """`c.long_windows` as positive window sizes, or one `SeerError` line."""
+    try:
+        out = [int(w) for w in c.long_windows.split(",")]
+    except ValueError:
+        out = []
+    if not out or min(out) < 1:
+        raise SeerError(f"--long-windows {c.long_windows!r}: give positive window sizes, "
+                        "comma-separated (e.g. 128,256,512)")  # fmt: skip
+    return out
 
 
 def evaluate(model, enc: ChatEncoder, items: list[lines.Item], window: int, batch: int = 32):
@@ -130,6 +143,8 @@ def write_tokenizer(out: Path) -> None:
 
 
 def train(out: Path, minutes: float, c: TrainConfig, eval_every: int, threads: int, eval_n: int):
+    if c.long_windows:
+        window_choices(c)  # a bad list fails here, before the model loads
     torch.set_num_threads(threads)
     torch.manual_seed(c.seed)
     export = out / "export"

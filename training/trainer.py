@@ -389,4 +389,7 @@ def main(argv: list[str] | None, config: type, doc: str, out: Path, minutes: flo
     """`python -m training.<model>`: parse the flags, set the threads, train."""
     args, cfg = parse_args(argv, config, doc, out, minutes)
     torch.set_num_threads(args.threads)
-    train(args.out, args.minutes, cfg, eval_every=args.eval_every, threads=args.threads, **kw)
+    try:
+        train(args.out, args.minutes, cfg, eval_every=args.eval_every, threads=args.threads, **kw)
+    except SeerError as e:  # a bad flag or an unreadable run folder: one line, no traceback
+        raise SystemExit(f"error: {e}") from None

@@ -170,3 +170,14 @@ def test_the_long_window_fine_tune_draws_each_batch_window_from_its_list():
     plain, rng = train_v2.TrainConfig(), random.Random(0)
     state = rng.getstate()
     assert train_v2.batch_window(plain, rng) == 128 and rng.getstate() == state
+
+
+@pytest.mark.parametrize("bad", ["128,abc", "0,256", ","])
+def test_a_bad_long_window_list_is_one_line_before_the_model_loads(bad, tmp_path):
+    from training import builtin_v2 as train_v2
+
+    argv = ["--out", str(tmp_path / "run"), "--long-windows", bad, "--minutes", "0"]
+    with pytest.raises(SystemExit) as e:
+        train_v2.main(argv)
+    assert "--long-windows" in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "run").exists()  # nothing written
