@@ -83,6 +83,7 @@ class RowError:
 
 def output_row(ex: Example, res) -> dict:
     """The output line of one answered row, or of a `RowError` (see the module docstring)."""
+    row: dict[str, object]
     if isinstance(res, RowError):
         row = {"id": ex.id, "answer": None, "tokens": 0, "finish_reason": "error",
                "error": res.reason}  # fmt: skip
@@ -117,7 +118,8 @@ def request_for(lm: DiffusionLM, ex: Example, params, seer):
     chat template, as ids), its image, its sampling and Seer settings."""
     from seer.engine import Request
 
-    prompt, chat = ex.prompt, True
+    prompt: str | list[int] = ex.prompt
+    chat = True
     if ex.messages is not None and ex.messages != [{"role": "user", "content": ex.prompt}]:
         if lm.processor is not None:
             raise SeerError(
@@ -284,7 +286,7 @@ class OrderedWriter:
         if k not in self.position or k in self.pending or self.position[k] < self.next:
             raise SeerError(f"row {k}: not expected or already written")  # an engine bug
         self.pending[k] = row
-        lines = []
+        lines: list[bytes] = []
         while (i := self.next + len(lines)) < len(self.order) and self.order[i] in self.pending:
             row = self.pending.pop(self.order[i])
             if self.stamp is not None:
@@ -394,7 +396,7 @@ def answers(
     `params` None: `lm.sampling()`."""
     from seer.engine import Engine, EngineConfig, Request, resolve
 
-    one = resolve(lm, Request(None, params, seer=seer))  # the run's settings, resolved once
+    one = resolve(lm, Request("", params, seer=seer))  # the run's settings, resolved once
     engine = Engine(lm, EngineConfig(max_batch=max_batch))
     inflight = inflight or 2 * max_batch
     queue = iter(todo)

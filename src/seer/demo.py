@@ -30,6 +30,7 @@ from rich import box
 from rich.table import Table
 
 if TYPE_CHECKING:
+    from seer.data import Example
     from seer.lm import DiffusionLM
 
 # the text model's demo families, one-token answers to long ones (`seer.data.synthetic.lines`)
@@ -43,7 +44,7 @@ def text_requests(model) -> list:
     from seer.data import builtin_examples
     from seer.data.builtin import source_for
 
-    firsts = {}
+    firsts: dict[str | None, Example] = {}
     for ex in builtin_examples(source_for(model, False), 60, part="eval"):
         firsts.setdefault(ex.family, ex)
     families = TEXT_FAMILIES if set(TEXT_FAMILIES) <= set(firsts) else list(firsts)
@@ -80,7 +81,7 @@ def draw_samples(folder, source: str = "builtin-vqa", families=IMAGE_FAMILIES) -
     from seer.errors import SeerError
     from seer.models.tokens import IMAGE_TOKEN
 
-    firsts = {}
+    firsts: dict[str | None, Example] = {}
     for ex in builtin_examples(source, 100, part="eval"):
         firsts.setdefault(ex.family, ex)
     missing = [f for f in families if f not in firsts]
@@ -96,6 +97,7 @@ def draw_samples(folder, source: str = "builtin-vqa", families=IMAGE_FAMILIES) -
     for i, family in enumerate(families):
         ex = firsts[family]
         path = folder / f"{i:02d}_{family}.png"
+        assert ex.image is not None and not isinstance(ex.image, str)  # the task draws PIL images
         ex.image.save(path, optimize=True)
         paths.append(path)
         records.append({"file": path.name, "family": family, "question": ex.prompt,

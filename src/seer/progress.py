@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -97,7 +97,7 @@ def track(iterable: Iterable, description: str, total: int | None = None) -> Ite
     if not enabled():
         yield from iterable
         return
-    if total is None and hasattr(iterable, "__len__"):
+    if total is None and isinstance(iterable, Sized):
         total = len(iterable)
     with bar(description, total) as advance:
         for item in iterable:
@@ -133,39 +133,44 @@ def bar(description: str, total: int | None = None) -> Iterator[Callable[..., No
         task = p.add_task(description, total=total, info="")
 
         def advance(k: int = 1, info: str | None = None) -> None:
-            p.update(task, advance=k, **({} if info is None else {"info": info}))
+            if info is None:
+                p.update(task, advance=k)
+            else:
+                p.update(task, advance=k, info=info)
 
         yield advance
 
 
-def _line_bar(description: str, total: int | None, every: float):
+def _line_bar(description: str, total: int | None,
+              every: float) -> Iterator[Callable[..., None]]:  # fmt: skip
     """`bar` off a terminal: a plain line at most every `every` seconds, and a last one when
     any was printed before the end."""
     t0 = last = time.perf_counter()
-    state = {"done": 0, "info": "", "printed": None}  # printed: `done` at the last line
+    done, shown = 0, ""
+    printed: int | None = None  # `done` at the last line
 
     def line() -> str:
-        done, took = state["done"], time.perf_counter() - t0
+        took = time.perf_counter() - t0
         text = f"{description}: {done}" + (f"/{total}" if total else "")
         if total:
             text += f" ({done / total:.0%})"
         text += f", {_clock(took)} elapsed"
         if total and 0 < done < total:
             text += f", ~{_clock(took / done * (total - done))} left"
-        return text + (f", {state['info']}" if state["info"] else "")
+        return text + (f", {shown}" if shown else "")
 
     def advance(k: int = 1, info: str | None = None) -> None:
-        nonlocal last
-        state["done"] += k
-        state["info"] = state["info"] if info is None else info
+        nonlocal last, done, shown, printed
+        done += k
+        shown = shown if info is None else info
         now = time.perf_counter()
         if now - last >= every:
             last = now
-            state["printed"] = state["done"]
+            printed = done
             print(line(), file=sys.stderr, flush=True)
 
     yield advance
-    if state["printed"] is not None and state["printed"] != state["done"]:
+    if printed is not None and printed != done:
         print(line(), file=sys.stderr, flush=True)
 
 

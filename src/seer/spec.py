@@ -227,7 +227,7 @@ def argparse_kwargs(
 
 
 def add_flags(
-    p: argparse.ArgumentParser, cls: type[Any], names: Collection[str] | None = None
+    p: argparse._ActionsContainer, cls: type[Any], names: Collection[str] | None = None
 ) -> None:
     """One flag per declared option of `cls` that has one (only `names`, when given), each
     saying its default; the value lands under the field's name, None when not given."""

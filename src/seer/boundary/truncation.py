@@ -140,6 +140,7 @@ class SeerPolicy:
         self.probe = None
         if self.cfg.uses_sparsity:
             rows = canvas.x.shape[0]
+            assert self.cfg.layer is not None  # `fit` sets the probe layer
             probe = StepZeroProbe((self.cfg.layer,), (self.cfg.theta,), (self.cfg.tensor,))
             self.probe = probe.attach(model, canvas.prompt_len, canvas.width, rows)
         if self.cfg.cut_in_step0:
@@ -180,11 +181,14 @@ class SeerPolicy:
     def _decide(self, canvas, logits: torch.Tensor | None) -> torch.Tensor:
         t0, c0 = time.perf_counter(), time.thread_time()
         g, cfg = canvas.width, self.cfg
-        sparsity = self.probe.profile(cfg.layer) if self.probe is not None else None
+        sparsity = None
+        if self.probe is not None and cfg.layer is not None:
+            sparsity = self.probe.profile(cfg.layer)
         signal = f"sparsity@L{cfg.layer}"
         if cfg.signal == "sparsity":
             reports = detect_rows(sparsity, self._rules[0], signal)
         else:
+            assert logits is not None  # only the sparsity signal decides inside step 0
             ends = end_probability(logits if logits.shape[1] == g else logits[:, :g], self._enders)
             reports = detect_rows(ends, self._rules[1], "eos_prob")
             if cfg.signal == "combined":

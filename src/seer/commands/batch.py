@@ -19,8 +19,13 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from seer.commands import options
+
+if TYPE_CHECKING:
+    from seer.batch import BatchSummary
+    from seer.distributed.ray_batch import RaySummary
 
 
 def add_parser(sub) -> None:
@@ -60,6 +65,7 @@ def main(args) -> int:
     from seer.errors import SeerError
 
     max_batch = options.engine_options(args)["max_batch"]
+    s: BatchSummary | RaySummary
     if args.ray_address and not args.ray:
         raise SeerError("--ray-address needs --ray N (the number of actors)")
     out = Path(args.out)
@@ -68,7 +74,7 @@ def main(args) -> int:
         extras.require("ray", "seer batch --ray")
         if options.sampling(args).get("cache") == "prefix_lm":
             import seer
-            from seer.engine.engine import check_cache
+            from seer.engine.request import check_cache
 
             skeleton = seer.load(args.model, weights=False)  # refused before the actors start
             check_cache(skeleton, skeleton.sampling(**options.sampling(args)))
@@ -108,7 +114,8 @@ def main(args) -> int:
                           seer=options.seer(args), resume=args.resume, max_batch=max_batch,
                           progress=on_rows, data=args.data)  # fmt: skip
     rate = f"{s.rows / s.seconds:.2f} rows/s, {s.tokens / s.seconds:.1f} tok/s" if s.seconds else ""
-    failed = f", {s.failed} could not be answered" if getattr(s, "failed", 0) else ""
+    n_failed = getattr(s, "failed", 0)  # a Ray batch writes no error rows
+    failed = f", {n_failed} could not be answered" if n_failed else ""
     print(f"{s.rows} rows ({s.skipped} already in {out}{failed}), {s.tokens} tokens in "
           f"{s.seconds:.1f} s ({rate}) -> {out}", file=sys.stderr)  # fmt: skip
     if options.seer(args):
@@ -150,7 +157,7 @@ def print_scores(examples, out) -> None:
         last = after is not None and after.family == "all"
         table.add_row(s.family, str(s.rows), str(s.scored), mean, end_section=last)
     Console(stderr=True).print(table)
-    why = {}
+    why: dict[str, str] = {}
     for ex in examples:
         reason = unscorable(ex)
         if reason is not None:

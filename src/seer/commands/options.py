@@ -177,6 +177,8 @@ def add_seer(p: argparse.ArgumentParser, switch: bool = True) -> None:
     if switch:
         g.add_argument("--seer", action="store_true", help="truncate the window at the boundary")
     for f, s in spec.specs(SeerConfig):
+        if s.flag is None:
+            continue
         g.add_argument(s.flag, **spec.argparse_kwargs(f, s, f"seer_{f.name}", choices=False))
 
 

@@ -14,8 +14,12 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias
 
-Image = object  # a path (absolute str), a `data:image/...;base64,` URI or a `PIL.Image.Image`
+if TYPE_CHECKING:
+    import PIL.Image
+
+Image: TypeAlias = "str | PIL.Image.Image"  # an absolute path, a `data:image/...;base64,` URI
 
 
 @dataclass(slots=True)

@@ -76,6 +76,7 @@ def _depth(text: str) -> int:
 
 def read_file(path: Path) -> list[Example]:
     """All rows of a dataset file or `save_to_disk` folder, in file order."""
+    rows: Iterator[tuple[str, object]]
     if path.is_dir():
         rows = _datasets_rows(path, "row")
     elif path.suffix.lower() in (".jsonl", ".ndjson"):
@@ -105,7 +106,7 @@ def read_file(path: Path) -> list[Example]:
     return examples
 
 
-def parse_row(row: dict, where: str, base: Path, index: int) -> Example:
+def parse_row(row: object, where: str, base: Path, index: int) -> Example:
     """One row -> `Example`; `where` ("file:line N") prefixes every error, `base` resolves
     relative image paths, `index` is the default id."""
 

@@ -79,7 +79,7 @@ class SeerActor:
         import seer as seer_pkg
 
         torch.set_num_threads(threads)
-        self.lm = seer_pkg.load(model, device=device, **({"dtype": dtype} if dtype else {}))
+        self.lm = seer_pkg.load(model, device=device, dtype=dtype)
         self.params = self.lm.sampling(**sampling)
         self.seer, self.max_batch = seer, max_batch
         self.fault = fault  # tests: a marker file; the first call that creates it kills us

@@ -42,14 +42,7 @@ import torch
 from seer.diffusion.state import LoopState, WindowPolicy
 from seer.engine.config import EngineConfig
 from seer.engine.model import EngineModel
-from seer.engine.request import (  # noqa: F401 (check_cache: its old home, still imported)
-    PartialResult,
-    Request,
-    RequestResult,
-    StepView,
-    check_cache,
-    resolve,
-)
+from seer.engine.request import PartialResult, Request, RequestResult, StepView, resolve
 from seer.engine.runner import Runner
 from seer.engine.scheduler import BatchPlan, Scheduler, SchedulerOutput
 from seer.engine.sequence import Sequence, Window, WindowKind

@@ -80,6 +80,8 @@ def compact_reference(
     length = pl + w  # (n,) segment lengths
     used = torch.zeros((), dtype=torch.long, device=dev)
     if slots and n:
+        if offsets is None:
+            raise ValueError("packed compaction (capacity > 0) needs the segment offsets")
         s = torch.arange(slots, device=dev)
         i = torch.searchsorted(offsets, s, right=True) - 1  # segment that may hold slot s
         ic = i.clamp(min=0)

@@ -117,7 +117,9 @@ def compact_triton(
         record=torch.zeros((4,), dtype=torch.long, device=dev),
     )
     packed = bool(slots)
-    off = offsets.contiguous() if packed else rows  # any long tensor when unused
+    if packed and offsets is None:
+        raise ValueError("packed compaction (capacity > 0) needs the segment offsets")
+    off = offsets.contiguous() if packed and offsets is not None else rows  # any long tensor
     _kernel()[(n,)](
         x.contiguous(), plen.contiguous(), window.contiguous(), rows.contiguous(), off,
         out.x, out.attention_mask, out.src, out.pos, out.seg, out.cols, out.cu_seqlens,
