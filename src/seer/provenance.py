@@ -129,7 +129,7 @@ def batch_record(lm: DiffusionLM, params, seer, *, folder=None, dtype=None, devi
     record = {
         "format": FORMAT,
         "seer_version": seer_pkg.__version__,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "model": model,
         "sampling": _jsonable(asdict(params.with_defaults(lm.default_rule))),
         "seer": seer_rec,

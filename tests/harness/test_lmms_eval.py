@@ -82,9 +82,9 @@ def test_several_visuals_and_loglikelihood_are_clear_errors(vlm):
 
 def test_entry_point_manifest():
     """pyproject.toml declares the entry point lmms-eval reads; it names the adapter class."""
+    import tomllib
     from importlib.metadata import entry_points
 
-    import tomllib
     from lmms_eval.models import get_model
 
     from seer.harness import lmms_manifest
