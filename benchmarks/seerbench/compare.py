@@ -582,6 +582,7 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
         return out
 
     reqs = {c.name: requests_of(c) for c in cases}
+    progress(f"engine: warming {len(cases)} configs (2 requests each, untimed)")
     warm(lambda c: _engine_run(lm, c, reqs[c.name][:2], seer_cfg), cases)
     times: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
     first: dict = {}
@@ -596,6 +597,7 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
     for r, cfg in rounds(cases, repeats):
         if len(times[cfg.name]["wall"]) > r:
             continue
+        progress(f"engine round {r + 1}/{repeats}, {cfg.name}: running")
         enc = _encode_time(lm, reqs[cfg.name])
         with Timer() as t:
             res = _engine_run(lm, cfg, reqs[cfg.name], seer_cfg)
@@ -609,7 +611,8 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
             first[cfg.name] = line["result"] = _engine_result(res, sub, b1)
         with raw.open("a") as f:  # each round is kept: a stopped run resumes at the next one
             f.write(json.dumps(line) + "\n")
-        progress(f"engine round {r + 1}/{repeats}, {cfg.name} ({len(reqs[cfg.name])} requests)")
+        n_req = len(reqs[cfg.name])
+        progress(f"engine round {r + 1}/{repeats}, {cfg.name}: done ({n_req} requests)")
     scale = 1.0
     if anchor is not None:
         scale = done[anchor.name]["wall_seconds"] / stats.median(times[anchor.name]["wall"])
