@@ -76,6 +76,8 @@ class Span:
     hi: int  # one past the last
     fill: bool  # a full forward that (re)fills the cache
     replace: torch.Tensor | None  # (B, hi - lo) bool: columns each row recomputes; None = all
+    keys: torch.Tensor | None = None  # (B, hi - lo) bool: columns each row attends to (a fill
+    # only); None = all of them
 
 
 class CachePolicy:
@@ -261,9 +263,11 @@ class SuffixDropout(CachePolicy):
     (Gaussian distance decay, or uniform); here every position of the window is kept (the sliding
     window alone, no random dropout inside it), which keeps the run deterministic and the columns
     contiguous. DPad's `early_termination` is the loop's `SamplingParams.early_stop` (dInfer's
-    rule, the same test: a filled block holding [EOS] ends the row). With rows in lockstep every
-    row's block ends at the same position, except a shorter last block of a cut row (Seer): rows
-    then see up to one block more of scratchpad than `keep`.
+    rule, the same test: a filled block holding [EOS] ends the row). Each row sees its own
+    scratchpad whatever its neighbours do: rows at different blocks (a row that joined the
+    engine's batch later, a cut row's shorter last block) share one forward over the columns the
+    furthest row needs, and each row's keys stop at its own block end + `keep`, so a row's
+    answer is the one it gets alone.
     """
 
     name = "dpad"
@@ -279,10 +283,12 @@ class SuffixDropout(CachePolicy):
         total = canvas.x.shape[1]
         if not bool(active.any()):
             return None
-        last = canvas.prompt_len + int(end[active].max()) + self.keep
-        if last >= total:
-            return None  # the window holds no more than the scratchpad: a plain forward
-        return Span(0, max(last, canvas.prompt_len + hi - shift), True, None)
+        last = canvas.prompt_len + end + self.keep  # (B,) each row's last column + 1
+        if int(last[active].min()) >= total:
+            return None  # no active row's window extends past its scratchpad: a plain forward
+        b = min(total, max(int(last[active].max()), canvas.prompt_len + hi - shift))
+        keys = torch.arange(b, device=last.device)[None] < last[:, None]
+        return Span(0, b, True, None, None if bool(keys[active].all()) else keys)
 
     def store(self, kv) -> None:  # nothing is reused: the forward's cache is dropped
         self.kv, self.stale = None, None

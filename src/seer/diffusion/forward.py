@@ -93,6 +93,11 @@ class EagerForward:
             x, pos = x[:, a : span.hi], pos[:, a : span.hi]
             if span.fill and mask is not None:  # a fill's keys are its own columns only
                 mask = mask[:, a : span.hi]
+            if span.keys is not None:  # each row's own key columns (DPad's scratchpad)
+                if not span.fill:
+                    raise ValueError("a span's per-row keys need a fill (no cache read)")
+                keys = span.keys if p.cfg_scale == 0 else torch.cat([span.keys, span.keys])
+                mask = keys.long() if mask is None else mask * keys.to(mask.dtype)
         if c.prompt_embeds is not None:  # images spliced into the prompt: feed embeddings
             h = self.model.get_input_embeddings()(x)  # (B or 2B, n, D); CFG half: [MASK]s
             if a < pp:
