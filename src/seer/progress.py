@@ -141,8 +141,7 @@ def bar(description: str, total: int | None = None) -> Iterator[Callable[..., No
         yield advance
 
 
-def _line_bar(description: str, total: int | None,
-              every: float) -> Iterator[Callable[..., None]]:  # fmt: skip
+def _line_bar(description: str, total: int | None, every: float) -> Iterator[Callable[..., None]]:
     """`bar` off a terminal: a plain line at most every `every` seconds, and a last one when
     any was printed before the end."""
     t0 = last = time.perf_counter()

@@ -119,7 +119,7 @@ def compact_triton(
     packed = bool(slots)
     if packed and offsets is None:
         raise ValueError("packed compaction (capacity > 0) needs the segment offsets")
-    off = offsets.contiguous() if packed and offsets is not None else rows  # any long tensor
+    off = rows if offsets is None or not packed else offsets.contiguous()  # rows: any long tensor
     _kernel()[(n,)](
         x.contiguous(), plen.contiguous(), window.contiguous(), rows.contiguous(), off,
         out.x, out.attention_mask, out.src, out.pos, out.seg, out.cols, out.cu_seqlens,
