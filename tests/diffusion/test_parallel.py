@@ -183,6 +183,31 @@ def test_suffix_dropout_runs_only_the_scratchpad_after_the_block():
         SuffixDropout(-1)
 
 
+def test_suffix_dropout_keys_are_each_rows_own_scratchpad():
+    """Rows at different blocks share one forward over the furthest row's columns, but each
+    row's keys stop at its own block end + the scratchpad; a step that asks for positions past
+    every block (a window policy's step 0) shows each row all of them, as a row alone sees."""
+    from types import SimpleNamespace
+
+    from seer.diffusion.cache import SuffixDropout
+    from seer.diffusion.schedule import StepRows
+
+    canvas = SimpleNamespace(x=torch.zeros(2, 4 + 64, dtype=torch.long), prompt_len=4)
+    z = torch.zeros(2, dtype=torch.long)
+    behind = StepRows(start=torch.tensor([0, 24]), end=torch.tensor([8, 32]), j=z, steps=z + 8,
+                      active=torch.tensor([True, True]))  # fmt: skip
+    span = SuffixDropout(4).span(canvas, behind, 0, 32, 0)
+    assert (span.lo, span.hi, span.fill) == (0, 4 + 32 + 4, True)
+    assert span.keys is not None
+    assert span.keys.sum(1).tolist() == [4 + 8 + 4, 4 + 32 + 4]
+    lockstep = replace(behind, start=torch.tensor([8, 8]), end=torch.tensor([16, 16]))
+    assert SuffixDropout(4).span(canvas, lockstep, 8, 16, 0).keys is None
+    step0 = SuffixDropout(4).span(canvas, lockstep, 0, 64, 0)  # every position asked for
+    assert step0 is None  # a plain forward: every row sees the whole window
+    wider = SuffixDropout(4).span(canvas, behind, 0, 40, 0)  # past the furthest block's end
+    assert (wider.hi, wider.keys) == (4 + 40, None)  # both rows see every position asked for
+
+
 def test_dpad_by_name_runs_through_generate_the_engine_and_the_cli(capsys):
     """`cache="dpad"` (`--cache dpad --dpad-window N`) is `SuffixDropout(N)`: the tokens of the
     loop run with the policy object, alone and batched through the engine."""

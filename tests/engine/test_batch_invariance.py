@@ -123,14 +123,15 @@ def _check(lm, rows, reqs, routing, min_group, tag) -> None:
         assert got[i].token_ids == _solo[key], f"row {k} ({rows[k]}) differs from its solo run"
 
 
-@pytest.mark.parametrize("cache", ["dpad", "dual", "prefix"])
-def test_rows_that_join_a_cached_batch_later_keep_their_solo_answers(text, cache):
+@pytest.mark.parametrize(("cache", "seer_on"), [("dpad", False), ("dpad", True), ("dual", False),
+                                               ("prefix", False)])  # fmt: skip
+def test_rows_that_join_a_cached_batch_later_keep_their_solo_answers(text, cache, seer_on):
     """Early stop frees a row's slot for a request that starts at its first block while its
     neighbours are at later ones: each row keeps its solo answer under every cache (DPad's
-    scratchpad is the row's own, not the furthest row's)."""
+    scratchpad is the row's own, not the furthest row's), with Seer's cut too."""
     lm, ex = text
     p = lm.sampling(gen_length=64, block_length=8, cache=cache, early_stop=True)
-    reqs = [Request(e.prompt, p) for e in list(ex.values())[:8]]
+    reqs = [Request(e.prompt, p, seer=seer_on) for e in list(ex.values())[:8]]
     got = run(lm, reqs, EngineConfig(max_batch=3))
     solo = [run(lm, [r])[0] for r in reqs]
     assert [g.nfe for g in got] != [64] * len(reqs)  # early stop ended rows at different steps

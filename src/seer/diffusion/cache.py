@@ -284,9 +284,12 @@ class SuffixDropout(CachePolicy):
         if not bool(active.any()):
             return None
         last = canvas.prompt_len + end + self.keep  # (B,) each row's last column + 1
+        need = canvas.prompt_len + hi - shift  # the step's positions (hi: the furthest block's end)
+        if hi > int(end[active].max()):  # positions past every block (a window policy's step 0,
+            last = last.clamp(min=need)  # DAEDAL): each row sees all of them, as when alone
         if int(last[active].min()) >= total:
             return None  # no active row's window extends past its scratchpad: a plain forward
-        b = min(total, max(int(last[active].max()), canvas.prompt_len + hi - shift))
+        b = min(total, max(int(last[active].max()), need))
         keys = torch.arange(b, device=last.device)[None] < last[:, None]
         return Span(0, b, True, None, None if bool(keys[active].all()) else keys)
 
