@@ -285,8 +285,8 @@ class SuffixDropout(CachePolicy):
             return None
         last = canvas.prompt_len + end + self.keep  # (B,) each row's last column + 1
         need = canvas.prompt_len + hi - shift  # the step's positions (hi: the furthest block's end)
-        if hi > int(end[active].max()):  # positions past every block (a window policy's step 0,
-            last = last.clamp(min=need)  # DAEDAL): each row sees all of them, as when alone
+        if hi > int(end[active].max()):  # the step asks past every block (a window policy's
+            last = last.clamp(min=need)  # step 0, DAEDAL): each row sees those, as it does alone
         if int(last[active].min()) >= total:
             return None  # no active row's window extends past its scratchpad: a plain forward
         b = min(total, max(int(last[active].max()), need))
