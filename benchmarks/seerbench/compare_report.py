@@ -642,11 +642,23 @@ def _cost_lines(record: dict) -> list[str]:
         return []
     out = ["", "Cost model (time = r + Σ over forwards (a + b·q + c·q·kv), least squares on this "
            "run's own times; `seerbench.costmodel`): "]  # fmt: skip
+    res = record.get("results", {})
     for key, label in (("b1", "batch 1"), ("b32", "batch 32")):
         f = cm.get(key)
-        if f:
-            out[-1] += (f"{label}: {f['n']} observations, relative RMS error "
-                        f"{100 * f['rel_rmse']:.0f} %; ")  # fmt: skip
+        if not f:
+            continue
+        out[-1] += (f"{label}: {f['n']} observations, relative RMS error "
+                    f"{100 * f['rel_rmse']:.0f} %")  # fmt: skip
+        # what the tables use: each config's predicted speed-up over its reference
+        errs = {n: r[f"model_{key}_error"] for n, r in res.items()
+                if f"model_{key}_error" in r and r.get("ref", n) != n}  # fmt: skip
+        if errs:
+            worst = max(errs, key=lambda n: abs(errs[n]))
+            rms = math.sqrt(sum(e * e for e in errs.values()) / len(errs))
+            out[-1] += (f", its speed-ups over the reference {100 * rms:.0f} % RMS from the "
+                        f"measured over {len(errs)} configs (largest {worst} "
+                        f"{100 * errs[worst]:+.0f} %)")  # fmt: skip
+        out[-1] += "; "
     out[-1] = out[-1].rstrip("; ") + "."
     return out
 

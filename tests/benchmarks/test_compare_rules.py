@@ -75,6 +75,19 @@ def test_the_cost_model_recovers_known_coefficients():
     assert full[1] == dual[1] == 64 and dual[2] < full[2]
 
 
+def test_the_cost_line_states_the_error_of_the_predicted_speedups():
+    from seerbench.compare_report import _cost_lines
+
+    res = {"base": {"ref": "base", "model_b1_error": 0.0},
+           "a": {"ref": "base", "model_b1_error": 0.30},
+           "b": {"ref": "base", "model_b1_error": -0.40}}  # fmt: skip
+    cm = {"b1": {"coef": [0, 0, 0, 0], "n": 30, "rel_rmse": 0.5}}
+    line = _cost_lines({"cost_model": cm, "results": res})[1]
+    assert "batch 1: 30 observations, relative RMS error 50 %" in line
+    # the reference itself is left out: sqrt((0.3^2 + 0.4^2) / 2) = 35 %
+    assert "35 % RMS from the measured over 2 configs (largest b -40 %)" in line
+
+
 def test_the_projection_reads_the_model_config_and_is_labelled():
     s = costmodel.llada_8b()
     assert (s.hidden, s.layers, s.intermediate, s.vocab) == (4096, 32, 12288, 126464)
