@@ -78,12 +78,12 @@ window must fit the model's positions, checked in one line); its files carry the
 
 Raw per-request results go to `--raw` (JSON Lines); a run with the same settings resumes from
 it, at any `--n`, at the next batch-32 round, and per config (a config added later runs beside
-the anchors, `--anchors`, and its times are scaled by their first-pass / later-pass ratio;
-`--add NAMES` takes configs of the full set into a `--quick` run, e.g. a block method's best
-block size into a larger run).
-Outputs: a table, the
-Pareto plot (`--plot`), the README's tables (`--markdown`), and the last-line JSON record
-(`seerbench.runs`); `--out DIR` writes all of them there (raw-, compare-*.png / .md / .json).
+the anchors, `--anchors`, and its times are scaled by their first-pass / later-pass ratio over
+the whole pass; `--add NAMES` takes configs of the full set into a `--quick` run, e.g. a block
+method's best block size into a larger run).
+Outputs: a table, the Pareto plot (`--plot`), the README's tables (`--markdown`), and the
+last-line JSON record (`seerbench.runs`); `--out DIR` writes all of them there (raw-,
+compare-*.png / .md / .json).
 
 The defaults run every method at every budget and block size, three timing repeats (the full
 comparison: hours on a CPU). The published records were made in parts that share raw files, so
@@ -93,10 +93,10 @@ each part resumes and extends the others (docs/results.md names the command besi
     python benchmarks/bench_compare.py --model builtin --quick --budgets 1,8 --skip stop \
         --repeats 1 --engine-repeats 1 --n 300 --out docs/results/compare/shipped
     # every method at every block size, one token per step (a block method's best size)
-    python benchmarks/bench_compare.py --model builtin --budgets 1 --repeats 1 --no-engine \
-        --n 60 --out docs/results/compare/sweep
+    python benchmarks/bench_compare.py --model builtin --budgets 1 --repeats 1 \
+        --engine-repeats 1 --n 100 --out docs/results/compare/sweep
     # the window: the text model fine-tuned with longer windows (tools/train_builtin_long.sh) at
-    # 128, 256 (--n 100 each) and 512 positions (--n 50), then side by side
+    # 128, 256 and 512 positions (--n 100 each; --engine-repeats 1 adds batch 32), then side by side
     # (benchmarks/window_gain.py); the same with --data parallelbench:ROOT/waiting_line
     python benchmarks/bench_compare.py --model checkpoints/builtin-v2-long/export --quick \
         --budgets 1 --skip stop --no-daedal --no-static --repeats 1 --no-engine \
@@ -106,7 +106,7 @@ each part resumes and extends the others (docs/results.md names the command besi
     python benchmarks/bench_compare.py --model builtin-vqa --quick --budgets 1,8 --skip stop \
         --repeats 1 --engine-repeats 1 --out docs/results/compare/shipped
     python benchmarks/bench_compare.py --model builtin --data parallelbench:ROOT/waiting_line \
-        --quick --budgets 1 --skip stop --repeats 1 --no-engine --n 400 \
+        --quick --budgets 1 --skip stop --repeats 1 --engine-repeats 1 --n 400 \
         --out docs/results/compare/shipped
     # a config of the full set added to a finished run (run beside its anchors)
     python benchmarks/bench_compare.py ... --add dual+threshold/b32@t=0.9 --anchors baseline@k=8

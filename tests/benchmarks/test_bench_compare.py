@@ -132,6 +132,12 @@ def test_a_config_added_later_runs_alone_beside_the_anchors(bench, tmp_path, mon
     for x in supp:
         r = x["results"][added]
         assert r["seconds"] == pytest.approx(r["seconds_measured"] * x["scale"])
+    # the summary puts the pass on the first pass's scale with one ratio over its requests
+    firsts = {x["request"]: x for x in lines if "results" in x and "added" not in x}
+    old = sum(firsts[x["request"]]["results"]["baseline@k=8"]["seconds"] for x in supp)
+    new = sum(x["anchors"]["baseline@k=8"]["seconds"] for x in supp)
+    measured = sum(x["results"][added]["seconds_measured"] for x in supp) / len(supp)
+    assert again["results"][added]["loop_ms"] == pytest.approx(1000 * measured * old / new)
     eng = [x for x in lines if x.get("engine") == added]
     assert len(eng) == 1 and "scale" in eng[0] and len(eng[0]["correct"]) == 1
     res = again["results"]
