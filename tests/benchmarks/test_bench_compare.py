@@ -132,12 +132,18 @@ def test_a_config_added_later_runs_alone_beside_the_anchors(bench, tmp_path, mon
     for x in supp:
         r = x["results"][added]
         assert r["seconds"] == pytest.approx(r["seconds_measured"] * x["scale"])
-    # the summary puts the pass on the first pass's scale with one ratio over its requests
+    # the summary puts the pass on the first pass's scale, each clock by the anchors' ratio on
+    # that clock over the pass's requests (CPU time by a CPU-time ratio, not a wall one)
     firsts = {x["request"]: x for x in lines if "results" in x and "added" not in x}
-    old = sum(firsts[x["request"]]["results"]["baseline@k=8"]["seconds"] for x in supp)
-    new = sum(x["anchors"]["baseline@k=8"]["seconds"] for x in supp)
-    measured = sum(x["results"][added]["seconds_measured"] for x in supp) / len(supp)
-    assert again["results"][added]["loop_ms"] == pytest.approx(1000 * measured * old / new)
+    base = "baseline@k=8"
+    for clock, key in (("loop_wall", "seconds_repeats"), ("e2e_cpu", "call_cpu_repeats")):
+        old = sum(firsts[x["request"]]["results"][base][key][0] for x in supp)
+        new = sum(x["anchors"][base][key][0] for x in supp)
+        got = [x["results"][added][key][0] / x["scale"] * old / new for x in supp]
+        if clock == "e2e_cpu":  # the clock adds the prompt's encoding (first pass)
+            got = [t + firsts[x["request"]]["prompt_cpu_seconds"]
+                   for t, x in zip(got, supp, strict=True)]  # fmt: skip
+        assert again["results"][added]["b1"][clock] == pytest.approx(1000 * sum(got) / len(got))
     eng = [x for x in lines if x.get("engine") == added]
     assert len(eng) == 1 and "scale" in eng[0] and len(eng[0]["correct"]) == 1
     res = again["results"]
