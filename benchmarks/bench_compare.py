@@ -89,9 +89,11 @@ The defaults run every method at every budget and block size, three timing repea
 comparison: hours on a CPU). The published records were made in parts that share raw files, so
 each part resumes and extends the others (docs/results.md names the command beside each table):
 
-    # the headline: the shipped settings on 300 held-out requests, batch 1 and 32
-    python benchmarks/bench_compare.py --model builtin --quick --budgets 1,8 --skip stop \
-        --repeats 1 --engine-repeats 1 --n 300 --out docs/results/compare/shipped
+    # the headline: the shipped settings on 300 held-out requests, batch 1 and 32, with
+    # Fast-dLLM's full recipe at its best block size (the sweep's), all in one pass
+    python benchmarks/bench_compare.py --model builtin --quick --budgets 1,8 --repeats 1 \
+        --engine-repeats 1 --n 300 --out docs/results/compare/shipped --add \
+        dual+threshold/b64@t=0.9,seer+dual+threshold/b64@t=0.9,oracle+threshold@t=0.9
     # every method at every block size, one token per step (a block method's best size)
     python benchmarks/bench_compare.py --model builtin --budgets 1 --repeats 1 \
         --engine-repeats 1 --n 100 --out docs/results/compare/sweep
