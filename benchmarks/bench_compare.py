@@ -99,7 +99,8 @@ each part resumes and extends the others (docs/results.md names the command besi
         --engine-repeats 1 --n 100 --out docs/results/compare/sweep
     # the window: the text model fine-tuned with longer windows (tools/train_builtin_long.sh) at
     # 128, 256 and 512 positions (--n 100 each; --engine-repeats 1 adds batch 32), then side by side
-    # (benchmarks/window_gain.py); the same with --data parallelbench:ROOT/waiting_line
+    # (benchmarks/window_gain.py); the same with --data parallelbench:ROOT/waiting_line (--n 50
+    # at 512)
     python benchmarks/bench_compare.py --model checkpoints/builtin-v2-long/export --quick \
         --budgets 1 --skip stop --no-daedal --no-static --repeats 1 --no-engine \
         --add dual+threshold/b64@t=0.9,seer+dual+threshold/b64@t=0.9 --n 100 --gen-length 256 \
