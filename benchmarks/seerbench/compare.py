@@ -517,40 +517,34 @@ def _pass_scale(raw: Path, settings: dict, n: int, rows: list[dict]) -> None:
     """Put the batch-1 times of every config added in a later pass on the first pass's scale,
     each clock by its own ratio: the anchors' total time in the first pass over their total in
     the later pass, on that clock (loop wall, call wall, call CPU), over every request the pass
-    ran. (A raw line keeps, as `scale`, its own request's loop-wall ratio and every time scaled
-    by it, and the loop time measured. Scaling CPU time by a wall ratio is wrong where the load
-    changed between passes: a busy machine stretches wall time, not CPU time; on the text
-    model's 300-request run it put the added configs' CPU-time speed-ups 37-39 % under a
-    one-pass run's on the same requests, where each clock's own ratio gives them within 2 %.)"""
+    ran. A raw line keeps its own request's loop-wall ratio (`scale`) and its times scaled by
+    it; scaling CPU time by a wall ratio is wrong where the machine's load changed between the
+    passes (load stretches wall time, not CPU time): on the text model's 300-request run it put
+    the added configs' CPU-time speed-ups 37-39 % under a one-pass run's on the same requests,
+    where each clock's own ratio gives them within 2 %."""
     passes: dict[tuple, list[dict]] = defaultdict(list)
     for line in raw_lines(raw):
         if "added" in line and line["request"] < n and same_run(line["settings"], settings):
             passes[tuple(line["added"])].append(line)
     by_request = {row["request"]: row["results"] for row in rows}
-    clocks = {"seconds_repeats": "seconds", "call_wall_repeats": "call_wall_repeats",
-              "call_cpu_repeats": "call_cpu_repeats"}  # fmt: skip
-
-    def total(entries, key: str) -> float:
-        return sum(e[key] if key == "seconds" else stats.median(e[key]) for e in entries)
-
     for lines in passes.values():
         first = [by_request[x["request"]][a] for x in lines for a in x["anchors"]]
         later = [e for x in lines for e in x["anchors"].values()]
         ratio = {}
-        for reps, key in clocks.items():
+        for key in ("seconds_repeats", "call_wall_repeats", "call_cpu_repeats"):
             if all(key in e for e in first + later):  # records from before the clocks: loop only
-                old, new = total(first, key), total(later, key)
-                ratio[reps] = old / new if old > 0 and new > 0 else 1.0
+                old = sum(stats.median(e[key]) for e in first)
+                new = sum(stats.median(e[key]) for e in later)
+                ratio[key] = old / new if old > 0 and new > 0 else 1.0
         for x in lines:
             for name in x["added"]:
                 e = by_request[x["request"]][name]
                 if "scales" in e:
                     continue  # already on the first pass's scale
-                for reps, r in ratio.items():
-                    if reps in e:
-                        e[reps] = [t / e["scale"] * r for t in e[reps]]
+                for key, r in ratio.items():
+                    e[key] = [t / e["scale"] * r for t in e[key]]
                 if "seconds_repeats" in ratio:
-                    e["seconds"] = e["seconds"] / e["scale"] * ratio["seconds_repeats"]
+                    e["seconds"] = stats.median(e["seconds_repeats"])
                 e["scales"] = {k.removesuffix("_repeats"): r for k, r in ratio.items()}
 
 

@@ -562,8 +562,8 @@ def markdown(record: dict) -> str:
         out += [
             "",
             "¹ added after the first pass: run in a later pass beside the anchors (`--anchors`), "
-            "its times scaled by one ratio per pass: the anchors' first-pass / later-pass time, "
-            "summed over the pass's requests.",
+            "its times scaled by one ratio per pass and clock: the anchors' first-pass / "
+            "later-pass time on that clock, summed over the pass's requests.",
         ]
     out += _adds_table(record)
     out += _cost_lines(record)
