@@ -80,7 +80,11 @@ Raw per-request results go to `--raw` (JSON Lines); a run with the same settings
 it, at any `--n`, at the next batch-32 round, and per config (a config added later runs beside
 the anchors, `--anchors`, and its times are scaled by their first-pass / later-pass ratio over
 the whole pass; `--add NAMES` takes configs of the full set into a `--quick` run, e.g. a block
-method's best block size into a larger run).
+method's best block size into a larger run). A batch-32 pass can run as two processes side by
+side, one per core: the same command with other `--blocks` or `--skip` (each keeps the
+baseline), each on its own copy of the raw file after batch 1, the second's new lines appended
+to the first's; the second's times are put on the first's clocks by the baselines both timed
+(`seerbench.compare._side_by_side`; marked ² in the report).
 Outputs: a table, the Pareto plot (`--plot`), the README's tables (`--markdown`), and the
 last-line JSON record (`seerbench.runs`); `--out DIR` writes all of them there (raw-,
 compare-*.png / .md / .json).

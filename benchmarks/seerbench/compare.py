@@ -355,13 +355,16 @@ def same_run(a: dict | None, b: dict, free: tuple[str, ...] = FREE) -> bool:
 
 def recorded(raw: Path, settings: dict, n: int, key: str) -> dict:
     """The raw records of this run, merged per `key` value (a request index, or an engine config):
-    the first record of a config wins, later ones only add configs."""
+    the first record of a config wins, later ones only add configs (an engine config timed
+    again, by a second process of a split pass, keeps its first record)."""
     out: dict = {}
     for rec in raw_lines(raw):
         k = rec.get(key)
         if k is None or not same_run(rec.get("settings"), settings):
             continue
         if key == "request" and k >= n:
+            continue
+        if k in out and key == "engine":
             continue
         if k in out:
             for name, res in rec["results"].items():
@@ -597,8 +600,9 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
     done = {k: v for k, v in done.items() if v.get("requests") == idx}
     runnable = [c for c in configs if c.engine]
     todo = [c for c in runnable if c.name not in done]
+    marks = [c.name for c in runnable if is_anchor(c, anchors) or c.method == "baseline"]
     if not todo:
-        return {c.name: done[c.name] for c in runnable}
+        return _side_by_side(raw, settings, idx, {c.name: done[c.name] for c in runnable}, marks)
     anchor = None
     if done:
         have = [c for c in runnable if is_anchor(c, anchors) and c.name in done]
@@ -660,6 +664,7 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
         rec = {
             "settings": settings,
             "engine": cfg.name,
+            "pass": pass_,
             "sample": sample,
             "repeats": repeats,
             "requests": idx,
@@ -680,4 +685,59 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
             f.write(json.dumps(rec) + "\n")
         out[cfg.name] = rec
         progress(f"engine {cfg.name}")
+    return _side_by_side(raw, settings, idx, out, marks)
+
+
+ENGINE_CLOCKS = ("wall", "cpu", "loop_wall", "loop_cpu")
+
+
+def _side_by_side(raw: Path, settings: dict, idx: list[int], out: dict,
+                  anchors: list[str]) -> dict:  # fmt: skip
+    """Put the batch-32 times of configs timed by another process of the same run on the clocks
+    of the process that timed the reference (the first baseline, `anchors[0]`). A batch-32 pass
+    can be split over the cores: the same command run side by side with other `--blocks` or
+    `--skip`, each part on its own copy of the raw file (each its own first pass), the second's
+    new lines appended to the first's after. Two such processes on the 2-core machine timed the
+    128-step baseline 10 % apart (CPU time and wall alike), so each clock of the second part is
+    scaled by the anchors (`anchors`: the baselines and those named) that both parts timed: their
+    total time in the reference's part over their total in the other. Configs of a later pass
+    (`scale`: already on the first pass's scale) and parts with no anchor in common are left as
+    recorded."""
+    lines = [x for x in raw_lines(raw) if "engine_round" in x and x["requests"] == idx
+             and same_run(x["settings"], settings)]  # fmt: skip
+
+    def part(name: str, rec: dict) -> tuple | None:
+        if "pass" in rec:
+            return tuple(rec["pass"])
+        for x in lines:  # records from before `pass` was written: the rounds it took its times of
+            if x["engine_round"] == name and x["cpu"] in rec.get("cpu_repeats", ()):
+                return tuple(x["pass"])
+        return None
+
+    parts = {name: part(name, rec) for name, rec in out.items()}
+    ref = next((a for a in anchors if a in out), None)
+    if ref is None or parts[ref] is None or len(set(parts.values()) - {None}) < 2:
+        return out
+    times: dict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for x in lines:
+        if x["engine_round"] in anchors:
+            t = times[(tuple(x["pass"]), x["engine_round"])]
+            for k in ("wall", "cpu"):
+                t[k].append(x[k])
+                t[f"loop_{k}"].append(x[k] - x[f"enc_{k}"])
+    home = parts[ref]
+    for p in set(parts.values()) - {None, home}:
+        shared = [a for a in anchors if (home, a) in times and (p, a) in times]
+        if not shared:
+            continue
+        ratio = {k: sum(stats.median(times[(home, a)][k]) for a in shared)
+                 / sum(stats.median(times[(p, a)][k]) for a in shared)
+                 for k in ENGINE_CLOCKS}  # fmt: skip
+        for name, rec in out.items():
+            if parts[name] != p or "scale" in rec:
+                continue
+            rec = out[name] = dict(rec, part_scale=ratio, part_anchors=shared)
+            for k, r in ratio.items():
+                rec[f"{k}_seconds"] *= r
+                rec[f"{k}_repeats"] = [t * r for t in rec[f"{k}_repeats"]]
     return out

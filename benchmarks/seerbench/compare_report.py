@@ -95,6 +95,8 @@ def _b32(rec: dict, e: dict, ref_e: dict | None, clock: str) -> None:
     rec["b32_same_as_b1"] = e["same_text_as_batch1"]
     rec["b32_nfe"] = sum(e["nfe"]) / ne
     rec["b32_later_pass"] = "scale" in e
+    if "part_scale" in e:  # timed by another process side by side (`compare._side_by_side`)
+        rec["b32_part_scale"] = e["part_scale"]
     if ref_e is not None and "hashes" in e and "hashes" in ref_e:
         rec["b32_changed"] = sum(a != b for a, b in zip(e["hashes"], ref_e["hashes"], strict=True))
     if ref_e is not None:
@@ -546,7 +548,7 @@ def markdown(record: dict) -> str:
         b32r = f"{r['b32_speedup_vs_ref']:.2f}×" if "b32_speedup_vs_ref" in r else "—"
         b32x = f"{base['b32_ms'] / r['b32_ms']:.1f}×" if "b32_ms" in r and "b32_ms" in base else "—"
         front = ("b1" if r["pareto_b1"] else "") + (" b32" if r.get("pareto_b32") else "")
-        later = "¹" if r.get("later_pass") else ""
+        later = ("¹" if r.get("later_pass") else "") + ("²" if "b32_part_scale" in r else "")
         out.append(
             f"| {name}{later} | {pct(r['accuracy'])} [{pct(lo)}, {pct(hi)}] | {ni} | "
             f"{100 * r['accuracy_minus_ref']:+.1f} [{100 * dlo:+.1f}, {100 * dhi:+.1f}] ({ref}) | "
@@ -564,6 +566,16 @@ def markdown(record: dict) -> str:
             "¹ added after the first pass: run in a later pass beside the anchors (`--anchors`), "
             "its times scaled by one ratio per pass and clock: the anchors' first-pass / "
             "later-pass time on that clock, summed over the pass's requests.",
+        ]
+    side = {n: r["b32_part_scale"]["cpu"] for n, r in res.items() if "b32_part_scale" in r}
+    if side:
+        lo, hi = min(side.values()), max(side.values())
+        out += [
+            "",
+            "² timed at batch 32 by a second process of the run, side by side with the first "
+            "(the batch-32 pass split over the cores): its batch-32 times scaled by one ratio "
+            "per clock, the baselines' time in the first process over their time in the second "
+            f"(CPU time: {lo:.3f}" + ("" if hi == lo else f" to {hi:.3f}") + ").",
         ]
     out += _adds_table(record)
     out += _cost_lines(record)

@@ -284,3 +284,38 @@ def test_the_plot_needs_the_baseline_it_is_relative_to(tmp_path):
         with pytest.raises(SeerError, match="no baseline reference"):
             plot(record, tmp_path / "x.png")
     assert not (tmp_path / "x.png").exists()
+
+
+def test_a_batch32_pass_split_over_two_processes_is_put_on_one_clock(bench, tmp_path):
+    """The batch-32 pass run as two processes side by side (other `--skip`, a copy of the raw
+    file each, the second's new lines joined after): the second part's configs are compared
+    with the baseline of their own process, each clock scaled by the baselines' time in the
+    first part over their time in the second."""
+    raw, raw2 = tmp_path / "raw.jsonl", tmp_path / "raw2.jsonl"
+    argv = ["--model", "builtin-v1", "--n", "2", "--repeats", "1", "--budgets", "8", "--quick",
+            "--no-static", "--engine-n", "2"]  # fmt: skip
+    bench.main([*argv, "--raw", str(raw), "--no-engine"])  # batch 1 for every config
+    raw2.write_text(raw.read_text())
+    kept = len(raw2.read_text().splitlines())
+    moved = "seer+threshold@t=0.9"
+    bench.main([*argv, "--raw", str(raw), "--skip", "seer+threshold"])
+    bench.main([*argv, "--raw", str(raw2), "--skip", "seer,oracle,threshold"])
+    with raw.open("a") as f:
+        f.writelines(x + "\n" for x in raw2.read_text().splitlines()[kept:])
+    lines = [json.loads(x) for x in raw.read_text().splitlines()]
+    rounds = {(tuple(x["pass"]), x["engine_round"]): x for x in lines if "engine_round" in x}
+    (home,) = {p for p, name in rounds if name == "seer@k=8"}
+    (other,) = {p for p, name in rounds if name == moved}
+    base = "baseline@k=8"
+    res = bench.main([*argv, "--raw", str(raw)])["results"]
+    for clock, key in (("e2e_cpu", "cpu"), ("e2e_wall", "wall")):
+        r = rounds[(home, base)][key] / rounds[(other, base)][key]
+        want = 1000 * rounds[(other, moved)][key] * r / 2
+        assert res[moved]["b32"][clock] == pytest.approx(want)
+    assert res[moved]["b32_part_scale"]["cpu"] == pytest.approx(
+        rounds[(home, base)]["cpu"] / rounds[(other, base)]["cpu"])  # fmt: skip
+    # the first part's configs and the baseline are as the first process timed them
+    for name in ("seer@k=8", base):
+        want = 1000 * rounds[(home, name)]["cpu"] / 2
+        assert res[name]["b32"]["e2e_cpu"] == pytest.approx(want)
+    assert "b32_part_scale" not in res["seer@k=8"]
