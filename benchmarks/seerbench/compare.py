@@ -724,7 +724,7 @@ def _side_by_side(raw: Path, settings: dict, idx: list[int], out: dict,
             t = times[(tuple(x["pass"]), x["engine_round"])]
             for k in ("wall", "cpu"):
                 t[k].append(x[k])
-                t[f"loop_{k}"].append(x[k] - x[f"enc_{k}"])
+                t[f"loop_{k}"].append(x[k] - x.get(f"enc_{k}", 0.0))
     home = parts[ref]
     for p in set(parts.values()) - {None, home}:
         shared = [a for a in anchors if (home, a) in times and (p, a) in times]
@@ -738,6 +738,8 @@ def _side_by_side(raw: Path, settings: dict, idx: list[int], out: dict,
                 continue
             rec = out[name] = dict(rec, part_scale=ratio, part_anchors=shared)
             for k, r in ratio.items():
-                rec[f"{k}_seconds"] *= r
-                rec[f"{k}_repeats"] = [t * r for t in rec[f"{k}_repeats"]]
+                if f"{k}_seconds" in rec:  # records from before the loop clocks have none
+                    rec[f"{k}_seconds"] *= r
+                if f"{k}_repeats" in rec:
+                    rec[f"{k}_repeats"] = [t * r for t in rec[f"{k}_repeats"]]
     return out
