@@ -698,9 +698,10 @@ def _side_by_side(raw: Path, settings: dict, idx: list[int], out: dict,
     can be split over the cores: the same command run side by side with other `--blocks` or
     `--skip`, each part on its own copy of the raw file (each its own first pass), the second's
     new lines appended to the first's after. Two such processes on the 2-core machine timed the
-    128-step baseline 10 % apart (CPU time and wall alike), so each clock of the second part is
-    scaled by the anchors (`anchors`: the baselines and those named) that both parts timed: their
-    total time in the reference's part over their total in the other. Configs of a later pass
+    128-step baseline 9 % apart (CPU time and wall alike; 16 and 32 steps 1 and 3 %), so each
+    clock of the second part is scaled by the anchors (`anchors`: the baselines and those named)
+    that both parts timed: their total time in the reference's part over their total in the
+    other. Configs of a later pass
     (`scale`: already on the first pass's scale) and parts with no anchor in common are left as
     recorded."""
     lines = [x for x in raw_lines(raw) if "engine_round" in x and x["requests"] == idx
