@@ -98,9 +98,10 @@ each part resumes and extends the others (docs/results.md names the command besi
     python benchmarks/bench_compare.py --model builtin --quick --budgets 1,8 --repeats 1 \
         --engine-repeats 1 --n 300 --out docs/results/compare/shipped --add \
         dual+threshold/b64@t=0.9,seer+dual+threshold/b64@t=0.9,oracle+threshold@t=0.9
-    # every method at every block size, one token per step (a block method's best size)
+    # every method at every block size, one token per step (a block method's best size); its
+    # batch-32 pass ran as two processes side by side (--blocks 8,16 / --blocks 32,64 --skip ...)
     python benchmarks/bench_compare.py --model builtin --budgets 1 --repeats 1 \
-        --engine-repeats 1 --n 100 --out docs/results/compare/sweep
+        --engine-repeats 1 --n 300 --out docs/results/compare/sweep
     # the window: the text model fine-tuned with longer windows (tools/train_builtin_long.sh) at
     # 128, 256 and 512 positions (--n 100 each; --engine-repeats 1 adds batch 32), then side by side
     # (benchmarks/window_gain.py); the same with --data parallelbench:ROOT/waiting_line (--n 50
