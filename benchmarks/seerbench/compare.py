@@ -46,6 +46,7 @@ import torch
 from seer.boundary.truncation import FixedWindowPolicy, SeerPolicy, round_window
 from seer.errors import SeerError
 from seerbench import stats
+from seerbench.compare_report import B32_KEYS
 from seerbench.machine import provenance
 from seerbench.runs import Timer, rounds, warm
 
@@ -688,9 +689,6 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
     return _side_by_side(raw, settings, idx, out, marks)
 
 
-ENGINE_CLOCKS = ("wall", "cpu", "loop_wall", "loop_cpu")
-
-
 def _side_by_side(raw: Path, settings: dict, idx: list[int], out: dict,
                   anchors: list[str]) -> dict:  # fmt: skip
     """Put the batch-32 times of configs timed by another process of the same run on the clocks
@@ -701,9 +699,8 @@ def _side_by_side(raw: Path, settings: dict, idx: list[int], out: dict,
     128-step baseline 9 % apart (CPU time and wall alike; 16 and 32 steps 1 and 3 %), so each
     clock of the second part is scaled by the anchors (`anchors`: the baselines and those named)
     that both parts timed: their total time in the reference's part over their total in the
-    other. Configs of a later pass
-    (`scale`: already on the first pass's scale) and parts with no anchor in common are left as
-    recorded."""
+    other. Configs of a later pass (`scale`: already on the first pass's scale) and parts with no
+    anchor in common are left as recorded."""
     lines = [x for x in raw_lines(raw) if "engine_round" in x and x["requests"] == idx
              and same_run(x["settings"], settings)]  # fmt: skip
 
@@ -733,7 +730,7 @@ def _side_by_side(raw: Path, settings: dict, idx: list[int], out: dict,
             continue
         ratio = {k: sum(stats.median(times[(home, a)][k]) for a in shared)
                  / sum(stats.median(times[(p, a)][k]) for a in shared)
-                 for k in ENGINE_CLOCKS}  # fmt: skip
+                 for k in B32_KEYS.values()}  # fmt: skip
         for name, rec in out.items():
             if parts[name] != p or "scale" in rec:
                 continue
