@@ -6,8 +6,9 @@ threshold's speed-ups over it (batch 1 and batch 32, the records' own clock), wh
 threshold decoding (interval over requests and repeats), the accuracy differences, the mean kept
 window against the oracle's, and how many of the baseline's answers differ from its answers at
 the first (shortest) window on the requests both runs hold (read from the raw files beside the
-records, compared by text; a record kept without text says so). A Pareto-free picture: one line
-per method, speed-up against the window (`--plot`).
+records: compared by text, else by the hash of the answer ids before the end token, else — raw
+files from before that hash, kept without text — a lower bound: the answers whose length
+differs). A Pareto-free picture: one line per method, speed-up against the window (`--plot`).
 
     python benchmarks/window_gain.py docs/results/compare/shipped/compare-builtin.json \\
         docs/results/compare/windows/compare-builtin-g256.json \\
@@ -41,10 +42,11 @@ def raw_path(record_path: Path) -> Path:
     return record_path.with_name("raw-" + record_path.stem.removeprefix("compare-") + ".jsonl")
 
 
-def baseline_texts(raw: Path, config: str = BASE) -> dict[str, str | None]:
-    """Request id -> the config's answer text (None where the file keeps no text); the first
-    record of a request wins, as in bench_compare's resume."""
-    out: dict[str, str | None] = {}
+def baseline_answers(raw: Path, config: str = BASE) -> dict[str, tuple]:
+    """Request id -> the config's answer as (text, answer hash, length in tokens), each None
+    where the file does not keep it; the first record of a request wins, as in bench_compare's
+    resume."""
+    out: dict[str, tuple] = {}
     if not raw.is_file():
         return out
     for line in raw.read_text().splitlines():
@@ -55,16 +57,22 @@ def baseline_texts(raw: Path, config: str = BASE) -> dict[str, str | None]:
         res = (rec.get("results") or {}).get(config)
         if "request" not in rec or res is None or rec.get("id") is None:
             continue
-        out.setdefault(str(rec["id"]), res.get("text"))
+        out.setdefault(str(rec["id"]), (res.get("text"), res.get("answer_hash"), res.get("tokens")))
     return out
 
 
-def changed(first: dict[str, str | None], other: dict[str, str | None]) -> dict:
-    """Answers of the baseline that differ between two windows, over the requests both hold."""
+def changed(first: dict[str, tuple], other: dict[str, tuple]) -> dict:
+    """Answers of the baseline that differ between two windows, over the requests both hold:
+    by text, else by answer hash (`by`); with neither, `changed` is None and `at_least` counts
+    the answers whose length differs (None where the lengths are not kept either)."""
     common = sorted(set(first) & set(other))
-    if any(first[i] is None or other[i] is None for i in common):
-        return {"common": len(common), "changed": None}  # kept without text
-    return {"common": len(common), "changed": sum(first[i] != other[i] for i in common)}
+    for k, by in ((0, "text"), (1, "answer ids")):
+        if all(first[i][k] is not None and other[i][k] is not None for i in common):
+            return {"common": len(common), "changed": sum(first[i][k] != other[i][k]
+                                                          for i in common), "by": by}  # fmt: skip
+    lengths = all(first[i][2] is not None and other[i][2] is not None for i in common)
+    at_least = sum(first[i][2] != other[i][2] for i in common) if lengths else None
+    return {"common": len(common), "changed": None, "at_least": at_least}
 
 
 def row_of(path: Path, record: dict) -> dict:
@@ -166,9 +174,14 @@ def table(rows: list[dict]) -> list[str]:
     for r in rows:
         cells = [_add(r["seer_adds"].get(label)) for label, _ in ADDS]
         ch = r.get("changed_vs_first")
-        chs = "-" if ch is None else (
-            "no text kept" if ch["changed"] is None else f"{ch['changed']} of {ch['common']}"
-        )  # fmt: skip
+        if ch is None:
+            chs = "-"
+        elif ch["changed"] is not None:
+            chs = f"{ch['changed']} of {ch['common']}"
+        elif ch.get("at_least") is not None:
+            chs = f"≥ {ch['at_least']} of {ch['common']} (other length; no text kept)"
+        else:
+            chs = "no text kept"
         out.append(f"| {r['window']} | {' | '.join(cells)} | {chs} |")
     return out
 
@@ -222,18 +235,18 @@ def main(argv=None) -> int:
     for path in args.records:
         record = runs.read_bench(path, "compare")
         models.add((record.get("model"), (record.get("settings") or {}).get("data")))
-        rows.append(row_of(path, record) | {"_texts": baseline_texts(raw_path(path))})
+        rows.append(row_of(path, record) | {"_answers": baseline_answers(raw_path(path))})
     if len(models) > 1:
         raise SeerError("the records are of different models or data: " + ", ".join(
             f"{m} on {d or 'its own task'}" for m, d in sorted(models, key=str)))  # fmt: skip
     rows.sort(key=lambda r: r["window"])
     if len({r["window"] for r in rows}) < len(rows):
         raise SeerError("two records of the same window")
-    first = rows[0].pop("_texts")
+    first = rows[0].pop("_answers")
     rows[0]["changed_vs_first"] = None
     for r in rows[1:]:
-        texts = r.pop("_texts")
-        r["changed_vs_first"] = changed(first, texts) if first and texts else None
+        answers = r.pop("_answers")
+        r["changed_vs_first"] = changed(first, answers) if first and answers else None
     lines = table(rows)
     print("\n".join(lines))
     model, data = models.pop()

@@ -228,11 +228,12 @@ class Run:
     window: int  # the final window
     nfe: int  # forward passes
     seconds: float  # the denoising loop's wall time
-    ids_hash: int  # hash of the answer ids (answers changed)
+    ids_hash: int  # hash of all gen_length answer ids, [EOS] padding included (one window)
     detect: float = 0.0  # seconds of it spent in the window policy (Seer's detection and cut)
     call_wall: float = 0.0  # the generate call on the encoded prompt: wall seconds
     call_cpu: float = 0.0  # ... and this process's CPU seconds
     prompt_tokens: int = 0  # prompt length in tokens (image positions included)
+    answer_hash: int | None = None  # hash of the ids before the end token: the same at any window
 
 
 class StaticGuardPolicy(SeerPolicy):
@@ -295,7 +296,8 @@ def run_one(lm, q, cfg: Config, g: int, seer_cfg, refs: dict) -> Run:
         out = lm.generate(q, seer=seer_of(cfg, seer_cfg), policy=policy, **kw)
     s = out.stats
     return Run(out.text, s.tokens, s.window, s.nfe, s.seconds, hash(tuple(out.token_ids)),
-               s.detect_seconds, t.wall, t.cpu, getattr(out, "prompt_tokens", 0))  # fmt: skip
+               s.detect_seconds, t.wall, t.cpu, getattr(out, "prompt_tokens", 0),
+               hash(tuple(out.token_ids[: s.tokens])))  # fmt: skip
 
 
 def timed(lm, q, todo, g, seer_cfg, repeats, refs0: dict):
@@ -555,7 +557,8 @@ def _pass_scale(raw: Path, settings: dict, n: int, rows: list[dict]) -> None:
 def _as_run(entry: dict) -> Run:
     """A recorded entry as a `Run` (what an added oracle reads of its reference)."""
     return Run(entry.get("text", ""), entry["tokens"], entry["window"], entry["nfe"],
-               entry["seconds"], entry["ids_hash"])  # fmt: skip
+               entry["seconds"], entry["ids_hash"],
+               answer_hash=entry.get("answer_hash"))  # fmt: skip
 
 
 # -- batch 32 -------------------------------------------------------------------------------------

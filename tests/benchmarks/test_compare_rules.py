@@ -1,6 +1,7 @@
 """The comparison's rules: non-inferiority at a stated margin, the fastest config's share over
 request redraws, the cost model's fit and projection, the block-size sweep's names, a raw
-file written without text, and old records still rendering."""
+file written without text, answers hashed apart from the window, and old records still
+rendering."""
 
 from __future__ import annotations
 
@@ -142,6 +143,27 @@ def test_a_raw_file_without_text_keeps_scores_ids_and_the_machine(tmp_path):
     res = summarise(rows, {}, configs, 8, examples)  # scored from the recorded score
     assert res["baseline@k=8"]["accuracy"] == entry["score"]
     assert set(res["baseline@k=8"]["b1"]) == {"e2e_cpu", "e2e_wall", "loop_cpu", "loop_wall"}
+
+
+def test_a_run_hashes_its_answer_apart_from_the_window_padding():
+    """`answer_hash` (the ids before the end token) is the same answer's at any window, so
+    windows can be compared without text; `ids_hash` keeps the whole window (one window's
+    checks)."""
+    from types import SimpleNamespace
+
+    from seerbench.compare import run_one
+
+    class LM:
+        def generate(self, q, seer=None, policy=None, gen_length=0, **kw):
+            ids = [5, 6] + [2] * (gen_length - 2)  # an answer of two tokens, then [EOS]
+            stats = SimpleNamespace(tokens=2, window=gen_length, nfe=gen_length, seconds=0.1,
+                                    detect_seconds=0.0)  # fmt: skip
+            return SimpleNamespace(text="5 6", token_ids=ids, stats=stats)
+
+    cfg = Config("baseline", "k=1", {})
+    short, long = (run_one(LM(), [1], cfg, g, None, {}) for g in (8, 16))
+    assert short.answer_hash == long.answer_hash == hash((5, 6))
+    assert short.ids_hash != long.ids_hash
 
 
 def test_records_from_before_the_clocks_still_render_and_say_so():

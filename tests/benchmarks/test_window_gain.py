@@ -1,5 +1,6 @@
-"""benchmarks/window_gain.py: records of several windows side by side, answers compared by text,
-one line for records that do not belong together."""
+"""benchmarks/window_gain.py: records of several windows side by side, answers compared by text
+(else by answer hash, else a lower bound by length), one line for records that do not belong
+together."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from conftest import benchmark
 from seer.errors import SeerError
 
 
-def _record(tmp_path, window: int, texts: list[str | None], seer_x: float, data=None):
-    """A compare record (the keys window_gain reads) and its raw file, as bench_compare writes."""
+def _record(tmp_path, window: int, texts: list[str | None], seer_x: float, data=None, raw=None):
+    """A compare record (the keys window_gain reads) and its raw file, as bench_compare writes
+    (`raw`: each request's baseline entry, in place of its text alone)."""
     res = {
         "baseline@k=1": dict(accuracy=0.5, b1_ms=100.0 * window, b32_ms=50.0 * window,
                              ref="baseline@k=1", mean_window=window),
@@ -34,8 +36,9 @@ def _record(tmp_path, window: int, texts: list[str | None], seer_x: float, data=
     path.write_text(json.dumps(rec))
     with (tmp_path / f"raw-builtin-g{window}.jsonl").open("w") as f:
         for i, t in enumerate(texts):
+            entry = raw[i] if raw else {"text": t}
             f.write(json.dumps({"request": i, "id": str(i),
-                                "results": {"baseline@k=1": {"text": t}}}) + "\n")  # fmt: skip
+                                "results": {"baseline@k=1": entry}}) + "\n")  # fmt: skip
         f.write('{"request": 0, "id": "0", "resu')  # a line cut by a stopped run
     return path
 
@@ -49,7 +52,7 @@ def test_windows_side_by_side_with_the_answers_that_changed(tmp_path, capsys):
     record = json.loads(out[-1])
     rows = record["results"]
     assert [r["window"] for r in rows] == [128, 256]  # sorted by window
-    assert rows[1]["changed_vs_first"] == {"common": 3, "changed": 1}
+    assert rows[1]["changed_vs_first"] == {"common": 3, "changed": 1, "by": "text"}
     assert rows[1]["seer"]["b1"] == 8.0 and rows[1]["seer_adds"]["threshold"]["b1"] == 2.0
     assert rows[1]["seer_adds"]["dual+threshold/b64"] is None  # not in these records: a dash
     text = "\n".join(out)
@@ -65,7 +68,28 @@ def test_records_without_text_say_so(tmp_path, capsys):
     b = _record(tmp_path, 256, [None, None], 6.0)
     with benchmark("window_gain") as wg:
         wg.main([str(a), str(b)])
-    assert "no text kept" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| 256 | 1.50× [1.00, 2.00], -1.0 [-5.0, +3.0] | - | no text kept |" in out
+
+
+def test_records_without_text_compare_answer_hashes_else_count_other_lengths(tmp_path, capsys):
+    """Without text, answers are compared by the hash of their ids before the end token (the
+    same at any window); raw files from before that hash give a lower bound: other lengths."""
+    a = _record(tmp_path, 128, [None] * 3, 4.0, raw=[dict(answer_hash=h, tokens=n) for h, n in
+                                                     ((1, 5), (2, 6), (3, 7))])  # fmt: skip
+    b = _record(tmp_path, 256, [None] * 3, 6.0, raw=[dict(answer_hash=h, tokens=n) for h, n in
+                                                     ((1, 5), (9, 6), (8, 8))])  # fmt: skip
+    with benchmark("window_gain") as wg:
+        wg.main([str(a), str(b)])
+    out = capsys.readouterr().out
+    assert json.loads(out.strip().splitlines()[-1])["results"][1]["changed_vs_first"] == {
+        "common": 3, "changed": 2, "by": "answer ids"}  # fmt: skip
+    assert "| 2 of 3 |" in out
+    a = _record(tmp_path, 128, [None] * 3, 4.0, raw=[dict(tokens=n) for n in (5, 6, 7)])
+    b = _record(tmp_path, 256, [None] * 3, 6.0, raw=[dict(tokens=n) for n in (5, 6, 8)])
+    with benchmark("window_gain") as wg:
+        wg.main([str(a), str(b)])
+    assert "| ≥ 1 of 3 (other length; no text kept) |" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("case", ["other data", "same window", "not a record"])
