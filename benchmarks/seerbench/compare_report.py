@@ -689,6 +689,20 @@ def headline_lines(record: dict) -> list[str]:
             rule = f"within {h['margin']:g} points of {h['reference']} (one-sided 95 % bound)"
         else:
             rule = f"at the accuracy of {h['reference']} (old rule: paired interval reaching 0)"
+        if x["fastest"] == h["reference"]:  # no other config passes the margin
+            line = (f"{rule}, no config but {h['reference']} itself passes at {label} "
+                    f"({clock_label(record, key)})")  # fmt: skip
+            line = line[0].upper() + line[1:]
+            others = {k: v for k, v in (x.get("shares") or {}).items() if k != h["reference"]}
+            if "share" in x:
+                line += (f"; another config passes in {100 * (1 - x['share']):.0f} % of "
+                         "request redraws")  # fmt: skip
+                if others:  # the most frequent few: "…" where they are not all
+                    rest = ", …" if sum(others.values()) < 1 - x["share"] - 0.005 else ""
+                    line += " (" + ", ".join(f"{k} {100 * v:.0f} %" for k, v in others.items())
+                    line += rest + ")"
+            out.append(line + ".")
+            continue
         line = (f"{rule}, the fastest config at {label} ({clock_label(record, key)}) is "
                 f"{x['fastest']} ({x['speedup_vs_reference']:.1f}× faster than "
                 f"{h['reference']})")  # fmt: skip
@@ -768,11 +782,13 @@ def plot(record: dict, path: Path) -> None:
     at = f"the baseline at {k} token{'' if k == '1' else 's'} / step"
     methods = sorted({r["method"] for r in res.values()})
     cmap = plt.get_cmap("tab20")
-    fig, axes = plt.subplots(1, 2, figsize=(14, 5.5))
-    for ax, clock in ((axes[0], "b1_ms"), (axes[1], "b32_ms")):
-        if clock not in ref:
-            ax.set_axis_off()
-            continue
+    clocks = [c for c in ("b1_ms", "b32_ms") if c in ref]  # a panel per batch size measured
+    ncol = 9 if len(clocks) == 2 else 6  # legend columns: one panel is 11 inches wide, not 7
+    legend_in = 0.25 + 0.17 * -(-(len(methods) + 1) // ncol)  # inches: its rows, below the axes
+    height = 5.5 + legend_in
+    fig, axes = plt.subplots(1, len(clocks), figsize=(max(7 * len(clocks), 11), height),
+                             squeeze=False)  # fmt: skip
+    for ax, clock in zip(axes[0], clocks, strict=True):
         for i, m in enumerate(methods):
             pts = sorted((r for r in res.values() if r["method"] == m and clock in r),
                          key=lambda r, c=clock: r[c], reverse=True)  # fmt: skip
@@ -805,8 +821,8 @@ def plot(record: dict, path: Path) -> None:
             ax.set_xlabel(f"batch 32 (engine): speed-up over {at} ({clock_label(record, 'b32')})")
             ax.set_ylabel(f"accuracy − baseline's, points ({n32} requests, no interval)")
         ax.grid(alpha=0.3)
-    handles, labels = axes[0].get_legend_handles_labels()  # batch 1 has every method
-    fig.legend(handles, labels, loc="lower center", ncol=9, fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()  # batch 1 has every method
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=7)
     data = str(record.get("source") or "")
     if parallelbench.is_parallelbench(data):  # its task selector, not this machine's path
         data = "parallelbench: " + (parallelbench.label(data) or "every task")
@@ -816,7 +832,7 @@ def plot(record: dict, path: Path) -> None:
         f"{record['gen_length']}, baseline {100 * ref['accuracy']:.1f} % (k = tokens per step, "
         "t = threshold)"
     )
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.tight_layout(rect=(0, legend_in / height, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -286,6 +286,29 @@ def test_the_plot_needs_the_baseline_it_is_relative_to(tmp_path):
     assert not (tmp_path / "x.png").exists()
 
 
+def test_a_batch1_only_plot_is_one_panel_with_room_for_its_legend(tmp_path):
+    """No batch-32 pass: one panel, no empty second one; the legend (a row per six methods)
+    gets its own band under the axes, so many methods never cover the axis."""
+    import matplotlib.image as mpimg
+
+    from seerbench.compare_report import plot
+
+    def row(method, ms, acc):
+        return dict(method=method, budget="k=1", b1_ms=ms, accuracy=acc, pareto_b1=False,
+                    ci95_minus_baseline=[-0.05, 0.05])  # fmt: skip
+
+    res = {f"m{i}@k=1": row(f"m{i}", 100.0 / (i + 2), 0.5) for i in range(60)}
+    res["baseline@k=1"] = row("baseline", 100.0, 0.5)
+    record = dict(model="builtin", n=10, gen_length=128, clock="e2e_cpu", results=res,
+                  headline={"reference": "baseline@k=1"})  # fmt: skip
+    few = dict(record, results={k: res[k] for k in ("baseline@k=1", "m0@k=1")})
+    plot(record, tmp_path / "many.png")
+    plot(few, tmp_path / "few.png")
+    many, one = mpimg.imread(tmp_path / "many.png"), mpimg.imread(tmp_path / "few.png")
+    assert many.shape[1] == one.shape[1] == 11 * 110  # one panel, 11 inches at 110 dpi
+    assert many.shape[0] - one.shape[0] == round(110 * 0.17 * 10)  # 61 methods: 10 more rows
+
+
 def test_a_batch32_pass_split_over_two_processes_is_put_on_one_clock(bench, tmp_path):
     """The batch-32 pass run as two processes side by side (other `--skip`, a copy of the raw
     file each, the second's new lines joined after): the second part's configs are compared

@@ -53,6 +53,16 @@ def test_the_selection_is_redone_in_every_redraw_of_the_requests():
            "clock": "e2e_cpu"}  # fmt: skip
     line = headline_lines(rec)[0]
     assert "Within 3 points of base" in line and "no config is clearly the fastest" in line
+    # the reference itself the fastest within the margin: no other config passes, said so
+    shares = {"base": 0.72, "a": 0.2, "b": 0.08}
+    rec["headline"]["b1"] = dict(fastest="base", speedup_vs_reference=1.0, share=0.72, clear=True,
+                                 shares=shares)  # fmt: skip
+    assert headline_lines(rec)[0] == (
+        "Within 3 points of base (one-sided 95 % bound), no config but base itself passes at "
+        "batch 1 (end to end, CPU time); another config passes in 28 % of request redraws "
+        "(a 20 %, b 8 %).")  # fmt: skip
+    del shares["b"]  # the shares name the most frequent few: the rest is "…"
+    assert headline_lines(rec)[0].endswith("in 28 % of request redraws (a 20 %, …).")
 
 
 def test_the_cost_model_recovers_known_coefficients():
