@@ -179,7 +179,7 @@ def table(rows: list[dict]) -> list[str]:
         elif ch["changed"] is not None:
             chs = f"{ch['changed']} of {ch['common']}"
         elif ch.get("at_least") is not None:
-            chs = f"≥ {ch['at_least']} of {ch['common']} (other length; no text kept)"
+            chs = f"≥ {ch['at_least']} of {ch['common']} (lengths differ; no text kept)"
         else:
             chs = "no text kept"
         out.append(f"| {r['window']} | {' | '.join(cells)} | {chs} |")

@@ -89,7 +89,7 @@ def test_records_without_text_compare_answer_hashes_else_count_other_lengths(tmp
     b = _record(tmp_path, 256, [None] * 3, 6.0, raw=[dict(tokens=n) for n in (5, 6, 8)])
     with benchmark("window_gain") as wg:
         wg.main([str(a), str(b)])
-    assert "| ≥ 1 of 3 (other length; no text kept) |" in capsys.readouterr().out
+    assert "| ≥ 1 of 3 (lengths differ; no text kept) |" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("case", ["other data", "same window", "not a record"])
