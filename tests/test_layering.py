@@ -50,6 +50,7 @@ LAYERS: list[set[str]] = [
         "provenance",
         "profile",
         "throughput",
+        "sim",
     },  # fmt: skip
     {"serve", "ui", "harness", "distributed"},
     {"commands"},

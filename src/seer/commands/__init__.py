@@ -7,4 +7,5 @@ transformers and the library come inside `main`, so `seer --help` and option err
 
 COMMANDS = (
     "generate", "demo", "profile", "calibrate", "bench", "batch", "serve", "ui", "make_checkpoint",
+    "simulate",
 )  # fmt: skip

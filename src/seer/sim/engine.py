@@ -53,11 +53,12 @@ class SimResult:
 
     seconds: float  # virtual time from the first arrival to the last answer
     answer_tokens: int  # valid answer tokens over every request
-    latencies: list[float]  # per request: answer time - arrival (seconds)
-    forwards: int  # forwards priced (step 0 included)
-    rows: int  # rows over every forward after step 0 (rows per forward = rows / decode forwards)
-    decode_forwards: int  # forwards after step 0
-    computed: float  # positions computed over every forward (padding included)
+    latencies: list[float]  # per request: answer time - its step 0's start (seconds, no queue)
+    waits: list[float] = field(default_factory=list)  # per request: step 0's start - arrival
+    forwards: int = 0  # forwards priced (step 0 included)
+    rows: int = 0  # rows over every forward after step 0 (rows / decode_forwards: per forward)
+    decode_forwards: int = 0  # forwards after step 0
+    computed: float = 0.0  # positions computed over every forward (padding included)
     paths: dict[str, int] = field(default_factory=dict)  # forwards per path
     captures: int = 0  # CUDA-graph captures (static shapes seen for the first time)
 
@@ -83,6 +84,7 @@ class _Row:
     window: int  # after step 0
     nfe: int  # forwards in all, step 0 included
     done: int = 0  # forwards taken
+    started: float = 0.0  # virtual time its step 0 began
 
 
 class SimEngine:
@@ -102,7 +104,7 @@ class SimEngine:
         sched = Scheduler(self.config)
         pending = sorted(requests, key=lambda r: r.arrival)[::-1]  # pop() takes the earliest
         rows: dict[int, _Row] = {}
-        res = SimResult(0.0, 0, [], 0, 0, 0, 0.0)
+        res = SimResult(0.0, 0, [])
         captured: set[tuple[int, int, int]] = set()
         clock, tick, next_id = 0.0, 0, 0
         while pending or sched.has_unfinished():
@@ -116,13 +118,17 @@ class SimEngine:
             if not sched.has_unfinished():
                 clock = pending[-1].arrival  # idle until the next arrival
                 continue
-            masks = {q: self._masks_left(rows[q.id]) for q in sched.running}
+            masks = ({q: self._masks_left(rows[q.id]) for q in sched.running}
+                     if self.config.policy == "shortest_first" else {})  # fmt: skip
             out = sched.schedule(tick, masks)
             spent = 0.0
             finished: list[Sequence] = []
             if out.decode:
                 spent += self._decode(sched, [rows[q.id] for q in out.decode], res, captured)
             if out.prefill:
+                for q in out.prefill:
+                    rows[q.id].started = clock + spent
+                    res.waits.append(clock + spent - rows[q.id].request.arrival)
                 spent += self._prefill([rows[q.id] for q in out.prefill], res)
                 sched.started(out.prefill)
             for q in out.prefill + out.decode:
@@ -132,7 +138,7 @@ class SimEngine:
                 row = rows[q.id]
                 if row.done >= row.nfe:
                     finished.append(q)
-                    res.latencies.append(clock - row.request.arrival)
+                    res.latencies.append(clock - row.started)
                     res.answer_tokens += min(row.request.answer, self.d.gen_length)
             sched.finish(finished)
             tick += 1
@@ -218,9 +224,8 @@ class SimEngine:
             return w
         kv = p.prompt_width + p.width
         q = max(self._columns(r, p.prompt_width, p.width) for r in group)
-        for _ in group:
-            w.add(q, kv, min(q, p.width))
-        return w
+        n = len(group)  # every row of the layout computes the same columns
+        return cost.Work(n * q, n * q * kv, n * min(q, p.width), n * kv)
 
     def _columns(self, row: _Row, prompt: int, width: int) -> int:
         """Positions `row`'s next forward computes in a layout of `prompt` + `width` columns."""

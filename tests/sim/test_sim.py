@@ -1,0 +1,146 @@
+"""seer.sim: the released models' shapes, the roofline per path, the simulated engine on the real
+scheduler, and `seer simulate` (CPU, no weights, a few seconds)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from seer.cli import main
+from seer.engine.config import EngineConfig
+from seer.errors import SeerError
+from seer.sim import builtin_shapes, cost, gpu, load_shape, trace, validation
+from seer.sim.engine import SimEngine
+from seer.sim.hardware import Efficiency
+from seer.sim.trace import Decoding, SimRequest
+
+EFF = Efficiency(0.5, 0.5)
+
+
+def test_the_builtin_shapes_are_the_released_configs():
+    s = builtin_shapes()
+    llada = s["llada-8b"]
+    assert (llada.hidden, llada.layers, llada.intermediate) == (4096, 32, 12288)
+    assert 7e9 < llada.params < 9e9  # an 8 B model
+    assert s["dream-7b"].kv_dim == 512  # 4 of 28 heads of 128: grouped-query attention
+    assert s["lavida-llada"].image_tokens == 980 and s["lavida-llada"].vision_flops > 0
+    assert s["llada-v"].image_tokens == 5 * 729
+    assert s["mmada-8b"].image_tokens == 1024 and s["mmada-8b"].vocab == 134656
+
+
+def test_a_model_folder_is_read_from_its_config(tmp_path):
+    from seer.models.configs import DREAM_7B
+
+    (tmp_path / "config.json").write_text(json.dumps(DREAM_7B))
+    assert load_shape(str(tmp_path)).params == builtin_shapes()["dream-7b"].params
+    with pytest.raises(SeerError, match="no config.json"):
+        load_shape(str(tmp_path / "missing"))
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "config.json").write_text("{}")
+    with pytest.raises(SeerError, match="config.json has none of"):
+        load_shape(str(tmp_path / "bad"))
+
+
+def test_the_roofline_is_weight_bound_at_batch_1_and_compute_bound_at_batch_256():
+    shape, hw = builtin_shapes()["llada-8b"], gpu("h100")
+    one, many = cost.Work(), cost.Work()
+    one.add(64, 64, 32)
+    for _ in range(256):
+        many.add(512, 512, 256)
+    assert cost.bound(shape, hw, EFF, one) == "memory"
+    assert cost.bound(shape, hw, EFF, many) == "compute"
+    # a graph replay starts a forward faster than the host's kernel launches
+    assert cost.seconds(shape, hw, EFF, one, "static") < cost.seconds(shape, hw, EFF, one, "eager")
+    with pytest.raises(SeerError, match="unknown gpu"):
+        gpu("b200")
+
+
+def _run(method: str, routing: str = "hybrid", batch: int = 16, n: int = 48, gen: int = 256):
+    reqs = trace.builtin("docvqa", n=n).requests
+    shape = builtin_shapes()["llada-8b"]
+    cfg = EngineConfig(max_batch=batch, routing=routing)
+    return SimEngine(shape, gpu("h100"), EFF, cfg, Decoding(gen_length=gen)).run(reqs, method)
+
+
+def test_every_request_is_answered_and_seer_cuts_the_work():
+    base, seer = _run("baseline"), _run("seer")
+    assert len(base.latencies) == len(seer.latencies) == 48
+    assert base.answer_tokens == seer.answer_tokens > 0
+    assert seer.computed < base.computed / 4  # answers of a few tokens in a 256 window
+    assert seer.throughput > 2 * base.throughput
+    assert base.paths == {"static": base.decode_forwards}  # uniform full windows: no padding
+
+
+def test_hybrid_routing_is_the_real_router_and_naive_pads_to_the_longest():
+    # twelve short answers and four long ones of spread lengths: the long group wastes > tau_pad
+    reqs = [SimRequest(40, 5)] * 12 + [SimRequest(40, a) for a in (60, 90, 150, 230)]
+    shape, cfg = builtin_shapes()["llada-8b"], EngineConfig(max_batch=16)
+    hybrid = SimEngine(shape, gpu("h100"), EFF, cfg, Decoding()).run(reqs, "seer")
+    naive_cfg = EngineConfig(max_batch=16, routing="naive")
+    naive = SimEngine(shape, gpu("h100"), EFF, naive_cfg, Decoding()).run(reqs, "seer")
+    assert set(naive.paths) == {"static"} and "varlen" in hybrid.paths
+    assert naive.rows_per_forward > hybrid.rows_per_forward  # hybrid splits groups by bucket
+    assert hybrid.computed < naive.computed  # no row padded to the longest window
+    assert hybrid.latency(0.5) < naive.latency(0.5) / 2  # short answers are not held back
+
+
+def test_a_measured_window_and_nfe_are_used_as_measured():
+    r = SimRequest(100, 20, measured={"seer": (24, 7)})
+    assert trace.plan(r, "seer", Decoding(gen_length=128)) == (24, 7)
+    assert trace.plan(r, "baseline", Decoding(gen_length=128)) == (128, 128)
+    # Seer's rule: the answer rounded up to the bucket, step 0 at the full window, 1 token/step
+    assert trace.plan(SimRequest(10, 13), "seer", Decoding(gen_length=128)) == (16, 17)
+    with pytest.raises(SeerError, match="must divide"):
+        Decoding(gen_length=100, tokens_per_step=3)
+
+
+def test_a_trace_file_of_rows_and_bad_trace_files(tmp_path):
+    good = tmp_path / "t.jsonl"
+    good.write_text('{"prompt_tokens": 10, "answer_tokens": 5, "arrival": 1.5}\n')
+    t = trace.load(str(good))
+    assert (t.requests[0].prompt, t.requests[0].answer, t.requests[0].arrival) == (10, 5, 1.5)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt_tokens": "x", "answer_tokens": 5}\n')
+    with pytest.raises(SeerError, match="line 1"):
+        trace.load(str(bad))
+    with pytest.raises(SeerError, match="not one of"):
+        trace.load("no-such-trace")
+
+
+def test_arrivals_wait_on_the_virtual_clock():
+    reqs = [SimRequest(50, 10, arrival=0.0), SimRequest(50, 10, arrival=100.0)]
+    cfg = EngineConfig(max_batch=4)
+    res = SimEngine(builtin_shapes()["llada-8b"], gpu("a100"), EFF, cfg,
+                    Decoding(gen_length=64)).run(reqs, "baseline")  # fmt: skip
+    assert res.seconds > 100.0  # the second request cannot finish before it arrives
+    assert max(res.latencies) < 100.0  # latency counts from its step 0, not the idle gap
+
+
+def test_seer_simulate_prints_a_predicted_table_with_its_validation_error(capsys):
+    argv = ["simulate", "--model", "lavida-llada", "--gpu", "h100", "--trace", "chartqa",
+            "--batches", "1", "16", "--gen-length", "64", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("PREDICTED, not measured")
+    err = f"{validation()['median_abs_error_held_out']:.0%}"
+    assert err in out[0] and f"(±{err})" in out[2]
+    record = json.loads(out[-1])
+    assert {(r["batch"], r["method"], r["routing"]) for r in record["rows"]} == {
+        (b, m, r) for b in (1, 16) for m in trace.METHODS for r in ("hybrid", "naive")
+    }
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--gpu", "b200"], "unknown gpu"),
+        (["--model", "/no/such/folder"], "no config.json"),
+        (["--trace", "nope"], "not one of"),
+        (["--cache", "paged"], "unknown cache"),
+    ],
+)
+def test_seer_simulate_bad_inputs_are_one_line(capsys, argv, words):
+    assert main(["simulate", *argv, "--batches", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0] and "Traceback" not in err[0]
