@@ -20,6 +20,12 @@ writing its result under `--out` (default docs/results/gpu/), a summary table an
   train    the text model v2's trainer on the device: one batch's loss equal to the CPU's, and
            optimiser steps/s at batch 16 and 256 (whether a GPU session can train there)
 
+Every row timed by `graphs`, `engine` and `project` is printed with the simulator's prediction
+beside it (`seer.sim`: the same requests' windows and NFE replayed on the engine's scheduler,
+priced by the roofline of the GPU found, with the validated efficiencies), so the first GPU run
+confirms or refutes the simulator; on a device the simulator does not know (a CPU), the
+prediction is priced as an H100 and labelled so.
+
 `--tiny` shrinks every size so that the whole check runs on a CPU in a few minutes (`--device
 cpu --tiny`): it proves that each step runs, not what a GPU does (no graphs, no Triton on CPU:
 those sections then say "skipped" with the reason).
@@ -68,6 +74,34 @@ def prompts(n: int) -> list[str]:
     return [e.prompt for e in load_examples("builtin-v1", n=n, part="eval")]  # its vocabulary
 
 
+# -- the simulator's predictions beside the measurements -------------------------------------------
+
+
+def sim_gpu(device: str):
+    """The `seer.sim` GPU that matches the device (an H100 when it knows none), and a label."""
+    from seer.sim import hardware
+
+    name = torch.cuda.get_device_name(0) if torch.device(device).type == "cuda" else device
+    for key, tag in (("h200", "H200"), ("h100", "H100"), ("a100", "A100"), ("rtx5070", "5070")):
+        if tag in name:
+            return hardware.gpu(key), f"predicted for {hardware.gpu(key).name}"
+    return hardware.gpu("h100"), f"no simulated GPU is {name!r}: predicted for an H100"
+
+
+def sim_seconds(folder: Path, device: str, shapes: list, cfg, gen_length: int) -> float:
+    """Predicted seconds of an engine run of requests with these (prompt, window, NFE, answer
+    tokens), all arriving at once, under EngineConfig `cfg`."""
+    from seer.sim import load_shape, report
+    from seer.sim.engine import SimEngine
+    from seer.sim.trace import Decoding, SimRequest
+
+    hw, _ = sim_gpu(device)
+    reqs = [SimRequest(p, a, measured={"seer": (w, n)}) for p, w, n, a in shapes]
+    sim = SimEngine(load_shape(str(folder)), hw, report.efficiency(), cfg,
+                    Decoding(gen_length=gen_length))  # fmt: skip
+    return sim.run(reqs, "seer").seconds
+
+
 # -- sections ------------------------------------------------------------------------------------
 
 
@@ -84,18 +118,27 @@ def check_graphs(args, tmp: Path) -> dict:
     for text in prompts(n):
         kw = {"window": rng.choice([8, 16, 24, 32, 64])} if has_window else {"seer": True}
         reqs.append(Request(text, params=p, **kw))
-    out = {}
+    out, predicted = {}, {}
+    folder = random_llada(tmp / "graphs", args.tiny)
     for graphs in (True, False):
-        eng = Engine(lm, EngineConfig(max_batch=n, cuda_graphs=graphs, routing="static"))
+        cfg = EngineConfig(max_batch=n, cuda_graphs=graphs, routing="static")
+        eng = Engine(lm, cfg)
         eng.generate(reqs)  # warm-up: captures the graphs
         sync(args.device)
         t0 = time.perf_counter()
         res = eng.generate(reqs)
         sync(args.device)
         out[graphs] = (time.perf_counter() - t0, [r.token_ids for r in res])
+        shapes = [(r.prompt_tokens, r.window, r.nfe, r.tokens) for r in res]
+        predicted[graphs] = sim_seconds(folder, args.device, shapes, cfg, 64)
+        print(f"  [graphs] cuda_graphs={graphs}: {out[graphs][0]:.3f} s measured, "
+              f"{predicted[graphs]:.3f} s {sim_gpu(args.device)[1]}", flush=True)  # fmt: skip
     same = sum(a == b for a, b in zip(out[True][1], out[False][1], strict=True))
     used = torch.device(args.device).type == "cuda"
     return {
+        "predicted_graphs_seconds": predicted[True],
+        "predicted_eager_seconds": predicted[False],
+        "predicted_speedup": predicted[False] / predicted[True],
         "ok": same == n,
         "requests": n,
         "same_tokens": same,
@@ -212,10 +255,19 @@ def check_engine(args, tmp: Path) -> dict:
                        progress=lambda s: print(f"  [engine] {s}", flush=True))  # fmt: skip
     (args.out / "engine.json").write_text(json.dumps(record))
     throughput.show(record)
-    rows = [
-        {k: r[k] for k in ("workload", "batch", "method", "tok_s", "same") if k in r}
-        for r in record["results"]
-    ]
+    folder, label = random_llada(tmp / "engine", args.tiny), sim_gpu(args.device)[1]
+    rows = []
+    for r in record["results"]:
+        row = {k: r[k] for k in ("workload", "batch", "method", "tok_s", "same", "seconds")
+               if k in r}  # fmt: skip
+        if "shapes" in r:  # the simulator replays the run's windows and NFE
+            cfg = throughput.engine_config(r["method"], r["batch"], 0.4)
+            row["predicted_seconds"] = sim_seconds(folder, args.device, r["shapes"], cfg, 64)
+            row["predicted_tok_s"] = r["tok_s"] * r["seconds"] / row["predicted_seconds"]
+            print(f"  [engine] {r['workload']:9s} batch {r['batch']:3d} {r['method']:13s} "
+                  f"{r['tok_s']:8.1f} tok/s measured, {row['predicted_tok_s']:8.1f} {label}",
+                  flush=True)  # fmt: skip
+        rows.append(row)
     return {"ok": True, "model": "random LLaDA " + ("64x2" if args.tiny else "1024x12"),
             "results": rows}  # fmt: skip
 
@@ -282,8 +334,11 @@ def check_project(args, tmp: Path) -> dict:
     dtype = torch.float32 if tiny else torch.bfloat16
     folder = random_llada(tmp / "engine", tiny)
     lm = seer.load(folder, dtype=dtype, device=args.device)
+    from seer.sim import cost, load_shape, report
+
     shape = costmodel.shape_of(_json.loads((folder / "config.json").read_text()), "random LLaDA")
     hw = costmodel.H200
+    sim_shape, (sim_hw, label) = load_shape(str(folder)), sim_gpu(args.device)
     rows = []
     for batch in (1, 4) if tiny else (1, 64):
         for length in (128, 384):
@@ -299,10 +354,13 @@ def check_project(args, tmp: Path) -> dict:
             measured = (time.perf_counter() - t0) / n
             projected = costmodel.forward_seconds(shape, batch, length, length, hw)
             ms, pms = 1000 * measured, 1000 * projected
+            w = cost.Work(batch * length, batch * length * length, batch * length, batch * length)
+            sim_ms = 1000 * cost.seconds(sim_shape, sim_hw, report.efficiency(), w, "eager")
             rows.append({"batch": batch, "positions": length, "ratio": measured / projected,
-                         "measured_ms": ms, "projected_ms": pms})  # fmt: skip
+                         "measured_ms": ms, "projected_ms": pms, "predicted_ms": sim_ms})  # fmt: skip
             print(f"  [project] batch {batch}, {length} positions: {1000 * measured:.2f} ms "
-                  f"measured, {1000 * projected:.2f} ms projected", flush=True)  # fmt: skip
+                  f"measured, {1000 * projected:.2f} ms projected (H200 roofline), "
+                  f"{sim_ms:.2f} ms {label}", flush=True)  # fmt: skip
     return {"ok": True, "model": shape.name, "params": shape.params, "results": rows,
             "note": "ratio = measured / projected (>= 1: the projection is a bound)"}  # fmt: skip
 

@@ -433,7 +433,7 @@ def show(record: dict) -> None:
         "NI: not worse than the first baseline by more than the margin (one-sided 95 % lower "
         "bound of the paired difference). x ref: speed-up over the reference (the baseline "
         "with the same k; k=1 for the threshold methods); model x: the cost model's "
-        "prediction of it (its error). changed / shorter: answers that differ from / have "
+        "fit of it on this run's own times (in-sample, not a prediction; its residual). changed / shorter: answers that differ from / have "
         "fewer tokens than the reference's. cuts: answers cut by their window. eq-NFE base / "
         "d acc: the full-window baseline of nearest mean NFE and the accuracy difference to it "
         "(points). front: on the accuracy-vs-time Pareto front at batch 1 / batch 32."
@@ -443,7 +443,8 @@ def show(record: dict) -> None:
 
 
 def _model(r: dict, key: str) -> str:
-    """The cost model's predicted speed-up over the reference, with its error."""
+    """The cost model's speed-up over the reference fitted on the run's own times (in-sample),
+    with its residual."""
     x = r.get(f"model_{key}_speedup_vs_ref")
     if x is None:
         return "-"
@@ -524,8 +525,8 @@ def markdown(record: dict) -> str:
         f"{g // ks[0]}-step baseline (lower bound, points). Δ acc: paired bootstrap 95 % "
         "interval (points); changed / shorter / cuts: answers that differ from / are shorter "
         "than the reference's, answers cut by their window; p: paired sign-flip test against "
-        "the reference; model ×: the cost model's predicted speed-up over the reference (its "
-        "error); b32 acc: the batch-32 accuracy over its own requests; front: on the "
+        "the reference; model ×: the cost model's speed-up over the reference fitted on this run's "
+        "own times (in-sample, not a prediction; its residual); b32 acc: the batch-32 accuracy over its own requests; front: on the "
         "accuracy-vs-time Pareto front (point estimates) at batch 1 / batch 32.",
         "",
         "| config | accuracy % [95 % CI] | NI [lower] | Δ acc vs ref [CI] | p | Δ acc vs "
@@ -662,7 +663,7 @@ def _cost_lines(record: dict) -> list[str]:
             continue
         out[-1] += (f"{label}: {f['n']} observations, relative RMS error "
                     f"{100 * f['rel_rmse']:.0f} %")  # fmt: skip
-        # what the tables use: each config's predicted speed-up over its reference
+        # what the tables use: each config's fitted (in-sample) speed-up over its reference
         errs = {n: r[f"model_{key}_error"] for n, r in res.items()
                 if f"model_{key}_error" in r and r.get("ref", n) != n}  # fmt: skip
         if errs:

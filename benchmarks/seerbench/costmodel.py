@@ -15,8 +15,10 @@ read off the fit.
 Fit (`fit`): per request, time = r + sum over forwards of (a + b q + c q kv): the per-request
 term r takes the encoding and detokenising, a the per-forward overhead, b the per-token work
 (the projections, the MLP, the output layer), c the attention. Least squares (numpy) over every
-(request, config) at batch 1, over every config's total at batch 32; the predicted speed-up of
-each config over its reference is printed beside the measured one with its error.
+(request, config) at batch 1, over every config's total at batch 32; the fitted speed-up of
+each config over its reference is printed beside the measured one with its residual. These are
+in-sample figures (fitted on the times they are scored on), not predictions: fitted on one run
+and scored on others, the same form errs by 10-18 % (`benchmarks/costmodel_oos.py`).
 
 Projection (`project`): the same forwards on a given model and GPU, each taking
 max(FLOPs / peak, bytes / bandwidth) (the roofline, no efficiency factor: an ideal bound):
@@ -205,8 +207,8 @@ def _cut(cfg) -> bool:
 
 def annotate(results: dict, rows: list, eng: dict, configs: list, g: int, clock: str) -> dict:
     """Fit the model on a comparison run's own times (batch 1: every request x config; batch
-    32: every config's total) on `clock`, and add each config's predicted speed-up over its
-    reference and the prediction's error (`model_b1_speedup_vs_ref`, `model_b1_error`, and the
+    32: every config's total) on `clock`, and add each config's fitted (in-sample) speed-up over
+    its reference and its residual (`model_b1_speedup_vs_ref`, `model_b1_error`, and the
     same for b32) to `results`. Returns the fits (the record's "cost_model")."""
     from seerbench.compare_report import b1_repeats, b32_repeats
     from seerbench.stats import median
@@ -271,7 +273,8 @@ def projection_lines(record: dict, shapes=None, batches=(1, 64), hw: dict = H200
         p = f"{prompt:g}" if prompt is not None else "the run's measured"
         out += [
             "",
-            f"PROJECTION, not a measurement: {shape.name} ({shape.params / 1e9:.1f} B weights) on "
+            f"PROJECTION, not a measurement nor a validated prediction (for one: `seer "
+            f"simulate`): {shape.name} ({shape.params / 1e9:.1f} B weights) on "
             f"one {hw['name']}, {hw['flops'] / 1e12:.0f} TFLOP/s and "
             f"{hw['bytes'] / 1e12:.1f} TB/s, "
             f"roofline with no efficiency factor; each config's measured mean window and NFE "

@@ -102,6 +102,8 @@ def run_case(lm: DiffusionLM, w: Workload, method: str, batch: int, p, cfg, tau_
         "computed": sum(pl.computed_tokens for pl in s.plans),
         "time": {"model": s.model, "detect": s.detect, "route": s.route, "compact": s.compact},
         "answers": [o.token_ids for o in out],
+        # per request (prompt positions, window, NFE, answer tokens): what `seer.sim` replays
+        "shapes": [[o.prompt_tokens, o.window, o.nfe, o.tokens] for o in out],
     }
 
 

@@ -27,3 +27,18 @@ def test_the_project_section_times_forwards_against_the_roofline(tmp_path, capsy
     rows = record["sections"]["project"]["results"]
     assert code == 0 and len(rows) == 4
     assert all(r["measured_ms"] > 0 and r["projected_ms"] > 0 for r in rows)
+
+
+def test_every_timed_row_has_the_simulators_prediction_beside_it(tmp_path, capsys):
+    with benchmark("gpu_check") as gpu_check:
+        argv = ["--device", "cpu", "--tiny", "--only", "graphs", "project", "--out", str(tmp_path)]
+        code = gpu_check.main(argv)
+    out = capsys.readouterr().out
+    sections = json.loads(out.strip().splitlines()[-1])["sections"]
+    assert code == 0
+    graphs = sections["graphs"]
+    assert graphs["predicted_graphs_seconds"] > 0 and graphs["predicted_eager_seconds"] > 0
+    # a graph replay starts a forward for less than the host's launches
+    assert graphs["predicted_speedup"] > 1
+    assert all(r["predicted_ms"] > 0 for r in sections["project"]["results"])
+    assert "predicted for an H100" in out  # a CPU is priced as an H100, and says so

@@ -93,6 +93,7 @@ class SimEngine:
     def __init__(self, shape: ModelShape, hw: GPU, eff: Efficiency, config: EngineConfig,
                  decoding: Decoding) -> None:  # fmt: skip
         self.shape, self.hw, self.eff, self.config, self.d = shape, hw, eff, config, decoding
+        self.graphs = config.cuda_graphs  # static forwards replay CUDA graphs (else: launched)
         # every priced forward as (flops, bytes, start seconds), when a caller wants to re-price
         # a run at other efficiencies (the schedule does not depend on the clock without arrivals)
         self.ledger: list[tuple[float, float, float]] | None = None
@@ -184,8 +185,9 @@ class SimEngine:
         for p in sched.plan(windows, plens, self.d.gen_length, no_pack):
             group = [rows[i] for i in p.rows]
             w = self._work(p, group)
-            t = self._price(w, p.path)
-            if p.path == "static":
+            path = p.path if self.graphs or p.path != "static" else "eager"
+            t = self._price(w, path)
+            if path == "static":
                 key = (len(group), p.prompt_width, p.width)
                 if key not in captured:  # GraphCache: two warm-ups and the capture
                     captured.add(key)
