@@ -45,6 +45,10 @@ RUN: dict[str, str | None] = {
     "python -m lmms_eval --model seer --model_args pretrained=builtin-vqa-v1,seer=true "
     "--tasks seer_tiny_vqa --include_path tests/harness/lmms_tasks --batch_size 6 "
     "--device cpu": r"seer_tiny_vqa\|.*exact_match\|↑ *\| *0\.3333\|",
+    # docs/gpu.md: a simulation, labelled as one
+    "seer simulate --model mmada-8b --gpu a100 --trace infovqa --batches 1 --gen-length 64": (
+        r"PREDICTED, not measured"
+    ),
 }
 RUN_NEEDS = {"lm_eval": "eval", "lmms_eval": "eval"}  # the module each needs: its extra
 
@@ -72,6 +76,7 @@ NOT_RUN: dict[str, str] = {
     "seer batch --model builtin --data builtin --n 300 --out answers.jsonl --seer": SLOW,
     "seer calibrate --model builtin --data builtin --n 300 --out calib/": SLOW,
     "seer bench --model builtin --n 64 --batches 8 32 64": SLOW,
+    "seer simulate --model DIR --gpu h100 --trace FILE": USER_PATH,
     "seer calibrate --model builtin-v1 --n 600 --out docs/results/calibration": SLOW,
     "seer calibrate --model builtin-vqa-v1 --n 600 --out docs/results/calibration-vqa": SLOW,
     "seer calibrate --model checkpoints/builtin-vqa2/export --data builtin-vqa --n 600 "
