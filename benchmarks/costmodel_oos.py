@@ -40,8 +40,10 @@ def shape_of(name: str) -> dict:
     fam = family(method)
     block = int(method.split("/b", 1)[1]) if "/b" in method else None
     cache = next((c for c in ("dual", "prefix", "dpad") if c in fam.split("+")), "none")
-    cut = any(p in ("seer", "oracle", "static") or p.startswith("seer-")
-              for p in fam.replace("+guard", "").split("+"))  # fmt: skip
+    cut = any(
+        p in ("seer", "oracle", "static") or p.startswith("seer-")
+        for p in fam.replace("+guard", "").split("+")
+    )
     return {"cache": cache, "block": block, "cut": cut}
 
 
@@ -60,8 +62,15 @@ def observations(g: int, rows: list[dict]) -> dict[str, tuple[np.ndarray, np.nda
             if name.startswith("daedal") or "nfe" not in x:
                 continue  # DAEDAL's window grows: not the model's form
             s = shape_of(name)
-            f = costmodel.terms(x.get("prompt_tokens", 0), x["window"], x["nfe"], g,
-                                s["cache"], s["block"], s["cut"])  # fmt: skip
+            f = costmodel.terms(
+                x.get("prompt_tokens", 0),
+                x["window"],
+                x["nfe"],
+                g,
+                s["cache"],
+                s["block"],
+                s["cut"],
+            )
             xs, ys = out.setdefault(name, ([], []))
             xs.append(f)
             ys.append(statistics.median(b1_repeats(x, row, CLOCK)))
@@ -73,8 +82,13 @@ def score(fit: costmodel.Fit, obs: dict) -> list[dict]:
     out = []
     for name, (x, y) in sorted(obs.items()):
         pred, meas = float(fit.predict(x).sum()), float(y.sum())
-        r = {"config": name, "requests": len(y), "measured_s": meas, "predicted_s": pred,
-             "time_error": pred / meas - 1}  # fmt: skip
+        r = {
+            "config": name,
+            "requests": len(y),
+            "measured_s": meas,
+            "predicted_s": pred,
+            "time_error": pred / meas - 1,
+        }
         if base is not None and name != "baseline@k=1":
             bp, bm = float(fit.predict(base[0]).sum()), float(base[1].sum())
             r["speedup_measured"] = bm / meas
@@ -92,32 +106,56 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     g, rows = load(args.fit, 0)
     obs = observations(g, rows)
-    fit = costmodel.fit(np.concatenate([x for x, _ in obs.values()]),
-                        np.concatenate([y for _, y in obs.values()]))  # fmt: skip
-    record = {"fit_on": str(args.fit.relative_to(ROOT)) + " (even requests)", "clock": CLOCK,
-              "coef": fit.coef,
-              "in_sample": _summary(score(fit, obs)), "scored": {}}  # fmt: skip
-    lines = [f"CPU cost model fitted on {record['fit_on']} ({fit.n} request x config "
-             f"observations, {CLOCK}); in-sample median |time error| "
-             f"{record['in_sample']['median_abs_time_error']:.0%}, |speed-up error| "
-             f"{record['in_sample']['median_abs_speedup_error']:.0%}. Scored out of sample:", ""]
+    fit = costmodel.fit(
+        np.concatenate([x for x, _ in obs.values()]), np.concatenate([y for _, y in obs.values()])
+    )
+    record = {
+        "fit_on": str(args.fit.relative_to(ROOT)) + " (even requests)",
+        "clock": CLOCK,
+        "coef": fit.coef,
+        "in_sample": _summary(score(fit, obs)),
+        "scored": {},
+    }
+    lines = [
+        f"CPU cost model fitted on {record['fit_on']} ({fit.n} request x config "
+        f"observations, {CLOCK}); in-sample median |time error| "
+        f"{record['in_sample']['median_abs_time_error']:.0%}, |speed-up error| "
+        f"{record['in_sample']['median_abs_speedup_error']:.0%}. Scored out of sample:",
+        "",
+    ]
     for path in args.score:
         g2, rows2 = load(path, 1)
         res = score(fit, observations(g2, rows2))
         s = _summary(res)
-        record["scored"][str(path.relative_to(ROOT))] = {"gen_length": g2, "requests": len(rows2),
-                                                         **s, "configs": res}  # fmt: skip
-        lines += [f"{path.relative_to(ROOT)} (window {g2}, its {len(rows2)} odd requests, "
-                  f"{len(res)} configs): median |time error| {s['median_abs_time_error']:.0%} "
-                  f"(worst {s['worst_time']}), median |speed-up error| "
-                  f"{s['median_abs_speedup_error']:.0%} (worst {s['worst_speedup']})", "",
-                  "| config | measured s | predicted s | error | × baseline measured | predicted "
-                  "| error |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+        record["scored"][str(path.relative_to(ROOT))] = {
+            "gen_length": g2,
+            "requests": len(rows2),
+            **s,
+            "configs": res,
+        }
+        lines += [
+            f"{path.relative_to(ROOT)} (window {g2}, its {len(rows2)} odd requests, "
+            f"{len(res)} configs): median |time error| {s['median_abs_time_error']:.0%} "
+            f"(worst {s['worst_time']}), median |speed-up error| "
+            f"{s['median_abs_speedup_error']:.0%} (worst {s['worst_speedup']})",
+            "",
+            "| config | measured s | predicted s | error | × baseline measured | predicted "
+            "| error |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in res:
-            sp = (f"{r['speedup_measured']:.2f}× | {r['speedup_predicted']:.2f}× | "
-                  f"{r['speedup_error']:+.0%}") if "speedup_error" in r else "— | — | —"
-            lines.append(f"| {r['config']} | {r['measured_s']:.1f} | {r['predicted_s']:.1f} | "
-                         f"{r['time_error']:+.0%} | {sp} |")  # fmt: skip
+            sp = (
+                (
+                    f"{r['speedup_measured']:.2f}× | {r['speedup_predicted']:.2f}× | "
+                    f"{r['speedup_error']:+.0%}"
+                )
+                if "speedup_error" in r
+                else "— | — | —"
+            )
+            lines.append(
+                f"| {r['config']} | {r['measured_s']:.1f} | {r['predicted_s']:.1f} | "
+                f"{r['time_error']:+.0%} | {sp} |"
+            )
         lines.append("")
     print("\n".join(lines))
     if not args.no_write:
@@ -125,9 +163,16 @@ def main(argv=None) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "costmodel-oos.md").write_text("\n".join(lines))
         (out / "costmodel-oos.json").write_text(json.dumps(record, indent=1) + "\n")
-    print(json.dumps({k: v for k, v in record.items() if k != "scored"}
-                     | {"scored": {k: {m: v[m] for m in v if m != "configs"}
-                                   for k, v in record["scored"].items()}}))  # fmt: skip
+    print(
+        json.dumps(
+            {k: v for k, v in record.items() if k != "scored"}
+            | {
+                "scored": {
+                    k: {m: v[m] for m in v if m != "configs"} for k, v in record["scored"].items()
+                }
+            }
+        )
+    )
     return 0
 
 
@@ -135,12 +180,17 @@ def _summary(res: list[dict]) -> dict:
     t = [abs(r["time_error"]) for r in res]
     s = [abs(r["speedup_error"]) for r in res if "speedup_error" in r]
     worst_t = max(res, key=lambda r: abs(r["time_error"]))
-    worst_s = max((r for r in res if "speedup_error" in r), key=lambda r: abs(r["speedup_error"]),
-                  default=None)  # fmt: skip
-    return {"median_abs_time_error": statistics.median(t) if t else None,
-            "median_abs_speedup_error": statistics.median(s) if s else None,
-            "worst_time": f"{worst_t['config']} {worst_t['time_error']:+.0%}",
-            "worst_speedup": f"{worst_s['config']} {worst_s['speedup_error']:+.0%}" if worst_s else ""}  # fmt: skip
+    worst_s = max(
+        (r for r in res if "speedup_error" in r),
+        key=lambda r: abs(r["speedup_error"]),
+        default=None,
+    )
+    return {
+        "median_abs_time_error": statistics.median(t) if t else None,
+        "median_abs_speedup_error": statistics.median(s) if s else None,
+        "worst_time": f"{worst_t['config']} {worst_t['time_error']:+.0%}",
+        "worst_speedup": f"{worst_s['config']} {worst_s['speedup_error']:+.0%}" if worst_s else "",
+    }
 
 
 if __name__ == "__main__":

@@ -357,7 +357,8 @@ def check_project(args, tmp: Path) -> dict:
             w = cost.Work(batch * length, batch * length * length, batch * length, batch * length)
             sim_ms = 1000 * cost.seconds(sim_shape, sim_hw, report.efficiency(), w, "eager")
             rows.append({"batch": batch, "positions": length, "ratio": measured / projected,
-                         "measured_ms": ms, "projected_ms": pms, "predicted_ms": sim_ms})  # fmt: skip
+                         "measured_ms": ms, "projected_ms": pms,
+                         "predicted_ms": sim_ms})  # fmt: skip
             print(f"  [project] batch {batch}, {length} positions: {1000 * measured:.2f} ms "
                   f"measured, {1000 * projected:.2f} ms projected (H200 roofline), "
                   f"{sim_ms:.2f} ms {label}", flush=True)  # fmt: skip

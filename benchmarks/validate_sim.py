@@ -58,43 +58,91 @@ def _fast(task: str, g: int, label: str, cache: str, threshold: bool, value: flo
     t = dict(GSM8K if task == "gsm8k" else HUMANEVAL)
     if t["answer"] < 1:  # a share of the window
         t["answer"] = round(t["answer"] * g)
-    return dict(id=f"fast-dllm {task} g{g} {label}", source=FAST_DLLM, model="llada-8b",
-                gpu="a100", batch=1, requests=t, method="threshold" if threshold else "baseline",
-                decoding=dict(gen_length=g, block=32, cache=cache), count="answer",
-                published=value)  # fmt: skip
+    return dict(
+        id=f"fast-dllm {task} g{g} {label}",
+        source=FAST_DLLM,
+        model="llada-8b",
+        gpu="a100",
+        batch=1,
+        requests=t,
+        method="threshold" if threshold else "baseline",
+        decoding=dict(gen_length=g, block=32, cache=cache),
+        count="answer",
+        published=value,
+    )
 
 
 def points() -> list[dict]:
     """Every published point, in a fixed order (index % 3 == 0: the fit third)."""
     out = []
-    for task, g, vals in (("gsm8k", 256, (6.73, 21.23, 16.53, 54.4)),
-                          ("gsm8k", 512, (3.23, 10.43, 18.63, 35.3)),
-                          ("humaneval", 256, (30.5, 40.73, 101.53, 114.1)),
-                          ("humaneval", 512, (18.4, 29.33, 57.13, 73.7))):  # fmt: skip
-        out += [_fast(task, g, "LLaDA", "none", False, vals[0]),
-                _fast(task, g, "+cache", "prefix", False, vals[1]),
-                _fast(task, g, "+parallel", "none", True, vals[2]),
-                _fast(task, g, "+cache+parallel", "prefix", True, vals[3])]  # fmt: skip
+    for task, g, vals in (
+        ("gsm8k", 256, (6.73, 21.23, 16.53, 54.4)),
+        ("gsm8k", 512, (3.23, 10.43, 18.63, 35.3)),
+        ("humaneval", 256, (30.5, 40.73, 101.53, 114.1)),
+        ("humaneval", 512, (18.4, 29.33, 57.13, 73.7)),
+    ):
+        out += [
+            _fast(task, g, "LLaDA", "none", False, vals[0]),
+            _fast(task, g, "+cache", "prefix", False, vals[1]),
+            _fast(task, g, "+parallel", "none", True, vals[2]),
+            _fast(task, g, "+cache+parallel", "prefix", True, vals[3]),
+        ]
     mmada = dict(gen_length=512, tokens_per_step=2, block=128)  # inference_mmu.py: 512 / 256 / 128
     for method, value in (("baseline", 0.13), ("seer", 4.02)):
-        out.append(dict(id=f"seer-paper MMaDA InfoVQA {method}", source=SEER_T1, model="mmada-8b",
-                        gpu="a100", batch=1, requests="infovqa", method=method, decoding=mmada,
-                        count="answer", published=value))  # fmt: skip
+        out.append(
+            dict(
+                id=f"seer-paper MMaDA InfoVQA {method}",
+                source=SEER_T1,
+                model="mmada-8b",
+                gpu="a100",
+                batch=1,
+                requests="infovqa",
+                method=method,
+                decoding=mmada,
+                count="answer",
+                published=value,
+            )
+        )
     lavida = dict(gen_length=64, tokens_per_step=2, block=64, cache="prefix_lm")  # predict.py
-    fig5 = {"vanilla": (21.55, 21.64, 22.11, 22.35), "naive": (23.53, 24.37, 24.78, 24.24),
-            "full": (25.57, 29.35, 32.76, 35.84)}  # fmt: skip
+    fig5 = {
+        "vanilla": (21.55, 21.64, 22.11, 22.35),
+        "naive": (23.53, 24.37, 24.78, 24.24),
+        "full": (25.57, 29.35, 32.76, 35.84),
+    }
     for k, b in enumerate((32, 64, 128, 256)):
         for name, vals in fig5.items():
-            out.append(dict(id=f"seer-paper Fig5 b{b} {name}", source=SEER_F5, model="lavida-llada",
-                            gpu="a100", gpus=F5_GPUS, batch=b, requests="chartqa",
-                            method="baseline" if name == "vanilla" else "seer",
-                            routing="naive" if name != "full" else "hybrid", decoding=lavida,
-                            count="answer", published=vals[k]))  # fmt: skip
+            out.append(
+                dict(
+                    id=f"seer-paper Fig5 b{b} {name}",
+                    source=SEER_F5,
+                    model="lavida-llada",
+                    gpu="a100",
+                    gpus=F5_GPUS,
+                    batch=b,
+                    requests="chartqa",
+                    method="baseline" if name == "vanilla" else "seer",
+                    routing="naive" if name != "full" else "hybrid",
+                    decoding=lavida,
+                    count="answer",
+                    published=vals[k],
+                )
+            )
     for b, value in ((1, 32.9), (4, 81.7), (8, 110.6)):
-        out.append(dict(id=f"dlmserve b{b}", source=DLMSERVE, model="llada-8b", gpu="rtx5070",
-                        weight_bytes=NF4_BYTES, batch=b, requests=CHAT, method="baseline",
-                        decoding=dict(gen_length=128, tokens_per_step=8, block=128),
-                        count="canvas", published=value))  # fmt: skip
+        out.append(
+            dict(
+                id=f"dlmserve b{b}",
+                source=DLMSERVE,
+                model="llada-8b",
+                gpu="rtx5070",
+                weight_bytes=NF4_BYTES,
+                batch=b,
+                requests=CHAT,
+                method="baseline",
+                decoding=dict(gen_length=128, tokens_per_step=8, block=128),
+                count="canvas",
+                published=value,
+            )
+        )
     return out
 
 
@@ -139,8 +187,11 @@ def fit(pts: list[dict]) -> tuple[hardware.Efficiency, float]:
     best = (math.inf, hardware.Efficiency())
     for c in grid[::5]:  # coarse, then fine around the best
         for m in grid[::5]:
-            best = min(best, (_loss(pts, hardware.Efficiency(c, m)), hardware.Efficiency(c, m)),
-                       key=lambda x: x[0])  # fmt: skip
+            best = min(
+                best,
+                (_loss(pts, hardware.Efficiency(c, m)), hardware.Efficiency(c, m)),
+                key=lambda x: x[0],
+            )
     c0, m0 = best[1].compute, best[1].memory
     for c in (x for x in grid if abs(x - c0) <= 0.05):
         for m in (x for x in grid if abs(x - m0) <= 0.05):
@@ -163,9 +214,16 @@ def main(argv=None) -> int:
     rows = []
     for i, p in enumerate(pts):
         pred = predict(p, eff)
-        rows.append({"id": p["id"], "role": "fit" if i % 3 == 0 else "held out",
-                     "published": p["published"], "predicted": round(pred, 3),
-                     "error": round(pred / p["published"] - 1, 4), "source": p["source"]})  # fmt: skip
+        rows.append(
+            {
+                "id": p["id"],
+                "role": "fit" if i % 3 == 0 else "held out",
+                "published": p["published"],
+                "predicted": round(pred, 3),
+                "error": round(pred / p["published"] - 1, 4),
+                "source": p["source"],
+            }
+        )
     held = [abs(r["error"]) for r in rows if r["role"] == "held out"]
     fitted = [abs(r["error"]) for r in rows if r["role"] == "fit"]
     record = {
@@ -176,8 +234,12 @@ def main(argv=None) -> int:
         "median_abs_error_fit": round(statistics.median(fitted), 4),
         "held_out": len(held),
         "misses_over_50pct": [r["id"] for r in rows if abs(r["error"]) > 0.5],
-        "assumptions": {"gsm8k": GSM8K, "humaneval": HUMANEVAL, "dlmserve_chat": CHAT,
-                        "threshold_tokens": trace.Decoding().threshold_tokens},  # fmt: skip
+        "assumptions": {
+            "gsm8k": GSM8K,
+            "humaneval": HUMANEVAL,
+            "dlmserve_chat": CHAT,
+            "threshold_tokens": trace.Decoding().threshold_tokens,
+        },
         "points": rows,
     }
     lines = table(record)
@@ -187,25 +249,41 @@ def main(argv=None) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "validation.md").write_text("\n".join(lines) + "\n")
         (out / "validation.json").write_text(json.dumps(record, indent=1) + "\n")
-        keep = {k: record[k] for k in ("date", "efficiency", "median_abs_error_held_out",
-                                       "median_abs_error_fit", "held_out", "fit_points")}  # fmt: skip
-        (ROOT / "src" / "seer" / "sim" / "validation.json").write_text(json.dumps(keep, indent=1)
-                                                                       + "\n")  # fmt: skip
+        keep = {
+            k: record[k]
+            for k in (
+                "date",
+                "efficiency",
+                "median_abs_error_held_out",
+                "median_abs_error_fit",
+                "held_out",
+                "fit_points",
+            )
+        }
+        (ROOT / "src" / "seer" / "sim" / "validation.json").write_text(
+            json.dumps(keep, indent=1) + "\n"
+        )
     print(json.dumps({k: v for k, v in record.items() if k != "points"}))
     return 0
 
 
 def table(record: dict) -> list[str]:
     e = record["efficiency"]
-    out = [f"Simulator validation ({record['date']}): PREDICTED tokens/s against published "
-           f"figures. Fitted on the 'fit' rows: compute efficiency {e['compute']:.2f}, memory "
-           f"efficiency {e['memory']:.2f}; median |error| held out "
-           f"{record['median_abs_error_held_out']:.0%} over {record['held_out']} points "
-           f"(fit rows {record['median_abs_error_fit']:.0%}).", "",
-           "| point | role | published tok/s | predicted tok/s | error |", "|---|---|---|---|---|"]
+    out = [
+        f"Simulator validation ({record['date']}): PREDICTED tokens/s against published "
+        f"figures. Fitted on the 'fit' rows: compute efficiency {e['compute']:.2f}, memory "
+        f"efficiency {e['memory']:.2f}; median |error| held out "
+        f"{record['median_abs_error_held_out']:.0%} over {record['held_out']} points "
+        f"(fit rows {record['median_abs_error_fit']:.0%}).",
+        "",
+        "| point | role | published tok/s | predicted tok/s | error |",
+        "|---|---|---|---|---|",
+    ]
     for r in record["points"]:
-        out.append(f"| {r['id']} | {r['role']} | {r['published']:g} | {r['predicted']:.2f} | "
-                   f"{r['error']:+.0%} |")  # fmt: skip
+        out.append(
+            f"| {r['id']} | {r['role']} | {r['published']:g} | {r['predicted']:.2f} | "
+            f"{r['error']:+.0%} |"
+        )
     out += ["", "Sources: " + "; ".join(sorted({r["source"] for r in record["points"]})) + "."]
     return out
 

@@ -35,8 +35,13 @@ MODELS = {  # name -> (trace, tokens per step, block (None: the window), cache)
     "lavida-llada": ("chartqa", 2, None, "prefix_lm"),
     "mmada-8b": ("infovqa", 2, 128, "none"),
 }
-RUNS = (("baseline", "hybrid"), ("threshold", "hybrid"), ("seer", "hybrid"),
-        ("seer+threshold", "hybrid"), ("seer+threshold", "naive"))  # fmt: skip
+RUNS = (
+    ("baseline", "hybrid"),
+    ("threshold", "hybrid"),
+    ("seer", "hybrid"),
+    ("seer+threshold", "hybrid"),
+    ("seer+threshold", "naive"),
+)
 
 
 def cell(model: str, window: int, batch: int) -> dict:
@@ -49,12 +54,17 @@ def cell(model: str, window: int, batch: int) -> dict:
         cfg = EngineConfig(max_batch=batch, routing=routing)
         tput[(method, routing)] = SimEngine(shape, hw, eff, cfg, d).run(reqs, method).throughput
     base = tput[("baseline", "hybrid")]
-    return {"model": shape.name, "window": window, "batch": batch, "baseline_tok_s": base,
-            "seer_x": tput[("seer", "hybrid")] / base,
-            "threshold_x": tput[("threshold", "hybrid")] / base,
-            "seer_threshold_x": tput[("seer+threshold", "hybrid")] / base,
-            "seer_over_threshold": tput[("seer+threshold", "hybrid")] / tput[("threshold", "hybrid")],
-            "hybrid_over_naive": tput[("seer+threshold", "hybrid")] / tput[("seer+threshold", "naive")]}  # fmt: skip
+    return {
+        "model": shape.name,
+        "window": window,
+        "batch": batch,
+        "baseline_tok_s": base,
+        "seer_x": tput[("seer", "hybrid")] / base,
+        "threshold_x": tput[("threshold", "hybrid")] / base,
+        "seer_threshold_x": tput[("seer+threshold", "hybrid")] / base,
+        "seer_over_threshold": tput[("seer+threshold", "hybrid")] / tput[("threshold", "hybrid")],
+        "hybrid_over_naive": tput[("seer+threshold", "hybrid")] / tput[("seer+threshold", "naive")],
+    }
 
 
 def main() -> int:
@@ -65,21 +75,31 @@ def main() -> int:
             for batch in BATCHES:
                 rows.append(cell(model, window, batch))
                 r = rows[-1]
-                print(f"{r['model']:13s} g{window:<5d} b{batch:<4d} seer {r['seer_x']:6.2f}x "
-                      f"thr {r['threshold_x']:6.2f}x both {r['seer_threshold_x']:6.2f}x "
-                      f"hybrid/naive {r['hybrid_over_naive']:5.2f}x", file=sys.stderr, flush=True)
+                print(
+                    f"{r['model']:13s} g{window:<5d} b{batch:<4d} seer {r['seer_x']:6.2f}x "
+                    f"thr {r['threshold_x']:6.2f}x both {r['seer_threshold_x']:6.2f}x "
+                    f"hybrid/naive {r['hybrid_over_naive']:5.2f}x",
+                    file=sys.stderr,
+                    flush=True,
+                )
     err = f"{v['median_abs_error_held_out']:.0%}"
-    lines = [f"PREDICTED ({v['date']}), not measured: one H100 (989 TFLOPS bf16, 3.35 TB/s), "
-             f"the simulator's median |error| {err} on {v['held_out']} published GPU figures "
-             f"held out of its fit. Speed-ups in answer tokens per second over the baseline at "
-             f"the same batch; hybrid / naive: Seer + threshold routed against padded to the "
-             f"longest window.", "",
-             "| model | window | batch | baseline tok/s | Seer | threshold | Seer + threshold "
-             "| Seer adds to threshold | hybrid / naive |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"PREDICTED ({v['date']}), not measured: one H100 (989 TFLOPS bf16, 3.35 TB/s), "
+        f"the simulator's median |error| {err} on {v['held_out']} published GPU figures "
+        f"held out of its fit. Speed-ups in answer tokens per second over the baseline at "
+        f"the same batch; hybrid / naive: Seer + threshold routed against padded to the "
+        f"longest window.",
+        "",
+        "| model | window | batch | baseline tok/s | Seer | threshold | Seer + threshold "
+        "| Seer adds to threshold | hybrid / naive |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['window']} | {r['batch']} | {r['baseline_tok_s']:.1f} | "
-                     f"{r['seer_x']:.1f}× | {r['threshold_x']:.1f}× | {r['seer_threshold_x']:.1f}× "
-                     f"| {r['seer_over_threshold']:.2f}× | {r['hybrid_over_naive']:.2f}× |")  # fmt: skip
+        lines.append(
+            f"| {r['model']} | {r['window']} | {r['batch']} | {r['baseline_tok_s']:.1f} | "
+            f"{r['seer_x']:.1f}× | {r['threshold_x']:.1f}× | {r['seer_threshold_x']:.1f}× "
+            f"| {r['seer_over_threshold']:.2f}× | {r['hybrid_over_naive']:.2f}× |"
+        )
     out = ROOT / "docs" / "results" / "sim"
     out.mkdir(parents=True, exist_ok=True)
     (out / "when-seer-pays.md").write_text("\n".join(lines) + "\n")

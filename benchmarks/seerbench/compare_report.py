@@ -433,10 +433,11 @@ def show(record: dict) -> None:
         "NI: not worse than the first baseline by more than the margin (one-sided 95 % lower "
         "bound of the paired difference). x ref: speed-up over the reference (the baseline "
         "with the same k; k=1 for the threshold methods); model x: the cost model's "
-        "fit of it on this run's own times (in-sample, not a prediction; its residual). changed / shorter: answers that differ from / have "
-        "fewer tokens than the reference's. cuts: answers cut by their window. eq-NFE base / "
-        "d acc: the full-window baseline of nearest mean NFE and the accuracy difference to it "
-        "(points). front: on the accuracy-vs-time Pareto front at batch 1 / batch 32."
+        "fit of it on this run's own times (in-sample, not a prediction; its residual). "
+        "changed / shorter: answers that differ from / have fewer tokens than the reference's. "
+        "cuts: answers cut by their window. eq-NFE base / d acc: the full-window baseline of "
+        "nearest mean NFE and the accuracy difference to it (points). front: on the "
+        "accuracy-vs-time Pareto front at batch 1 / batch 32."
     )
     for line in headline_lines(record):
         c.print(line)
@@ -525,9 +526,10 @@ def markdown(record: dict) -> str:
         f"{g // ks[0]}-step baseline (lower bound, points). Δ acc: paired bootstrap 95 % "
         "interval (points); changed / shorter / cuts: answers that differ from / are shorter "
         "than the reference's, answers cut by their window; p: paired sign-flip test against "
-        "the reference; model ×: the cost model's speed-up over the reference fitted on this run's "
-        "own times (in-sample, not a prediction; its residual); b32 acc: the batch-32 accuracy over its own requests; front: on the "
-        "accuracy-vs-time Pareto front (point estimates) at batch 1 / batch 32.",
+        "the reference; model ×: the cost model's speed-up over the reference fitted on this "
+        "run's own times (in-sample, not a prediction; its residual); b32 acc: the batch-32 "
+        "accuracy over its own requests; front: on the accuracy-vs-time Pareto front (point "
+        "estimates) at batch 1 / batch 32.",
         "",
         "| config | accuracy % [95 % CI] | NI [lower] | Δ acc vs ref [CI] | p | Δ acc vs "
         f"equal-NFE baseline [CI] | changed | shorter | cuts | NFE | b1 ms | × ref [CI] | "

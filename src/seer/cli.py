@@ -1,4 +1,4 @@
-"""`seer` command line: generate | demo | profile | calibrate | bench | batch | make-checkpoint | simulate.
+"""`seer` command line: generate | demo | profile | calibrate | bench | batch | make-checkpoint.
 
 Dispatch only: each subcommand is a module of `seer.commands` (`add_parser` + `main`) that
 imports torch and the library inside `main`, so `seer --help` and option errors are fast.

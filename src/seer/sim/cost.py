@@ -41,8 +41,11 @@ class Work:
 
 
 def flops(shape: ModelShape, w: Work) -> float:
-    return (2 * shape.layer_params * w.tokens + 4 * shape.layers * shape.hidden * w.pairs
-            + 2 * shape.hidden * shape.vocab * w.logits)  # fmt: skip
+    return (
+        2 * shape.layer_params * w.tokens
+        + 4 * shape.layers * shape.hidden * w.pairs
+        + 2 * shape.hidden * shape.vocab * w.logits
+    )
 
 
 def nbytes(shape: ModelShape, w: Work) -> float:

@@ -90,15 +90,17 @@ class _Row:
 class SimEngine:
     """Serve a trace on a simulated GPU (see the module docstring)."""
 
-    def __init__(self, shape: ModelShape, hw: GPU, eff: Efficiency, config: EngineConfig,
-                 decoding: Decoding) -> None:  # fmt: skip
+    def __init__(
+        self, shape: ModelShape, hw: GPU, eff: Efficiency, config: EngineConfig, decoding: Decoding
+    ) -> None:
         self.shape, self.hw, self.eff, self.config, self.d = shape, hw, eff, config, decoding
         self.graphs = config.cuda_graphs  # static forwards replay CUDA graphs (else: launched)
         # every priced forward as (flops, bytes, start seconds), when a caller wants to re-price
         # a run at other efficiencies (the schedule does not depend on the clock without arrivals)
         self.ledger: list[tuple[float, float, float]] | None = None
-        self.params = SamplingParams(gen_length=decoding.gen_length,
-                                     steps=decoding.gen_length // decoding.tokens_per_step)  # fmt: skip
+        self.params = SamplingParams(
+            gen_length=decoding.gen_length, steps=decoding.gen_length // decoding.tokens_per_step
+        )
 
     def run(self, requests: list[SimRequest], method: str) -> SimResult:
         """Every request of `requests` answered by `method`; the clock starts at 0."""
@@ -119,8 +121,11 @@ class SimEngine:
             if not sched.has_unfinished():
                 clock = pending[-1].arrival  # idle until the next arrival
                 continue
-            masks = ({q: self._masks_left(rows[q.id]) for q in sched.running}
-                     if self.config.policy == "shortest_first" else {})  # fmt: skip
+            masks = (
+                {q: self._masks_left(rows[q.id]) for q in sched.running}
+                if self.config.policy == "shortest_first"
+                else {}
+            )
             out = sched.schedule(tick, masks)
             spent = 0.0
             finished: list[Sequence] = []
@@ -149,8 +154,15 @@ class SimEngine:
     def _sequence(self, r: SimRequest, i: int, tick: int) -> Sequence:
         p = r.prompt + (self.shape.image_tokens if r.image else 0)
         prompt = PromptInput([0] * p)  # positions only: no token is ever computed
-        return Sequence(i, Request(prompt.ids, params=self.params), self.params, prompt,
-                        Window(WindowKind.FULL), 0.0, tick)  # fmt: skip
+        return Sequence(
+            i,
+            Request(prompt.ids, params=self.params),
+            self.params,
+            prompt,
+            Window(WindowKind.FULL),
+            0.0,
+            tick,
+        )
 
     def _masks_left(self, row: _Row) -> int:
         """shortest_first's remaining work: the window's share not yet decoded."""
@@ -175,8 +187,13 @@ class SimEngine:
         res.computed += w.tokens
         return t
 
-    def _decode(self, sched: Scheduler, rows: list[_Row], res: SimResult,
-                captured: set[tuple[int, int, int]]) -> float:  # fmt: skip
+    def _decode(
+        self,
+        sched: Scheduler,
+        rows: list[_Row],
+        res: SimResult,
+        captured: set[tuple[int, int, int]],
+    ) -> float:
         """One step of the running rows: the scheduler's plans, one forward each."""
         windows = [r.window for r in rows]
         plens = [r.seq.prompt_len for r in rows]

@@ -44,16 +44,36 @@ class GPU:
 
 
 GPUS: dict[str, GPU] = {
-    "a100": GPU("A100-SXM4-80GB", 312e12, 2.039e12, 80e9,
-                source="NVIDIA A100 data sheet: 312 TFLOPS bf16 dense, 2,039 GB/s HBM2e"),
-    "h100": GPU("H100-SXM5-80GB", 989e12, 3.35e12, 80e9,
-                source="NVIDIA H100 data sheet: 989 TFLOPS bf16 dense, 3.35 TB/s HBM3"),
-    "h200": GPU("H200-SXM-141GB", 989e12, 4.8e12, 141e9,
-                source="NVIDIA H200 data sheet: 989 TFLOPS bf16 dense, 4.8 TB/s HBM3e"),
-    "rtx5070": GPU("RTX 5070 (12 GB)", 61.7e12, 672e9, 12e9,
-                   source="NVIDIA RTX Blackwell whitepaper: 61.7 TFLOPS fp16/bf16 dense "
-                          "(FP32 accumulate), 672 GB/s GDDR7"),
-}  # fmt: skip
+    "a100": GPU(
+        "A100-SXM4-80GB",
+        312e12,
+        2.039e12,
+        80e9,
+        source="NVIDIA A100 data sheet: 312 TFLOPS bf16 dense, 2,039 GB/s HBM2e",
+    ),
+    "h100": GPU(
+        "H100-SXM5-80GB",
+        989e12,
+        3.35e12,
+        80e9,
+        source="NVIDIA H100 data sheet: 989 TFLOPS bf16 dense, 3.35 TB/s HBM3",
+    ),
+    "h200": GPU(
+        "H200-SXM-141GB",
+        989e12,
+        4.8e12,
+        141e9,
+        source="NVIDIA H200 data sheet: 989 TFLOPS bf16 dense, 4.8 TB/s HBM3e",
+    ),
+    "rtx5070": GPU(
+        "RTX 5070 (12 GB)",
+        61.7e12,
+        672e9,
+        12e9,
+        source="NVIDIA RTX Blackwell whitepaper: 61.7 TFLOPS fp16/bf16 dense "
+        "(FP32 accumulate), 672 GB/s GDDR7",
+    ),
+}
 
 
 @dataclass(slots=True, frozen=True)

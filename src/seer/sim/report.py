@@ -22,9 +22,15 @@ def requests_for(batch: int, available: int) -> int:
     return min(available, max(64, 4 * batch))
 
 
-def simulate(shape: ModelShape, hw: GPU, trace: Trace, batches: tuple[int, ...],
-             decoding: Decoding, methods: tuple[str, ...] = METHODS,
-             routings: tuple[str, ...] = ("hybrid", "naive")) -> dict:  # fmt: skip
+def simulate(
+    shape: ModelShape,
+    hw: GPU,
+    trace: Trace,
+    batches: tuple[int, ...],
+    decoding: Decoding,
+    methods: tuple[str, ...] = METHODS,
+    routings: tuple[str, ...] = ("hybrid", "naive"),
+) -> dict:
     """Predicted throughput, latency and rows per forward of every (batch, method, routing),
     each batch size on the trace's first `requests_for(batch)` requests."""
     eff = efficiency()
@@ -38,36 +44,66 @@ def simulate(shape: ModelShape, hw: GPU, trace: Trace, batches: tuple[int, ...],
                 r = SimEngine(shape, hw, eff, cfg, decoding).run(reqs, m)
                 if m == "baseline" and base is None:
                     base = r.throughput
-                rows.append({"batch": b, "requests": len(reqs), "method": m, "routing": routing,
-                             "tokens_per_s": r.throughput, "p50_s": r.latency(0.5),
-                             "p95_s": r.latency(0.95), "rows_per_forward": r.rows_per_forward,
-                             "paths": r.paths, "captures": r.captures,
-                             "x_baseline": r.throughput / base if base else 1.0})  # fmt: skip
+                rows.append(
+                    {
+                        "batch": b,
+                        "requests": len(reqs),
+                        "method": m,
+                        "routing": routing,
+                        "tokens_per_s": r.throughput,
+                        "p50_s": r.latency(0.5),
+                        "p95_s": r.latency(0.95),
+                        "rows_per_forward": r.rows_per_forward,
+                        "paths": r.paths,
+                        "captures": r.captures,
+                        "x_baseline": r.throughput / base if base else 1.0,
+                    }
+                )
     v = validation()
-    return {"model": shape.name, "gpu": hw.name, "gpu_source": hw.source, "trace": trace.name,
-            "requests": len(trace.requests), "gen_length": decoding.gen_length,
-            "decoding": {"tokens_per_step": decoding.tokens_per_step, "block": decoding.block,
-                         "threshold_tokens": decoding.threshold_tokens, "cache": decoding.cache},
-            "efficiency": v["efficiency"], "validation": {
-                "median_abs_error_held_out": v["median_abs_error_held_out"],
-                "held_out": v["held_out"], "date": v["date"]},
-            "rows": rows}  # fmt: skip
+    return {
+        "model": shape.name,
+        "gpu": hw.name,
+        "gpu_source": hw.source,
+        "trace": trace.name,
+        "requests": len(trace.requests),
+        "gen_length": decoding.gen_length,
+        "decoding": {
+            "tokens_per_step": decoding.tokens_per_step,
+            "block": decoding.block,
+            "threshold_tokens": decoding.threshold_tokens,
+            "cache": decoding.cache,
+        },
+        "efficiency": v["efficiency"],
+        "validation": {
+            "median_abs_error_held_out": v["median_abs_error_held_out"],
+            "held_out": v["held_out"],
+            "date": v["date"],
+        },
+        "rows": rows,
+    }
 
 
 def lines(record: dict) -> list[str]:
     """The record as a Markdown table headed PREDICTED, with the validation error beside it."""
     v = record["validation"]
     err = f"{v['median_abs_error_held_out']:.0%}"
-    out = [f"PREDICTED, not measured: {record['model']} on one {record['gpu']} "
-           f"(gen_length {record['gen_length']}, up to {record['requests']} requests of "
-           f"{record['trace']}: 4 x the batch, at least 64). Simulator validation: median |error| {err} on "
-           f"{v['held_out']} published GPU figures held out of the fit "
-           f"(docs/gpu.md, {v['date']}). Latency: from a request's step 0 to its answer "
-           "(queueing excluded); every request arrives at once.", "",
-           f"| batch | method | routing | predicted tok/s (±{err}) | × baseline | p50 s | p95 s "
-           "| rows/forward |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    out = [
+        f"PREDICTED, not measured: {record['model']} on one {record['gpu']} "
+        f"(gen_length {record['gen_length']}, up to {record['requests']} requests of "
+        f"{record['trace']}: 4 x the batch, at least 64). Simulator validation: median "
+        f"|error| {err} on "
+        f"{v['held_out']} published GPU figures held out of the fit "
+        f"(docs/gpu.md, {v['date']}). Latency: from a request's step 0 to its answer "
+        "(queueing excluded); every request arrives at once.",
+        "",
+        f"| batch | method | routing | predicted tok/s (±{err}) | × baseline | p50 s | p95 s "
+        "| rows/forward |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in record["rows"]:
-        out.append(f"| {r['batch']} | {r['method']} | {r['routing']} | {r['tokens_per_s']:.1f} | "
-                   f"{r['x_baseline']:.2f}× | {r['p50_s']:.2f} | {r['p95_s']:.2f} | "
-                   f"{r['rows_per_forward']:.1f} |")  # fmt: skip
+        out.append(
+            f"| {r['batch']} | {r['method']} | {r['routing']} | {r['tokens_per_s']:.1f} | "
+            f"{r['x_baseline']:.2f}× | {r['p50_s']:.2f} | {r['p95_s']:.2f} | "
+            f"{r['rows_per_forward']:.1f} |"
+        )
     return out

@@ -66,9 +66,16 @@ def shape_of(raw: dict, name: str = "model", image_tokens: int | None = None) ->
     if image_tokens is None:
         image_tokens = _image_tokens(raw)
     vision = 2 * SIGLIP_PARAMS * SIGLIP_PATCHES * 5 if "mm_vision_tower" in raw else 0.0
-    return ModelShape(name, h, pick("n_layers", "num_hidden_layers"),
-                      pick("mlp_hidden_size", "intermediate_size"), vocab, kv * (h // heads),
-                      image_tokens, vision)  # fmt: skip
+    return ModelShape(
+        name,
+        h,
+        pick("n_layers", "num_hidden_layers"),
+        pick("mlp_hidden_size", "intermediate_size"),
+        vocab,
+        kv * (h // heads),
+        image_tokens,
+        vision,
+    )
 
 
 def _image_tokens(raw: dict, tiles: int = 5) -> int:
@@ -116,8 +123,9 @@ def load_shape(model: str) -> ModelShape:
     path = Path(model)
     cfg = path / "config.json" if path.is_dir() else path
     if not cfg.is_file():
-        raise SeerError(f"--model {model}: no config.json there and not a built-in name "
-                        f"({', '.join(shapes)})")  # fmt: skip
+        raise SeerError(
+            f"--model {model}: no config.json there and not a built-in name ({', '.join(shapes)})"
+        )
     try:
         raw = json.loads(cfg.read_text())
     except (OSError, json.JSONDecodeError) as e:

@@ -31,8 +31,12 @@ from seer.errors import SeerError
 METHODS = ("baseline", "threshold", "seer", "seer+threshold")
 CACHES = ("none", "prefix", "dual", "prefix_lm")
 # bench_compare's config names at one token per step / threshold 0.9 -> our method names
-RECORD_NAMES = {"baseline@k=1": "baseline", "seer@k=1": "seer", "threshold@t=0.9": "threshold",
-                "seer+threshold@t=0.9": "seer+threshold"}  # fmt: skip
+RECORD_NAMES = {
+    "baseline@k=1": "baseline",
+    "seer@k=1": "seer",
+    "threshold@t=0.9": "threshold",
+    "seer+threshold@t=0.9": "seer+threshold",
+}
 
 
 @dataclass(slots=True)
@@ -71,8 +75,9 @@ class Decoding:
         if self.gen_length < 1 or self.block < 1 or self.threshold_tokens <= 0:
             raise SeerError("gen_length and block must be >= 1, threshold_tokens > 0")
         if self.tokens_per_step < 1 or self.gen_length % self.tokens_per_step:
-            raise SeerError(f"tokens per step {self.tokens_per_step} must divide gen_length "
-                            f"{self.gen_length}")  # fmt: skip
+            raise SeerError(
+                f"tokens per step {self.tokens_per_step} must divide gen_length {self.gen_length}"
+            )
         if self.cache not in CACHES:
             raise SeerError(f"unknown cache {self.cache!r}: choose one of {', '.join(CACHES)}")
 
@@ -84,7 +89,11 @@ def plan(r: SimRequest, method: str, d: Decoding) -> tuple[int, int]:
         return r.measured[method]
     g, a = d.gen_length, min(r.answer, d.gen_length)
     seer = method.startswith("seer")
-    w = min(g, max(1, d.seer_bucket * math.ceil((a + d.seer_margin) / d.seer_bucket))) if seer else g
+    w = (
+        min(g, max(1, d.seer_bucket * math.ceil((a + d.seer_margin) / d.seer_bucket)))
+        if seer
+        else g
+    )
     if method.endswith("threshold"):
         nfe = math.ceil(a / d.threshold_tokens) + math.ceil((w - a) / d.block)
     else:
@@ -100,10 +109,14 @@ def _hist(pairs: str) -> dict[int, float]:
 # answer length -> count, read off the paper's Fig. 3(a) (log scale; approximate)
 SPREADS = {
     "chartqa": _hist("1:400 2:500 3:380 4:560 5:350 6:150 7:60 8:20 9:6 10:4 11:15 12:9 13:2 14:2"),
-    "infovqa": _hist("1:500 2:560 3:700 4:350 5:230 6:150 7:75 8:50 9:30 10:20 11:18 12:8 13:5 "
-                     "14:3 15:1 16:4 17:1 18:3 20:1 21:1"),  # fmt: skip
-    "docvqa": {**{n: 700 * math.exp(-(n - 2) / 2.6) for n in range(1, 25)},
-               **{n: 1.0 for n in (26, 27, 28, 29, 30, 31, 32, 33, 38, 39)}},  # fmt: skip
+    "infovqa": _hist(
+        "1:500 2:560 3:700 4:350 5:230 6:150 7:75 8:50 9:30 10:20 11:18 12:8 13:5 "
+        "14:3 15:1 16:4 17:1 18:3 20:1 21:1"
+    ),
+    "docvqa": {
+        **{n: 700 * math.exp(-(n - 2) / 2.6) for n in range(1, 25)},
+        **{n: 1.0 for n in (26, 27, 28, 29, 30, 31, 32, 33, 38, 39)},
+    },
     "mathvista": _hist("1:20 2:20 3:18 4:15 5:12 6:10 7:8 8:6 9:5 10:4 11:3 12:2 13:2 30:1 36:1"),
 }
 VQA_PROMPT = 60  # text positions of a VQA question with its chat template (besides the image)
@@ -116,8 +129,10 @@ def builtin(name: str, n: int = 512, seed: int = 0) -> Trace:
     if name in SPREADS:
         lengths, weights = zip(*SPREADS[name].items(), strict=True)
         answers = rng.choices(lengths, weights=weights, k=n)
-        return Trace(f"{name} (paper Fig. 3a spread)",
-                     [SimRequest(VQA_PROMPT, a, image=True) for a in answers])  # fmt: skip
+        return Trace(
+            f"{name} (paper Fig. 3a spread)",
+            [SimRequest(VQA_PROMPT, a, image=True) for a in answers],
+        )
     if name == "builtin-text":
         data = json.loads((Path(__file__).parent / "builtin_text.json").read_text())
         pairs = rng.choices(data["requests"], k=n)
@@ -144,14 +159,21 @@ def load(source: str, n: int = 512, seed: int = 0) -> Trace:
                 gen = row.get("settings", {}).get("gen_length", gen)
                 reqs.append(_from_record(row))
             elif "answer_tokens" in row:
-                reqs.append(SimRequest(int(row["prompt_tokens"]), int(row["answer_tokens"]),
-                                       bool(row.get("image", False)),
-                                       float(row.get("arrival", 0.0))))  # fmt: skip
+                reqs.append(
+                    SimRequest(
+                        int(row["prompt_tokens"]),
+                        int(row["answer_tokens"]),
+                        bool(row.get("image", False)),
+                        float(row.get("arrival", 0.0)),
+                    )
+                )
         except (ValueError, KeyError, TypeError) as e:
             raise SeerError(f"--trace {source}: line {i} is not a trace row ({e})") from None
     if not reqs:
-        raise SeerError(f"--trace {source}: no requests (rows need prompt_tokens and "
-                        f"answer_tokens, or a compare record's results)")  # fmt: skip
+        raise SeerError(
+            f"--trace {source}: no requests (rows need prompt_tokens and "
+            f"answer_tokens, or a compare record's results)"
+        )
     reqs.sort(key=lambda r: r.arrival)
     return Trace(path.name, reqs, gen)
 
@@ -159,7 +181,9 @@ def load(source: str, n: int = 512, seed: int = 0) -> Trace:
 def _from_record(row: dict) -> SimRequest:
     res = row["results"]
     base = res.get("baseline@k=1") or next(iter(res.values()))
-    measured = {RECORD_NAMES[k]: (int(v["window"]), int(v["nfe"]))
-                for k, v in res.items() if k in RECORD_NAMES}  # fmt: skip
-    return SimRequest(int(base.get("prompt_tokens") or 0), int(base["tokens"]),
-                      measured=measured)  # fmt: skip
+    measured = {
+        RECORD_NAMES[k]: (int(v["window"]), int(v["nfe"]))
+        for k, v in res.items()
+        if k in RECORD_NAMES
+    }
+    return SimRequest(int(base.get("prompt_tokens") or 0), int(base["tokens"]), measured=measured)
