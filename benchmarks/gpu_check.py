@@ -20,7 +20,8 @@ writing its result under `--out` (default docs/results/gpu/), a summary table an
   train    the text model v2's trainer on the device: one batch's loss equal to the CPU's, and
            optimiser steps/s at batch 16 and 256 (whether a GPU session can train there)
 
-Every row timed by `graphs`, `engine` and `project` is printed with the simulator's prediction
+Every row timed by `graphs`, `engine`, `project` and `compare` (its cache-free configs at
+batch 1) is printed with the simulator's prediction
 beside it (`seer.sim`: the same requests' windows and NFE replayed on the engine's scheduler,
 priced by the roofline of the GPU found, with the validated efficiencies), so the first GPU run
 confirms or refutes the simulator; on a device the simulator does not know (a CPU), the
@@ -317,8 +318,43 @@ def check_compare(args, tmp: Path) -> dict:
     rec = mod.main(argv)
     (args.out / "compare.json").write_text(json.dumps(rec))
     keep = ("accuracy", "nfe", "loop_ms", "b32_ms", "loop_speedup_vs_ref")
-    return {"ok": True, "results": {k: {f: r.get(f) for f in keep}
-                                    for k, r in rec["results"].items()}}  # fmt: skip
+    results = {k: {f: r.get(f) for f in keep} for k, r in rec["results"].items()}
+    predicted = compare_predictions(args, args.out / "compare_raw.jsonl", rec["gen_length"])
+    for name, ms in predicted.items():
+        if name in results:
+            results[name]["predicted_loop_ms"] = ms
+            print(f"  [compare] {name:32s} {results[name]['loop_ms'] or 0:9.2f} ms measured, "
+                  f"{ms:9.2f} ms {sim_gpu(args.device)[1]}", flush=True)  # fmt: skip
+    return {"ok": True, "results": results}
+
+
+def compare_predictions(args, raw: Path, g: int) -> dict[str, float]:
+    """The simulator's batch-1 ms per request of every cache-free config of a comparison's raw
+    rows (each request's measured window and NFE, the built-in model's shape)."""
+    from seer.engine.config import EngineConfig
+    from seer.sim import load_shape, report
+    from seer.sim.engine import SimEngine
+    from seer.sim.trace import Decoding, SimRequest
+
+    rows = [json.loads(x) for x in raw.read_text().splitlines() if x.strip()]
+    rows = [r for r in rows if "results" in r]
+    shape = load_shape(str(Path(seer.__file__).parent / "assets" / "builtin"))
+    hw, eff = sim_gpu(args.device)[0], report.efficiency()
+    out = {}
+    for name in rows[0]["results"] if rows else ():
+        if any(c in name for c in ("dual", "prefix", "dpad", "daedal")):
+            continue  # cache layouts and growing windows: not priced per request here
+        reqs = []
+        for r in rows:
+            x = r["results"].get(name)
+            if x is not None and "nfe" in x:
+                m = {"run": (int(x["window"]), int(x["nfe"]))}
+                reqs.append(SimRequest(int(x.get("prompt_tokens") or 0), int(x["tokens"]),
+                                       measured=m))  # fmt: skip
+        if reqs:
+            sim = SimEngine(shape, hw, eff, EngineConfig(max_batch=1), Decoding(gen_length=g))
+            out[name] = 1000 * sim.run(reqs, "run").seconds / len(reqs)
+    return out
 
 
 def check_project(args, tmp: Path) -> dict:

@@ -109,7 +109,8 @@ def test_the_projection_reads_the_model_config_and_is_labelled():
     assert t == pytest.approx(2 * s.layer_params * 1000 / 989e12, rel=0.2)
     record = json.loads((ROOT / "docs/results/compare/compare-builtin.json").read_text())
     lines = costmodel.projection_lines(record)
-    assert lines[1].startswith("PROJECTION, not a measurement: LLaDA-8B")
+    assert lines[1].startswith("PROJECTION, not a measurement nor a validated prediction")
+    assert "LLaDA-8B" in lines[1] and "seer simulate" in lines[1]
     assert any("LaViDa" in x and "980 image positions" in x for x in lines)
 
 

@@ -42,3 +42,11 @@ def test_every_timed_row_has_the_simulators_prediction_beside_it(tmp_path, capsy
     assert graphs["predicted_speedup"] > 1
     assert all(r["predicted_ms"] > 0 for r in sections["project"]["results"])
     assert "predicted for an H100" in out  # a CPU is priced as an H100, and says so
+
+
+def test_the_compare_sections_rows_are_predicted_from_their_measured_windows_and_nfe():
+    with benchmark("gpu_check") as gpu_check:
+        raw = gpu_check.ROOT / "docs" / "results" / "compare" / "shipped" / "raw-builtin.jsonl"
+        ms = gpu_check.compare_predictions(type("A", (), {"device": "cpu"})(), raw, 128)
+    assert ms["seer@k=1"] < ms["baseline@k=1"] / 3  # a quarter of the forwards, a quarter the time
+    assert "dual+threshold/b64@t=0.9" not in ms  # cache layouts are not priced per request
