@@ -1,0 +1,52 @@
+"""benchmarks/validate_sim.py and costmodel_oos.py: the simulator's fit uses a stated third of
+the published points and is scored on the rest; the package's validation figures are the
+published record's; the CPU cost model is scored on requests it was not fitted on."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import benchmark
+
+from seer.sim import validation
+
+
+def test_the_fit_third_is_every_third_point_and_the_rest_are_held_out():
+    with benchmark("validate_sim") as v:
+        pts = v.points()
+        record = json.loads((v.ROOT / "docs/results/sim/validation.json").read_text())
+    assert [p["id"] for i, p in enumerate(pts) if i % 3 == 0] == record["fit_points"]
+    roles = {r["id"]: r["role"] for r in record["points"]}
+    assert sum(r == "fit" for r in roles.values()) == len(pts) // 3 + (len(pts) % 3 > 0)
+    assert record["held_out"] == sum(r == "held out" for r in roles.values())
+    # two fitted factors, each a share of a datasheet peak
+    assert set(record["efficiency"]) == {"compute", "memory"}
+    assert all(0 < x <= 1 for x in record["efficiency"].values())
+
+
+def test_the_package_carries_the_published_validation():
+    with benchmark("validate_sim") as v:
+        record = json.loads((v.ROOT / "docs/results/sim/validation.json").read_text())
+    mine = validation()
+    for key in ("efficiency", "median_abs_error_held_out", "held_out", "fit_points", "date"):
+        assert mine[key] == record[key]
+
+
+def test_a_point_is_repriced_from_its_ledger_at_any_efficiency():
+    from seer.sim.hardware import Efficiency
+
+    with benchmark("validate_sim") as v:
+        p = v.points()[0]  # Fast-dLLM GSM8K, LLaDA at 256 positions
+        slow, fast = v.predict(p, Efficiency(0.2, 0.2)), v.predict(p, Efficiency(0.8, 0.8))
+    assert 3.9 < fast / slow < 4.1  # every forward's roof scales, launches do not
+
+
+def test_the_cost_model_is_scored_on_requests_it_was_not_fitted_on():
+    with benchmark("costmodel_oos") as c:
+        _, fit_rows = c.load(c.FIT, 0)
+        _, score_rows = c.load(c.SCORE[1], 1)
+    assert fit_rows and score_rows
+    assert not {r["request"] for r in fit_rows} & {r["request"] for r in score_rows}
+    dual = c.shape_of("seer+dual+threshold/b64@t=0.9")
+    assert dual == {"cache": "dual", "block": 64, "cut": True}
+    assert c.shape_of("threshold@t=0.9") == {"cache": "none", "block": None, "cut": False}
