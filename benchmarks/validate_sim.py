@@ -41,6 +41,9 @@ SEER_F5 = "Seer paper Fig. 5, LaViDa-LLaDA on 4 x A100"
 # split over 4 GPUs with the throughputs summed, every Fig. 5 point misses by +180 % to +600 %).
 F5_GPUS = 1
 DLMSERVE = "dlmserve 0.1.1 README 'Performance (RTX 5070 12 GB, INT4)', LLaDA-8B-Instruct"
+# dlmserve's settings (docs/benchmarks.md and docs/perf_log.md: "steps=16, gen_length=64"; its
+# benchmarks/perf_ci.py counts requests x gen_length over the wall time): a 64-position canvas in
+# 16 steps of 4 tokens, one block.
 
 # Assumptions the sources leave open (each stated once, used by the points below).
 # Fast-dLLM's eval_llada.py counts non-[EOS] ids: for GSM8K the answer cut at lm-eval's stop
@@ -138,7 +141,7 @@ def points() -> list[dict]:
                 batch=b,
                 requests=CHAT,
                 method="baseline",
-                decoding=dict(gen_length=128, tokens_per_step=8, block=128),
+                decoding=dict(gen_length=64, tokens_per_step=4, block=64),
                 count="canvas",
                 published=value,
             )

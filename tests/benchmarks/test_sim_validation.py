@@ -50,3 +50,33 @@ def test_the_cost_model_is_scored_on_requests_it_was_not_fitted_on():
     dual = c.shape_of("seer+dual+threshold/b64@t=0.9")
     assert dual == {"cache": "dual", "block": 64, "cut": True}
     assert c.shape_of("threshold@t=0.9") == {"cache": "none", "block": None, "cut": False}
+
+
+def test_dlmserve_points_are_priced_at_dlmserve_s_published_settings():
+    # dlmserve's docs/benchmarks.md: "steps=16, gen_length=64", tokens/s = requests x 64 / wall
+    with benchmark("validate_sim") as v:
+        pts = [p for p in v.points() if p["id"].startswith("dlmserve")]
+    assert [p["batch"] for p in pts] == [1, 4, 8]
+    for p in pts:
+        d = p["decoding"]
+        assert d["gen_length"] == 64 and d["gen_length"] // d["tokens_per_step"] == 16
+        assert p["count"] == "canvas"
+
+
+def test_the_published_record_is_what_the_code_predicts():
+    import statistics
+
+    from seer.sim.hardware import Efficiency
+
+    with benchmark("validate_sim") as v:
+        record = json.loads((v.ROOT / "docs/results/sim/validation.json").read_text())
+        eff = Efficiency(**record["efficiency"])
+        rows = {r["id"]: r for r in record["points"]}
+        errors = []
+        for p in v.points():
+            r = rows[p["id"]]
+            assert r["published"] == p["published"]
+            assert abs(v.predict(p, eff) - r["predicted"]) <= 1e-3 * r["predicted"], p["id"]
+            if r["role"] == "held out":
+                errors.append(abs(r["predicted"] / r["published"] - 1))
+    assert abs(statistics.median(errors) - record["median_abs_error_held_out"]) < 1e-3
