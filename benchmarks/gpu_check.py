@@ -90,8 +90,8 @@ def sim_gpu(device: str):
 
 
 def sim_seconds(folder: Path, device: str, shapes: list, cfg, gen_length: int) -> float:
-    """Predicted seconds of an engine run of requests with these (prompt, window, NFE, answer
-    tokens), all arriving at once, under EngineConfig `cfg`."""
+    """Predicted seconds of a warmed-up engine run of requests with these (prompt, window, NFE,
+    answer tokens), all arriving at once, under EngineConfig `cfg`."""
     from seer.sim import load_shape, report
     from seer.sim.engine import SimEngine
     from seer.sim.trace import Decoding, SimRequest
@@ -100,6 +100,7 @@ def sim_seconds(folder: Path, device: str, shapes: list, cfg, gen_length: int) -
     reqs = [SimRequest(p, a, measured={"seer": (w, n)}) for p, w, n, a in shapes]
     sim = SimEngine(load_shape(str(folder)), hw, report.efficiency(), cfg,
                     Decoding(gen_length=gen_length))  # fmt: skip
+    sim.run(reqs, "seer")  # the warm-up run, as measured: its graphs are captured before timing
     return sim.run(reqs, "seer").seconds
 
 

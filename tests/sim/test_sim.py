@@ -40,6 +40,10 @@ def test_a_model_folder_is_read_from_its_config(tmp_path):
     (tmp_path / "bad" / "config.json").write_text("{}")
     with pytest.raises(SeerError, match="config.json has none of"):
         load_shape(str(tmp_path / "bad"))
+    for junk in ("4096x", -4096, 0.5, None):  # a size that is not one: one line, no traceback
+        (tmp_path / "bad" / "config.json").write_text(json.dumps(dict(DREAM_7B, hidden_size=junk)))
+        with pytest.raises(SeerError, match="hidden_size"):
+            load_shape(str(tmp_path / "bad"))
 
 
 def test_the_roofline_is_weight_bound_at_batch_1_and_compute_bound_at_batch_256():
@@ -108,6 +112,41 @@ def test_a_trace_file_of_rows_and_bad_trace_files(tmp_path):
         trace.load("no-such-trace")
 
 
+@pytest.mark.parametrize(
+    "rows",
+    [
+        ['{"prompt_tokens": -5, "answer_tokens": 3}'],  # negative sizes
+        ['{"prompt_tokens": 5, "answer_tokens": 3, "arrival": -1}'],
+        ['{"prompt_tokens": 5, "answer_tokens": 3}', '{"prompt_tokens": 5}'],  # not dropped
+        ["[5, 3]"],
+        # a compare record's row without the prompt's length or the run's window
+        [
+            '{"settings": {"gen_length": 128}, "results": {"seer@k=1": {"tokens": 3, "window": 8, '
+            '"nfe": 9}}}'
+        ],
+        [
+            '{"settings": {}, "results": {"seer@k=1": {"tokens": 3, "window": 8, "nfe": 9, '
+            '"prompt_tokens": 20}}}'
+        ],
+    ],
+)
+def test_a_trace_row_that_would_be_read_wrong_is_refused(tmp_path, rows):
+    f = tmp_path / "t.jsonl"
+    f.write_text("\n".join(rows) + "\n")
+    with pytest.raises(SeerError, match="line"):
+        trace.load(str(f))
+
+
+def test_a_compare_record_s_timing_rows_are_skipped(tmp_path):
+    f = tmp_path / "raw.jsonl"
+    row = {"settings": {"gen_length": 128}, "results": {"baseline@k=1": {
+        "tokens": 3, "window": 128, "nfe": 128, "prompt_tokens": 20}}}  # fmt: skip
+    f.write_text(json.dumps(row) + "\n" + json.dumps({"settings": {}, "wall": 1.0}) + "\n")
+    t = trace.load(str(f))
+    assert t.gen_length == 128 and [(r.prompt, r.answer) for r in t.requests] == [(20, 3)]
+    assert t.requests[0].measured == {"baseline": (128, 128)}
+
+
 def test_arrivals_wait_on_the_virtual_clock():
     reqs = [SimRequest(50, 10, arrival=0.0), SimRequest(50, 10, arrival=100.0)]
     cfg = EngineConfig(max_batch=4)
@@ -115,6 +154,25 @@ def test_arrivals_wait_on_the_virtual_clock():
                     Decoding(gen_length=64)).run(reqs, "baseline")  # fmt: skip
     assert res.seconds > 100.0  # the second request cannot finish before it arrives
     assert max(res.latencies) < 100.0  # latency counts from its step 0, not the idle gap
+
+
+def test_a_second_run_replays_the_graphs_the_first_captured():
+    reqs = [SimRequest(40, 5)] * 8
+    shape, cfg = builtin_shapes()["llada-8b"], EngineConfig(max_batch=8)
+    sim = SimEngine(shape, gpu("h100"), EFF, cfg, Decoding(gen_length=64))
+    cold = sim.run(reqs, "seer")
+    warm = sim.run(reqs, "seer")
+    assert cold.captures > 0 and warm.captures == 0  # the engine's GraphCache keeps its graphs
+    assert warm.seconds < cold.seconds
+
+
+def test_the_table_says_how_requests_arrive(tmp_path, capsys):
+    f = tmp_path / "t.jsonl"
+    f.write_text('{"prompt_tokens": 10, "answer_tokens": 5, "arrival": 0}\n'
+                 '{"prompt_tokens": 10, "answer_tokens": 5, "arrival": 2.5}\n')  # fmt: skip
+    assert main(["simulate", "--trace", str(f), "--batches", "1", "--gen-length", "32"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert "arrives at once" not in head and "arrive at the trace's times" in head
 
 
 def test_seer_simulate_prints_a_predicted_table_with_its_validation_error(capsys):
@@ -138,6 +196,7 @@ def test_seer_simulate_prints_a_predicted_table_with_its_validation_error(capsys
         (["--model", "/no/such/folder"], "no config.json"),
         (["--trace", "nope"], "not one of"),
         (["--cache", "paged"], "unknown cache"),
+        (["--batches", "-1"], "must be >= 1"),
     ],
 )
 def test_seer_simulate_bad_inputs_are_one_line(capsys, argv, words):

@@ -10,7 +10,8 @@ What is real and what is simulated:
   planned group — by `seer.sim.cost` on a model's shape and a GPU's datasheet peaks, and
   advances a virtual clock by their sum (one GPU, forwards one after another). The first
   forward of a static shape pays a CUDA-graph capture (the graph cache's two warm-ups and the
-  capture, priced as three eager forwards), as the engine's `GraphCache` does.
+  capture, priced as three eager forwards), as the engine's `GraphCache` does; a second `run`
+  of the same `SimEngine` replays the graphs the first one captured (a warmed-up engine).
 - the decoding policies enter through their effect on each request — its window after step 0
   and its number of forwards (`seer.sim.trace.plan`: measured in a real run, or the policies'
   rules) — not by running them: no tokens are computed, so answers and accuracy are out of scope.
@@ -98,6 +99,9 @@ class SimEngine:
         # every priced forward as (flops, bytes, start seconds), when a caller wants to re-price
         # a run at other efficiencies (the schedule does not depend on the clock without arrivals)
         self.ledger: list[tuple[float, float, float]] | None = None
+        # static shapes captured so far: kept across runs, as the engine's GraphCache keeps its
+        # graphs across `generate` calls (a second run is a warm one)
+        self.captured: set[tuple[int, int, int]] = set()
         self.params = SamplingParams(
             gen_length=decoding.gen_length, steps=decoding.gen_length // decoding.tokens_per_step
         )
@@ -108,7 +112,7 @@ class SimEngine:
         pending = sorted(requests, key=lambda r: r.arrival)[::-1]  # pop() takes the earliest
         rows: dict[int, _Row] = {}
         res = SimResult(0.0, 0, [])
-        captured: set[tuple[int, int, int]] = set()
+        captured = self.captured
         clock, tick, next_id = 0.0, 0, 0
         while pending or sched.has_unfinished():
             while pending and pending[-1].arrival <= clock:

@@ -66,6 +66,10 @@ def simulate(
         "gpu_source": hw.source,
         "trace": trace.name,
         "requests": len(trace.requests),
+        "arrivals": "every request arrives at once"
+        if len({r.arrival for r in trace.requests}) <= 1
+        else "requests arrive at the trace's times (throughput: tokens over the span from "
+        "the first arrival to the last answer)",
         "gen_length": decoding.gen_length,
         "decoding": {
             "tokens_per_step": decoding.tokens_per_step,
@@ -94,7 +98,7 @@ def lines(record: dict) -> list[str]:
         f"|error| {err} on "
         f"{v['held_out']} published GPU figures held out of the fit "
         f"(docs/gpu.md, {v['date']}). Latency: from a request's step 0 to its answer "
-        "(queueing excluded); every request arrives at once.",
+        f"(queueing excluded); {record.get('arrivals', 'every request arrives at once')}.",
         "",
         f"| batch | method | routing | predicted tok/s (±{err}) | × baseline | p50 s | p95 s "
         "| rows/forward |",

@@ -53,18 +53,30 @@ class ModelShape:
 def shape_of(raw: dict, name: str = "model", image_tokens: int | None = None) -> ModelShape:
     """A `ModelShape` from a config.json dict; one `SeerError` line if a size is missing."""
 
+    def size(k: str) -> int:
+        v = raw[k]
+        ok = (
+            isinstance(v, int | float)
+            and not isinstance(v, bool)
+            and v >= 1
+            and float(v).is_integer()
+        )
+        if not ok:
+            raise SeerError(f"{name}: config.json's {k} must be a positive integer, got {v!r}")
+        return int(v)
+
     def pick(*keys: str) -> int:
         for k in keys:
-            if raw.get(k):
-                return int(raw[k])
+            if raw.get(k) is not None:
+                return size(k)
         raise SeerError(f"{name}: config.json has none of {', '.join(keys)}")
 
     h = pick("d_model", "hidden_size")
     heads = pick("n_heads", "num_attention_heads")
-    kv = int(raw.get("n_kv_heads") or raw.get("num_key_value_heads") or heads)
+    kv = next((size(k) for k in ("n_kv_heads", "num_key_value_heads") if raw.get(k)), heads)
     vocab = pick("new_vocab_size", "vocab_size", "embedding_size")
     if image_tokens is None:
-        image_tokens = _image_tokens(raw)
+        image_tokens = size("num_vq_tokens") if "num_vq_tokens" in raw else _image_tokens(raw)
     vision = 2 * SIGLIP_PARAMS * SIGLIP_PATCHES * 5 if "mm_vision_tower" in raw else 0.0
     return ModelShape(
         name,

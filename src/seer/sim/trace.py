@@ -149,17 +149,26 @@ def load(source: str, n: int = 512, seed: int = 0) -> Trace:
         if source in BUILTIN:
             return builtin(source, n, seed)
         raise SeerError(f"--trace {source}: no such file, and not one of {', '.join(BUILTIN)}")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise SeerError(f"--trace {source}: cannot read it ({e})") from None
     reqs, gen = [], None
-    for i, line in enumerate(path.read_text().splitlines(), 1):
+    for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValueError("not a JSON object")
             if "results" in row:  # a compare record's request row
-                gen = row.get("settings", {}).get("gen_length", gen)
+                settings = row.get("settings") or {}
+                if "gen_length" not in settings:
+                    raise ValueError("a compare record without settings.gen_length (rerun it)")
+                gen = int(settings["gen_length"])
                 reqs.append(_from_record(row))
-            elif "answer_tokens" in row:
-                reqs.append(
+            elif "answer_tokens" in row or "settings" not in row:  # a compare record's
+                reqs.append(  # other rows (batch timings) carry settings and no request
                     SimRequest(
                         int(row["prompt_tokens"]),
                         int(row["answer_tokens"]),
@@ -167,6 +176,11 @@ def load(source: str, n: int = 512, seed: int = 0) -> Trace:
                         float(row.get("arrival", 0.0)),
                     )
                 )
+            else:
+                continue
+            r = reqs[-1]
+            if r.prompt < 0 or r.answer < 0 or not 0 <= r.arrival < math.inf:
+                raise ValueError("prompt_tokens, answer_tokens and arrival must be finite and >= 0")
         except (ValueError, KeyError, TypeError) as e:
             raise SeerError(f"--trace {source}: line {i} is not a trace row ({e})") from None
     if not reqs:
@@ -186,4 +200,6 @@ def _from_record(row: dict) -> SimRequest:
         for k, v in res.items()
         if k in RECORD_NAMES
     }
-    return SimRequest(int(base.get("prompt_tokens") or 0), int(base["tokens"]), measured=measured)
+    if "prompt_tokens" not in base:
+        raise ValueError("a compare record without prompt_tokens (rerun it)")
+    return SimRequest(int(base["prompt_tokens"]), int(base["tokens"]), measured=measured)
