@@ -197,6 +197,7 @@ def test_seer_simulate_prints_a_predicted_table_with_its_validation_error(capsys
         (["--trace", "nope"], "not one of"),
         (["--cache", "paged"], "unknown cache"),
         (["--batches", "-1"], "must be >= 1"),
+        (["--threshold-tokens", "nan"], "threshold_tokens"),
     ],
 )
 def test_seer_simulate_bad_inputs_are_one_line(capsys, argv, words):

@@ -64,7 +64,7 @@ def add_parser(sub) -> None:
         type=options.POSITIVE,
         default=None,
         help="requests drawn from a built-in trace (default: 4 x the largest batch, "
-        "at least 64; each batch size serves 4 x its rows of them)",
+        "at least 64; each batch size serves the first 4 x its rows of them, at least 64)",
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="also print the JSON record")

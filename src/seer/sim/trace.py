@@ -72,8 +72,8 @@ class Decoding:
     cache: str = "none"  # none | prefix | dual (Fast-dLLM) | prefix_lm (LaViDa: prompt cached)
 
     def __post_init__(self) -> None:
-        if self.gen_length < 1 or self.block < 1 or self.threshold_tokens <= 0:
-            raise SeerError("gen_length and block must be >= 1, threshold_tokens > 0")
+        if self.gen_length < 1 or self.block < 1 or not 0 < self.threshold_tokens < math.inf:
+            raise SeerError("gen_length and block must be >= 1, threshold_tokens finite and > 0")
         if self.tokens_per_step < 1 or self.gen_length % self.tokens_per_step:
             raise SeerError(
                 f"tokens per step {self.tokens_per_step} must divide gen_length {self.gen_length}"
