@@ -182,7 +182,7 @@ def test_seer_simulate_prints_a_predicted_table_with_its_validation_error(capsys
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("PREDICTED, not measured")
     err = f"{validation()['median_abs_error_held_out']:.0%}"
-    assert err in out[0] and f"(±{err})" in out[2]
+    assert err in out[0] and f"(median error {err}, not a bound)" in out[2]
     record = json.loads(out[-1])
     assert {(r["batch"], r["method"], r["routing"]) for r in record["rows"]} == {
         (b, m, r) for b in (1, 16) for m in trace.METHODS for r in ("hybrid", "naive")

@@ -100,8 +100,8 @@ def lines(record: dict) -> list[str]:
         f"(docs/gpu.md, {v['date']}). Latency: from a request's step 0 to its answer "
         f"(queueing excluded); {record.get('arrivals', 'every request arrives at once')}.",
         "",
-        f"| batch | method | routing | predicted tok/s (±{err}) | × baseline | p50 s | p95 s "
-        "| rows/forward |",
+        f"| batch | method | routing | predicted tok/s (median error {err}, not a bound) "
+        "| × baseline | p50 s | p95 s | rows/forward |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in record["rows"]:
