@@ -123,7 +123,7 @@ class Daedal:
             hi = min(lo + p.daedal_block, w)
             block = c.x[r, pp + lo : pp + hi]
             masked = block == mask
-            x0 = gumbel_argmax(logits[r, lo:hi], p.temperature, s.generator)
+            x0 = gumbel_argmax(logits[r, lo:hi], p.temperature, s.generator_of(r))
             cf = prob[r, lo:hi].gather(-1, x0[:, None]).squeeze(-1)
             high = (cf > p.daedal_high) & masked & (x0 != mask)
             if not bool(high.any()) and bool(masked.any()):

@@ -106,26 +106,32 @@ class Plan:
         del self._flat[row][self.step :]
 
     def close_blocks(
-        self, answer: torch.Tensor, mask_id: int, parallel: bool, end_id: int | None
+        self, answer: torch.Tensor, mask_id: int, parallel: list[bool], end_id: list[int | None]
     ) -> None:
         """Called after a step (once `step` has advanced), for rows whose last block has no
-        masks left in `answer` (B, W, the answer window). `parallel`: the block's remaining
-        steps are skipped (Fast-dLLM's `while True`). `end_id` (dInfer's early stop): when the
-        filled block holds `end_id`, the row ends — no more steps, and every position after
-        the block becomes `end_id` (written into `answer`, a view of the canvas)."""
+        masks left in `answer` (B, W, the answer window). Per row: `parallel`, the block's
+        remaining steps are skipped (Fast-dLLM's `while True`); `end_id` (dInfer's early stop,
+        None: off), when the filled block holds it, the row ends — no more steps, and every
+        position after the block becomes `end_id` (written into `answer`, a view of the
+        canvas)."""
         done = self.step - 1
         for r, flat in enumerate(self._flat):
-            if done >= len(flat) or flat[done][0] is None:
+            if (
+                done >= len(flat)
+                or flat[done][0] is None
+                or (not parallel[r] and end_id[r] is None)
+            ):
                 continue
             st = flat[done][0]
             block = answer[r, st.start : st.end]
             if bool((block == mask_id).any()):
                 continue
-            if end_id is not None and bool((block == end_id).any()):
-                answer[r, st.end :] = end_id
+            end = end_id[r]
+            if end is not None and bool((block == end).any()):
+                answer[r, st.end :] = end
                 self.finish(r)
                 continue
-            if parallel:
+            if parallel[r]:
                 end = self.step
                 while end < len(flat) and flat[end][0] is st:
                     end += 1

@@ -89,7 +89,7 @@ class Engine:
         self._ready: list[RequestResult] = []  # results to hand out at the next step()
         self._next_id = 0
         self._tick = 0
-        self._kinds: dict[tuple[Hashable, ...], int] = {}  # (params, window policy) -> kind number
+        self._kinds: dict[tuple[Hashable, ...], int] = {}  # grouping key -> kind number
 
     @property
     def waiting(self) -> list[Sequence]:
@@ -194,8 +194,14 @@ class Engine:
         if self.config.max_queue is not None and len(self.waiting) >= self.config.max_queue:
             raise QueueFull(f"the engine's queue is full ({self.config.max_queue} waiting); retry")
         t0 = time.perf_counter()
-        key = (q.params, q.policy.key)  # hashed once per request
-        q.kind = self._kinds.setdefault(key, len(self._kinds))
+        p, window = q.params, q.policy.key  # hashed once per request
+        if self.config.grouping == "params":  # every option and the window policy alike
+            layout = step0 = (p, window)
+        else:  # the forward's layout alike; step 0 also the window policy and gen_length
+            layout = ("layout", p.layout_key)
+            step0 = (layout, p.gen_length, window)
+        q.kind = self._kinds.setdefault(step0, len(self._kinds))
+        q.layout = self._kinds.setdefault(layout, len(self._kinds))
         q.id, q.arrival, q.tick = self._next_id, t0, self._tick
         self._next_id += 1
         self.scheduler.add(q)
@@ -281,7 +287,8 @@ class Engine:
         canvas, nfe = self.runner.loop.answers(s).tolist(), s.row_nfe.tolist()
         for q in seqs:
             if q.request.on_step is not None:
-                view = StepView(q.id, nfe[q.row], canvas[q.row], q.window, q.params.gen_length,
+                ids = canvas[q.row][: q.params.gen_length]
+                view = StepView(q.id, nfe[q.row], ids, q.window, q.params.gen_length,
                                 q.boundary, finished[q.row])  # fmt: skip
                 q.request.on_step(view)
 
@@ -303,7 +310,7 @@ class Engine:
     def _answer(self, q: Sequence) -> list[int]:
         if q.state is None:
             return []
-        return self.runner.loop.answers(q.state)[q.row].tolist()
+        return self.runner.loop.answers(q.state)[q.row, : q.params.gen_length].tolist()
 
     def _result(self, q: Sequence, now: float, reason: str | None = None) -> RequestResult:
         s, ids = q.state, self._answer(q)
@@ -337,7 +344,7 @@ class Engine:
 
 
 def _by_kind(seqs: list[Sequence], alone: bool = False) -> list[list[Sequence]]:
-    """Arrivals of one kind (same params and window policy) share their step-0 forward.
+    """Arrivals of one kind (same layout, gen_length and window policy) share their step 0.
     `alone`: each arrival has its own, but the rows of a caller's policy object (one
     `generate(policy=...)` call) still share theirs: the policy holds all of them."""
     kinds: dict[tuple[int, int], list[Sequence]] = {}
