@@ -347,7 +347,7 @@ class SamplingParams:
             raise SeerError(f"stop must be a sequence of token-id sequences, got {stop!r}")
 
     @property
-    def layout_key(self) -> tuple:
+    def layout_key(self) -> tuple[object, ...]:
         """What rows sharing one forward must agree on: what changes the tensors or the forward
         (the KV cache, classifier-free guidance, the suffix; under a cache the block layout too).
         Everything else — temperature, top-p/top-k, seed, threshold/factor, stop sequences,
@@ -359,7 +359,7 @@ class SamplingParams:
         return (self.cache, self.dpad_window, self.cfg_scale, self.suffix, *blocks)
 
     @property
-    def sampling_key(self) -> tuple:
+    def sampling_key(self) -> tuple[object, ...]:
         """The options one reveal reads (`unmask.propose`, `select`, the counting rule): rows
         equal in these and drawing nothing random are revealed together."""
         return (self.temperature, self.remasking, self.alg_temp, self.top_p, self.top_k,

@@ -125,7 +125,7 @@ class LoopState:
                 by.setdefault((id(pol), self.rows[r].gen_length), (pol, []))[1].append(r)
         for (_, cap), (pol, group) in by.items():
             idx = torch.tensor(group, device=window.device)
-            bigger = pol.grow(window[idx], end_pos[idx], cap)  # type: ignore[attr-defined]
+            bigger = pol.grow(window[idx], end_pos[idx], cap)
             if bigger is not None:
                 window[idx] = bigger.to(window)
         return window
@@ -218,7 +218,7 @@ def gather(parts: list[tuple[LoopState, int]], prompt_width: int, width: int,
         stop=stop,
         replan=first.replan,
         phase=None if first.phase is None else cat("phase"),
-        rows=[s.rows[r] for s, r in parts],  # type: ignore[index]
+        rows=[s.rows[r] for s, r in parts],
         generators=gens,
-        window_policies=[s.window_policies[r] for s, r in parts],  # type: ignore[index]
+        window_policies=[s.window_policies[r] for s, r in parts],
     )

@@ -195,6 +195,8 @@ class Engine:
             raise QueueFull(f"the engine's queue is full ({self.config.max_queue} waiting); retry")
         t0 = time.perf_counter()
         p, window = q.params, q.policy.key  # hashed once per request
+        layout: tuple[Hashable, ...]
+        step0: tuple[Hashable, ...]
         if self.config.grouping == "params":  # every option and the window policy alike
             layout = step0 = (p, window)
         else:  # the forward's layout alike; step 0 also the window policy and gen_length
