@@ -1,19 +1,17 @@
 """THE denoising loop. Policies are injected, never copied into a variant of the loop:
 
-- the unmasking rule and its schedule (`SamplingParams.remasking`, see `unmask.py`,
-  `schedule.py`): which tokens to reveal at each step;
-- the window policy (`WindowPolicy`, e.g. Seer's truncation in `seer.boundary`): how long each
-  row's answer window is. It sees step 0's forward (to attach a probe and cut), and the end of a
-  row's plan (to grow a window whose answer has not ended);
+- the unmasking rule and its schedule (`remasking`, `unmask.py`, `schedule.py`): which tokens
+  to reveal at each step;
+- the window policy (`WindowPolicy`, e.g. Seer's truncation in `seer.boundary`): each row's
+  answer window. It sees step 0's forward (to probe and cut) and the end of a row's plan (to
+  grow a window whose answer has not ended);
 - the cache policy (`CachePolicy`, `SamplingParams.cache`, see `cache.py`): which columns each
   step runs and which keys/values it reuses; it follows every change of the canvas layout;
-- stop sequences (`SamplingParams.stop`, see `stop.py`): rows whose answer holds one reveal
-  only the masks before it and end once those are filled;
+- decoding policies (`DecodePolicy`, see `policy.py`: stop sequences, block closing and early
+  stop, DAEDAL's re-planning), built from the rows' options: they size the window, take or
+  limit a step's reveal, end rows after it and cut the answer; the loop names none of them;
 - per-row options (`LoopState.rows`): rows of a forward agree on its layout only (`layout_key`);
   each has its own options, generator, blocks and window policy (`LoopState.reveal_groups`);
-- a re-planning policy (`LoopState.replan`: DAEDAL, `SamplingParams.daedal`, see `daedal.py`):
-  it takes each step's logits over the whole window in place of the reveal, may grow the
-  window or insert masks inside it, and re-lays each row's remaining blocks (`Plan.replan`);
 - the executor (`Forward`, see `forward.py`): how a step's forward runs (eager, cached, packed,
   CUDA-graphed). A state may carry its own; otherwise the loop's cached forward runs it.
 Banned ids (`SamplingParams.banned_ids`) are a logits transform of the unmasking rule.
@@ -31,12 +29,11 @@ import torch
 
 from seer.diffusion.cache import CachePolicy, make_cache
 from seer.diffusion.canvas import Canvas, add_suffix, end_positions, make_canvas, resize
-from seer.diffusion.daedal import Daedal
 from seer.diffusion.forward import CachedForward, EagerForward
+from seer.diffusion.policy import DecodePolicy, check, for_rows
 from seer.diffusion.schedule import COUNTS, Plan, Stage, StepRows, lay_blocks, reveal_prob
-from seer.diffusion.schedule import steps_per_block as _steps_per_block
+from seer.diffusion.schedule import steps_per_block as spb
 from seer.diffusion.state import LoopResult, LoopState, WindowPolicy, seeded
-from seer.diffusion.stop import StopWords
 from seer.diffusion.unmask import propose, select
 from seer.errors import SeerError
 from seer.sampling import SUFFIX_RULE, SamplingParams, TokenIds
@@ -58,10 +55,6 @@ class DenoisingLoop:
         self.cached = CachedForward(self.eager)
 
     # -- planning and single forwards ---------------------------------------------------------
-    @staticmethod
-    def steps_per_block(p: SamplingParams) -> int:
-        return _steps_per_block(p)
-
     def plan(self, window: torch.Tensor, p: SamplingParams | list[SamplingParams],
              lead: int = 0) -> Plan:  # fmt: skip
         """Blocks over each row's window (`p`: every row's options, or each row's). `lead`
@@ -69,7 +62,7 @@ class DenoisingLoop:
         block then keeps its full share of steps."""
         rows, ps = [], p if isinstance(p, list) else [p] * len(window)
         for w, q in zip(window.tolist(), ps, strict=True):
-            stages = lay_blocks(0, int(w), q.block, self.steps_per_block(q))
+            stages = lay_blocks(0, int(w), q.block, spb(q))
             if lead and stages:
                 first = stages.pop(0)
                 stages[:0] = [Stage(0, min(lead, first.end), 1)]
@@ -116,11 +109,10 @@ class DenoisingLoop:
         plan = self.plan(c.window, rows or p, cache.lead(self.shift))
         s = LoopState(c, p, plan, policy, generator, t0=t0, cache=cache, rows=rows,
                       generators=gens)  # fmt: skip
-        if p.daedal:  # a re-planning policy: sizes each row's window, re-plans every step
-            s.replan = Daedal(self)
-            s.replan.start(s, policy)
-        if any(q.stop for q in s.rows or ()):
-            s.stop = StopWords.of_rows([q.stop for q in s.rows or ()], dev)
+        s.decoders = for_rows(self, s.rows or [p], dev)
+        check(s.decoders, policy, p.cache)  # the traits, once
+        for d in s.decoders:
+            d.start(s, policy)
         if policy is not None:
             s.first_kw = policy.start(self.model, c)
             s.policy_seconds += time.perf_counter() - t0
@@ -138,29 +130,20 @@ class DenoisingLoop:
             lo, hi = now.span()  # reveal from this step's positions only, as without a policy
             logits = logits[:, lo:hi]
         else:
-            lo, hi = now.span() if s.replan is None else (0, s.canvas.width)  # DAEDAL: all
+            whole = any(d.traits.whole_window for d in s.decoders)
+            lo, hi = (0, s.canvas.width) if whole else now.span()
             logits = fwd(s, now, lo, hi, {})
         s.nfe += 1
         s.row_nfe += (~s.finished).long()
-        if s.replan is not None:  # its own reveal, then it re-plans the rows' blocks
-            s.replan.step(s, logits, now)
-        else:
+        if not any(d.reveal(s, logits, now) for d in s.decoders):  # else a policy's own
             self._reveal(s, logits, lo, now)
         s.plan.step += 1
         s.now = None
-        rows = s.rows or ()
-        if any(p.parallel or p.early_stop for p in rows):  # a filled block ends (Fast-dLLM) /
-            c, eos = s.canvas, self.tokens.eos  # ends the row (dInfer)
-            answer = c.x[:, c.prompt_len : c.x.shape[1] - len(s.params.suffix)]
-            s.plan.close_blocks(answer, self.tokens.mask, [p.parallel for p in rows],
-                                [eos if p.early_stop else None for p in rows])  # fmt: skip
-        if s.stop is not None:
+        for d in s.decoders:  # after the step: rows a policy ended
             c = s.canvas
-            answer = c.x[:, c.prompt_len : c.prompt_len + c.width - len(s.params.suffix)]
-            done = s.stop.update(answer, self.tokens.mask) & ~s.finished
-            for r in torch.nonzero(done).flatten().tolist():
-                s.plan.finish(r)
-            s.finished |= done
+            done = d.after(s, c.x[:, c.prompt_len : c.x.shape[1] - len(s.params.suffix)])
+            if done is not None:
+                s.finished |= done
         nxt = s.rows_now()
         if nxt.bounds is not None and nxt.bounds[2] == s.canvas.rows:
             return  # every row has a step left: none ended
@@ -174,10 +157,11 @@ class DenoisingLoop:
         """`decode` per reveal group (`LoopState.reveal_groups`): a group of every row over the
         step's columns; a smaller one over its own rows' blocks, so that a row drawing from its
         own generator draws exactly what it draws alone."""
-        c, stop = s.canvas, s.stop
+        c = s.canvas
+        lim = next((d for d in s.decoders if d.traits.limits), None)
         for rows, p, g in s.reveal_groups():
             if len(rows) == c.rows:
-                self.decode(c, logits, lo, now, p, g, **({} if stop is None else {"stop": stop}))
+                self.decode(c, logits, lo, now, p, g, **({} if lim is None else {"limit": lim}))
                 continue
             idx = torch.tensor(rows, device=c.x.device)
             sub = StepRows(*(t[idx] for t in (now.start, now.end, now.j, now.steps, now.active)))
@@ -185,21 +169,22 @@ class DenoisingLoop:
                 continue
             a, b = sub.span()
             part = Canvas(c.x[idx], c.attention_mask[idx], c.prompt_len, c.window[idx])
-            kw = {} if stop is None else {"stop": stop.select(idx)}
+            kw = {} if lim is None else {"limit": lim.select(idx)}
             self.decode(part, logits[idx, a - lo : b - lo], a, sub, p, g, **kw)
             c.x[idx] = part.x
 
     def decode(self, c: Canvas, logits: torch.Tensor, lo: int, now: StepRows,
-               p: SamplingParams, g, stop: StopWords | None = None) -> None:  # fmt: skip
-        """Reveal this step's tokens. logits: (B, n, V) for answer positions [lo, lo + n)."""
+               p: SamplingParams, g, limit: DecodePolicy | None = None) -> None:  # fmt: skip
+        """Reveal this step's tokens. logits: (B, n, V) for answer positions [lo, lo + n);
+        `limit`: a policy that limits which masks may be revealed (`DecodePolicy.limit`)."""
         pp, n = c.prompt_len, logits.shape[1]
         win = c.x[:, pp + lo : pp + lo + n]
         pos = torch.arange(lo, lo + n, device=c.x.device)[None]
         masked = win == self.tokens.mask
         block = (pos >= now.start[:, None]) & (pos < now.end[:, None])
         eligible = masked & block
-        if stop is not None:  # rows past a stop sequence: the masks of their block before it
-            eligible = stop.eligible(eligible, masked, pos) & block
+        if limit is not None:  # e.g. rows past a stop sequence: their block's masks before it
+            eligible = limit.limit(eligible, masked, pos) & block
         eligible &= now.active[:, None]
         count = COUNTS[p.counting]
         k = count(now.j, now.steps, eligible.sum(1), now.end - now.start, p.eps) * now.active
@@ -233,7 +218,7 @@ class DenoisingLoop:
         grew = window > c.window
         for r in torch.nonzero(grew).flatten().tolist():
             p = rows[r]
-            more = lay_blocks(int(c.window[r]), int(window[r]), p.block, self.steps_per_block(p))
+            more = lay_blocks(int(c.window[r]), int(window[r]), p.block, spb(p))
             s.plan.extend(r, more)
         if bool(grew.any()):
             s.grown += grew.long()
@@ -259,9 +244,8 @@ class DenoisingLoop:
         answer[:, :w] = c.x[:, c.prompt_len : c.prompt_len + w]
         pos = torch.arange(g, device=answer.device)[None]
         answer[pos >= c.window[:, None]] = self.tokens.eos
-        if s.stop is not None:  # the stop sequence and what follows it are not the answer
-            at = s.stop.at[:, None]
-            answer[(at >= 0) & (pos >= at)] = self.tokens.eos
+        for d in s.decoders:  # e.g. a stop sequence and what follows it are not the answer
+            d.finish(s, answer, pos)
         return answer
 
     def result(self, s: LoopState) -> LoopResult:

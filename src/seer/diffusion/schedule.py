@@ -37,6 +37,8 @@ from dataclasses import dataclass
 
 import torch
 
+from seer.diffusion.policy import Policy
+
 
 @dataclass(slots=True)
 class Stage:
@@ -191,6 +193,27 @@ class Plan:
                 lo, hi = (st.start, st.end) if n == 0 else (min(lo, st.start), max(hi, st.end))
                 n += 1
         return lo, hi, n
+
+
+def build(loop, rows, device) -> BlockEnds | None:
+    """The decoding policy of rows of which any decodes in parallel or stops early."""
+    return BlockEnds(loop.tokens) if any(p.parallel or p.early_stop for p in rows) else None
+
+
+class BlockEnds(Policy):
+    """A decoding policy: after each step a filled block ends (parallel decoding: its
+    remaining steps are skipped) or ends its row (early stop: the block holds [EOS]); per row,
+    as its own options say (`Plan.close_blocks`)."""
+
+    name = "threshold/factor/early_stop"
+
+    def __init__(self, tokens) -> None:
+        self.tokens = tokens
+
+    def after(self, s, answer: torch.Tensor) -> None:
+        rows, eos = s.rows, self.tokens.eos
+        ends = [eos if p.early_stop else None for p in rows]
+        s.plan.close_blocks(answer, self.tokens.mask, [p.parallel for p in rows], ends)
 
 
 def linear_count(

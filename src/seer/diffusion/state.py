@@ -26,6 +26,7 @@ import torch
 
 from seer.diffusion.cache import CachePolicy, NoCache, gather_cache
 from seer.diffusion.canvas import Canvas, place
+from seer.diffusion.policy import join
 from seer.diffusion.schedule import Plan, StepRows
 from seer.diffusion.stop import StopWords
 from seer.sampling import SamplingParams, TokenIds
@@ -84,12 +85,11 @@ class LoopState:
     t0: float = 0.0  # perf_counter() when the run began
     cache: CachePolicy = field(default_factory=NoCache)  # the KV-cache policy and its cache
     forwarded: int = 0  # rows x columns fed to the model
-    stop: StopWords | None = None  # stop sequences and each row's stop position, if any
     forward: object | None = None  # the `Forward` this state runs with (None: the loop's)
     path: str = ""  # the engine's execution path this layout was formed for ("": step 0's)
     now: StepRows | None = None  # the current step's rows (None: read it from the plan)
-    replan: object | None = None  # a policy that takes each step's reveal and re-plans (DAEDAL)
-    phase: torch.Tensor | None = None  # (B,) long: each row's phase under `replan`
+    decoders: list = field(default_factory=list)  # the run's `DecodePolicy`s (`policy.py`)
+    phase: torch.Tensor | None = None  # (B,) long: each row's phase under a re-planning policy
     rows: list[SamplingParams] | None = None  # each row's own options (None: `params` for all)
     generators: list[torch.Generator | None] | None = None  # per row (None: `generator`, shared)
     window_policies: list[object | None] | None = None  # per row (None: `policy` for all)
@@ -107,6 +107,11 @@ class LoopState:
             self.rows = [self.params] * b
         if self.window_policies is None:
             self.window_policies = [self.policy] * b
+
+    @property
+    def stop(self) -> StopWords | None:
+        """The stop-sequence policy among `decoders`, if any: each row's stop position."""
+        return next((d for d in self.decoders if isinstance(d, StopWords)), None)
 
     @property
     def gen_length(self) -> int:
@@ -187,7 +192,7 @@ def gather(parts: list[tuple[LoopState, int]], prompt_width: int, width: int,
     """One state of rows taken from other states (`(state, row)` each, all with the same
     `layout_key` and none at a pending step 0), laid out with `prompt_width` prompt columns and
     `width` answer columns. Each row keeps its step, stop position, cache columns, counters."""
-    first, dev = parts[0][0], parts[0][0].canvas.x.device
+    first = parts[0][0]
     canvas = place([(s.canvas, r) for s, r in parts], prompt_width, width, tokens, embedding)
 
     def cat(name: str) -> torch.Tensor:
@@ -197,10 +202,6 @@ def gather(parts: list[tuple[LoopState, int]], prompt_width: int, width: int,
         [(s.cache, r, s.canvas.rows, s.canvas.prompt_len - prompt_width) for s, r in parts],
         prompt_width + width,
     )
-    stop = None
-    if any(s.stop is not None for s, _ in parts):
-        stop = StopWords.of_rows([s.stop.seqs[r] if s.stop else () for s, r in parts], dev)
-        stop.at = torch.cat([s.stop.at[r : r + 1] if s.stop else stop.at[:1] for s, r in parts])
     gens = None
     if first.generators is not None:
         gens = [s.generator_of(r) for s, r in parts]
@@ -215,8 +216,7 @@ def gather(parts: list[tuple[LoopState, int]], prompt_width: int, width: int,
         row_nfe=cat("row_nfe"),
         t0=first.t0,
         cache=cache,
-        stop=stop,
-        replan=first.replan,
+        decoders=join(parts),
         phase=None if first.phase is None else cat("phase"),
         rows=[s.rows[r] for s, r in parts],
         generators=gens,

@@ -13,6 +13,13 @@ Every `step()` is one tick, schedule -> execute -> update (vLLM v1's engine core
    blocks that became final are reported to their request's `on_block`, and each step's canvas
    to its `on_step` (read back only for the states of rows that ask for it).
 
+Rows share a forward when they agree on its layout (`SamplingParams.layout_key`: the KV cache,
+classifier-free guidance, a suffix): mixed traffic batches as uniform traffic does, each row
+with its own temperature, top-p/top-k, seed (a generator of its own), threshold, stop
+sequences, window cap (`gen_length`) and window policy. Arrivals share a step 0 when their
+gen_length and window policy agree too. `EngineConfig.grouping="params"` groups by every option
+instead (the engine before mixed batching, kept for comparisons).
+
 A request is resolved once, at the front end's boundary (`seer.engine.request.resolve`: the
 model's defaults, Seer's settings fitted, the rules between options), and the engine takes only
 resolved requests: `add` refuses one that is not, in one line. `submit` (one request) and
