@@ -120,8 +120,8 @@ class DenoisingLoop:
 
     @torch.inference_mode()
     def step(self, s: LoopState) -> None:
-        """One step of every unfinished row of `s`: forward, (step 0: cut), reveal; then rows
-        past a stop sequence end, and rows whose plan ran out end or are grown by the guard."""
+        """One step of every unfinished row of `s`: forward, (step 0: cut), reveal; then rows a
+        decoding policy ends end, and rows whose plan ran out end or are grown by the guard."""
         fwd = s.forward or self.cached
         now = s.rows_now()
         if s.first_kw is not None:  # step 0 under a window policy: full window, then cut
