@@ -7,8 +7,9 @@ import pytest
 import torch
 from conftest import TOKENS
 
+from seer.diffusion.decoders import for_rows
 from seer.diffusion.loop import DenoisingLoop, make_canvas
-from seer.diffusion.policy import Policy, Traits, check, for_rows
+from seer.diffusion.policy import Policy, Traits, check
 from seer.errors import SeerError
 from seer.sampling import SamplingParams
 

@@ -29,8 +29,9 @@ import torch
 
 from seer.diffusion.cache import CachePolicy, make_cache
 from seer.diffusion.canvas import Canvas, add_suffix, end_positions, make_canvas, resize
+from seer.diffusion.decoders import for_rows
 from seer.diffusion.forward import CachedForward, EagerForward
-from seer.diffusion.policy import DecodePolicy, check, for_rows
+from seer.diffusion.policy import DecodePolicy, check
 from seer.diffusion.schedule import COUNTS, Plan, Stage, StepRows, lay_blocks, reveal_prob
 from seer.diffusion.schedule import steps_per_block as spb
 from seer.diffusion.state import LoopResult, LoopState, WindowPolicy, seeded

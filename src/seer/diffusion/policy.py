@@ -19,7 +19,7 @@ loop calls at fixed points, without knowing which policy it is (`DecodePolicy`):
 Each policy declares its `Traits`, read once when a run begins (`check`): whether it decides the
 answer length (then it composes with no window policy, such as Seer, and no other such policy),
 which KV caches it runs with, whether its steps read the logits of the whole window, whether it
-limits the rule's reveal. A run's policies are built from its rows' options (`for_rows`), once;
+limits the rule's reveal. A run's policies are built from its rows' options (`decoders.py`), once;
 rows moved between runs (`state.gather`) take theirs along (`join`): every policy keeps its
 per-row state per row.
 """
@@ -27,16 +27,16 @@ per-row state per row.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
 import torch
 
 from seer.errors import SeerError
 
-if TYPE_CHECKING:
-    from seer.diffusion.schedule import StepRows
-    from seer.diffusion.state import LoopState
-    from seer.sampling import SamplingParams
+# the loop's types, as the hooks see them (this module imports none of the loop's modules:
+# they import it): a `LoopState`, a `StepRows`
+LoopState = Any
+StepRows = Any
 
 
 @dataclass(slots=True, frozen=True)
@@ -96,14 +96,6 @@ class Policy:
 
     def join(self, parts: list[tuple[LoopState, int]]) -> DecodePolicy:
         return self  # no per-row state
-
-
-def for_rows(loop, rows: list[SamplingParams], device) -> list[DecodePolicy]:
-    """The policies the rows' options turn on (each module's `build`), in calling order."""
-    from seer.diffusion import daedal, schedule, stop
-
-    out = [m.build(loop, rows, device) for m in (daedal, schedule, stop)]
-    return [p for p in out if p is not None]
 
 
 def check(policies: list[DecodePolicy], window: object | None, cache: str) -> None:
