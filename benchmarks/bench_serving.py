@@ -24,6 +24,16 @@ running rows' canvases and KV caches held (the model's own activations are not c
 The machine is shared and noisy: compare ratios inside one run, not across runs. The last line
 of stdout is the JSON record (`seerbench.runs`; results: one row per case);
 `--plot` writes the latency-vs-rate figure.
+
+`--trace`: mixed against uniform OpenAI-style traffic through the HTTP server instead
+(`seerbench.traffic`), at each `--concurrency`, under each engine `--groupings` (`params`: rows
+share a forward only when all their options agree, the engine before mixed batching; `layout`:
+when the forward's layout does). Reported per case: model forwards and mean rows per forward
+(a forward hook), throughput (answer tokens/s, and row-steps/s: every request's forwards per
+second, the work whatever the answers' lengths), p50 / p99 latency, and how many fixed answers
+(greedy, or seeded) equal the answers at concurrency 1 (each request alone).
+
+    python benchmarks/bench_serving.py --trace --n 24 --concurrency 1 8 32
 """
 
 from __future__ import annotations
@@ -201,6 +211,99 @@ def plot(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+TRACE_MARGIN = 0.9  # target: mixed traffic keeps this share of uniform traffic's figures
+
+
+def trace_cases(args) -> tuple[list[dict], dict]:
+    """Every (model, grouping, traffic, concurrency) case of `--trace`, and the verdicts."""
+    from seerbench.traffic import Forwards, Server, deterministic, serve_trace, trace
+
+    rows: list[dict] = []
+    for name in args.models:
+        lm = seer.load(name, dtype=args.dtype, device=args.device)
+        fwd = Forwards()
+        fwd.attach(lm.model)
+        examples = load_examples(args.data or name, n=args.n, part="eval", seed=args.seed)
+        served = lm.name or "seer"
+        traces = {k: trace(examples[: args.n], k, served, args.seed) for k in ("uniform", "mixed")}
+        solo: dict[str, list] = {}  # each request alone (concurrency 1): the answers to equal
+        for grouping in args.groupings:
+            with Server(lm, max_batch=args.max_batch, grouping=grouping) as srv:
+                for bodies in traces.values():  # warm-up: the first shapes of each trace
+                    serve_trace(srv.url, bodies[:4], 4, fwd)
+                for kind, bodies in traces.items():
+                    for c in args.concurrency:
+                        r = serve_trace(srv.url, bodies, c, fwd)
+                        answers = r.pop("answers")
+                        solo.setdefault(kind, answers if c == 1 else [])
+                        fixed = [i for i, b in enumerate(bodies) if deterministic(b)]
+                        same = [i for i in fixed if solo[kind] and answers[i] == solo[kind][i]]
+                        row = {"model": name, "grouping": grouping, "traffic": kind,
+                               "concurrency": c, **r, "fixed": len(fixed),
+                               "solo_equal": len(same) if solo[kind] else None}  # fmt: skip
+                        rows.append(row)
+                        print(_trace_line(row), flush=True)
+    return rows, trace_verdicts(rows)
+
+
+def _trace_line(r: dict) -> str:
+    eq = "-" if r["solo_equal"] is None else f"{r['solo_equal']}/{r['fixed']}"
+    return (f"{r['model']:<12} {r['grouping']:<7} {r['traffic']:<8} {r['concurrency']:>4}"
+            f" {r['forwards']:>6} {r['rows_per_forward']:>8.2f} {r['tokens_per_s']:>8.1f}"
+            f" {r['row_steps_per_s']:>9.1f} {r['p50_s']:>7.2f} {r['p99_s']:>7.2f}"
+            f" {eq:>7}")  # fmt: skip
+
+
+def trace_verdicts(rows: list[dict]) -> dict:
+    """Per model and concurrency > 1: mixed / uniform (rows per forward, row-steps/s, tokens/s,
+    and the speed-up over concurrency 1) under each grouping, and layout / params on mixed
+    traffic; `meets`: the layout grouping's mixed traffic keeps TRACE_MARGIN of uniform's rows
+    per forward and of its speed-up. The speed-up (row-steps/s at c over row-steps/s at 1, each
+    trace its own) is the throughput batching buys: the raw ratios also hold what a step of each
+    trace costs (the mixed trace's longer windows, a quarter without Seer)."""
+    at = {(r["model"], r["grouping"], r["traffic"], r["concurrency"]): r for r in rows}
+    out: dict = {}
+    for (model, grouping, traffic, c), r in at.items():
+        if traffic != "mixed" or c == 1 or (model, grouping, "uniform", c) not in at:
+            continue
+        u = at[(model, grouping, "uniform", c)]
+        v = {f"mixed_over_uniform_{k}": r[k] / u[k]
+             for k in ("rows_per_forward", "row_steps_per_s", "tokens_per_s")}  # fmt: skip
+        m1, u1 = at.get((model, grouping, "mixed", 1)), at.get((model, grouping, "uniform", 1))
+        if m1 and u1:
+            gain = r["row_steps_per_s"] / m1["row_steps_per_s"]
+            v["mixed_over_uniform_speedup"] = gain / (u["row_steps_per_s"] / u1["row_steps_per_s"])
+        if grouping == "layout":
+            v["meets"] = min(v["mixed_over_uniform_rows_per_forward"],
+                             v.get("mixed_over_uniform_speedup", 0.0)) >= TRACE_MARGIN  # fmt: skip
+            old = at.get((model, "params", "mixed", c))
+            if old is not None:
+                v["mixed_layout_over_params_rows_per_forward"] = (
+                    r["rows_per_forward"] / old["rows_per_forward"]
+                )
+                v["mixed_layout_over_params_row_steps_per_s"] = (
+                    r["row_steps_per_s"] / old["row_steps_per_s"]
+                )
+        out[f"{model}/{grouping}/c{c}"] = v
+    return out
+
+
+def trace_main(args) -> int:
+    session = runs.Session("serving", args)
+    print(f"target (stated before the first request): under grouping=layout, at every "
+          f"concurrency > 1, mixed traffic keeps >= {TRACE_MARGIN}x uniform traffic's rows per "
+          f"forward and >= {TRACE_MARGIN}x its throughput speed-up over concurrency 1 (row-steps/s "
+          "at c / at 1, each trace its own)", flush=True)  # fmt: skip
+    print(f"{'model':<12} {'group':<7} {'traffic':<8} {'conc':>4} {'fwds':>6} {'rows/fwd':>8}"
+          f" {'tok/s':>8} {'rowstep/s':>9} {'p50 s':>7} {'p99 s':>7} {'=solo':>7}")  # fmt: skip
+    rows, verdicts_ = trace_cases(args)
+    session.finish(rows, model=",".join(map(str, args.models)), margin=TRACE_MARGIN,
+                   primary="mixed / uniform traffic, grouping=layout: rows per forward and "
+                   "speed-up over concurrency 1", verdicts=verdicts_,
+                   meets=all(v["meets"] for v in verdicts_.values() if "meets" in v))  # fmt: skip
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=["builtin", "builtin-vqa"],
@@ -221,9 +324,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=int, default=400, help="fcfs / shortest_first: tokens "
                     "per tick, rows x (prompt + window) (0: none)")  # fmt: skip
     ap.add_argument("--plot", type=Path, default=None, help="write the latency-vs-rate PNG")
+    ap.add_argument("--trace", action="store_true", help="mixed vs uniform OpenAI-style "
+                    "traffic through the HTTP server (see the module docstring)")  # fmt: skip
+    ap.add_argument(
+        "--concurrency",
+        type=int,
+        nargs="+",
+        default=[1, 8, 32],
+        help="--trace: clients at once (the first must be 1: the solo answers)",
+    )
+    ap.add_argument(
+        "--groupings",
+        nargs="+",
+        default=["params", "layout"],
+        choices=["params", "layout"],
+        help="--trace: the engine's groupings",
+    )
     args = ap.parse_args(argv)
     if torch.device(args.device).type != "cpu":
         args.threads = None  # the accelerator's: the session leaves torch's threads alone
+    if args.trace:
+        if args.concurrency[0] != 1:
+            ap.error("--concurrency must start with 1 (each request alone: the solo answers)")
+        return trace_main(args)
     session = runs.Session("serving", args)
     print(f"{'model':<12} {'rate':>6} {'win':<5} {'method':<15}{'tok/s':>9} {'p50 s':>8}"
           f" {'p99 s':>8} {'mean s':>8} {'ttfb50':>8} {'peak KiB':>9}")  # fmt: skip

@@ -347,6 +347,31 @@ class SamplingParams:
             raise SeerError(f"stop must be a sequence of token-id sequences, got {stop!r}")
 
     @property
+    def layout_key(self) -> tuple[object, ...]:
+        """What rows sharing one forward must agree on: what changes the tensors or the forward
+        (the KV cache, classifier-free guidance, the suffix; under a cache the block layout too).
+        Everything else — temperature, top-p/top-k, seed, threshold/factor, stop sequences,
+        gen_length, steps, the unmasking rule — is held per row (`LoopState.rows`). DAEDAL
+        re-plans every row with its own options: its rows agree on all of them but the seed."""
+        if self.daedal:
+            return ("daedal", replace(self, seed=None))
+        blocks = (self.gen_length, self.total_steps, self.block) if self.cache != "none" else ()
+        return (self.cache, self.dpad_window, self.cfg_scale, self.suffix, *blocks)
+
+    @property
+    def sampling_key(self) -> tuple[object, ...]:
+        """The options one reveal reads (`unmask.propose`, `select`, the counting rule): rows
+        equal in these and drawing nothing random are revealed together."""
+        return (self.temperature, self.remasking, self.alg_temp, self.top_p, self.top_k,
+                self.logits_eos_inf, self.confidence_eos_eot_inf, self.eps, self.counting,
+                self.banned_ids, self.threshold, self.factor)  # fmt: skip
+
+    @property
+    def draws(self) -> bool:
+        """Whether a reveal draws random numbers (sampled tokens or positions)."""
+        return self.temperature > 0 or self.remasking in ("random", "origin") or bool(self.alg_temp)
+
+    @property
     def total_steps(self) -> int:
         return self.steps or self.gen_length
 

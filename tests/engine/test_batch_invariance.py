@@ -10,6 +10,8 @@ requests, random neighbours, windows and routings, and require every row to equa
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
@@ -201,3 +203,108 @@ def test_batch_invariant_rows_equal_their_solo_runs_in_bfloat16(text_bf16, rows)
 def test_batch_invariant_refuses_a_forced_layout():
     with pytest.raises(SeerError, match="batch_invariant runs every row alone"):
         EngineConfig(batch_invariant=True, routing="static")
+
+
+# -- mixed traffic: requests that differ in every per-row option share forwards ----------------
+MIXED = [  # per-request options of OpenAI-style traffic (one layout: no cache, no guidance)
+    dict(),  # greedy
+    dict(temperature=0.7, seed=11),
+    dict(temperature=1.0, seed=5),
+    dict(temperature=0.7, seed=11, top_k=4),  # the same seed as another row: its own draws
+    dict(threshold=0.9, block_length=16),
+    dict(gen_length=32, steps=16),  # a smaller window cap (max_tokens)
+    dict(temperature=1.0, seed=3, gen_length=32, steps=32, block_length=8),
+    dict(stop=((2039, 11),)),  # the builtin model's '",' after each name
+    dict(temperature=0.7, seed=2, threshold=0.8, block_length=32),
+]
+mixed_st = st.tuples(
+    st.integers(0, 63),  # which held-out request
+    st.integers(0, len(MIXED) - 1),  # its options
+    st.sampled_from(["seer", "seer", "full", "fixed"]),  # Seer on for most
+    st.integers(0, 2),  # arrival tick
+)
+
+
+def _mixed_request(lm, ex, opts: int, window: str, image=None) -> Request:
+    p = lm.sampling(**{"gen_length": 64, "steps": 32, **MIXED[opts]})
+    kw = {"seer": True} if window == "seer" else {"window": 24} if window == "fixed" else {}
+    return Request(ex.prompt, p, image=image, **kw)
+
+
+class Forwards:
+    """Rows of every model forward (a forward pre-hook on the model)."""
+
+    def __init__(self, model) -> None:
+        self.rows: list[int] = []
+        self.model = model
+
+    def __enter__(self) -> Forwards:
+        def count(module, args, kwargs):
+            x = args[0] if args and args[0] is not None else kwargs["inputs_embeds"]
+            self.rows.append(x.shape[0])
+
+        self.hook = self.model.register_forward_pre_hook(count, with_kwargs=True)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.hook.remove()
+
+
+def _check_mixed(lm, reqs, ticks, tag, cfg=None) -> list[int]:
+    """Every request equals its solo run; returns the rows of each forward of the mix."""
+    eng, ids, got, tick = Engine(lm, cfg or EngineConfig(kernel="reference")), {}, {}, 0
+    with Forwards(lm.model) as fwd:
+        while tick <= max(ticks) or eng.has_unfinished():
+            for k, t in enumerate(ticks):
+                if t == tick:
+                    ids[eng.submit(reqs[k])] = k
+            got.update({res.request_id: res for res in eng.step()})
+            tick += 1
+            assert tick < 300, "the engine does not finish"
+    assert sorted(ids) == sorted(got), "a request was lost"
+    for i, k in ids.items():
+        key = (tag, reqs[k].prompt, reqs[k].params, reqs[k].seer, reqs[k].window)
+        if key not in _solo:
+            _solo[key] = run(lm, [reqs[k]])[0].token_ids
+        assert got[i].token_ids == _solo[key], f"request {k} ({reqs[k].params}) differs alone"
+    return fwd.rows
+
+
+@settings(max_examples=6, **SETTINGS)
+@given(rows=st.lists(mixed_st, min_size=2, max_size=5), routing=st.sampled_from(ROUTINGS))
+def test_mixed_traffic_rows_equal_their_solo_runs(text, rows, routing):
+    """Greedy rows equal their solo answers and seeded sampled rows their solo answers with
+    that seed, whatever temperatures, seeds, top-k, thresholds, window caps, stop sequences and
+    window policies run beside them, in any routing."""
+    lm, ex = text
+    ids = list(ex)
+    reqs = [_mixed_request(lm, ex[ids[i]], o, w) for i, o, w, _ in rows]
+    cfg = EngineConfig(routing=routing, min_group=2, kernel="reference")
+    _check_mixed(lm, reqs, [t for *_, t in rows], "mixed", cfg)
+
+
+@settings(max_examples=3, **SETTINGS)
+@given(rows=st.lists(mixed_st, min_size=2, max_size=3))
+def test_mixed_image_rows_equal_their_solo_runs(vqa, rows):
+    lm, ex = vqa
+    opts = [o for o in range(len(MIXED)) if "stop" not in MIXED[o]]  # the text model's ids
+    reqs = [_mixed_request(lm, ex[i % len(ex)], opts[o % len(opts)], w, ex[i % len(ex)].image)
+            for i, o, w, _ in rows]  # fmt: skip
+    _check_mixed(lm, reqs, [t for *_, t in rows], "mixed-vqa")
+
+
+def test_mixed_traffic_shares_forwards_as_uniform_traffic_does(text):
+    """Nine requests, each with other sampling options, arriving together: under the layout
+    grouping a step 0 per window cap (its canvas width), then forwards of all the unfinished
+    rows (as for nine equal requests); under the old grouping by every option, no forward
+    holds two."""
+    lm, ex = text
+    reqs = [_mixed_request(lm, e, k, "seer") for k, e in enumerate(list(ex.values())[:9])]
+    naive = EngineConfig(routing="naive", kernel="reference")  # one group, whatever windows
+    rows = _check_mixed(lm, reqs, [0] * len(reqs), "share", naive)
+    assert sorted(rows[:2]) == [2, 7]  # step 0: the two rows capped at 32, the seven at 64
+    assert rows[2] >= len(reqs) - 1  # then steps of every unfinished row (one ended at once)
+    assert rows[2:] == sorted(rows[2:], reverse=True)  # in one forward each: rows only leave
+    old = _check_mixed(lm, reqs, [0] * len(reqs), "share", replace(naive, grouping="params"))
+    assert max(old) == 1  # every request alone: the grouping the option keeps for comparisons
+    assert len(old) > 2 * len(rows)

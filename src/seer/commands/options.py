@@ -198,7 +198,8 @@ def seer(args):
 
 
 # -- the engine and the server: flags generated from EngineConfig / ServerConfig ---------------
-ENGINE_FLAGS = ("max_batch", "max_queue", "max_tokens_per_step")  # the engine's user options
+# the engine's user options
+ENGINE_FLAGS = ("max_batch", "max_queue", "max_tokens_per_step", "grouping")
 
 
 def add_engine(p: argparse.ArgumentParser, names=ENGINE_FLAGS) -> None:

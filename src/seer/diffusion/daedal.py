@@ -1,4 +1,4 @@
-"""DAEDAL as a re-planning policy of the one loop (`SamplingParams.daedal`).
+"""DAEDAL as a decoding policy of the one loop (`SamplingParams.daedal`, `seer.diffusion.policy`).
 
 Li et al. 2025, "Beyond Fixed: Training-Free Variable-Length Denoising for Diffusion Large
 Language Models", arXiv 2508.00819; official code Li-Jinsong/DAEDAL @ 303c9e98,
@@ -50,12 +50,13 @@ Where Seer differs from the official code:
   (`SamplingParams` refuses them): it moves tokens inside the window and has its own reveal
   and end rules.
 
-Seer does not compose with it, and is refused (`Daedal.start`, `resolve`): both decide the
-answer length. Seer cuts a full window at step 0 from a probe of that window's forward and grows
-a cut window only when the answer reaches the cut; DAEDAL never runs a full-window step 0 — its
-first forward sees `daedal_initial` masks — and only grows. Running both would need a method
-neither paper defines (e.g. Seer's cut as DAEDAL's initial length, with no sizing); a fixed
-window (`Request.window`) is refused for the same reason.
+Seer does not compose with it, and is refused (from its traits, `seer.diffusion.policy.check`,
+and by `resolve`): both decide the answer length. Seer cuts a full window at step 0 from a probe
+of that window's forward and grows a cut window only when the answer reaches the cut; DAEDAL
+never runs a full-window step 0 — its first forward sees `daedal_initial` masks — and only
+grows. Running both would need a method neither paper defines (e.g. Seer's cut as DAEDAL's
+initial length, with no sizing); a fixed window (`Request.window`) is refused for the same
+reason.
 """
 
 from __future__ import annotations
@@ -63,24 +64,31 @@ from __future__ import annotations
 import torch
 
 from seer.diffusion.canvas import insert_masks
+from seer.diffusion.policy import Policy, Traits
 from seer.diffusion.schedule import Plan, Stage, lay_blocks
 from seer.diffusion.unmask import gumbel_argmax
 from seer.errors import SeerError
-from seer.sampling import DAEDAL_DECIDES
 
 SIZING, DENOISING = 0, 1  # LoopState.phase
 
 
-class Daedal:
-    """The policy: `start` at `begin`, `step` in place of the loop's reveal (module docstring)."""
+def build(loop, rows, device) -> Daedal | None:
+    """The decoding policy of DAEDAL's rows (rows of one layout: all or none are DAEDAL's)."""
+    return Daedal(loop) if rows[0].daedal else None
+
+
+class Daedal(Policy):
+    """The policy: `start` at `begin`, `reveal` in place of the loop's (module docstring). It
+    sets the length, runs without a KV cache and reads the whole window's logits."""
+
+    name = "daedal"
+    traits = Traits(sets_length=True, caches=("none",), whole_window=True)
 
     def __init__(self, loop) -> None:
         self.loop, self.tokens = loop, loop.tokens
 
     def start(self, s, policy) -> None:
         """Every row's window becomes `daedal_initial` [MASK]s with one sizing step planned."""
-        if policy is not None:
-            raise SeerError(DAEDAL_DECIDES)
         if s.params.banned_ids or (s.params.banned_ids is None and self.tokens.banned):
             raise SeerError("daedal reads the end token's confidence, which this sampler bans")
         c, n = s.canvas, s.params.daedal_initial
@@ -95,7 +103,7 @@ class Daedal:
         hit = torch.nonzero(pred[:w] == self.tokens.eos).flatten()[-k:]
         return sum(eos_prob[hit].flip(0).tolist()) / k  # summed from the end, as the official
 
-    def step(self, s, logits: torch.Tensor, now) -> None:
+    def reveal(self, s, logits: torch.Tensor, now) -> bool:
         """The step's reveal (denoising rows), sizing, and every active row re-planned.
         logits: (B, W, V) for the whole answer window."""
         p, c = s.params, s.canvas
@@ -113,6 +121,7 @@ class Daedal:
         sizing = [r for r in rows if phase[r] == SIZING]
         if sizing:
             self._size(s, conf, sizing, windows)
+        return True
 
     def _denoise(self, s, logits, prob, conf: dict, rows: list[int], now) -> None:
         p, c, mask = s.params, s.canvas, self.tokens.mask
@@ -123,7 +132,7 @@ class Daedal:
             hi = min(lo + p.daedal_block, w)
             block = c.x[r, pp + lo : pp + hi]
             masked = block == mask
-            x0 = gumbel_argmax(logits[r, lo:hi], p.temperature, s.generator)
+            x0 = gumbel_argmax(logits[r, lo:hi], p.temperature, s.generator_of(r))
             cf = prob[r, lo:hi].gather(-1, x0[:, None]).squeeze(-1)
             high = (cf > p.daedal_high) & masked & (x0 != mask)
             if not bool(high.any()) and bool(masked.any()):

@@ -1,17 +1,17 @@
 """THE denoising loop. Policies are injected, never copied into a variant of the loop:
 
-- the unmasking rule and its schedule (`SamplingParams.remasking`, see `unmask.py`,
-  `schedule.py`): which tokens to reveal at each step;
-- the window policy (`WindowPolicy`, e.g. Seer's truncation in `seer.boundary`): how long each
-  row's answer window is. It sees step 0's forward (to attach a probe and cut), and the end of a
-  row's plan (to grow a window whose answer has not ended);
+- the unmasking rule and its schedule (`remasking`, `unmask.py`, `schedule.py`): which tokens
+  to reveal at each step;
+- the window policy (`WindowPolicy`, e.g. Seer's truncation in `seer.boundary`): each row's
+  answer window. It sees step 0's forward (to probe and cut) and the end of a row's plan (to
+  grow a window whose answer has not ended);
 - the cache policy (`CachePolicy`, `SamplingParams.cache`, see `cache.py`): which columns each
   step runs and which keys/values it reuses; it follows every change of the canvas layout;
-- stop sequences (`SamplingParams.stop`, see `stop.py`): rows whose answer holds one reveal
-  only the masks before it and end once those are filled;
-- a re-planning policy (`LoopState.replan`: DAEDAL, `SamplingParams.daedal`, see `daedal.py`):
-  it takes each step's logits over the whole window in place of the reveal, may grow the
-  window or insert masks inside it, and re-lays each row's remaining blocks (`Plan.replan`);
+- decoding policies (`DecodePolicy`, see `policy.py`: stop sequences, block closing and early
+  stop, DAEDAL's re-planning), built from the rows' options: they size the window, take or
+  limit a step's reveal, end rows after it and cut the answer; the loop names none of them;
+- per-row options (`LoopState.rows`): rows of a forward agree on its layout only (`layout_key`);
+  each has its own options, generator, blocks and window policy (`LoopState.reveal_groups`);
 - the executor (`Forward`, see `forward.py`): how a step's forward runs (eager, cached, packed,
   CUDA-graphed). A state may carry its own; otherwise the loop's cached forward runs it.
 Banned ids (`SamplingParams.banned_ids`) are a logits transform of the unmasking rule.
@@ -29,12 +29,12 @@ import torch
 
 from seer.diffusion.cache import CachePolicy, make_cache
 from seer.diffusion.canvas import Canvas, add_suffix, end_positions, make_canvas, resize
-from seer.diffusion.daedal import Daedal
-from seer.diffusion.forward import CachedForward, EagerForward, StepRows
-from seer.diffusion.schedule import COUNTS, Plan, Stage, lay_blocks, reveal_prob
-from seer.diffusion.schedule import steps_per_block as _steps_per_block
-from seer.diffusion.state import LoopResult, LoopState, WindowPolicy
-from seer.diffusion.stop import StopWords
+from seer.diffusion.decoders import for_rows
+from seer.diffusion.forward import CachedForward, EagerForward
+from seer.diffusion.policy import DecodePolicy, check
+from seer.diffusion.schedule import COUNTS, Plan, Stage, StepRows, lay_blocks, reveal_prob
+from seer.diffusion.schedule import steps_per_block as spb
+from seer.diffusion.state import LoopResult, LoopState, WindowPolicy, seeded
 from seer.diffusion.unmask import propose, select
 from seer.errors import SeerError
 from seer.sampling import SUFFIX_RULE, SamplingParams, TokenIds
@@ -56,16 +56,14 @@ class DenoisingLoop:
         self.cached = CachedForward(self.eager)
 
     # -- planning and single forwards ---------------------------------------------------------
-    @staticmethod
-    def steps_per_block(p: SamplingParams) -> int:
-        return _steps_per_block(p)
-
-    def plan(self, window: torch.Tensor, p: SamplingParams, lead: int = 0) -> Plan:
-        """Blocks over each row's window. `lead` positions (see `CachePolicy.lead`) come first,
-        revealed alone in one step; the first block then keeps its full share of steps."""
-        spb, rows = self.steps_per_block(p), []
-        for w in window.tolist():
-            stages = lay_blocks(0, int(w), p.block, spb)
+    def plan(self, window: torch.Tensor, p: SamplingParams | list[SamplingParams],
+             lead: int = 0) -> Plan:  # fmt: skip
+        """Blocks over each row's window (`p`: every row's options, or each row's). `lead`
+        positions (see `CachePolicy.lead`) come first, revealed alone in one step; the first
+        block then keeps its full share of steps."""
+        rows, ps = [], p if isinstance(p, list) else [p] * len(window)
+        for w, q in zip(window.tolist(), ps, strict=True):
+            stages = lay_blocks(0, int(w), q.block, spb(q))
             if lead and stages:
                 first = stages.pop(0)
                 stages[:0] = [Stage(0, min(lead, first.end), 1)]
@@ -95,24 +93,27 @@ class DenoisingLoop:
 
     def begin(self, c: Canvas, p: SamplingParams, policy: WindowPolicy | None = None,
               generator: torch.Generator | None = None, cache: CachePolicy | None = None,
-              ) -> LoopState:  # fmt: skip
+              rows: list[SamplingParams] | None = None) -> LoopState:  # fmt: skip
         """A fresh run over `c`: the plan laid over the windows, the window policy started.
-        `cache` overrides the cache policy that `p.cache` names."""
-        t0 = time.perf_counter()
-        if generator is None and p.seed is not None:
-            generator = torch.Generator(device=c.x.device).manual_seed(p.seed)
+        `cache` overrides the cache policy that `p.cache` names. `rows`: each row's own options
+        (with `p`'s `layout_key`), each seeded row drawing from a generator of its own; without
+        them every row has `p` and the rows share one generator (`generator`, else `p.seed`)."""
+        t0, dev = time.perf_counter(), c.x.device
+        if generator is None and p.seed is not None and rows is None:
+            generator = torch.Generator(device=dev).manual_seed(p.seed)
+        gens = None if rows is None else [seeded(q.seed, dev) for q in rows]
         cache = cache if cache is not None else make_cache(p.cache, p.dpad_window)
         if p.suffix:
             if policy is not None or p.cache != "none":
                 raise SeerError(SUFFIX_RULE)
             c = add_suffix(c, p.suffix)
-        plan = self.plan(c.window, p, cache.lead(self.shift))
-        s = LoopState(c, p, plan, policy, generator, t0=t0, cache=cache)
-        if p.daedal:  # a re-planning policy: sizes each row's window, re-plans every step
-            s.replan = Daedal(self)
-            s.replan.start(s, policy)
-        if p.stop:
-            s.stop = StopWords.new(p.stop, c.rows, c.x.device)
+        plan = self.plan(c.window, rows or p, cache.lead(self.shift))
+        s = LoopState(c, p, plan, policy, generator, t0=t0, cache=cache, rows=rows,
+                      generators=gens)  # fmt: skip
+        s.decoders = for_rows(self, s.rows or [p], dev)
+        check(s.decoders, policy, p.cache)  # the traits, once
+        for d in s.decoders:
+            d.start(s, policy)
         if policy is not None:
             s.first_kw = policy.start(self.model, c)
             s.policy_seconds += time.perf_counter() - t0
@@ -120,8 +121,8 @@ class DenoisingLoop:
 
     @torch.inference_mode()
     def step(self, s: LoopState) -> None:
-        """One step of every unfinished row of `s`: forward, (step 0: cut), reveal; then rows
-        past a stop sequence end, and rows whose plan ran out end or are grown by the guard."""
+        """One step of every unfinished row of `s`: forward, (step 0: cut), reveal; then rows a
+        decoding policy ends end, and rows whose plan ran out end or are grown by the guard."""
         fwd = s.forward or self.cached
         now = s.rows_now()
         if s.first_kw is not None:  # step 0 under a window policy: full window, then cut
@@ -130,48 +131,61 @@ class DenoisingLoop:
             lo, hi = now.span()  # reveal from this step's positions only, as without a policy
             logits = logits[:, lo:hi]
         else:
-            lo, hi = now.span() if s.replan is None else (0, s.canvas.width)  # DAEDAL: all
+            whole = any(d.traits.whole_window for d in s.decoders)
+            lo, hi = (0, s.canvas.width) if whole else now.span()
             logits = fwd(s, now, lo, hi, {})
         s.nfe += 1
         s.row_nfe += (~s.finished).long()
-        if s.replan is not None:  # its own reveal, then it re-plans the rows' blocks
-            s.replan.step(s, logits, now)
-        else:
-            stop = {} if s.stop is None else {"stop": s.stop}
-            self.decode(s.canvas, logits, lo, now, s.params, s.generator, **stop)
+        if not any(d.reveal(s, logits, now) for d in s.decoders):  # else a policy's own
+            self._reveal(s, logits, lo, now)
         s.plan.step += 1
         s.now = None
-        p = s.params
-        if p.parallel or p.early_stop:  # a filled block ends (Fast-dLLM) / ends the row (dInfer)
-            c, end = s.canvas, (self.tokens.eos if p.early_stop else None)
-            answer = c.x[:, c.prompt_len : c.x.shape[1] - len(p.suffix)]
-            s.plan.close_blocks(answer, self.tokens.mask, p.parallel, end)
-        if s.stop is not None:
+        for d in s.decoders:  # after the step: rows a policy ended
             c = s.canvas
-            answer = c.x[:, c.prompt_len : c.prompt_len + c.width - len(s.params.suffix)]
-            done = s.stop.update(answer, self.tokens.mask) & ~s.finished
-            for r in torch.nonzero(done).flatten().tolist():
-                s.plan.finish(r)
-            s.finished |= done
+            done = d.after(s, c.x[:, c.prompt_len : c.x.shape[1] - len(s.params.suffix)])
+            if done is not None:
+                s.finished |= done
         nxt = s.rows_now()
         if nxt.bounds is not None and nxt.bounds[2] == s.canvas.rows:
             return  # every row has a step left: none ended
         ended = ~nxt.active & ~s.finished
-        if s.policy is not None and bool(ended.any()):
+        if any(s.window_policies or ()) and bool(ended.any()):
             self._guard(s, ended)
             ended &= ~s.rows_now().active
         s.finished |= ended
 
+    def _reveal(self, s: LoopState, logits: torch.Tensor, lo: int, now: StepRows) -> None:
+        """`decode` per reveal group (`LoopState.reveal_groups`): a group of every row over the
+        step's columns; a smaller one over its own rows' blocks, so that a row drawing from its
+        own generator draws exactly what it draws alone."""
+        c = s.canvas
+        lim = next((d for d in s.decoders if d.traits.limits), None)
+        for rows, p, g in s.reveal_groups():
+            if len(rows) == c.rows:
+                self.decode(c, logits, lo, now, p, g, **({} if lim is None else {"limit": lim}))
+                continue
+            idx = torch.tensor(rows, device=c.x.device)
+            sub = StepRows(*(t[idx] for t in (now.start, now.end, now.j, now.steps, now.active)))
+            if not bool(sub.active.any()):
+                continue
+            a, b = sub.span()
+            part = Canvas(c.x[idx], c.attention_mask[idx], c.prompt_len, c.window[idx])
+            kw = {} if lim is None else {"limit": lim.select(idx)}
+            self.decode(part, logits[idx, a - lo : b - lo], a, sub, p, g, **kw)
+            c.x[idx] = part.x
+
     def decode(self, c: Canvas, logits: torch.Tensor, lo: int, now: StepRows,
-               p: SamplingParams, g, stop: StopWords | None = None) -> None:  # fmt: skip
-        """Reveal this step's tokens. logits: (B, n, V) for answer positions [lo, lo + n)."""
+               p: SamplingParams, g, limit: DecodePolicy | None = None) -> None:  # fmt: skip
+        """Reveal this step's tokens. logits: (B, n, V) for answer positions [lo, lo + n);
+        `limit`: a policy that limits which masks may be revealed (`DecodePolicy.limit`)."""
         pp, n = c.prompt_len, logits.shape[1]
         win = c.x[:, pp + lo : pp + lo + n]
         pos = torch.arange(lo, lo + n, device=c.x.device)[None]
         masked = win == self.tokens.mask
-        eligible = masked & (pos >= now.start[:, None]) & (pos < now.end[:, None])
-        if stop is not None:  # rows past a stop sequence: every mask before it
-            eligible = stop.eligible(eligible, masked, pos)
+        block = (pos >= now.start[:, None]) & (pos < now.end[:, None])
+        eligible = masked & block
+        if limit is not None:  # e.g. rows past a stop sequence: their block's masks before it
+            eligible = limit.limit(eligible, masked, pos) & block
         eligible &= now.active[:, None]
         count = COUNTS[p.counting]
         k = count(now.j, now.steps, eligible.sum(1), now.end - now.start, p.eps) * now.active
@@ -192,25 +206,21 @@ class DenoisingLoop:
         window = s.policy.cut(c, logits)
         if window is not None:  # cut rows refill their cache at the next step
             self._resize(s, window, window != c.window)
-            s.plan = self.plan(s.canvas.window, s.params, s.cache.lead(self.shift))
+            s.plan = self.plan(s.canvas.window, s.rows or s.params, s.cache.lead(self.shift))
         s.policy_seconds += time.perf_counter() - tp
         s.first_kw, s.now = None, None
         return s.rows_now(), logits
 
     def _guard(self, s: LoopState, ended: torch.Tensor) -> None:
-        """The window policy's guard for the rows whose plan just ran out."""
-        tp, c, p = time.perf_counter(), s.canvas, s.params
-        idx = torch.nonzero(ended).flatten()
-        bigger = s.policy.grow(c.window[idx], end_positions(c, self.tokens)[idx], p.gen_length)
+        """Each row's window policy's guard, for the rows whose plan just ran out."""
+        tp, c, rows = time.perf_counter(), s.canvas, s.rows or []
+        window = s.grow(ended, end_positions(c, self.tokens))
         s.policy_seconds += time.perf_counter() - tp
-        if bigger is None:
-            return
-        window = c.window.clone()
-        window[idx] = bigger.to(window)
         grew = window > c.window
-        spb = self.steps_per_block(p)
         for r in torch.nonzero(grew).flatten().tolist():
-            s.plan.extend(r, lay_blocks(int(c.window[r]), int(window[r]), p.block, spb))
+            p = rows[r]
+            more = lay_blocks(int(c.window[r]), int(window[r]), p.block, spb(p))
+            s.plan.extend(r, more)
         if bool(grew.any()):
             s.grown += grew.long()
             self._resize(s, window, grew)
@@ -226,17 +236,17 @@ class DenoisingLoop:
 
     # -- the answer ---------------------------------------------------------------------------
     def answers(self, s: LoopState) -> torch.Tensor:
-        """(B, gen_length): each row's kept window tokens (before any stop sequence), then
-        [EOS]; the suffix is not part of the answer."""
-        c, p = s.canvas, s.params
-        w = min(c.width - len(p.suffix), p.gen_length)
-        answer = c.x.new_full((c.rows, p.gen_length), self.tokens.eos)
+        """(B, G): each row's kept window tokens (before any stop sequence), then [EOS], G the
+        longest row's gen_length (a row's answer: its first `rows[r].gen_length`); the suffix
+        is not part of the answer."""
+        c, p, g = s.canvas, s.params, s.gen_length
+        w = min(c.width - len(p.suffix), g)
+        answer = c.x.new_full((c.rows, g), self.tokens.eos)
         answer[:, :w] = c.x[:, c.prompt_len : c.prompt_len + w]
-        pos = torch.arange(p.gen_length, device=answer.device)[None]
+        pos = torch.arange(g, device=answer.device)[None]
         answer[pos >= c.window[:, None]] = self.tokens.eos
-        if s.stop is not None:  # the stop sequence and what follows it are not the answer
-            at = s.stop.at[:, None]
-            answer[(at >= 0) & (pos >= at)] = self.tokens.eos
+        for d in s.decoders:  # e.g. a stop sequence and what follows it are not the answer
+            d.finish(s, answer, pos)
         return answer
 
     def result(self, s: LoopState) -> LoopResult:

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 
 import torch
 
+from seer.diffusion.policy import Policy
+
 
 @dataclass(slots=True)
 class Stage:
@@ -106,26 +108,32 @@ class Plan:
         del self._flat[row][self.step :]
 
     def close_blocks(
-        self, answer: torch.Tensor, mask_id: int, parallel: bool, end_id: int | None
+        self, answer: torch.Tensor, mask_id: int, parallel: list[bool], end_id: list[int | None]
     ) -> None:
         """Called after a step (once `step` has advanced), for rows whose last block has no
-        masks left in `answer` (B, W, the answer window). `parallel`: the block's remaining
-        steps are skipped (Fast-dLLM's `while True`). `end_id` (dInfer's early stop): when the
-        filled block holds `end_id`, the row ends — no more steps, and every position after
-        the block becomes `end_id` (written into `answer`, a view of the canvas)."""
+        masks left in `answer` (B, W, the answer window). Per row: `parallel`, the block's
+        remaining steps are skipped (Fast-dLLM's `while True`); `end_id` (dInfer's early stop,
+        None: off), when the filled block holds it, the row ends — no more steps, and every
+        position after the block becomes `end_id` (written into `answer`, a view of the
+        canvas)."""
         done = self.step - 1
         for r, flat in enumerate(self._flat):
-            if done >= len(flat) or flat[done][0] is None:
+            if (
+                done >= len(flat)
+                or flat[done][0] is None
+                or (not parallel[r] and end_id[r] is None)
+            ):
                 continue
             st = flat[done][0]
             block = answer[r, st.start : st.end]
             if bool((block == mask_id).any()):
                 continue
-            if end_id is not None and bool((block == end_id).any()):
-                answer[r, st.end :] = end_id
+            end = end_id[r]
+            if end is not None and bool((block == end).any()):
+                answer[r, st.end :] = end
                 self.finish(r)
                 continue
-            if parallel:
+            if parallel[r]:
                 end = self.step
                 while end < len(flat) and flat[end][0] is st:
                     end += 1
@@ -185,6 +193,27 @@ class Plan:
                 lo, hi = (st.start, st.end) if n == 0 else (min(lo, st.start), max(hi, st.end))
                 n += 1
         return lo, hi, n
+
+
+def build(loop, rows, device) -> BlockEnds | None:
+    """The decoding policy of rows of which any decodes in parallel or stops early."""
+    return BlockEnds(loop.tokens) if any(p.parallel or p.early_stop for p in rows) else None
+
+
+class BlockEnds(Policy):
+    """A decoding policy: after each step a filled block ends (parallel decoding: its
+    remaining steps are skipped) or ends its row (early stop: the block holds [EOS]); per row,
+    as its own options say (`Plan.close_blocks`)."""
+
+    name = "threshold/factor/early_stop"
+
+    def __init__(self, tokens) -> None:
+        self.tokens = tokens
+
+    def after(self, s, answer: torch.Tensor) -> None:
+        rows, eos = s.rows, self.tokens.eos
+        ends = [eos if p.early_stop else None for p in rows]
+        s.plan.close_blocks(answer, self.tokens.mask, [p.parallel for p in rows], ends)
 
 
 def linear_count(

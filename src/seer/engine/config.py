@@ -17,6 +17,7 @@ from seer.spec import defaults, option, validate
 ROUTINGS = ("hybrid", "naive", "static", "varlen", "eager")
 Policy = Literal["fcfs", "shortest_first"]  # admission order (seer.engine.scheduler)
 POLICIES: tuple[Policy, ...] = get_args(Policy)
+GROUPINGS = ("layout", "params")  # which rows may share a forward (seer.engine.engine)
 KERNELS = ("reference", "triton")  # compaction backends (seer.kernels.dispatch); None: auto
 ENGINE = "engine"  # the CLI group of the engine's options
 
@@ -64,6 +65,11 @@ class EngineConfig:
     # every row in a forward of its own, at its solo layout: answers bit for bit their solo runs
     # in any dtype (batched forwards sum in another order), at the cost of batching
     batch_invariant: bool = _engine(False, "every row in a forward of its own (bit-exact)")
+    # layout: rows share a forward when they agree on what changes it (cache, guidance, suffix;
+    # SamplingParams.layout_key), each with its own sampling options; params: only rows with
+    # equal options and window policy do (the grouping before mixed batching, for comparisons)
+    grouping: str = _engine("layout", "which rows may share a forward", choices=GROUPINGS,
+                            noun="grouping", flag="--grouping")  # fmt: skip
 
     def __post_init__(self) -> None:
         validate(self)  # each field's type and declared range or choices

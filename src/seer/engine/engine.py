@@ -13,6 +13,13 @@ Every `step()` is one tick, schedule -> execute -> update (vLLM v1's engine core
    blocks that became final are reported to their request's `on_block`, and each step's canvas
    to its `on_step` (read back only for the states of rows that ask for it).
 
+Rows share a forward when they agree on its layout (`SamplingParams.layout_key`: the KV cache,
+classifier-free guidance, a suffix): mixed traffic batches as uniform traffic does, each row
+with its own temperature, top-p/top-k, seed (a generator of its own), threshold, stop
+sequences, window cap (`gen_length`) and window policy. Arrivals share a step 0 when their
+gen_length and window policy agree too. `EngineConfig.grouping="params"` groups by every option
+instead (the engine before mixed batching, kept for comparisons).
+
 A request is resolved once, at the front end's boundary (`seer.engine.request.resolve`: the
 model's defaults, Seer's settings fitted, the rules between options), and the engine takes only
 resolved requests: `add` refuses one that is not, in one line. `submit` (one request) and
@@ -89,7 +96,7 @@ class Engine:
         self._ready: list[RequestResult] = []  # results to hand out at the next step()
         self._next_id = 0
         self._tick = 0
-        self._kinds: dict[tuple[Hashable, ...], int] = {}  # (params, window policy) -> kind number
+        self._kinds: dict[tuple[Hashable, ...], int] = {}  # grouping key -> kind number
 
     @property
     def waiting(self) -> list[Sequence]:
@@ -194,8 +201,16 @@ class Engine:
         if self.config.max_queue is not None and len(self.waiting) >= self.config.max_queue:
             raise QueueFull(f"the engine's queue is full ({self.config.max_queue} waiting); retry")
         t0 = time.perf_counter()
-        key = (q.params, q.policy.key)  # hashed once per request
-        q.kind = self._kinds.setdefault(key, len(self._kinds))
+        p, window = q.params, q.policy.key  # hashed once per request
+        layout: tuple[Hashable, ...]
+        step0: tuple[Hashable, ...]
+        if self.config.grouping == "params":  # every option and the window policy alike
+            layout = step0 = (p, window)
+        else:  # the forward's layout alike; step 0 also the window policy and gen_length
+            layout = ("layout", p.layout_key)
+            step0 = (layout, p.gen_length, window)
+        q.kind = self._kinds.setdefault(step0, len(self._kinds))
+        q.layout = self._kinds.setdefault(layout, len(self._kinds))
         q.id, q.arrival, q.tick = self._next_id, t0, self._tick
         self._next_id += 1
         self.scheduler.add(q)
@@ -281,7 +296,8 @@ class Engine:
         canvas, nfe = self.runner.loop.answers(s).tolist(), s.row_nfe.tolist()
         for q in seqs:
             if q.request.on_step is not None:
-                view = StepView(q.id, nfe[q.row], canvas[q.row], q.window, q.params.gen_length,
+                ids = canvas[q.row][: q.params.gen_length]
+                view = StepView(q.id, nfe[q.row], ids, q.window, q.params.gen_length,
                                 q.boundary, finished[q.row])  # fmt: skip
                 q.request.on_step(view)
 
@@ -303,7 +319,7 @@ class Engine:
     def _answer(self, q: Sequence) -> list[int]:
         if q.state is None:
             return []
-        return self.runner.loop.answers(q.state)[q.row].tolist()
+        return self.runner.loop.answers(q.state)[q.row, : q.params.gen_length].tolist()
 
     def _result(self, q: Sequence, now: float, reason: str | None = None) -> RequestResult:
         s, ids = q.state, self._answer(q)
@@ -337,7 +353,7 @@ class Engine:
 
 
 def _by_kind(seqs: list[Sequence], alone: bool = False) -> list[list[Sequence]]:
-    """Arrivals of one kind (same params and window policy) share their step-0 forward.
+    """Arrivals of one kind (same layout, gen_length and window policy) share their step 0.
     `alone`: each arrival has its own, but the rows of a caller's policy object (one
     `generate(policy=...)` call) still share theirs: the policy holds all of them."""
     kinds: dict[tuple[int, int], list[Sequence]] = {}

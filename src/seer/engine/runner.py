@@ -46,13 +46,14 @@ class Runner:
 
     # -- step 0 -------------------------------------------------------------------------------
     def prefill(self, seqs: list[Sequence]) -> LoopState:
-        """Step 0 of `seqs` (one kind), batched over the full window; the policy cuts."""
+        """Step 0 of `seqs` (one kind), batched over the full window; the policy cuts. Each
+        row keeps its own sampling options and generator (`DenoisingLoop.begin(rows=...)`)."""
         lm, p, t0 = self.lm, seqs[0].params, time.perf_counter()
         emb = lm.model.get_input_embeddings()
         ids, embeds = [q.prompt.ids for q in seqs], [q.prompt.embeds for q in seqs]
         canvas = make_canvas(ids, p.gen_length, lm.tokens, lm.device, embeds, emb)
         policy = self._policy(seqs)
-        s = self.loop.begin(canvas, p, policy)
+        s = self.loop.begin(canvas, p, policy, rows=[q.params for q in seqs])
         self.loop.step(s)
         reports = policy.reports if isinstance(policy, SeerPolicy) else None
         windows = s.canvas.window.tolist()  # Seer's predicted cost of every arrival
@@ -73,7 +74,8 @@ class Runner:
 
     # -- later steps --------------------------------------------------------------------------
     def groups(self, seqs: list[Sequence]) -> list[tuple[BatchPlan, list[Sequence]]]:
-        """The tick's forwards: rows of one kind, routed by window bucket and padding waste."""
+        """The tick's forwards: rows of one layout kind, routed by window bucket and padding
+        waste."""
         kinds: dict[tuple[Hashable, ...], list[Sequence]] = {}
         for q in seqs:
             kinds.setdefault(q.key(), []).append(q)
@@ -84,11 +86,13 @@ class Runner:
             no_pack = p.cfg_scale > 0 or state.cache.kv is not None or p.cache != "none"
             if self.config.batch_invariant:  # each row alone: one row plans eager, unpadded
                 for q in rows:
-                    one = self.scheduler.plan([q.window], [q.prompt_len], p.gen_length, no_pack)
+                    g = q.params.gen_length
+                    one = self.scheduler.plan([q.window], [q.prompt_len], g, no_pack)
                     out.append((one[0], [q]))
                 continue
             windows, plens = [q.window for q in rows], [q.prompt_len for q in rows]
-            for plan in self.scheduler.plan(windows, plens, p.gen_length, no_pack):
+            cap = max(q.params.gen_length for q in rows)  # each row's window is within its own
+            for plan in self.scheduler.plan(windows, plens, cap, no_pack):
                 out.append((plan, [rows[r] for r in plan.rows]))
         return out
 

@@ -42,8 +42,8 @@ class Window:
 
     @property
     def key(self) -> tuple[Hashable, ...]:
-        """Requests whose keys (and params) are equal share a step 0: fixed windows differ per
-        row, so the kind alone is the key of FIXED."""
+        """Requests whose keys (and layouts and gen_lengths) are equal share a step 0: fixed
+        windows differ per row, so the kind alone is the key of FIXED."""
         return (self.kind,) if self.kind is WindowKind.FIXED else (self.kind, self.value)
 
     @property
@@ -76,7 +76,8 @@ class Sequence:
     blocks: int = 0  # semi-AR blocks already reported final (partial results)
     first_block: float | None = None  # perf_counter() when its first block was final
     done: bool = False  # its result has been returned (or it was aborted)
-    kind: int = 0  # one number per (params, window policy): rows of a kind share forwards
+    kind: int = 0  # its step-0 kind: arrivals of a kind share their step-0 forward
+    layout: int = 0  # its layout kind (`EngineConfig.grouping`): rows of one share forwards
     _window: int | None = None  # its window after its last step (read back once per state)
 
     @property
@@ -93,9 +94,9 @@ class Sequence:
         return self.params.gen_length if self._window is None else self._window
 
     def key(self) -> tuple[int, bool]:
-        """Rows with equal keys can share a forward: same kind (sampling and window policy),
-        and all or none holding a KV cache."""
-        return self.kind, self.state is not None and self.state.cache.kv is not None
+        """Rows with equal keys can share a forward: same layout kind, and all or none
+        holding a KV cache."""
+        return self.layout, self.state is not None and self.state.cache.kv is not None
 
     def needs_blocks(self) -> bool:
         """Whether its final blocks must be watched: a streaming request, or a first block

@@ -30,7 +30,7 @@ _E = EngineConfig()
 
 def build(lm: DiffusionLM, *, model_names=None, api_key=None, public_metrics=False, seer=True,
           max_batch=_E.max_batch, max_queue=_E.max_queue,
-          max_tokens_per_step=_E.max_tokens_per_step, image_root=None,
+          max_tokens_per_step=_E.max_tokens_per_step, grouping=_E.grouping, image_root=None,
           max_image_bytes=_S["max_image_bytes"], max_body_bytes=_S["max_body_bytes"],
           max_image_pixels=_S["max_image_pixels"], pixel_budget=_S["pixel_budget"],
           prepare_timeout=_S["prepare_timeout"],
@@ -49,7 +49,7 @@ def build(lm: DiffusionLM, *, model_names=None, api_key=None, public_metrics=Fal
     from seer.serve.security import image_root as resolved_root
 
     cfg = EngineConfig(max_batch=max_batch, max_queue=max_queue,
-                       max_tokens_per_step=max_tokens_per_step)  # fmt: skip
+                       max_tokens_per_step=max_tokens_per_step, grouping=grouping)  # fmt: skip
     engine = Engine(lm, cfg)
     names = tuple(model_names or ()) or (lm.name or "seer",)
     if lm.defaults.seer.chat_only:

@@ -1,0 +1,130 @@
+"""Decoding policies: what the one loop does beyond its unmasking rule, as plug-ins.
+
+A decoding policy is one module (DAEDAL's re-planning in `daedal.py`, stop sequences in
+`stop.py`, Fast-dLLM's block closing and dInfer's early stop in `schedule.py`) whose object the
+loop calls at fixed points, without knowing which policy it is (`DecodePolicy`):
+
+- `start(s, window)` when a run begins, before step 0's forward: size the window (DAEDAL: its
+  first window of `daedal_initial` masks); `window` is the run's window policy, if any;
+- `reveal(s, logits, now)` each step: the step's reveals in place of the unmasking rule (DAEDAL:
+  its own reveal, mask insertion and re-planning); False leaves them to the rule;
+- `limit(eligible, masked, pos)` inside the rule's reveal: which masks it may reveal (stop
+  sequences: those before the stop), on the rows of `select(idx)`;
+- `after(s, answer)` after each step (`answer`: the answer columns, a view of the canvas): the
+  rows that are complete now, or None; it may end rows or close blocks in the plan, or resize
+  the canvas through the loop (`DenoisingLoop._resize`);
+- `finish(s, answer, pos)` when the answer is read: clear what is not answer (stop sequences:
+  the sequence and what follows it).
+
+Each policy declares its `Traits`, read once when a run begins (`check`): whether it decides the
+answer length (then it composes with no window policy, such as Seer, and no other such policy),
+which KV caches it runs with, whether its steps read the logits of the whole window, whether it
+limits the rule's reveal. A run's policies are built from its rows' options (`decoders.py`), once;
+rows moved between runs (`state.gather`) take theirs along (`join`): every policy keeps its
+per-row state per row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+
+from seer.errors import SeerError
+
+# the loop's types, as the hooks see them (this module imports none of the loop's modules:
+# they import it): a `LoopState`, a `StepRows`
+LoopState = Any
+StepRows = Any
+
+
+@dataclass(slots=True, frozen=True)
+class Traits:
+    """What the loop and `check` need to know of a policy, read once per run."""
+
+    sets_length: bool = False  # decides the answer length (no window policy, no other such one)
+    caches: tuple[str, ...] | None = None  # the KV caches it runs with (None: every one)
+    whole_window: bool = False  # its steps read the logits of the whole answer window
+    limits: bool = False  # it limits which masks the unmasking rule may reveal (`limit`)
+
+
+class DecodePolicy(Protocol):
+    """The hooks of a decoding policy (module docstring); `Policy` gives no-op defaults."""
+
+    name: str  # as the user names it (an option's name), in one-line errors
+    traits: Traits
+
+    def start(self, s: LoopState, window: object | None) -> None: ...
+
+    def reveal(self, s: LoopState, logits: torch.Tensor, now: StepRows) -> bool: ...
+
+    def limit(self, eligible: torch.Tensor, masked: torch.Tensor, pos: torch.Tensor): ...
+
+    def select(self, idx: torch.Tensor) -> DecodePolicy: ...
+
+    def after(self, s: LoopState, answer: torch.Tensor) -> torch.Tensor | None: ...
+
+    def finish(self, s: LoopState, answer: torch.Tensor, pos: torch.Tensor) -> None: ...
+
+    def join(self, parts: list[tuple[LoopState, int]]) -> DecodePolicy: ...
+
+
+class Policy:
+    """No-op hooks: a policy defines only the ones it needs."""
+
+    name = "policy"
+    traits = Traits()
+
+    def start(self, s: LoopState, window: object | None) -> None:
+        pass
+
+    def reveal(self, s: LoopState, logits: torch.Tensor, now: StepRows) -> bool:
+        return False
+
+    def limit(self, eligible: torch.Tensor, masked: torch.Tensor, pos: torch.Tensor):
+        return eligible
+
+    def select(self, idx: torch.Tensor) -> DecodePolicy:
+        return self
+
+    def after(self, s: LoopState, answer: torch.Tensor) -> torch.Tensor | None:
+        return None
+
+    def finish(self, s: LoopState, answer: torch.Tensor, pos: torch.Tensor) -> None:
+        pass
+
+    def join(self, parts: list[tuple[LoopState, int]]) -> DecodePolicy:
+        return self  # no per-row state
+
+
+def check(policies: list[DecodePolicy], window: object | None, cache: str) -> None:
+    """The run's policies compose with each other, its window policy and its cache (traits)."""
+    setters = [p.name for p in policies if p.traits.sets_length]
+    if setters and window is not None:
+        raise SeerError(
+            f"{setters[0]} sets the answer length itself: drop Seer / the fixed window (they do "
+            "not compose: both decide the length)"
+        )
+    if len(setters) > 1:
+        raise SeerError(f"{setters[0]} and {setters[1]} both set the answer length: keep one")
+    for p in policies:
+        if p.traits.caches is not None and cache not in p.traits.caches:
+            raise SeerError(f"{p.name} does not combine with cache={cache!r}; drop one of them")
+    if sum(p.traits.limits for p in policies) > 1:
+        raise SeerError("two policies limit the reveal: keep one")
+
+
+def join(parts: list[tuple[LoopState, int]]) -> list[DecodePolicy]:
+    """The policies of rows taken from other runs (`state.gather`): one of each kind that any
+    of them has, holding every row's own state."""
+    kinds: dict[type, DecodePolicy] = {}
+    for s, _ in parts:
+        for p in s.decoders:
+            kinds.setdefault(type(p), p)
+    return [p.join(parts) for p in kinds.values()]
+
+
+def own(s: LoopState, kind: type) -> DecodePolicy | None:
+    """`s`'s policy of class `kind`, if it has one (a policy's `join` reads its rows' own)."""
+    return next((p for p in s.decoders if isinstance(p, kind)), None)

@@ -1,0 +1,46 @@
+"""The mixed-traffic serving benchmark (`bench_serving.py --trace`): its traces and verdicts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import SimpleNamespace
+
+from conftest import benchmark
+
+from seerbench.traffic import LENGTHS, deterministic, trace
+
+
+def examples(n: int):
+    return [SimpleNamespace(prompt=f"question {i}", image=None) for i in range(n)]
+
+
+def test_the_mixed_trace_varies_every_per_request_option_and_uniform_none():
+    mixed, uniform = (trace(examples(200), kind, "builtin", 0) for kind in ("mixed", "uniform"))
+    temps = Counter(b["temperature"] for b in mixed)
+    assert set(temps) == {0.0, 0.7, 1.0} and min(temps.values()) > 40
+    assert 70 < sum("seed" in b for b in mixed) < 130  # about half seeded
+    assert {b["max_tokens"] for b in mixed} == set(LENGTHS)
+    assert 25 < sum(b.get("seer") is False for b in mixed) < 75  # Seer on for most
+    assert 25 < sum("threshold" in b for b in mixed) < 75
+    assert all(b["steps"] == b["max_tokens"] // 2 for b in mixed)
+    assert len({tuple(sorted((k, str(v)) for k, v in b.items() if k != "messages"))
+                for b in uniform}) == 1  # fmt: skip
+    assert trace(examples(200), "mixed", "builtin", 0) == mixed  # seeded: the same trace
+    assert [deterministic(b) for b in mixed] == [
+        b["temperature"] == 0 or "seed" in b for b in mixed]  # fmt: skip
+
+
+def test_verdicts_compare_mixed_with_uniform_and_the_old_grouping():
+    def row(grouping, traffic, c, rpf, steps):
+        return {"model": "m", "grouping": grouping, "traffic": traffic, "concurrency": c,
+                "rows_per_forward": rpf, "row_steps_per_s": steps,
+                "tokens_per_s": steps}  # fmt: skip
+
+    rows = [row("layout", "uniform", 1, 1, 10), row("layout", "mixed", 1, 1, 5),
+            row("layout", "uniform", 8, 4, 20), row("layout", "mixed", 8, 3.8, 9),
+            row("params", "mixed", 8, 1, 6)]  # fmt: skip
+    with benchmark("bench_serving") as bench:
+        v = bench.trace_verdicts(rows)["m/layout/c8"]
+    assert v["mixed_over_uniform_rows_per_forward"] == 3.8 / 4
+    assert v["mixed_over_uniform_speedup"] == (9 / 5) / (20 / 10)  # 0.9: meets, just
+    assert v["meets"] and v["mixed_layout_over_params_rows_per_forward"] == 3.8
