@@ -61,7 +61,7 @@ def unknown_option(parser: argparse.ArgumentParser, argv: list[str]) -> str | No
             continue
         near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
         hint = f"; did you mean {near[0]}?" if near else ""
-        return f"{cmd.prog}: error: unknown option {key}{hint} (see {cmd.prog} --help)"
+        return f"seer: error: unknown option {key} for {cmd.prog}{hint} (see {cmd.prog} --help)"
     return None
 
 

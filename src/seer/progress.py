@@ -147,14 +147,16 @@ def bar(description: str, total: int | None = None) -> Iterator[Callable[..., No
 
 
 def _line_bar(description: str, total: int | None, every: float) -> Iterator[Callable[..., None]]:
-    """`bar` off a terminal: a plain line every `every` seconds, whether items finished or not
-    (a heartbeat thread), and a last one when any was printed before the end. The estimate of
+    """`bar` off a terminal: a plain line at most every `every` seconds as items finish, and
+    at least every `every` seconds whether they do or not (a heartbeat thread), and a last one
+    when any was printed before the end. The estimate of
     the time left counts the items done and the share of the items in flight already done
     (`advance(0, partial=x)`: e.g. the steps the rows of a batch have taken), never one item's
     time times the rest."""
     t0 = time.perf_counter()
     done, partial, shown = 0, 0.0, ""
     printed: list[int] = []  # `done` at each line printed
+    last = [t0]  # when the last line was printed
 
     def line() -> str:
         took = time.perf_counter() - t0
@@ -163,24 +165,29 @@ def _line_bar(description: str, total: int | None, every: float) -> Iterator[Cal
             text += f" ({done / total:.0%})"
         text += f", {_clock(took)} elapsed"
         progress = done + min(partial, (total or done + partial) - done)
-        if total and 0 < progress < total and (partial > 0 or done > 0):
+        if total and 0 < progress < total:
             text += f", ~{_clock(took / progress * (total - progress))} left"
         return text + (f", {shown}" if shown else "")
+
+    def say(due: bool = True) -> None:
+        now = time.perf_counter()
+        if due and now - last[0] >= every:
+            last[0] = now
+            printed.append(done)
+            print(line(), file=sys.stderr, flush=True)
 
     def advance(k: int = 1, info: str | None = None, partial: float | None = None) -> None:
         nonlocal done, shown
         done += k
         shown = shown if info is None else info
         set_partial(partial)
+        if k:
+            say()
 
     def set_partial(value: float | None) -> None:
         nonlocal partial
         if value is not None:
             partial = max(0.0, value)
-
-    def say() -> None:
-        printed.append(done)
-        print(line(), file=sys.stderr, flush=True)
 
     with _ticker(every, say):
         yield advance
@@ -190,13 +197,14 @@ def _line_bar(description: str, total: int | None, every: float) -> Iterator[Cal
 
 @contextmanager
 def _ticker(every: float, say: Callable[[], None]) -> Iterator[None]:
-    """Call `say()` every `every` seconds from a daemon thread while the block runs."""
+    """Call `say()` every `every` seconds (at least every second) from a daemon thread while
+    the block runs."""
     import threading
 
     stop = threading.Event()
 
     def run() -> None:
-        while not stop.wait(every):
+        while not stop.wait(max(every, 1.0)):
             say()
 
     thread = threading.Thread(target=run, name="seer-progress", daemon=True)

@@ -126,8 +126,8 @@ def check_model(name: str) -> dict:
     if not folder.is_dir():
         near = difflib.get_close_matches(name.lower(), BUILTIN, n=1, cutoff=0.6)
         if near and not Path(name).exists():
-            raise SeerError(f"unknown model {name!r}: not a folder and not a built-in model; "
-                            f"did you mean {near[0]}?")  # fmt: skip
+            raise SeerError(f"model folder {name!r} does not exist and is not a built-in "
+                            f"model's name; did you mean {near[0]}?")  # fmt: skip
         what = "is a file, not a folder" if folder.exists() else "does not exist"
         raise SeerError(f"model folder {name!r} {what}; pass a local model folder or "
                         f"{' / '.join(BUILTIN)}")  # fmt: skip
@@ -190,7 +190,8 @@ def load(args, name=None):
     name = name or args.model
     keys = ("dtype", "device", "threads")
     kw = {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
-    with progress.status(f"loading {name} from {folder_of(str(name))}"):
+    where = f"{name} from {folder_of(name)}" if str(name) in BUILTIN else str(name)
+    with progress.status(f"loading {where}"):
         return seer.load(name, **kw)
 
 
