@@ -5,7 +5,8 @@
 For the shipped models and random LLaDA models of growing width (the built-in tokenizer, random
 weights: the speed of a forward does not depend on the values), one `generate` of a fixed
 prompt (window 64, 16 steps, greedy) runs with 1 thread and with every core, alternately, each
-`--repeats` times; the table gives the fastest of each and the ratio. `seer.threads.SMALL_MODEL`
+`--repeats` times; the table gives the fastest of each and the speed-up of every core over one
+thread (below 1: every core is slower). `seer.threads.SMALL_MODEL`
 (the size below which Seer picks one thread) is read off this table: the smallest model where
 every core is faster than one thread by more than the noise. Prints a table and one JSON record
 as the last line.
@@ -51,7 +52,7 @@ def main() -> int:
     record = {"bench": "threads", "cores": cores, "torch": torch.__version__, "rows": [],
               "machine": platform.machine(), "load_before": os.getloadavg()[0]}  # fmt: skip
     lines = [f"{'model':<22} {'params':>10} {'1 thread s':>11} {f'{cores} threads s':>12} "
-             f"{'1 / all':>8}"]  # fmt: skip
+             f"{'all cores x':>11}"]  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         models = [("builtin", "builtin"), ("builtin-vqa", "builtin-vqa")]
         for width, layers in SIZES:
@@ -69,7 +70,7 @@ def main() -> int:
             ratio = one / many
             record["rows"].append({"model": name, "params": n, "one": round(one, 4),
                                    "all": round(many, 4), "speedup": round(ratio, 3)})  # fmt: skip
-            lines.append(f"{name:<22} {n:>10,} {one:>11.3f} {many:>12.3f} {ratio:>7.2f}x")
+            lines.append(f"{name:<22} {n:>10,} {one:>11.3f} {many:>12.3f} {ratio:>10.2f}x")
             print(lines[-1], file=sys.stderr, flush=True)
     record["load_after"] = os.getloadavg()[0]
     table = "\n".join(lines)

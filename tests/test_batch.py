@@ -138,9 +138,10 @@ def test_seer_batch_command_writes_resumes_and_reports_bad_rows_in_one_line(tmp_
         f.write('{"id": "r9", "prompt": "x", "image": "nope.png"}\n')
     assert main([*argv, "--resume"]) == 2
     err = capsys.readouterr().err
-    assert (
-        err == f"seer: error: {data}:6: field 'image': 'nope.png' is not a file (relative "
-        "paths start at the data file)\n"
+    assert err.splitlines()[:-1] == [f"reading {data} ..."]  # what it reads, then the error
+    assert err.splitlines()[-1] == (
+        f"seer: error: {data}:6: field 'image': 'nope.png' is not a file (relative "
+        "paths start at the data file)"
     )
     assert main([*argv, "--resume", "--ray-address", "auto"]) == 2
     assert "--ray-address needs --ray" in capsys.readouterr().err
@@ -148,7 +149,8 @@ def test_seer_batch_command_writes_resumes_and_reports_bad_rows_in_one_line(tmp_
 
 def _result(text: str):
     return SimpleNamespace(text=text, tokens=1, token_ids=[0], window=8, detected=None,
-                           seconds=0.0, nfe=1, finish_reason="stop", boundary=None)  # fmt: skip
+                           seconds=0.0, nfe=1, finish_reason="stop", boundary=None,
+                           hit_window=False, grown=0)  # fmt: skip
 
 
 def test_a_row_carries_its_family_and_its_tasks_score():

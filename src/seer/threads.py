@@ -22,9 +22,11 @@ import os
 
 import torch
 
-# parameters below which one thread is faster than every core (benchmarks/bench_threads.py:
-# see docs/benchmarks.md#threads for the table it was read off)
-SMALL_MODEL = 20_000_000
+# parameters below which Seer picks one thread: on a 2-core machine running other jobs, one
+# thread was 9-25x faster than every core for every model measured, 1.8 M to 46 M parameters
+# (benchmarks/bench_threads.py, docs/results/threads.txt); above 50 M nothing was measured, so
+# torch's own count is kept there
+SMALL_MODEL = 50_000_000
 ENVIRONMENT = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # torch's own start-up settings
 
 _STATE: dict[str, int | None] = {"ours": None}  # the count Seer set last (a later load may change)

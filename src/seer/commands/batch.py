@@ -70,6 +70,8 @@ def main(args) -> int:
         raise SeerError("--ray-address needs --ray N (the number of actors)")
     out = Path(args.out)
     check_paths(out, args.data, parquet=bool(args.ray))  # before the data and the model
+    if not args.resume and out.is_file() and out.stat().st_size > 0:
+        raise SeerError(f"{out} exists; pass --resume to continue it or choose another --out")
     if args.ray:
         extras.require("ray", "seer batch --ray")
         if options.sampling(args).get("cache") == "prefix_lm":

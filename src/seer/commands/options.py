@@ -101,7 +101,7 @@ def add_model(p: argparse.ArgumentParser, default: str | None, help: str | None 
         return
     p.add_argument("--threads", type=POSITIVE, default=None,
                    help="torch's intra-op threads on the CPU (default: 1 for a model under "
-                   "20 M parameters such as the built-in ones, else one per core; "
+                   "50 M parameters such as the built-in ones, else one per core; "
                    "OMP_NUM_THREADS is respected)")  # fmt: skip
 
 
