@@ -94,6 +94,11 @@ def test_a_small_model_gets_one_thread_a_large_one_every_core(torch_threads):
     assert threads.choose(small, torch.device("cpu")) == 1 == torch.get_num_threads()
     assert threads.for_size(threads.SMALL_MODEL) == max(threads._cores())
     assert threads.for_size(threads.SMALL_MODEL - 1) == 1
+    big = torch.nn.Linear(threads.SMALL_MODEL // 1000, 1000, bias=False, device="meta")
+    assert threads.choose(big, torch.device("cpu")) == max(threads._cores())  # Seer's 1 undone
+    torch.set_num_threads(1)  # a user's own count: a large model does not undo it
+    threads._STATE["ours"] = None
+    assert threads.choose(big, torch.device("cpu")) == 1
 
 
 def test_the_users_thread_count_wins(torch_threads, monkeypatch):

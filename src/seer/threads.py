@@ -9,11 +9,11 @@ busy with other work it costs far more (a 128-step `seer generate` on the built-
 random LLaDA models of growing width; `SMALL_MODEL` is read off its table (docs/benchmarks.md).
 
 `seer.load` calls `choose` once per CPU model: a model below `SMALL_MODEL` parameters gets one
-thread, a larger one torch's own count. The user's choice always wins: `threads=` (the CLI's
-`--threads`), `OMP_NUM_THREADS` / `MKL_NUM_THREADS` in the environment (torch reads them at
-start-up), or a `torch.set_num_threads(n)` the user's code called before are left alone. (A
-count equal to torch's own start-up count cannot be told from torch's default: pass `threads=`
-to be sure.)
+thread; a larger one keeps torch's count (one per core again if Seer had lowered it for a small
+model loaded before). The user's choice always wins: `threads=` (the CLI's `--threads`),
+`OMP_NUM_THREADS` / `MKL_NUM_THREADS` in the environment (torch reads them at start-up), or a
+`torch.set_num_threads(n)` the user's code called before are left alone. (A count equal to
+torch's own start-up count cannot be told from torch's default: pass `threads=` to be sure.)
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def choose(model: torch.nn.Module, device: torch.device, threads: int | None = N
         _STATE["ours"] = None
     elif device.type == "cpu" and not user_set():
         n = for_size(sum(p.numel() for p in model.parameters()))
-        if n != torch.get_num_threads():
-            torch.set_num_threads(n)
-        _STATE["ours"] = n
+        if n == 1 or _STATE["ours"] is not None:  # a larger model: only undo Seer's own change
+            if n != torch.get_num_threads():
+                torch.set_num_threads(n)
+            _STATE["ours"] = n
     return torch.get_num_threads()
