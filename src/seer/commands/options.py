@@ -116,7 +116,8 @@ def folder_of(name: str) -> Path:
 
 def check_model(name: str) -> dict:
     """A --model argument checked before torch loads: a built-in name, or a folder holding a
-    readable config.json (a near miss of a built-in name is named). Returns the config."""
+    config.json (a near miss of a built-in name is named). Returns the config ({} when it cannot
+    be read: the loader says why)."""
     import difflib
     import json
 
@@ -136,11 +137,9 @@ def check_model(name: str) -> dict:
         raise SeerError(f"{folder} has no config.json; is this a model folder?")
     try:
         raw = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise SeerError(f"{config}: not a readable JSON file ({e})") from None
-    if not isinstance(raw, dict):
-        raise SeerError(f"{config}: not a JSON object")
-    return raw
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}  # the loader says what is wrong with it, in its own words
+    return raw if isinstance(raw, dict) else {}
 
 
 CONTEXT_KEYS = ("max_sequence_length", "max_position_embeddings")  # config.json's context size
