@@ -361,7 +361,9 @@ def _report(
     if paper is not None:
         best["paper_defaults"] = paper
     on_cal = None if chosen is None else sweep.evaluate(chosen, cal_s, g)
-    on_eval = {k: asdict(sweep.evaluate(s.setting, ev_s, g)) for k, s in best.items()}
+    on_eval: dict[str, dict | None] = {
+        k: asdict(sweep.evaluate(s.setting, ev_s, g)) for k, s in best.items()
+    }
     on_eval["chosen"] = None if chosen is None else asdict(sweep.evaluate(chosen, ev_s, g))
     n_layers = cal_s[0].sparsity.shape[1]
     return {

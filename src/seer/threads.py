@@ -19,6 +19,7 @@ torch's own start-up count cannot be told from torch's default: pass `threads=` 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import torch
 
@@ -53,9 +54,10 @@ def for_size(n_params: int) -> int:
     return 1 if n_params < SMALL_MODEL else max(_cores())
 
 
-def choose(model: torch.nn.Module, device: torch.device, threads: int | None = None) -> int:
-    """Set torch's intra-op threads for `model` on `device` (see the module docstring);
-    returns the count in use. `threads`: the user's count (always applied)."""
+def choose(model: Any, device: torch.device, threads: int | None = None) -> int:
+    """Set torch's intra-op threads for `model` (an `nn.Module`: its parameters are counted) on
+    `device` (see the module docstring); returns the count in use. `threads`: the user's count
+    (always applied)."""
     if threads is not None:  # the user's count: a later load keeps it too
         if threads < 1:
             from seer.errors import SeerError
