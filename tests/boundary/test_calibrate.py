@@ -176,7 +176,7 @@ def test_a_calibration_where_nothing_passes_says_no_and_writes_nothing(
     assert last.startswith("seer: error: --write: nothing written: Seer is not recommended for "
                            "this model on this data"), last  # fmt: skip
     assert "oracle window" in last and "points" in last  # with the oracle's own loss
-    assert "Seer is not recommended" in out  # the report says it too
+    assert "Seer is not recommended" in out and "[lower " in out  # the report says it too
     after = (text_dir / "seer.json").read_bytes() if (text_dir / "seer.json").exists() else None
     assert after == before
     report = json.loads((tmp_path / "out" / "report.json").read_text())

@@ -128,9 +128,11 @@ def _show(report: dict) -> None:
         console.print(f"not run (their predicted window cannot beat the choice): "
                       f"{', '.join(report['skipped'])}")  # fmt: skip
     if not report["recommended"]:
+        from rich.markup import escape
+
         from seer.calibration import verdict
 
-        console.print(f"[bold yellow]{verdict(report)}[/]")
+        console.print(f"[bold yellow]{escape(verdict(report))}[/]")  # "[lower ...]" is no tag
     else:
         ho = report["held_out"]
         c, o = ho["chosen"], ho["oracle"]
