@@ -65,7 +65,7 @@ def test_plain_lines_off_a_terminal_when_a_front_end_asks(capsys):
     with progress.bar("batch → out.jsonl", 4) as advance:
         advance(1)
         advance(3, info="2.0 rows/s")
-    with progress.status("loading builtin"):
+    with progress.status("loading builtin", first=True):
         pass
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith("batch → out.jsonl: 1/4 (25%), 0s elapsed, ~")
@@ -99,7 +99,7 @@ def test_a_silent_stretch_still_prints_a_line_every_interval(capsys):
     progress.set_lines(1.0)
     with progress.bar("batch → out.jsonl", 10):
         time.sleep(2.5)  # no row finishes: the heartbeat still speaks
-    with progress.status("loading builtin"):
+    with progress.status("loading builtin", first=True):
         time.sleep(2.5)
     lines = capsys.readouterr().err.splitlines()
     bar = [x for x in lines if x.startswith("batch → out.jsonl: 0/10 (0%)")]

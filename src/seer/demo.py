@@ -130,7 +130,7 @@ def run_demo(
     from seer.sampling import BUILTIN_MODELS
 
     where = resources.files("seer") / "assets" / str(name) if str(name) in BUILTIN_MODELS else None
-    with progress.status(f"loading {name}" + (f" from {where}" if where else "")):
+    with progress.status(f"loading {name}" + (f" from {where}" if where else ""), first=True):
         lm = seer.load(name)
         from seer import plots
         from seer.boundary.config import SeerConfig

@@ -9,9 +9,9 @@ Off a terminal the library is quiet (nothing printed, no terminal codes), unless
 asked for plain lines with `set_lines(seconds)`: the CLI does (every 30 s by default,
 `SEER_PROGRESS_EVERY`), so a `seer batch` or `seer bench` logged to a file says how far it got
 ("batch → out.jsonl: 120/300 (40 %), 2m10s elapsed, ~3m15s left") instead of staying silent for
-minutes: a `status` says what it starts at once, and every display prints a line every 30 s
-whether or not an item finished (a heartbeat thread), the time left estimated from the items
-done and the share done of those in flight (a batch's rows: the steps they took). A front end
+minutes: a `status(..., first=True)` says what it starts at once, and every display prints a
+line every 30 s whether or not an item finished (a heartbeat thread), the time left estimated
+from the items done and the share done of those in flight (a batch's rows: their steps). A front end
 switches everything off with `set_enabled(False)` (`seer --quiet`,
 `SEER_NO_PROGRESS`: the CLI reads them; the library never reads the environment). One display at
 a time: a `track`, `status` or `bar` opened while another one shows stays silent, so library code
@@ -217,13 +217,15 @@ def _ticker(every: float, say: Callable[[], None]) -> Iterator[None]:
 
 
 @contextmanager
-def status(description: str) -> Iterator[None]:
+def status(description: str, first: bool = False) -> Iterator[None]:
     """A spinner with `description` while the block runs, then one line saying how long it took
-    (nothing at all when quiet; off a terminal in line mode, the description at once, a line
-    every `every` seconds while it runs, and the time it took when that was a while)."""
+    (nothing at all when quiet; off a terminal in line mode, a line every `every` seconds while
+    it runs and the time it took when that was a while; with `first`, the description at once:
+    a command's first line, e.g. the model it loads and from where)."""
     if (every := _plain()) is not None:
         t0 = time.perf_counter()
-        print(f"{description} ...", file=sys.stderr, flush=True)
+        if first:
+            print(f"{description} ...", file=sys.stderr, flush=True)
 
         def say() -> None:
             took = _clock(time.perf_counter() - t0)

@@ -190,7 +190,7 @@ def load(args, name=None):
     keys = ("dtype", "device", "threads")
     kw = {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
     where = f"{name} from {folder_of(name)}" if str(name) in BUILTIN else str(name)
-    with progress.status(f"loading {where}"):
+    with progress.status(f"loading {where}", first=True):
         return seer.load(name, **kw)
 
 
