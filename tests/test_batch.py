@@ -148,7 +148,8 @@ def test_seer_batch_command_writes_resumes_and_reports_bad_rows_in_one_line(tmp_
 
 def _result(text: str):
     return SimpleNamespace(text=text, tokens=1, token_ids=[0], window=8, detected=None,
-                           seconds=0.0, nfe=1, finish_reason="stop", boundary=None)  # fmt: skip
+                           seconds=0.0, nfe=1, finish_reason="stop", boundary=None,
+                           hit_window=False, grown=0)  # fmt: skip
 
 
 def test_a_row_carries_its_family_and_its_tasks_score():

@@ -153,6 +153,7 @@ NOT_RUN: dict[str, str] = {
     '"what colour is the bar ?"}, {"type": "image_url", "image_url": {"url": '
     '"data:image/png;base64,\'"$img"\'"}}]}]}\'': SERVER,
     "seer serve --model DIR --replicas 2": RAY,
+    'pip install -e ".[ray]" && seer serve --model DIR --replicas 2': RAY,
     "seer ui": SERVER,
     "seer ui --model builtin-vqa": SERVER,
     "seer serve --model DIR --port 8000 --api-key KEY [--public-metrics] [--no-seer] "

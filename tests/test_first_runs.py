@@ -93,3 +93,46 @@ def test_the_web_pages_default_prompt_is_cut(name):
     prompt, image = _example(lm)
     assert prompt
     _cut(lm.generate(prompt, image=image, seer=True))
+
+
+# what each command of the README needs installed beyond `pip install -e .` (pyproject's extras)
+NEEDS = {"seer serve": {"serve"}, "seer ui": {"serve", "ui"}, "--replicas": {"ray"},
+         "--ray ": {"ray"}, "mkdocs": {"docs"}, "lm_eval": {"eval"}}  # fmt: skip
+
+
+def _readme_commands() -> list[str]:
+    from test_docs_commands import commands
+
+    return [c for _, c in commands(ROOT / "README.md")]
+
+
+def test_the_readme_installs_each_extra_before_the_first_command_that_needs_it():
+    installed: set[str] = set()
+    order = _readme_commands()
+    assert order[0].startswith("python3 -m venv") and "seer demo" in order[0]  # install first
+    for command in order:
+        for step in command.split("&&"):
+            if m := re.search(r'pip install -e "\.\[([^\]]*)\]"', step):
+                installed |= set(m.group(1).split(","))
+                continue
+            needs = set().union(*(v for k, v in NEEDS.items() if k in step + " "))
+            assert needs <= installed, f"{step.strip()!r} needs {needs - installed} first"
+
+
+@pytest.mark.slow
+def test_the_readme_quick_start_commands_run_as_written_in_order(tmp_path):
+    """Every README command a new user can run as written (no placeholder folder, no server),
+    in the README's order, in a fresh folder."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env.pop("OMP_NUM_THREADS", None)  # the defaults a user gets
+    runnable = [c for c in _readme_commands()
+                if c.startswith("seer ") and not c.startswith(("seer serve", "seer ui"))
+                and "DIR" not in c]  # fmt: skip
+    assert [c.split()[1] for c in runnable] == ["demo", "generate", "batch"]
+    for command in runnable:
+        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env,
+                              cwd=tmp_path, timeout=3600)  # fmt: skip
+        assert done.returncode == 0, (command, done.stderr[-2000:])
+        said = done.stderr.splitlines()  # what it loads, and from where, at once
+        assert any(x.startswith("loading builtin") and " from " in x for x in said[:2]), said[:3]
+    assert (tmp_path / "seer-demo.png").is_file() and (tmp_path / "answers.jsonl").is_file()

@@ -65,12 +65,13 @@ def test_plain_lines_off_a_terminal_when_a_front_end_asks(capsys):
     with progress.bar("batch → out.jsonl", 4) as advance:
         advance(1)
         advance(3, info="2.0 rows/s")
-    with progress.status("loading builtin"):
+    with progress.status("loading builtin", first=True):
         pass
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith("batch → out.jsonl: 1/4 (25%), 0s elapsed, ~")
     assert lines[1].endswith("4/4 (100%), 0s elapsed, 2.0 rows/s")  # the end: said once
-    assert lines[2].startswith("loading builtin: done in") and len(lines) == 3
+    assert lines[2] == "loading builtin ..."  # what starts, at once
+    assert lines[3].startswith("loading builtin: done in") and len(lines) == 4
     assert "\x1b" not in "".join(lines)  # no terminal codes in a log
     progress.set_enabled(False)  # --quiet wins
     with progress.bar("batch", 2) as advance:
@@ -90,3 +91,30 @@ def test_a_repeated_library_warning_shows_once_then_one_line_with_the_count(capl
     assert said[0] == "unknown" and len(said) == 2
     assert said[1] == ("seer: warning: in all, 3 prompts held 4 piece(s) outside the model's "
                        "vocabulary, read as <|unk|> (e.g. 'Zoë', 'Åke', 'Ñu')")  # fmt: skip
+
+
+def test_a_silent_stretch_still_prints_a_line_every_interval(capsys):
+    import time
+
+    progress.set_lines(1.0)
+    with progress.bar("batch → out.jsonl", 10):
+        time.sleep(2.5)  # no row finishes: the heartbeat still speaks
+    with progress.status("loading builtin", first=True):
+        time.sleep(2.5)
+    lines = capsys.readouterr().err.splitlines()
+    bar = [x for x in lines if x.startswith("batch → out.jsonl: 0/10 (0%)")]
+    assert bar and all("left" not in x for x in bar)  # nothing done: no guess at the time left
+    assert lines[len(bar)] == "loading builtin ..."
+    assert any(x.startswith("loading builtin: ") and x.endswith("elapsed") for x in lines)
+
+
+def test_the_time_left_counts_the_steps_of_the_rows_in_flight(capsys, monkeypatch):
+    clock = iter([0.0, 600.0, 600.0, 600.0, 600.0, 600.0])
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    progress.set_lines(30.0)
+    with progress.bar("batch → out.jsonl", 60) as advance:
+        # 10 minutes in: 1 row done, and the 29 rows in flight half done (their steps)
+        advance(1, partial=14.5)
+    line = capsys.readouterr().err.splitlines()[0]
+    # 15.5 rows' worth done in 600 s: ~44.5 x 38.7 s left (the old guess: 59 x 600 s = 590 min)
+    assert line == "batch → out.jsonl: 1/60 (2%), 10m00s elapsed, ~28m42s left", line

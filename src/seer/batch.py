@@ -22,7 +22,9 @@ end token), ``token_ids`` (those ids), ``window`` (answer positions denoised aft
 ``detected`` (Seer's step-0 length L*, or null; with Seer on and no boundary found, ``fallback``
 says whether the calibrated fallback window or the full window was kept), ``seconds`` (wall time
 from the row's step 0 until it finished; rows batched together overlap), ``nfe`` (forward passes
-the row took part in), ``finish_reason``; ``family`` when the row has one; when it has a
+the row took part in), ``finish_reason``, ``hit_window`` (the answer reached the end of its
+window, Seer's or the full one: no end token inside it) and ``grown`` (times the guard grew
+Seer's window); ``family`` when the row has one; when it has a
 reference answer, ``reference`` and ``exact_match``; ``score`` when it can be scored
 (`seer.data.score`: the task's own metric for ParallelBench rows, else exact match of the
 stripped texts); and ``settings``, the run's settings hash (`seer.provenance.settings_hash`),
@@ -100,6 +102,8 @@ def output_row(ex: Example, res) -> dict:
         "seconds": round(res.seconds, 4),
         "nfe": res.nfe,
         "finish_reason": res.finish_reason,
+        "hit_window": res.hit_window,
+        "grown": res.grown,
     }
     if res.boundary is not None and res.boundary.length is None:  # Seer found no boundary
         row["fallback"] = res.boundary.fallback  # the fallback window was kept (else the full)
@@ -337,10 +341,12 @@ def run_batch(
     inflight: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     data: str | Path | None = None,
+    partial: Callable[[float], None] | None = None,
 ) -> BatchSummary:
     """Answer `examples` with one engine and append their rows to `out` (see the module
     docstring). `params`: `SamplingParams` (None: `lm.sampling()`); `seer`: None, True or a
-    config; `progress(rows, tokens)` is called as rows finish; `data`: the source the examples
+    config; `progress(rows, tokens)` is called as rows finish, `partial(rows)` about once a
+    second with how many rows' worth of the rows in flight is done; `data`: the source the examples
     came from (a path or built-in name), recorded with the run (`seer.provenance`: a resume
     with other settings, model weights or data is refused)."""
     out = Path(out)
@@ -354,7 +360,7 @@ def run_batch(
     writer = OrderedWriter(out, [ex.id for ex in todo], provenance.settings_hash(record))
     tokens, t0, failed = 0, time.perf_counter(), []
     try:
-        for ex, res in answers(lm, todo, params, seer, max_batch, inflight):
+        for ex, res in answers(lm, todo, params, seer, max_batch, inflight, partial):
             row = output_row(ex, res)
             if isinstance(res, RowError):
                 failed.append(f"row {ex.id}: {res.reason}")
@@ -389,11 +395,12 @@ def answers(
     seer=None,
     max_batch: int = ENGINE["max_batch"],
     inflight=None,
+    partial: Callable[[float], None] | None = None,
 ) -> Iterator[tuple[Example, object]]:
     """(example, RequestResult) pairs as one engine finishes them (`Engine.add` / `step`), at
     most `inflight` (default 2 * max_batch) added at once; a row the engine refuses (its
     prompt too long, its image damaged) comes back at once as (example, `RowError`).
-    `params` None: `lm.sampling()`."""
+    `params` None: `lm.sampling()`; `partial(rows)`: see `run_batch`."""
     from seer.engine import Engine, EngineConfig, Request, resolve
 
     one = resolve(lm, Request("", params, seer=seer))  # the run's settings, resolved once
@@ -401,6 +408,7 @@ def answers(
     inflight = inflight or 2 * max_batch
     queue = iter(todo)
     running: dict[int, Example] = {}
+    said = 0.0  # when `partial` was last called
     while True:
         while len(running) < inflight:
             ex = next(queue, None)
@@ -416,3 +424,6 @@ def answers(
             return
         for res in engine.step():
             yield running.pop(res.request_id), res
+        if partial is not None and time.perf_counter() - said >= 1.0:
+            said = time.perf_counter()
+            partial(engine.in_flight_done())

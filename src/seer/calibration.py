@@ -9,17 +9,24 @@ calibration side every signal is measured on the step-0 profiles (`seer.boundary
 sparsity per tensor / layer / theta under the paper's SNR rule and the change-point rule, the
 end probability, the combined signal); the fastest settings of each family become candidates,
 each with a fallback window for rows where it finds no boundary (the calibration answers' 95th
-percentile). Each candidate then answers the calibration requests for real with the guard on
-(`seer.boundary.trials`): its cost (answer positions x forwards), the guard's regrowths and their
-cost, answers changed and the data's score against the full window. The choice is the cheapest
-candidate within the accuracy margin (`--margin`, default 2 points: the one-sided 95 % lower
-bound of the paired difference); `--max-over` optionally limits the share of answers a
-candidate's window may cut before the guard. The evaluation side reports the choice and the
-oracle window (cut at each answer's true end) on requests the choice never saw, and how the best
-setting of each signal and the paper's defaults do on its profiles. Writes to `--out`:
-report.json (every figure, the split's ids), sparsity_aligned.png, sparsity_aligned_best.png
-and end_prob_aligned.png; with `--write`, the choice goes into the model's seer.json (other keys
-kept), which `seer.load` reads.
+percentile). The oracle window (each answer cut right after its own end) answers the calibration
+requests first, then the candidates, cheapest predicted window first, for real with the guard on
+(`seer.boundary.trials`): cost (answer positions x forwards), the guard's regrowths and their
+cost, answers changed and the data's score against the full window. A candidate stops as soon as
+it can no longer pass, and one whose predicted window is no smaller than a passing candidate's
+final window is not run (it cannot be cheaper). The choice is the cheapest candidate within the
+accuracy margin (`--margin`, default 2 points: the one-sided 95 % lower bound of the paired
+difference); `--max-over` optionally limits the share of answers a candidate's window may cut
+before the guard. When none passes, the calibration says "Seer is not recommended for this model
+on this data" with the oracle window's own loss (a fixed window of the fallback's size is tried
+and named when it passes), and chooses nothing. The evaluation side reports the choice and the
+oracle window on requests the choice never saw, and how the best setting of each signal and the
+paper's defaults do on its profiles. Writes to `--out`: report.json (every figure, the split's
+ids), sparsity_aligned.png, sparsity_aligned_best.png and end_prob_aligned.png (the report's
+"wrote" lists them). With `--write`, the choice goes into the model's seer.json (other keys
+kept), which `seer.load` reads; a built-in model's folder inside the package is never changed
+(a copy under `--out` gets the seer.json), and nothing is written when nothing was chosen or,
+unless `--force`, when the choice fails its held-out check.
 
 torch and the library are imported inside the functions: `seer --help` stays fast.
 """
@@ -27,11 +34,13 @@ torch and the library are imported inside the functions: `seer --help` stays fas
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+import os
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from seer.boundary.trials import Trial
     from seer.lm import DiffusionLM
 
 
@@ -51,11 +60,15 @@ def data_for(model, data: str | None) -> str:
 
 def run_calibration(model, n, out, write: bool, max_over: float | None = None, *, data=None,
                     calib_fraction: float = 0.5, seed: int = 0, gen_length=None,
-                    margin: float | None = None, load=None) -> dict:  # fmt: skip
+                    margin: float | None = None, load=None,
+                    force: bool = False) -> dict:  # fmt: skip
     """Calibrate `model` on `data` (see the module docstring); returns the report. `max_over`:
     the share of calibration answers a setting's window may cut (None: no such constraint, the
     guard regrows them); `margin`: points of the data's score the choice may lose (default
-    `trials.MARGIN`). `load(folder)` loads the model (default: `seer.load` under a spinner)."""
+    `trials.MARGIN`). `load(folder)` loads the model (default: `seer.load` under a spinner).
+    `write`: store the choice in the model's seer.json (a built-in model's: in a copy of its
+    folder under `out`), unless nothing is recommended, or (without `force`) the choice fails
+    its held-out check: the report's "not_written" says why, "seer_json" where it went."""
     from seer import progress
     from seer.boundary import trials as tr
     from seer.data import load_examples, split
@@ -65,6 +78,11 @@ def run_calibration(model, n, out, write: bool, max_over: float | None = None, *
     margin = tr.MARGIN if margin is None else margin
     data = data_for(model, data)
     folder = Path(model_folder(model))
+    if write and not packaged(folder) and not os.access(folder, os.W_OK):
+        from seer.errors import SeerError
+
+        raise SeerError(f"--write: cannot write into {folder}; copy the model folder somewhere "
+                        "writable and calibrate the copy")  # fmt: skip
     with progress.status(f"reading {data}"):  # a bad data file is an error before the model loads
         examples = load_examples(data, n=n)
         calib, evaluation = split(examples, calib_fraction, seed)
@@ -73,28 +91,88 @@ def run_calibration(model, n, out, write: bool, max_over: float | None = None, *
     g = sides.params.gen_length
     with progress.status("scoring every detector setting on the profiles"):
         scores = sides.sweep(max_over)
-    fallback, best, trials, oracle, held_out = _choose(sides, scores, max_over, margin)
+    c = _choose(sides, scores, max_over, margin)
     report = _report(lm, data, g, sides.samples, scores, max_over, (calib, evaluation),
-                     best.setting)  # fmt: skip
+                     c.best.setting if c.best else None)  # fmt: skip
     report["split"].update(calib_fraction=calib_fraction, seed=seed)
     report.update(
         margin=margin,
-        fallback=fallback,
+        fallback=c.fallback,
         rule=_RULE.format(margin=margin, small=tr.SMALL),
-        trials=[asdict(t) for t in trials],
-        oracle=asdict(oracle),
-        chosen_trial=asdict(best),
-        held_out=_held_out(held_out, sides.samples["evaluation"]),
+        recommended=c.best is not None,
+        trials=[asdict(t) for t in c.trials],
+        skipped=c.skipped,
+        oracle=asdict(c.oracle),
+        static_window=None if c.static is None else asdict(c.static),
+        chosen_trial=None if c.best is None else asdict(c.best),
+        held_out=_held_out(c.held_out, sides.samples["evaluation"]) if c.held_out else {},
     )
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    _plots(lm, sides.samples["calibration"], report, out)
-    (out / "report.json").write_text(json.dumps(report, indent=2))
+    report["wrote"] = _plots(lm, sides.samples["calibration"], report, out)
+    report["wrote"].insert(0, str(out / "report.json"))
+    target = None
     if write:
-        calibration = _provenance(report, best, oracle, sides, data, seed, calib_fraction, margin)
+        report["not_written"] = _refusal(report, force)
+        if report["not_written"] is None:
+            target = _writable_copy(folder, out) if packaged(folder) else folder
+            report["seer_json"] = str(target / "seer.json")
+    (out / "report.json").write_text(json.dumps(report, indent=2))
+    if target is not None:
+        assert c.best is not None  # a refusal otherwise
+        calibration = _provenance(report, c.best, c.oracle, sides, data, seed, calib_fraction,
+                                  margin)  # fmt: skip
         sparsity = report["calibration"]["best_sparsity"]["setting"]
-        write_defaults(folder, g, chosen_config(report), dict(sparsity), calibration)
+        write_defaults(target, g, chosen_config(report), dict(sparsity), calibration)
     return report
+
+
+def packaged(folder: Path) -> bool:
+    """Whether `folder` is inside the installed package (a built-in model's own files)."""
+    from importlib import resources
+
+    assets = Path(str(resources.files("seer") / "assets")).resolve()
+    return Path(folder).resolve().is_relative_to(assets)
+
+
+def _writable_copy(folder: Path, out: Path) -> Path:
+    """A copy of a built-in model's folder under `out` (the package's files are never
+    changed): `seer.load(copy)` then reads the calibrated seer.json."""
+    import shutil
+
+    target = out / folder.name
+    shutil.copytree(folder, target, dirs_exist_ok=True)
+    return target
+
+
+def _refusal(report: dict, force: bool) -> str | None:
+    """Why `--write` stores nothing (None: it may write)."""
+    if not report["recommended"]:
+        return f"--write: nothing written: {verdict(report)}"
+    ho = report["held_out"]["chosen"]
+    if not ho["passes"] and not force:
+        return (f"--write: nothing written: the choice fails its held-out check (score "
+                f"{ho['diff']:+.1f} points [lower {ho['lower']:+.1f}] against the full window on "
+                f"{ho['n']} requests, margin {report['margin']:g}); more data may help, or "
+                "--force writes it anyway")  # fmt: skip
+    return None
+
+
+def verdict(report: dict) -> str:
+    """The one-line answer of a calibration that recommends nothing ("" when it chose)."""
+    if report["recommended"]:
+        return ""
+    o = report["oracle"]
+    text = (f"Seer is not recommended for this model on this data: no setting kept the margin "
+            f"of {report['margin']:g} points, and even the oracle window (each answer cut right "
+            f"after its own end) scored {o['diff']:+.1f} points [lower {o['lower']:+.1f}] "
+            f"against the full window on {o['n']} calibration requests")  # fmt: skip
+    st = report.get("static_window")
+    if st is not None and st["passes"]:
+        text += (f"; a fixed window of {report['fallback']} positions kept it "
+                 f"({st['diff']:+.1f} points [lower {st['lower']:+.1f}]): "
+                 f"--gen-length {report['fallback']} without Seer")  # fmt: skip
+    return text
 
 
 class _Sides:
@@ -127,7 +205,9 @@ class _Sides:
         g = self.params.gen_length
         return sweep.sweep(self.samples["calibration"], g, max_over=max_over or 0.0)
 
-    def trial(self, side: str, name: str, setting=None, windows=None):
+    def trial(self, side: str, name: str, setting=None, windows=None, margin=None):
+        """One setting (or fixed `windows`) answers one side with the guard on; `margin`:
+        stop once it cannot pass (`trials.run`)."""
         from seer import progress
         from seer.boundary import trials as tr
 
@@ -135,7 +215,7 @@ class _Sides:
         with progress.bar(f"{side}: {name} with the guard", len(rows)) as advance:
             return tr.run(self.lm, self.inputs[side], self.samples[side], setting, name,
                           params=self.params, score=_score, examples=rows, windows=windows,
-                          progress=advance)  # fmt: skip
+                          progress=advance, margin=margin, batch=TRIAL_BATCH)  # fmt: skip
 
     def oracle(self, side: str):
         """The oracle window (each answer's true end) on one side, with the guard on."""
@@ -145,32 +225,64 @@ class _Sides:
         return self.trial(side, "oracle window", None, windows)
 
 
-def _choose(sides: _Sides, scores, max_over: float | None, margin: float):
-    """The shortlist's trials on the calibration side, the choice (the cheapest within the
-    margin, else the closest) and the choice and the oracle on the evaluation side."""
+TRIAL_BATCH = 16  # rows a trial answers between two checks of whether it can still pass
+
+
+@dataclass(slots=True)
+class _Choice:
+    """What `_choose` ran and chose."""
+
+    fallback: int  # the candidates' fallback window (calibration answers' 95th percentile)
+    best: Trial | None  # the cheapest candidate within the margin (None: Seer not recommended)
+    trials: list[Trial]  # the candidates run on the calibration side, in the order run
+    skipped: list[str]  # candidates not run: their predicted window cannot beat the choice
+    oracle: Trial  # the oracle window on the calibration side
+    static: Trial | None  # the fallback window alone, for every row (run when nothing passed)
+    held_out: dict  # the choice and the oracle on the evaluation side (empty: nothing chosen)
+
+
+def _choose(sides: _Sides, scores, max_over: float | None, margin: float) -> _Choice:
+    """The oracle window first (the bound on what a cut can keep), then the shortlist's
+    candidates on the calibration side, cheapest predicted window first, each stopped once it
+    cannot pass the margin and skipped once its predicted window is no smaller than a passing
+    one's final window; the choice is the cheapest that passes (none: Seer is not recommended,
+    and the fallback window alone is tried as a fixed window); then the choice and the oracle
+    on the evaluation side."""
     from seer.boundary import sweep
     from seer.boundary import trials as tr
     from seer.errors import SeerError
 
-    fallback = tr.fallback_window(sides.samples["calibration"], sides.params.gen_length,
-                                  _bucket())  # fmt: skip
+    g, cal = sides.params.gen_length, sides.samples["calibration"]
+    fallback = tr.fallback_window(cal, g, _bucket())
     candidates = sweep.shortlist(scores, fallback, max_over)
     if not candidates:
         raise SeerError(f"no detector setting cuts at most {max_over:g} of the calibration "
                         "answers; raise --max-over or leave it out (the guard regrows a cut "
                         "answer)")  # fmt: skip
-    trials = [sides.trial("calibration", name, setting) for name, setting in candidates]
     oracle = sides.oracle("calibration")
-    best = tr.pick(trials, margin)
     tr.pick([oracle], margin)
-    if best is None:  # nothing within the margin: the closest one, said in the report
-        best = max(trials, key=lambda t: (t.lower, -t.cost))
+    predicted = {name: sweep.evaluate(st, cal, g).mean_window for name, st in candidates}
+    trials: list[Trial] = []
+    skipped: list[str] = []
+    best: Trial | None = None
+    for name, setting in sorted(candidates, key=lambda c: predicted[c[0]]):
+        if best is not None and predicted[name] >= best.final_window:
+            skipped.append(name)
+            continue
+        trials.append(sides.trial("calibration", name, setting, margin=margin))
+        best = tr.pick(trials, margin)
+    static = None
+    if best is None:
+        static = sides.trial("calibration", f"fixed window {fallback}", None,
+                             [fallback] * len(cal), margin=margin)  # fmt: skip
+        static.passes = tr.passes(static, margin) and not static.stopped
+        return _Choice(fallback, None, trials, skipped, oracle, static, {})
     held_out = {
         "chosen": sides.trial("evaluation", best.name, best.setting),
         "oracle": sides.oracle("evaluation"),
     }
     tr.pick(list(held_out.values()), margin)
-    return fallback, best, trials, oracle, held_out
+    return _Choice(fallback, best, trials, skipped, oracle, None, held_out)
 
 
 def _provenance(report: dict, best, oracle, sides: _Sides, data: str, seed: int,
@@ -217,7 +329,9 @@ def _held_out(trials: dict, samples) -> dict:
 
 
 def chosen_config(report: dict) -> dict:
-    """The Seer options a report chose, as seer.json's "config" stores them."""
+    """The Seer options a report chose, as seer.json's "config" stores them ({}: none)."""
+    if report.get("chosen") is None:
+        return {}
     return {k: v for k, v in report["chosen"]["setting"].items() if k != "margin"}
 
 
@@ -230,7 +344,7 @@ def _load(folder: Path):
 
 
 def _report(
-    lm: DiffusionLM, data, g: int, samples: dict, scores, max_over, sides, chosen: dict
+    lm: DiffusionLM, data, g: int, samples: dict, scores, max_over, sides, chosen: dict | None
 ) -> dict:
     from seer.boundary import sweep
 
@@ -246,9 +360,11 @@ def _report(
     paper = sweep.paper_score(scores)
     if paper is not None:
         best["paper_defaults"] = paper
-    on_cal = sweep.evaluate(chosen, cal_s, g)
-    on_eval = {k: sweep.evaluate(s.setting, ev_s, g) for k, s in best.items()}
-    on_eval["chosen"] = sweep.evaluate(chosen, ev_s, g)
+    on_cal = None if chosen is None else sweep.evaluate(chosen, cal_s, g)
+    on_eval: dict[str, dict | None] = {
+        k: asdict(sweep.evaluate(s.setting, ev_s, g)) for k, s in best.items()
+    }
+    on_eval["chosen"] = None if chosen is None else asdict(sweep.evaluate(chosen, ev_s, g))
     n_layers = cal_s[0].sparsity.shape[1]
     return {
         "model": lm.name,
@@ -276,9 +392,9 @@ def _report(
             },
             "end_prob": sweep.separation(cal_s, lambda s: s.end_prob),
         },  # fmt: skip
-        "chosen": asdict(on_cal),
+        "chosen": None if on_cal is None else asdict(on_cal),
         "calibration": {k: asdict(s) for k, s in best.items()},
-        "evaluation": {k: asdict(s) for k, s in on_eval.items()},
+        "evaluation": on_eval,
     }
 
 
@@ -300,7 +416,8 @@ def _mean_score(samples) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-def _plots(lm: DiffusionLM, samples, report: dict, out: Path) -> None:
+def _plots(lm: DiffusionLM, samples, report: dict, out: Path) -> list[str]:
+    """Draws the three step-0 figures into `out`; returns their paths."""
     from seer import plots, progress
     from seer.boundary import sweep
 
@@ -324,6 +441,8 @@ def _plots(lm: DiffusionLM, samples, report: dict, out: Path) -> None:
         plots.aligned({"P(end token)": sweep.aligned_mean(samples, lambda s: s.end_prob, k)},
                       out / "end_prob_aligned.png",
                       "step-0 P(end token) around the true end", "probability")  # fmt: skip
+    names = ("sparsity_aligned.png", "sparsity_aligned_best.png", "end_prob_aligned.png")
+    return [str(out / name) for name in names]
 
 
 def write_defaults(folder: Path, g: int, config: dict, sparsity: dict, calibration: dict) -> Path:

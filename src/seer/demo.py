@@ -125,7 +125,12 @@ def run_demo(
 
     console = progress.console()
     name = model or ("builtin" if text else "builtin-vqa")
-    with progress.status(f"loading {name}"):
+    from importlib import resources
+
+    from seer.sampling import BUILTIN_MODELS
+
+    where = resources.files("seer") / "assets" / str(name) if str(name) in BUILTIN_MODELS else None
+    with progress.status(f"loading {name}" + (f" from {where}" if where else ""), first=True):
         lm = seer.load(name)
         from seer import plots
         from seer.boundary.config import SeerConfig

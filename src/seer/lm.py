@@ -39,6 +39,7 @@ from seer.models import tokens as tokenizing
 from seer.models.defaults import ModelDefaults, SeerSettings
 from seer.models.multimodal import PromptInput
 from seer.sampling import SamplingParams, TokenIds
+from seer.threads import choose as choose_threads
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -441,6 +442,7 @@ def load(
     device: str | torch.device = "cpu",
     tokenizer: bool = True,
     weights: bool = True,
+    threads: int | None = None,
 ) -> DiffusionLM:
     """Load a model folder (config.json + safetensors + tokenizer files) as published, or a
     shipped model by name (`seer.sampling.BUILTIN_MODELS`): "builtin" (text), "builtin-vqa"
@@ -449,12 +451,15 @@ def load(
     Everything the folder says about defaults is read here, once: `lm.defaults` (sampling, from
     the family's official call and generation_config.json; Seer's settings, from seer.json).
     `weights=False`: the model stays an empty skeleton on the meta device, with no prompt
-    processor: its defaults and settings resolve (`lm.sampling()`), it cannot generate."""
+    processor: its defaults and settings resolve (`lm.sampling()`), it cannot generate.
+    `threads`: torch's intra-op threads on the CPU (None: one for a small model such as the
+    built-in ones, torch's own count for a larger one, unless the user set it: `seer.threads`)."""
     folder, raw = loader.read_config(path)
     seer_settings = SeerSettings.read(folder)  # checked before the slow part
     device = loader.resolve_device(device)
     if weights:
         model = loader.load_model(folder, dtype=dtype, device=device)
+        choose_threads(model, device, threads)
     else:
         model = loader.build_model(raw)
     tok = tokenizing.load_tokenizer(folder) if tokenizer else None

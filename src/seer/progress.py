@@ -9,7 +9,10 @@ Off a terminal the library is quiet (nothing printed, no terminal codes), unless
 asked for plain lines with `set_lines(seconds)`: the CLI does (every 30 s by default,
 `SEER_PROGRESS_EVERY`), so a `seer batch` or `seer bench` logged to a file says how far it got
 ("batch → out.jsonl: 120/300 (40 %), 2m10s elapsed, ~3m15s left") instead of staying silent for
-minutes. A front end switches everything off with `set_enabled(False)` (`seer --quiet`,
+minutes: a `status(..., first=True)` says what it starts at once, and every display prints a
+line every 30 s whether or not an item finished (a heartbeat thread), the time left estimated
+from the items done and the share done of those in flight (a batch's rows: their steps). A front end
+switches everything off with `set_enabled(False)` (`seer --quiet`,
 `SEER_NO_PROGRESS`: the CLI reads them; the library never reads the environment). One display at
 a time: a `track`, `status` or `bar` opened while another one shows stays silent, so library code
 may call these freely. rich is imported on first use only (`seer --help` stays fast).
@@ -107,14 +110,16 @@ def track(iterable: Iterable, description: str, total: int | None = None) -> Ite
 
 @contextmanager
 def bar(description: str, total: int | None = None) -> Iterator[Callable[..., None]]:
-    """A progress bar; the block gets `advance(k=1, info=None)`, which moves it by k items and,
-    given `info`, shows that text after the bar (e.g. a rate: "812 tok/s")."""
+    """A progress bar; the block gets `advance(k=1, info=None, partial=None)`, which moves it by
+    k items and, given `info`, shows that text after the bar (e.g. a rate: "812 tok/s");
+    `partial`: how many items' worth of the items in flight is done (off a terminal it enters
+    the estimate of the time left)."""
     if (every := _plain()) is not None:
         with _showing():
             yield from _line_bar(description, total, every)
         return
     if not enabled():
-        yield lambda k=1, info=None: None
+        yield lambda k=1, info=None, partial=None: None
         return
     from rich.progress import (
         BarColumn,
@@ -132,7 +137,7 @@ def bar(description: str, total: int | None = None) -> Iterator[Callable[..., No
     with _showing(), Progress(*columns, console=_console()) as p:
         task = p.add_task(description, total=total, info="")
 
-        def advance(k: int = 1, info: str | None = None) -> None:
+        def advance(k: int = 1, info: str | None = None, partial: float | None = None) -> None:
             if info is None:
                 p.update(task, advance=k)
             else:
@@ -142,11 +147,16 @@ def bar(description: str, total: int | None = None) -> Iterator[Callable[..., No
 
 
 def _line_bar(description: str, total: int | None, every: float) -> Iterator[Callable[..., None]]:
-    """`bar` off a terminal: a plain line at most every `every` seconds, and a last one when
-    any was printed before the end."""
-    t0 = last = time.perf_counter()
-    done, shown = 0, ""
-    printed: int | None = None  # `done` at the last line
+    """`bar` off a terminal: a plain line at most every `every` seconds as items finish, and
+    at least every `every` seconds whether they do or not (a heartbeat thread), and a last one
+    when any was printed before the end. The estimate of
+    the time left counts the items done and the share of the items in flight already done
+    (`advance(0, partial=x)`: e.g. the steps the rows of a batch have taken), never one item's
+    time times the rest."""
+    t0 = time.perf_counter()
+    done, partial, shown = 0, 0.0, ""
+    printed: list[int] = []  # `done` at each line printed
+    last = [t0]  # when the last line was printed
 
     def line() -> str:
         took = time.perf_counter() - t0
@@ -154,33 +164,74 @@ def _line_bar(description: str, total: int | None, every: float) -> Iterator[Cal
         if total:
             text += f" ({done / total:.0%})"
         text += f", {_clock(took)} elapsed"
-        if total and 0 < done < total:
-            text += f", ~{_clock(took / done * (total - done))} left"
+        progress = done + min(partial, (total or done + partial) - done)
+        if total and 0 < progress < total:
+            text += f", ~{_clock(took / progress * (total - progress))} left"
         return text + (f", {shown}" if shown else "")
 
-    def advance(k: int = 1, info: str | None = None) -> None:
-        nonlocal last, done, shown, printed
-        done += k
-        shown = shown if info is None else info
+    def say(due: bool = True) -> None:
         now = time.perf_counter()
-        if now - last >= every:
-            last = now
-            printed = done
+        if due and now - last[0] >= every:
+            last[0] = now
+            printed.append(done)
             print(line(), file=sys.stderr, flush=True)
 
-    yield advance
-    if printed is not None and printed != done:
+    def advance(k: int = 1, info: str | None = None, partial: float | None = None) -> None:
+        nonlocal done, shown
+        done += k
+        shown = shown if info is None else info
+        set_partial(partial)
+        if k:
+            say()
+
+    def set_partial(value: float | None) -> None:
+        nonlocal partial
+        if value is not None:
+            partial = max(0.0, value)
+
+    with _ticker(every, say):
+        yield advance
+    if printed and printed[-1] != done:
         print(line(), file=sys.stderr, flush=True)
 
 
 @contextmanager
-def status(description: str) -> Iterator[None]:
+def _ticker(every: float, say: Callable[[], None]) -> Iterator[None]:
+    """Call `say()` every `every` seconds (at least every second) from a daemon thread while
+    the block runs."""
+    import threading
+
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.wait(max(every, 1.0)):
+            say()
+
+    thread = threading.Thread(target=run, name="seer-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+@contextmanager
+def status(description: str, first: bool = False) -> Iterator[None]:
     """A spinner with `description` while the block runs, then one line saying how long it took
-    (nothing at all when quiet; off a terminal in line mode, the last line alone, and only for
-    a block that took a while)."""
+    (nothing at all when quiet; off a terminal in line mode, a line every `every` seconds while
+    it runs and the time it took when that was a while; with `first`, the description at once:
+    a command's first line, e.g. the model it loads and from where)."""
     if (every := _plain()) is not None:
         t0 = time.perf_counter()
-        with _showing():
+        if first:
+            print(f"{description} ...", file=sys.stderr, flush=True)
+
+        def say() -> None:
+            took = _clock(time.perf_counter() - t0)
+            print(f"{description}: {took} elapsed", file=sys.stderr, flush=True)
+
+        with _showing(), _ticker(every, say):
             yield
         took = time.perf_counter() - t0
         if took >= min(every, 5.0):

@@ -133,10 +133,12 @@ def test_calibrate_needs_data_for_a_users_model(text_dir, tmp_path):
 def test_calibrating_the_builtin_text_model_chooses_by_cost_within_the_margin(tmp_path):
     report = run_calibration("builtin-v1", 24, tmp_path / "out", False, data="builtin-v1")
     trials, chosen = report["trials"], report["chosen_trial"]
-    names = {t["name"] for t in trials}
-    assert {"end probability", "sparsity, SNR rule", "paper's defaults"} <= names
-    for t in trials:  # every candidate answered every calibration request with the guard on
-        assert t["n"] == report["n"]["calibration"] and t["setting"]["fallback"] > 0
+    assert report["recommended"] and trials
+    ran_or_skipped = {t["name"] for t in trials} | set(report["skipped"])
+    assert ran_or_skipped >= {"end probability", "sparsity, SNR rule"}
+    for t in trials:  # every candidate run answered every calibration request, or stopped
+        assert t["n"] == report["n"]["calibration"] or (t["stopped"] and not t["passes"])
+        assert t["setting"]["fallback"] > 0
         assert 0 < t["cost_ratio"] <= 1.0 + 1e-9 and 0 <= t["regrowth_cost"] < 1
     assert chosen["passes"] and chosen["setting"] == report["chosen"]["setting"]
     passing = [t for t in trials if t["passes"]]
@@ -150,3 +152,62 @@ def test_calibrating_the_builtin_text_model_chooses_by_cost_within_the_margin(tm
     assert report["auc"]["end_prob"] > 0.9  # the built-in model's end probability separates
     for png in ("sparsity_aligned.png", "sparsity_aligned_best.png", "end_prob_aligned.png"):
         assert (tmp_path / "out" / png).is_file()
+        assert str(tmp_path / "out" / png) in report["wrote"]  # and the report says so
+
+
+WORDS = ["red ball", "blue cup", "add 4 and 5", "spell cat", "copy : red hat", "green box"]
+
+
+def test_a_calibration_where_nothing_passes_says_no_and_writes_nothing(
+    text_dir, tmp_path, monkeypatch, capsys
+):
+    from seer.boundary import trials as tr
+    from seer.cli import main
+
+    monkeypatch.setattr(tr, "passes", lambda t, margin=2.0: False)  # no setting keeps the margin
+    rows = [{"id": f"r{i}", "prompt": w} for i, w in enumerate(WORDS)]
+    data = _rows(tmp_path / "prompts.jsonl", rows)
+    before = (text_dir / "seer.json").read_bytes() if (text_dir / "seer.json").exists() else None
+    argv = ["calibrate", "--model", str(text_dir), "--data", str(data), "--gen-length", "16",
+            "--out", str(tmp_path / "out"), "--write"]  # fmt: skip
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("seer: error: --write: nothing written: Seer is not recommended for "
+                           "this model on this data"), last  # fmt: skip
+    assert "oracle window" in last and "points" in last  # with the oracle's own loss
+    assert "Seer is not recommended" in out and "[lower " in out  # the report says it too
+    after = (text_dir / "seer.json").read_bytes() if (text_dir / "seer.json").exists() else None
+    assert after == before
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert not report["recommended"] and report["chosen_trial"] is None and report["chosen"] is None
+    assert report["static_window"]["name"].startswith("fixed window")
+    assert f"wrote {tmp_path / 'out' / 'report.json'}" in err  # where the report went
+
+
+def test_write_never_changes_the_package_and_refuses_a_failed_held_out_check(
+    text_dir, tmp_path, monkeypatch
+):
+    from seer import calibration
+    from seer.models.loader import builtin_path
+
+    assert calibration.packaged(builtin_path("builtin"))
+    assert not calibration.packaged(text_dir)
+    # a folder inside the package gets a calibrated copy under --out; the original is untouched
+    monkeypatch.setattr(calibration, "packaged", lambda folder: True)
+    rows = [{"id": f"r{i}", "prompt": w} for i, w in enumerate(WORDS)]
+    data = _rows(tmp_path / "prompts.jsonl", rows)
+    before = (text_dir / "seer.json").read_bytes() if (text_dir / "seer.json").exists() else None
+    report = run_calibration(text_dir, None, tmp_path / "out", True, data=str(data),
+                             gen_length=16, force=True)  # fmt: skip
+    after = (text_dir / "seer.json").read_bytes() if (text_dir / "seer.json").exists() else None
+    assert after == before
+    if report["recommended"]:
+        copy = tmp_path / "out" / text_dir.name
+        assert report["seer_json"] == str(copy / "seer.json") and (copy / "config.json").is_file()
+    # a choice whose held-out check fails its margin is refused unless --force
+    chosen = {"passes": False, "diff": -20.0, "lower": -30.0, "n": 5}
+    failed = {"recommended": True, "margin": 2.0, "held_out": {"chosen": chosen}}
+    assert "--force" in calibration._refusal(failed, force=False)
+    assert "held-out check" in calibration._refusal(failed, force=False)
+    assert calibration._refusal(failed, force=True) is None

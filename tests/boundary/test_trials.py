@@ -99,3 +99,18 @@ def test_passes_is_what_pick_marks(margin):
     t = _trial(lower=-1.0)
     tr.pick([t], margin)
     assert t.passes == (margin >= 1.0)
+
+
+def test_a_setting_stops_once_it_cannot_pass():
+    # fewer than 100 requests: at most max(1, 2 % of n) answers made worse
+    assert not tr.cannot_pass([0.0, -1.0], 50, 2.0)
+    assert tr.cannot_pass([0.0, -1.0, -1.0], 50, 2.0)  # 2 worse of 50 already: no way back
+    # 100 or more: the bound stays below the margin even if every other answer is unchanged
+    assert tr.cannot_pass([-1.0] * 40, 200, 2.0)
+    assert not tr.cannot_pass([0.0] * 39 + [-1.0], 200, 2.0)
+
+
+def test_a_stopped_trial_never_passes():
+    t = tr.Trial("x", {"signal": "eos_prob"}, 3, 1.0, 0.1, 3.0, 8.0, 8.0, 0, 0, 0.0, 0, 0, 0,
+                 None, 0.0, 0.0, stopped=True)  # fmt: skip
+    assert tr.pick([t]) is None and not t.passes

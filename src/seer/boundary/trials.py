@@ -20,6 +20,10 @@ window's answers (`Sample.text`, `Sample.score` from `calibrate.collect`):
 requests the lower bound of the paired difference is at least -margin points; on fewer, the
 answers made worse are at most margin % of them (at least one). A request the data cannot score
 counts as worse when its answer changed. `pick` takes the cheapest setting that passes.
+`run(..., margin=m)` stops a setting early, after any batch of rows, once it can no longer pass:
+on fewer than 100 requests, once more answers were made worse than the rule allows of all of
+them; on more, once the bound stays below -m even if every request still to answer kept its
+full-window answer (`Trial.stopped`; its figures cover the rows answered).
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ class Trial:
     diff: float  # paired mean difference against the full window, in points
     lower: float  # its one-sided 95 % lower bound, in points (bootstrap over requests)
     passes: bool = False  # within the margin (`passes`)
+    stopped: bool = False  # stopped early: it could no longer pass (`n` rows answered, not all)
 
 
 def bootstrap_lower(d: np.ndarray, seed: int = 0, level: float = 0.95) -> float:
@@ -85,13 +90,14 @@ def passes(t: Trial, margin: float = MARGIN) -> bool:
 @torch.inference_mode()
 def run(lm: ProbedModel, inputs, samples, setting: dict | None, name: str, *, params, score=None,
         examples=None, windows: list[int] | None = None, batch: int = 32,
-        progress=None) -> Trial:  # fmt: skip
+        progress=None, margin: float | None = None) -> Trial:  # fmt: skip
     """Answer `inputs` (encoded prompts, one per sample) with Seer `setting` and the guard on
     (or, with `windows`, each row cut to its own fixed window: the oracle) and compare with the
-    samples' full-window answers. `score(example, text)` scores an answer (None: unscorable)."""
-    g = params.gen_length
+    samples' full-window answers. `score(example, text)` scores an answer (None: unscorable).
+    `margin`: stop early once the setting cannot pass it (module docstring)."""
     cfg = None if setting is None else SeerConfig.from_dict(setting)
     rows = []
+    stopped = False
     for i in range(0, len(inputs), batch):
         chunk = inputs[i : i + batch]
         if windows is not None:
@@ -102,6 +108,42 @@ def run(lm: ProbedModel, inputs, samples, setting: dict | None, name: str, *, pa
         rows.extend(gens)
         if progress is not None:
             progress(len(chunk))
+        if margin is not None and len(rows) < len(inputs):
+            d = _deltas(rows, samples, score, examples)
+            if cannot_pass(d, len(inputs), margin):
+                stopped = True
+                break
+    t = _trial(rows, samples[: len(rows)], setting, name, params, score, examples, windows)
+    t.stopped = stopped
+    return t
+
+
+def _deltas(rows, samples, score, examples) -> list[float]:
+    """Each answered row's score against its full-window answer's (unscorable: -1 if changed)."""
+    d = []
+    for k, (gen, s) in enumerate(zip(rows, samples, strict=False)):
+        mine = None if score is None or examples is None else score(examples[k], gen.text)
+        if mine is None or s.score is None:
+            d.append(0.0 if gen.text.strip() == s.text.strip() else -1.0)
+        else:
+            d.append(float(mine) - float(s.score))
+    return d
+
+
+def cannot_pass(d: list[float], n: int, margin: float) -> bool:
+    """Whether a setting whose first rows scored `d` (against the full window) can no longer
+    pass `margin` on all `n` rows (module docstring)."""
+    if n < SMALL:
+        return sum(x < 0 for x in d) > max(1, math.floor(margin / 100 * n))
+    best = np.concatenate([np.asarray(d) * 100, np.zeros(n - len(d))])
+    return bootstrap_lower(best) < -margin
+
+
+def _trial(rows, samples, setting, name, params, score, examples, windows) -> Trial:
+    """The figures of the answered `rows` against their samples (`Trial`)."""
+    g = params.gen_length
+    if windows is not None:
+        windows = windows[: len(rows)]
     steps = params.steps or g
     costs, extra, d = [], 0.0, []
     changed = worse = better = 0
@@ -162,6 +204,6 @@ def fallback_window(samples, g: int, bucket: int, q: float = 0.95) -> int:
 def pick(trials: list[Trial], margin: float = MARGIN) -> Trial | None:
     """The cheapest trial with Seer options that passes the margin (None: none does)."""
     for t in trials:
-        t.passes = passes(t, margin)
+        t.passes = passes(t, margin) and not t.stopped
     ok = [t for t in trials if t.passes and t.setting]
     return min(ok, key=lambda t: (t.cost, t.changed)) if ok else None

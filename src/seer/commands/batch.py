@@ -70,6 +70,8 @@ def main(args) -> int:
         raise SeerError("--ray-address needs --ray N (the number of actors)")
     out = Path(args.out)
     check_paths(out, args.data, parquet=bool(args.ray))  # before the data and the model
+    if not args.resume and out.is_file() and out.stat().st_size > 0:
+        raise SeerError(f"{out} exists; pass --resume to continue it or choose another --out")
     if args.ray:
         extras.require("ray", "seer batch --ray")
         if options.sampling(args).get("cache") == "prefix_lm":
@@ -81,6 +83,14 @@ def main(args) -> int:
     with progress.status(f"reading {args.data}"):
         examples = load_examples(args.data, n=args.n)
     skipped = len(set(done_ids(out)) & {ex.id for ex in examples}) if args.resume else 0
+    lm = None
+    if not args.ray:
+        from seer import provenance
+
+        # a resume with other settings is refused before the (slow) model load
+        provenance.check_resume(out, skipped, args.model, options.sampling(args),
+                                options.seer(args), args.dtype, args.data)  # fmt: skip
+        lm = options.load(args)  # its own line: what loads, from where
     tokens, t0 = 0, time.perf_counter()
     with (
         progress.one_line_per_kind(),  # a warning repeated per row shows once, then a count
@@ -103,16 +113,13 @@ def main(args) -> int:
                       gpus_per_actor=1 if device.startswith("cuda") else 0, device=device,
                       dtype=args.dtype, progress=on_rows, data=args.data)  # fmt: skip
         else:
-            from seer import provenance
             from seer.batch import run_batch
 
-            # a resume with other settings is refused before the (slow) model load
-            provenance.check_resume(out, skipped, args.model, options.sampling(args),
-                                    options.seer(args), args.dtype, args.data)  # fmt: skip
-            lm = options.load(args)
+            assert lm is not None
             s = run_batch(lm, examples, out, params=options.params(lm, args),
                           seer=options.seer(args), resume=args.resume, max_batch=max_batch,
-                          progress=on_rows, data=args.data)  # fmt: skip
+                          progress=on_rows, data=args.data,
+                          partial=lambda rows: advance(0, partial=rows))  # fmt: skip
     rate = f"{s.rows / s.seconds:.2f} rows/s, {s.tokens / s.seconds:.1f} tok/s" if s.seconds else ""
     n_failed = getattr(s, "failed", 0)  # a Ray batch writes no error rows
     failed = f", {n_failed} could not be answered" if n_failed else ""

@@ -17,7 +17,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "bench", help="batched serving: throughput and latency with and without Seer and routing"
     )
-    options.add_model(p, default="builtin", help="model folder (default: builtin)")
+    options.add_model(p, default="builtin", help="model folder (default: builtin)",
+                      threads=False)  # fmt: skip
     p.add_argument("--n", type=options.POSITIVE, default=64,
                    help="held-out prompts (>= the largest batch)")  # fmt: skip
     p.add_argument("--batches", type=options.POSITIVE, nargs="+", default=[8, 32, 64],

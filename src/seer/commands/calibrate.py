@@ -10,6 +10,8 @@ torch, rich and the library are imported inside the functions: `seer --help` sta
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from seer.commands import options
 
 
@@ -42,7 +44,11 @@ def add_parser(sub) -> None:
         type=options.folder_out,
         help="folder for the report and plots",
     )
-    p.add_argument("--write", action="store_true", help="store the choice in the model's seer.json")
+    p.add_argument("--write", action="store_true",
+                   help="store the choice in the model's seer.json (a built-in model's: in a "
+                   "copy of its folder under --out); refused when nothing passed")  # fmt: skip
+    p.add_argument("--force", action="store_true",
+                   help="with --write: store a choice that fails its held-out check")  # fmt: skip
     p.add_argument("--margin", type=options.number(float, 0, 100), default=None,
                    help="points of the data's score the choice may lose against the full window "
                    "(one-sided 95 %% lower bound; default 2)")  # fmt: skip
@@ -53,16 +59,25 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
+    import sys
+
     from seer import progress
     from seer.calibration import chosen_config
-    from seer.models.loader import model_folder
+    from seer.errors import SeerError
 
     with progress.one_line_per_kind():  # a warning repeated per row shows once, then a count
         report = _run(args)
     _show(report)
+    print(f"wrote {', '.join(report['wrote'])}", file=sys.stderr)
     if args.write:
-        path = model_folder(str(args.model or "builtin")) / "seer.json"
-        _console().print(f"wrote {path}: {chosen_config(report)}")
+        if report.get("not_written"):
+            raise SeerError(report["not_written"])
+        path = report["seer_json"]
+        print(f"wrote {path}: {chosen_config(report)}", file=sys.stderr)
+        if str(args.model) in options.BUILTIN:
+            print(f"(a calibrated copy of {args.model}; the package's own folder is unchanged: "
+                  f"seer.load('{Path(path).parent}') or --model {Path(path).parent})",
+                  file=sys.stderr)  # fmt: skip
     return 0
 
 
@@ -71,7 +86,7 @@ def _run(args) -> dict:
 
     return run_calibration(args.model, args.n, args.out, args.write, args.max_over,
                            data=args.data, calib_fraction=args.calib_fraction, seed=args.seed,
-                           gen_length=args.gen_length, margin=args.margin,
+                           gen_length=args.gen_length, margin=args.margin, force=args.force,
                            load=lambda folder: options.load(args, folder))  # fmt: skip
 
 
@@ -92,28 +107,43 @@ def _show(report: dict) -> None:
     for col in ("detector", "setting", "cost", "window", "no boundary", "regrown", "changed",
                 "worse / better", "score diff [95 % low]", "within margin"):  # fmt: skip
         table.add_column(col, overflow="fold")
-    chosen = report["chosen_trial"]
-    for t in [*report["trials"], report["oracle"]]:
-        mark = " (chosen)" if t["setting"] == chosen["setting"] and t["setting"] else ""
-        table.add_row(f"{t['name']}{mark}", _setting(t["setting"]), f"{t['cost_ratio']:.2f}x",
+    chosen = report["chosen_trial"] or {}
+    shown = [*report["trials"], report["oracle"]]
+    if report.get("static_window"):
+        shown.append(report["static_window"])
+    for t in shown:
+        mark = " (chosen)" if t["setting"] == chosen.get("setting") and t["setting"] else ""
+        ok = "yes" if t["passes"] else "no"
+        if t.get("stopped"):
+            ok = f"no (stopped after {t['n']})"
+        table.add_row(f"{t['name']}{mark}", _setting(t), f"{t['cost_ratio']:.2f}x",
                       f"{t['window']:.1f}", f"{t['no_boundary']}/{t['n']}",
                       f"{t['regrown']} ({t['regrowth_cost']:.0%} of cost)", str(t["changed"]),
                       f"{t['worse']} / {t['better']}", f"{t['diff']:+.1f} [{t['lower']:+.1f}]",
-                      "yes" if t["passes"] else "no")  # fmt: skip
+                      ok)  # fmt: skip
     console.print(table)
     console.print(f"cost: answer positions x forwards against the full window's (1.00x); "
                   f"choice: {report['rule']}")  # fmt: skip
-    if not chosen["passes"]:
-        console.print("[yellow]no setting stayed within the margin; the closest was chosen[/]")
-    ho = report["held_out"]
-    c, o = ho["chosen"], ho["oracle"]
-    console.print(
-        f"held out ({n['evaluation']} requests): chosen {c['cost_ratio']:.2f}x of the full "
-        f"window's cost, window {c['window']:.1f} (oracle {o['window']:.1f}, "
-        f"{o['cost_ratio']:.2f}x), no boundary in {c['no_boundary']}, guard regrew "
-        f"{c['regrown']}, {c['changed']} answers changed, score {c['diff']:+.1f} points "
-        f"[{c['lower']:+.1f}] against the full window"
-    )
+    if report.get("skipped"):
+        console.print(f"not run (their predicted window cannot beat the choice): "
+                      f"{', '.join(report['skipped'])}")  # fmt: skip
+    if not report["recommended"]:
+        from rich.markup import escape
+
+        from seer.calibration import verdict
+
+        console.print(f"[bold yellow]{escape(verdict(report))}[/]")  # "[lower ...]" is no tag
+    else:
+        ho = report["held_out"]
+        c, o = ho["chosen"], ho["oracle"]
+        console.print(
+            f"held out ({n['evaluation']} requests): chosen {c['cost_ratio']:.2f}x of the full "
+            f"window's cost, window {c['window']:.1f} (oracle {o['window']:.1f}, "
+            f"{o['cost_ratio']:.2f}x), no boundary in {c['no_boundary']}, guard regrew "
+            f"{c['regrown']}, {c['changed']} answers changed, score {c['diff']:+.1f} points "
+            f"[{c['lower']:+.1f}] against the full window"
+            + ("" if c["passes"] else f": [yellow]outside the margin of {report['margin']:g}[/]")
+        )
     em = report.get("baseline_score") or report["baseline_exact_match"]
     if em["calibration"] is not None and em["evaluation"] is not None:
         auc = report["auc"]["end_prob"]
@@ -122,7 +152,10 @@ def _show(report: dict) -> None:
                       f"end-probability AUC {auc:.3f}")  # fmt: skip
 
 
-def _setting(setting: dict) -> str:
+def _setting(trial: dict) -> str:
+    setting = trial["setting"]
+    if not setting and trial["name"].startswith("fixed window"):
+        return "every row's window fixed, without Seer"
     if not setting:
         return "each row cut after its full-window answer's end"
     return f"{setting['signal']}: " + ", ".join(

@@ -11,7 +11,7 @@ from seer.commands import options
 def add_parser(sub) -> None:
     p = sub.add_parser("generate", help="answer one prompt")
     options.add_model(p, default=None)
-    p.add_argument("--prompt", required=True, type=options.text)
+    p.add_argument("--prompt", required=True, type=options.prompt)
     p.add_argument("--image", default=None, help=options.IMAGE_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--stream", action="store_true",
@@ -52,6 +52,8 @@ def main(args) -> int:
 
     if (missed := summary([g.boundary])) is not None:
         options.log.warning(f"seer: {missed}")
+    if (shape := changed_shape(s)) is not None:
+        options.log.warning(shape)
     if args.json:
         record = {
             "answer": g.text,
@@ -63,6 +65,7 @@ def main(args) -> int:
             "window": s.window,
             "gen_length": s.gen_length,
             "guard_grew": s.grown,
+            "hit_window": s.hit_window,
         }
         if g.boundary is not None:
             record["boundary"] = g.boundary.as_dict()
@@ -77,6 +80,19 @@ def main(args) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def changed_shape(s) -> str | None:
+    """One line when the answer reached the end of its window or the guard grew Seer's window
+    (`--json` carries both as `hit_window` and `guard_grew`); None otherwise."""
+    grew = f"the guard grew Seer's window {s.grown} time(s), to {s.window} positions"
+    grew = grew if s.grown else ""
+    if s.hit_window:
+        whose = "Seer's window" if s.window < s.gen_length else "the window"
+        end = (f"the answer reached the end of {whose} ({s.window} positions) without an end "
+               "token; it may go on past it: raise --gen-length")  # fmt: skip
+        return "seer: note: " + (f"{grew}; {end}" if grew else end)
+    return f"seer: note: {grew}" if grew else None
 
 
 def _printed(chunks):

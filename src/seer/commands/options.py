@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import logging
 from dataclasses import fields
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seer import spec
@@ -60,6 +61,13 @@ def folder_out(value: str) -> str:
     return value
 
 
+def prompt(value: str) -> str:
+    """An argparse type for --prompt: valid UTF-8 text with something besides white space."""
+    if not text(value).strip():
+        raise argparse.ArgumentTypeError("empty prompt: give some text")
+    return value
+
+
 def nonempty(value: str) -> str:
     """An argparse type for a text that must hold something (a stop string)."""
     if not text(value):
@@ -77,8 +85,10 @@ def file_out(value: str) -> str:
 
 
 # -- the model --------------------------------------------------------------------------------
-def add_model(p: argparse.ArgumentParser, default: str | None, help: str | None = None) -> None:
-    """--model, --dtype, --device. `default`: None makes --model required."""
+def add_model(p: argparse.ArgumentParser, default: str | None, help: str | None = None,
+              threads: bool = True) -> None:  # fmt: skip
+    """--model, --dtype, --device, --threads (unless `threads` is False: a command with its own).
+    `default`: None makes --model required."""
     p.add_argument(
         "--model",
         required=default is None,
@@ -87,6 +97,80 @@ def add_model(p: argparse.ArgumentParser, default: str | None, help: str | None 
     )
     p.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 (default float32)")
     p.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default cpu)")
+    if not threads:
+        return
+    p.add_argument("--threads", type=POSITIVE, default=None,
+                   help="torch's intra-op threads on the CPU (default: 1 for a model under "
+                   "50 M parameters such as the built-in ones, else one per core; "
+                   "OMP_NUM_THREADS is respected)")  # fmt: skip
+
+
+def folder_of(name: str) -> Path:
+    """The folder a --model argument names (a built-in model's in the package), torch-free."""
+    from importlib import resources
+
+    if name in BUILTIN:
+        return Path(str(resources.files("seer") / "assets" / name))
+    return Path(name).expanduser()
+
+
+def check_model(name: str) -> dict:
+    """A --model argument checked before torch loads: a built-in name, or a folder holding a
+    config.json (a near miss of a built-in name is named). Returns the config ({} when it cannot
+    be read: the loader says why)."""
+    import difflib
+    import json
+
+    from seer.errors import SeerError
+
+    folder = folder_of(name)
+    if not folder.is_dir():
+        near = difflib.get_close_matches(name.lower(), BUILTIN, n=1, cutoff=0.6)
+        if near and not Path(name).exists():
+            raise SeerError(f"model folder {name!r} does not exist and is not a built-in "
+                            f"model's name; did you mean {near[0]}?")  # fmt: skip
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise SeerError(f"model folder {name!r} {what}; pass a local model folder or "
+                        f"{' / '.join(BUILTIN)}")  # fmt: skip
+    config = folder / "config.json"
+    if not config.is_file():
+        raise SeerError(f"{folder} has no config.json; is this a model folder?")
+    try:
+        raw = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}  # the loader says what is wrong with it, in its own words
+    return raw if isinstance(raw, dict) else {}
+
+
+CONTEXT_KEYS = ("max_sequence_length", "max_position_embeddings")  # config.json's context size
+
+
+def check_gen_length(name: str, raw: dict, gen_length: int | None) -> None:
+    """--gen-length against the context config.json states (at least one prompt token must fit
+    beside the window); the exact check with the prompt's length is the library's."""
+    from seer.errors import SeerError
+
+    sizes = [v for k in CONTEXT_KEYS if isinstance(v := raw.get(k), int) and v > 0]
+    if gen_length is None or not sizes or gen_length < max(sizes):
+        return
+    raise SeerError(f"--gen-length {gen_length} does not fit {name}'s context of {max(sizes)} "
+                    "positions (prompt + answer window); lower --gen-length")  # fmt: skip
+
+
+def precheck(args) -> None:
+    """What can be refused before torch is imported: the model's folder or name, and
+    --gen-length against its config.json (`seer.cli` calls this before the command runs)."""
+    name = getattr(args, "model", None)
+    if name is None and getattr(args, "command", "") == "demo":
+        return
+    if getattr(args, "ray_address", None):  # a model path on the Ray cluster, not here
+        return
+    if not isinstance(name, str) or not hasattr(args, "dtype"):
+        return
+    if name == "":  # profile's default: the built-in model for its prompt
+        name = "builtin-vqa" if getattr(args, "image", None) else "builtin"
+    raw = check_model(name)
+    check_gen_length(name, raw, getattr(args, "gen_length", None))
 
 
 def model_path(name) -> str:
@@ -103,8 +187,10 @@ def load(args, name=None):
     from seer import progress
 
     name = name or args.model
-    kw = {k: getattr(args, k) for k in ("dtype", "device") if getattr(args, k, None) is not None}
-    with progress.status(f"loading {name}"):
+    keys = ("dtype", "device", "threads")
+    kw = {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+    where = f"{name} from {folder_of(name)}" if str(name) in BUILTIN else str(name)
+    with progress.status(f"loading {where}", first=True):
         return seer.load(name, **kw)
 
 

@@ -99,6 +99,8 @@ def _replicas(args) -> int:
 
 
 def main(args) -> int:
+    import sys
+
     from seer import extras
     from seer.errors import SeerError
 
@@ -135,8 +137,12 @@ def main(args) -> int:
         def page(app):
             mount(app, lm, api_key=built.get("api_key"))
 
+    names = model_names(lm, args.model, args.served_model_name)
+    host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
+    ui = f", the page at http://{host}:{cfg.port}/ui/" if args.ui else ""
+    print(f"seer: serving {names[0]} on http://{host}:{cfg.port} (OpenAI API at /v1{ui}; "
+          "Ctrl-C stops)", file=sys.stderr, flush=True)  # fmt: skip
     serve(lm, host=cfg.host, port=cfg.port, drain_timeout=cfg.drain_timeout,
           log_level=cfg.log_level, mount=page, sock=sock,
-          model_names=model_names(lm, args.model, args.served_model_name),
-          **built)  # fmt: skip
+          model_names=names, **built)  # fmt: skip
     return 0

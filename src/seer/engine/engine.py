@@ -132,6 +132,14 @@ class Engine:
             self._ready.append(self._result(q, time.perf_counter(), "abort"))
         return q is not None
 
+    def in_flight_done(self) -> float:
+        """How many requests' worth of the running rows is done: the sum over running rows of
+        the share of their window already revealed (for an estimate of the time left)."""
+        if not self.running:
+            return 0.0
+        left = self._masks_left()
+        return sum(min(1.0, max(0.0, 1 - left[q] / max(1, q.window))) for q in self.running)
+
     def has_unfinished(self) -> bool:
         return self.scheduler.has_unfinished() or bool(self._ready)
 

@@ -50,6 +50,13 @@ class GenerationStats:
     def tokens_per_second(self) -> float:
         return self.tokens / self.seconds if self.seconds > 0 else 0.0
 
+    @property
+    def hit_window(self) -> bool:
+        """The answer reached the end of its window (Seer's, or the full one): no end token
+        inside it, so a longer window might have answered on; `grown` says whether the guard
+        grew Seer's window to get there."""
+        return self.tokens >= self.window > 0
+
 
 @dataclass(slots=True)
 class PartialResult:
@@ -205,6 +212,11 @@ class RequestResult:
     def index(self) -> int:
         """The request's id (its position in a fresh engine's `generate` list)."""
         return self.request_id
+
+    @property
+    def hit_window(self) -> bool:
+        """The answer reached the end of its window (`GenerationStats.hit_window`)."""
+        return self.tokens >= self.window > 0
 
     @property
     def stats(self) -> GenerationStats:

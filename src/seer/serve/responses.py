@@ -2,8 +2,10 @@
 
 `seer` (per choice): `detected` (Seer's L*, or null when Seer was off or found no boundary),
 `window` (answer positions denoised after step 0, guard growth included), `gen_length`
-(the window asked for, `max_tokens`), `nfe` (forward passes), `grown` (guard growths) and
-`path` (the engine's execution path for the row).
+(the window asked for, `max_tokens`), `nfe` (forward passes), `grown` (times the guard grew
+Seer's window), `hit_window` (the answer reached the end of its window, Seer's or the full one:
+no end token inside it, so a longer window might have answered on) and `path` (the engine's
+execution path for the row).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ def seer_info(result, gen_length: int) -> dict:
         "gen_length": gen_length,
         "nfe": result.nfe,
         "grown": result.grown,
+        "hit_window": result.hit_window,
         "path": result.path,
     }
 
