@@ -110,6 +110,14 @@ NOT_RUN: dict[str, str] = {
     "| tee docs/results/parallel_closed_form.txt": (
         "minutes of CPU, and it rewrites a published record"
     ),
+    # bench_peers.py: dlmserve in its own environment, the official modeling files elsewhere
+    "python3 -m venv ~/venvs/dlmserve": INSTALL,
+    "~/venvs/dlmserve/bin/pip install torch dlmserve==0.1.1 'transformers<5' einops": INSTALL,
+    "nice python benchmarks/bench_peers.py --llada-code ~/src/Fast-dLLM/llada/model "
+    "--dlmserve-python ~/venvs/dlmserve/bin/python --n 40 --concurrency 1 16 --stop-timeout 10 "
+    "--out docs/results/peers": (
+        SLOW + "; needs dlmserve's environment and the LLaDA modeling files outside the repo"
+    ),
     "export OMP_NUM_THREADS=1": ENV,
     "export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1": ENV,
     # the user's own models and data

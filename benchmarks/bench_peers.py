@@ -1,0 +1,508 @@
+"""`seer serve` against a peer serving engine, dlmserve (PyPI `dlmserve==0.1.1`: an
+OpenAI-compatible LLaDA server with per-step continuous batching and the LocalLeap
+accelerator), on the same weights and the same held-out requests.
+
+    python benchmarks/bench_peers.py --llada-code DIR --dlmserve-python VENV/bin/python \\
+        --n 100 --out docs/results/peers
+
+Weights: the model (`--model`, default the built-in text model) is copied to a temporary folder in
+the official LLaDA layout (config.json with its `auto_map`, model.safetensors, the tokenizer) with
+the official modeling files from `--llada-code DIR` (`modeling_llada.py`,
+`configuration_llada.py`, the LLaDA-8B-Instruct hub files or a copy of them; they are not shipped
+with Seer). Both servers serve that one folder: dlmserve loads it through transformers' remote
+code, in its own environment (`--dlmserve-python`: a Python with `dlmserve==0.1.1`,
+`transformers<5` and `einops`), started by `benchmarks/dlmserve_launch.py`, which changes two
+things of dlmserve at run time (the mask id read from the tokenizer, float32 on the CPU; see
+that file) and nothing else.
+
+Configs (greedy, temperature 0, every request non-streamed through `/v1/chat/completions`):
+  dlmserve-default    dlmserve's defaults: 128 denoising steps, a 128-token canvas, one block
+  dlmserve-localleap  the same with LocalLeap (`use_local_leap`, its default thresholds)
+  seer-default        `seer serve`'s defaults: Seer on, the model's steps and window
+  seer-fastest        Seer + confidence threshold 0.9
+  seer-equal          Seer off, dlmserve's default steps, window and block (equal work)
+Protocol: the same held-out requests (`seerbench.draws.held_out`, the built-in task's evaluation
+part) for every config; concurrency 1 and 16 (`--concurrency`); one server at a time (for each
+concurrency: start one engine, warm it, run its configs, stop it, then the other; the order of
+the two engines alternates between concurrencies). Per config and concurrency: requests per
+second over the point's wall time, latency p50 / p90 / p99 (request sent -> answer received),
+accuracy (`seer.data.score`) beside the baseline's (the engine's full-window config at
+concurrency 1, its solo answers), the paired non-inferiority at `--margin` points, and how many
+of the batched answers (concurrency > 1) equal the engine's own solo answers (concurrency 1).
+Ratios (seer / dlmserve requests per second, one run, one clock): at both engines' defaults, each
+at its fastest, and at equal work. The margin and the primary comparison are written into the
+record (and printed) before the first request.
+
+dlmserve is stopped with SIGTERM and, if it has not exited after `--stop-timeout` seconds
+(0.1.1 can hang in its drain), SIGKILL. Raw per-request records (answers, latencies, scores):
+`<out>/requests/<config>-c<N>.jsonl`; with `--resume` a point whose file holds every request is
+read back instead of being run again. A table, then the JSON record as the last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from seerbench import runs
+
+ROOT = Path(__file__).resolve().parents[1]
+LAUNCHER = ROOT / "benchmarks" / "dlmserve_launch.py"
+CODE_FILES = ("modeling_llada.py", "configuration_llada.py")
+# dlmserve 0.1.1's request defaults (api/protocol.py: num_denoising_steps 128; api/server.py:
+# gen_length = max_tokens or 128, block_length = gen_length); the steps are read from the
+# installed package at start-up and checked against this.
+DLM_STEPS, DLM_GEN = 128, 128
+CONFIGS: dict[str, tuple[str, dict]] = {
+    "dlmserve-default": ("dlmserve", {}),
+    "dlmserve-localleap": ("dlmserve", {"use_local_leap": True}),
+    "seer-default": ("seer", {}),
+    "seer-fastest": ("seer", {"seer": True, "threshold": 0.9}),
+    "seer-equal": (
+        "seer",
+        {"seer": False, "steps": DLM_STEPS, "block_length": DLM_GEN, "max_tokens": DLM_GEN},
+    ),  # fmt: skip
+}
+BASELINE = {"seer": "seer-equal", "dlmserve": "dlmserve-default"}  # each engine's full window
+PAIRS = {  # seer config, dlmserve config
+    "defaults": ("seer-default", "dlmserve-default"),
+    "fastest": ("seer-fastest", "dlmserve-localleap"),
+    "equal work": ("seer-equal", "dlmserve-default"),
+}
+PRIMARY = "equal work"  # the pair of the primary comparison, at the highest concurrency run
+FLOOR = 0.30  # accuracy below this is "near the floor"
+
+
+# ---- the model folder ---------------------------------------------------------------------
+
+
+def check_llada_code(code: Path | None) -> Path:
+    """The folder holding the official modeling files, or one line saying what is missing."""
+    if code is None:
+        raise SystemExit("bench_peers: --llada-code DIR is required (a folder with the official "
+                         f"LLaDA modeling files {' and '.join(CODE_FILES)}, e.g. those of the "
+                         "LLaDA-8B-Instruct hub folder)")  # fmt: skip
+    missing = [f for f in CODE_FILES if not (Path(code) / f).is_file()]
+    if missing:
+        raise SystemExit(f"bench_peers: --llada-code {code}: no {', '.join(missing)} there "
+                         "(the official LLaDA modeling files)")  # fmt: skip
+    return Path(code)
+
+
+def export_llada(folder: Path, code: Path, dest: Path) -> Path:
+    """Copy the LLaDA-layout model `folder` (its files, not sub-folders) to `dest` with the
+    modeling files of `code`; one line if `folder` is not a LLaDA-layout model."""
+    cfg_file = folder / "config.json"
+    if not cfg_file.is_file():
+        raise SystemExit(f"bench_peers: {folder} has no config.json")
+    cfg = json.loads(cfg_file.read_text())
+    auto = cfg.get("auto_map") or {}
+    if cfg.get("model_type") != "llada" or "modeling_llada" not in str(auto.get("AutoModel")):
+        raise SystemExit(
+            f"bench_peers: {folder} is not a LLaDA-layout model (config.json's model_type "
+            "must be llada with an auto_map to modeling_llada)"
+        )
+    dest.mkdir(parents=True, exist_ok=True)
+    for f in sorted(folder.iterdir()):
+        if f.is_file():
+            shutil.copy2(f, dest / f.name)
+    for name in CODE_FILES:
+        shutil.copy2(code / name, dest / name)
+    return dest
+
+
+# ---- the servers --------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_env(engine: str, modules: Path) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+           "TRANSFORMERS_OFFLINE": "1", "SEER_NO_PROGRESS": "1"}  # fmt: skip
+    if engine == "dlmserve":
+        env.pop("PYTHONPATH", None)  # dlmserve's own environment, nothing of ours
+        env["HF_MODULES_CACHE"] = str(modules)  # transformers' copy of the remote code
+        # Fast-dLLM's copy of the hub file wraps SDPA in @torch.compile: run it eagerly, the
+        # plain SDPA call of the hub file (as the golden fixtures do)
+        env["TORCHDYNAMO_DISABLE"] = "1"
+    return env
+
+
+def server_command(engine: str, model: Path, port: int, python: str) -> list[str]:
+    if engine == "seer":
+        return [sys.executable, "-m", "seer.cli", "serve", "--model", str(model), "--host",
+                "127.0.0.1", "--port", str(port), "--log-level", "warning"]  # fmt: skip
+    return [python, str(LAUNCHER), "--model", str(model), "--port", str(port), "--threads", "1"]
+
+
+def wait_ready(proc: subprocess.Popen, url: str, log: Path, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"bench_peers: the server exited:\n{log.read_text()[-2000:]}")
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.3)
+    stop(proc, 5)
+    raise SystemExit(f"bench_peers: the server did not start in {timeout:.0f} s (log: {log})")
+
+
+def stop(proc: subprocess.Popen, timeout: float) -> str:
+    """SIGTERM, then SIGKILL after `timeout` seconds: how it ended ("exited" or "killed")."""
+    if proc.poll() is not None:
+        return "exited"
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+        return "exited"
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return "killed"
+
+
+# ---- the requests -------------------------------------------------------------------------
+
+
+def body(model_name: str, prompt: str, options: dict) -> dict:
+    return {"model": model_name, "messages": [{"role": "user", "content": prompt}],
+            "temperature": 0.0, **options}  # fmt: skip
+
+
+async def run_point(url, model_name, examples, options, concurrency, timeout) -> tuple[list, float]:
+    """Send every example with `options`, at most `concurrency` at a time: per-request records
+    (index, status, text, completion tokens, latency) and the wall time of the point."""
+    sem = asyncio.Semaphore(concurrency)
+    out: list = [None] * len(examples)
+
+    async def one(i, ex, client):
+        async with sem:
+            t0 = time.perf_counter()
+            rec = {"i": i, "id": ex.id}
+            try:
+                r = await client.post("/v1/chat/completions",
+                                      json=body(model_name, ex.prompt, options))  # fmt: skip
+                rec["latency_s"] = round(time.perf_counter() - t0, 4)
+                rec["status"] = r.status_code
+                if r.status_code == 200:
+                    js = r.json()
+                    rec["text"] = js["choices"][0]["message"]["content"]
+                    rec["completion_tokens"] = js["usage"]["completion_tokens"]
+                else:
+                    rec["error"] = r.text[:300]
+            except Exception as e:  # counted as lost
+                rec["latency_s"] = round(time.perf_counter() - t0, 4)
+                rec["status"] = None
+                rec["error"] = repr(e)[:300]
+            out[i] = rec
+
+    limits = httpx.Limits(max_connections=concurrency + 4)
+    async with httpx.AsyncClient(base_url=url, timeout=timeout, limits=limits) as client:
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(i, ex, client) for i, ex in enumerate(examples)))
+        wall = time.perf_counter() - t0
+    return out, wall
+
+
+# ---- the summary (pure) -------------------------------------------------------------------
+
+
+def percentile(xs: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in [0, 1]) of `xs`; None when empty."""
+    if not xs:
+        return None
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
+
+
+def answered(recs: list[dict]) -> list[dict]:
+    return [r for r in recs if r.get("status") == 200 and r.get("text") is not None]
+
+
+def point_summary(recs: list[dict], wall: float) -> dict:
+    ok = answered(recs)
+    lat = [r["latency_s"] for r in ok]
+    scores = [r["score"] for r in ok if r.get("score") is not None]
+
+    def rnd(x):
+        return None if x is None else round(x, 4)
+
+    return {
+        "requests": len(recs), "answered": len(ok), "lost": len(recs) - len(ok),
+        "wall_s": round(wall, 3), "req_per_s": round(len(ok) / wall, 4) if wall > 0 else None,
+        "p50_s": rnd(percentile(lat, 0.5)), "p90_s": rnd(percentile(lat, 0.9)),
+        "p99_s": rnd(percentile(lat, 0.99)),
+        "accuracy": round(sum(scores) / len(scores), 4) if scores else None,
+    }  # fmt: skip
+
+
+def equal_count(a: list[dict], b: list[dict]) -> int:
+    """How many requests got the same answer text in `a` and `b` (records in request order)."""
+    by = {r["i"]: r.get("text") for r in answered(b)}
+    return sum(1 for r in answered(a) if r["i"] in by and by[r["i"]] == r["text"])
+
+
+def summarise(points: dict, margin: float) -> dict:
+    """`points`: {(config, concurrency): (records, wall)} -> the record's results: one row per
+    point (figures, accuracy beside the baseline's, non-inferiority, answers equal to the
+    engine's solo answers), the seer / dlmserve ratios per pair and concurrency, and
+    dlmserve's solo answers against seer's at equal work."""
+    from seerbench.stats import noninferior
+
+    rows = []
+    concs = sorted({c for _, c in points})
+    solo_c = concs[0]
+    for (cfg, c), (recs, wall) in points.items():
+        row = {"config": cfg, "engine": CONFIGS[cfg][0], "concurrency": c,
+               **point_summary(recs, wall)}  # fmt: skip
+        base = (BASELINE[CONFIGS[cfg][0]], solo_c)
+        if base in points:
+            brecs = points[base][0]
+            row["baseline"] = f"{base[0]}@c={base[1]}"
+            row["baseline_accuracy"] = point_summary(brecs, points[base][1])["accuracy"]
+            paired = [(r.get("score") or 0.0, b.get("score") or 0.0)
+                      for r, b in zip(recs, brecs, strict=True)]  # fmt: skip
+            if (cfg, c) != base and paired:
+                ok, lo = noninferior([p[0] for p in paired], [p[1] for p in paired],
+                                     margin / 100)  # fmt: skip
+                row["noninferior"], row["diff_lower95"] = ok, round(lo * 100, 2)
+        if c != solo_c and (cfg, solo_c) in points:
+            row["solo_equal"] = equal_count(recs, points[(cfg, solo_c)][0])
+        acc = row["accuracy"]
+        row["near_floor"] = acc is not None and acc < FLOOR
+        rows.append(row)
+    rows.sort(key=lambda r: (r["concurrency"], list(CONFIGS).index(r["config"])))
+    by = {(r["config"], r["concurrency"]): r for r in rows}
+    ratios: dict = {}
+    for name, (s, d) in PAIRS.items():
+        for c in concs:
+            if (s, c) in by and (d, c) in by and by[(d, c)]["req_per_s"]:
+                ratios.setdefault(name, {})[str(c)] = round(
+                    by[(s, c)]["req_per_s"] / by[(d, c)]["req_per_s"], 3
+                )
+    cross = {}
+    for c in concs:
+        if ("seer-equal", c) in points and ("dlmserve-default", c) in points:
+            cross[str(c)] = equal_count(points[("seer-equal", c)][0],
+                                        points[("dlmserve-default", c)][0])  # fmt: skip
+    primary = ratios.get(PRIMARY, {}).get(str(concs[-1]))
+    return {"rows": rows, "ratios": ratios, "seer_equal_vs_dlmserve_default": cross,
+            "primary": primary}  # fmt: skip
+
+
+def show(results: dict, n: int) -> None:
+    print(f"seer serve vs dlmserve 0.1.1: {n} held-out requests per point, greedy, non-streamed")
+    head = (f"{'config':<19} {'conc':>4} {'req/s':>7} {'p50 s':>7} {'p90 s':>7} {'p99 s':>7} "
+            f"{'acc %':>6} {'base %':>6} {'>=-m':>4} {'solo=':>6} {'lost':>4}")  # fmt: skip
+    print(head)
+    print("-" * len(head))
+
+    def pc(x):
+        return "-" if x is None else f"{100 * x:.1f}"
+
+    for r in results["rows"]:
+        ni = {True: "yes", False: "no", None: "-"}[r.get("noninferior")]
+        solo = "-" if "solo_equal" not in r else f"{r['solo_equal']}/{r['answered']}"
+        print(f"{r['config']:<19} {r['concurrency']:>4} {r['req_per_s']:>7.3f} "
+              f"{r['p50_s']:>7.3f} {r['p90_s']:>7.3f} {r['p99_s']:>7.3f} {pc(r['accuracy']):>6} "
+              f"{pc(r.get('baseline_accuracy')):>6} {ni:>4} {solo:>6} {r['lost']:>4}"
+              + ("  near the floor" if r["near_floor"] else ""))  # fmt: skip
+    for name, by_c in results["ratios"].items():
+        s, d = PAIRS[name]
+        print(f"{name}: {s} / {d} = " + ", ".join(f"{x:.2f}x at c={c}" for c, x in by_c.items()))
+    for c, k in results["seer_equal_vs_dlmserve_default"].items():
+        print(f"c={c}: seer-equal's answers equal dlmserve-default's on {k} requests")
+
+
+# ---- main ---------------------------------------------------------------------------------
+
+
+def load_point(path: Path, n: int) -> tuple[list, float] | None:
+    if not path.is_file():
+        return None
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    head, recs = lines[0], lines[1:]
+    if len(recs) != n or head.get("n") != n:
+        return None
+    return recs, head["wall_s"]
+
+
+def save_point(path: Path, recs: list, wall: float, meta: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({**meta, "wall_s": round(wall, 4)})] + [json.dumps(r) for r in recs]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def preflight(python: str) -> dict:
+    """dlmserve's versions and default steps, from its own environment; one line if absent."""
+    code = ("import json, dlmserve, transformers, einops\n"
+            "from dlmserve.api.protocol import ChatCompletionRequest as R\n"
+            "print(json.dumps({'dlmserve': dlmserve.__version__, "
+            "'transformers': transformers.__version__, "
+            "'steps': R.model_fields['num_denoising_steps'].default}))")  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    try:
+        out = subprocess.run(
+            [python, "-c", code], capture_output=True, text=True, timeout=300, env=env
+        )
+    except OSError as e:
+        raise SystemExit(f"bench_peers: --dlmserve-python {python}: {e.strerror}") from None
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["?"])[-1]
+        raise SystemExit(f"bench_peers: --dlmserve-python {python} cannot import dlmserve, "
+                         f"transformers<5 and einops ({last})")  # fmt: skip
+    info = json.loads(out.stdout.strip().splitlines()[-1])
+    if info["steps"] != DLM_STEPS:
+        raise SystemExit(f"bench_peers: dlmserve's default steps are {info['steps']}, this "
+                         f"benchmark's equal-work config assumes {DLM_STEPS} (0.1.1)")  # fmt: skip
+    return info
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="builtin", help="a built-in model's name or a LLaDA folder")
+    runs.add_arguments(ap, n=100, data="builtin", skip=("repeats", "threads"))
+    ap.add_argument(
+        "--llada-code",
+        type=Path,
+        default=None,
+        help="folder with the official modeling_llada.py and configuration_llada.py",
+    )
+    ap.add_argument(
+        "--dlmserve-python",
+        default=os.environ.get("DLMSERVE_PYTHON"),
+        help="the Python of dlmserve's environment (env DLMSERVE_PYTHON)",
+    )
+    ap.add_argument("--concurrency", type=runs.positive, nargs="+", default=[1, 16])
+    ap.add_argument("--configs", nargs="+", choices=list(CONFIGS), default=list(CONFIGS))
+    ap.add_argument(
+        "--margin",
+        type=float,
+        default=3.0,
+        help="non-inferiority margin, points (stated before the run)",
+    )
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per request")
+    ap.add_argument(
+        "--stop-timeout",
+        type=float,
+        default=30.0,
+        help="seconds a server may take to exit after SIGTERM before SIGKILL",
+    )
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="read back the points whose raw file (under --out) is complete",
+    )
+    ap.add_argument("--log-dir", type=Path, default=None, help="the servers' output (default: tmp)")
+    args = ap.parse_args(argv)  # fmt: skip
+    code = check_llada_code(args.llada_code)
+    if not args.dlmserve_python:
+        raise SystemExit("bench_peers: --dlmserve-python PATH is required (a Python with "
+                         "dlmserve==0.1.1, transformers<5 and einops)")  # fmt: skip
+    info = preflight(args.dlmserve_python)
+    args.threads = 1
+    session = runs.Session("peers", args)
+
+    from seer.data import score
+    from seer.models.loader import model_folder
+    from seerbench.draws import held_out
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_peers-"))
+    logs = args.log_dir or tmp
+    logs.mkdir(parents=True, exist_ok=True)
+    folder = export_llada(model_folder(args.model), code, tmp / "llada")
+    examples = held_out(args.data, args.n, args.seed)
+    raw = Path(args.out) / "requests" if args.out else tmp / "requests"
+    protocol = {
+        "primary": f"requests/s of {PAIRS[PRIMARY][0]} / {PAIRS[PRIMARY][1]} at "
+        f"concurrency {max(args.concurrency)} (equal work: both run LLaDA's low-confidence "
+        f"decoding, {DLM_STEPS} steps over a {DLM_GEN}-token window in one block)",
+        "margin_points": args.margin,
+        "accuracy_baseline": "each engine's full-window config at concurrency "
+        f"{min(args.concurrency)} (seer: {BASELINE['seer']}, dlmserve: {BASELINE['dlmserve']})",
+        "configs": {c: CONFIGS[c][1] for c in args.configs},
+        "dlmserve": info,
+        "requests": [e.id for e in examples],
+    }
+    print("protocol (fixed before the first request): " + json.dumps(protocol), flush=True)
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "protocol.json").write_text(json.dumps(protocol, indent=1) + "\n")
+
+    points: dict = {}
+    stops: list = []
+    for k, c in enumerate(args.concurrency):
+        order = ("seer", "dlmserve") if k % 2 == 0 else ("dlmserve", "seer")
+        for engine in order:
+            cfgs = [x for x in args.configs if CONFIGS[x][0] == engine]
+            todo = []
+            for cfg in cfgs:
+                done = load_point(raw / f"{cfg}-c{c}.jsonl", len(examples)) if args.resume else None
+                if done is not None:
+                    points[(cfg, c)] = done
+                else:
+                    todo.append(cfg)
+            if not todo:
+                continue
+            port = free_port()
+            log = logs / f"{engine}-c{c}.log"
+            proc = subprocess.Popen(
+                server_command(engine, folder, port, args.dlmserve_python),
+                env=server_env(engine, tmp / "modules"), stdout=log.open("w"),
+                stderr=subprocess.STDOUT, cwd=tmp,
+            )  # fmt: skip
+            url = f"http://127.0.0.1:{port}"
+            try:
+                wait_ready(proc, url, log)
+                if engine == "dlmserve":
+                    name = str(folder)  # dlmserve's model id is the folder it was given
+                else:
+                    name = httpx.get(f"{url}/v1/models", timeout=10).json()["data"][0]["id"]
+                for cfg in todo:  # warm-up: every code path of the config, batched too
+                    asyncio.run(run_point(url, name, examples[:2], CONFIGS[cfg][1],
+                                          min(c, 2), args.timeout))  # fmt: skip
+                for cfg in todo:
+                    print(f"[peers] {cfg} at concurrency {c} ...", flush=True)
+                    recs, wall = asyncio.run(run_point(url, name, examples, CONFIGS[cfg][1], c,
+                                                       args.timeout))  # fmt: skip
+                    for r, ex in zip(recs, examples, strict=True):
+                        r["score"] = score(ex, r["text"]) if r.get("text") is not None else None
+                    points[(cfg, c)] = (recs, wall)
+                    save_point(raw / f"{cfg}-c{c}.jsonl", recs, wall,
+                               {"config": cfg, "concurrency": c, "n": len(examples)})  # fmt: skip
+            finally:
+                stops.append({"engine": engine, "concurrency": c,
+                              "stopped": stop(proc, args.stop_timeout)})  # fmt: skip
+    results = summarise(points, args.margin)
+    record = session.record(
+        results["rows"], model=args.model, source=args.data, n=len(examples), protocol=protocol,
+        ratios=results["ratios"], primary=results["primary"],
+        seer_equal_vs_dlmserve_default=results["seer_equal_vs_dlmserve_default"], stops=stops,
+    )  # fmt: skip
+    show(results, len(examples))
+    session.emit(record)
+    shutil.rmtree(tmp / "llada", ignore_errors=True)
+    return 0 if all(r["lost"] == 0 for r in results["rows"]) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
