@@ -6,7 +6,8 @@ from seer.commands import options
 
 # the server's options past host and port (`seer.serve.config.ServerConfig`)
 SERVE_LIMITS = ("max_image_bytes", "max_body_bytes", "max_image_pixels", "pixel_budget",
-                "prepare_timeout", "drain_timeout", "log_level")  # fmt: skip
+                "prepare_timeout", "read_timeout", "max_connections", "drain_timeout",
+                "log_level")  # fmt: skip
 
 
 def add_parser(sub) -> None:
@@ -70,6 +71,7 @@ BUILD_LIMITS = (
     "max_image_pixels",
     "pixel_budget",
     "prepare_timeout",
+    "read_timeout",
 )  # ServerConfig's options that `seer.serve.build` takes
 
 
@@ -136,7 +138,7 @@ def main(args) -> int:
             mount(app, lm, api_key=built.get("api_key"))
 
     serve(lm, host=cfg.host, port=cfg.port, drain_timeout=cfg.drain_timeout,
-          log_level=cfg.log_level, mount=page, sock=sock,
+          log_level=cfg.log_level, mount=page, sock=sock, max_connections=cfg.max_connections,
           model_names=model_names(lm, args.model, args.served_model_name),
           **built)  # fmt: skip
     return 0
