@@ -456,7 +456,7 @@ def load(
     if weights:
         model = loader.load_model(folder, dtype=dtype, device=device)
     else:
-        model = loader.build_model(raw)
+        model = loader.build_model(raw, folder)
     tok = tokenizing.load_tokenizer(folder) if tokenizer else None
     loader.fit_to_tokenizer(model, tok)
     defaults = loader.load_defaults(folder, raw, model, tok, seer_settings)
