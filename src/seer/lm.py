@@ -109,6 +109,7 @@ class DiffusionLM:
     # -- prompts ----------------------------------------------------------------------------
     def encode(self, prompt: str, chat: bool = True) -> list[int]:
         _check_text(prompt)
+        self._check_chars(prompt)
         if not prompt.strip():
             raise SeerError("empty prompt: give some text")
         if self.tokenizer is None:
@@ -120,6 +121,7 @@ class DiffusionLM:
     def prompt(self, text: str, image: ImageInput | None = None, chat: bool = True) -> PromptInput:
         """One request's prompt: ids (and embeddings, for models that splice images)."""
         _check_text(text)
+        self._check_chars(text)
         if image is not None and not self.multimodal:
             raise SeerError(f"{self.name or 'this model'} is a text model; it takes no image")
         if self.processor is None:
@@ -234,6 +236,16 @@ class DiffusionLM:
                 raise SeerError("a chat message is a dict of a role and a text content")
             _check_text(m["content"])
         return tokenizing.chat_ids(self.tokenizer, messages)
+
+    def _check_chars(self, text: str) -> None:
+        """A text that cannot fit the context whatever the tokenizer (over `MAX_CHARS_PER_TOKEN`
+        characters per token of it) is refused before it is tokenized (a 30 MB row would
+        otherwise take minutes to be refused)."""
+        limit = MAX_CHARS_PER_TOKEN * self.max_length
+        if len(text) > limit:
+            raise SeerError(f"the prompt is {len(text):,} characters: it cannot fit the "
+                            f"model's context of {self.max_length:,} tokens (at most {limit:,} "
+                            "characters); shorten it")  # fmt: skip
 
     def _check(self, ids: list[list[int]], p: SamplingParams, images: bool = False) -> None:
         vocab = self.model.get_input_embeddings().num_embeddings
@@ -412,6 +424,9 @@ def _single(prompts: object) -> bool:
         or (isinstance(prompts, list) and bool(prompts) and isinstance(prompts[0], int))
         or isinstance(prompts, PromptInput)
     )
+
+
+MAX_CHARS_PER_TOKEN = 32  # more characters a token than any tokenizer's average (3-5)
 
 
 def _check_text(text: object) -> None:
