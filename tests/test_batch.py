@@ -144,7 +144,9 @@ def _logged_cli_batch(argv, log):
 
 
 def _ids(path: Path) -> list[str]:
-    return [json.loads(line)["id"] for line in path.read_text().splitlines()] if path.is_file() else []
+    if not path.is_file():
+        return []
+    return [json.loads(line)["id"] for line in path.read_text().splitlines()]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])

@@ -143,7 +143,8 @@ def test_a_decompression_bomb_is_the_413_naming_max_image_mp(lm):
     from seer.serve import build
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        crc = struct.pack(">I", zlib.crc32(kind + data))
+        return struct.pack(">I", len(data)) + kind + data + crc
 
     ihdr = struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)
     png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + \
@@ -151,8 +152,10 @@ def test_a_decompression_bomb_is_the_413_naming_max_image_mp(lm):
     uri = "data:image/png;base64," + base64.b64encode(png).decode()
     part = [{"type": "text", "text": "what"}, {"type": "image_url", "image_url": {"url": uri}}]
     with TestClient(build(seer_vqa())) as c:
-        r = c.post("/v1/chat/completions", json={"model": "builtin-vqa",
-                                                  "messages": [{"role": "user", "content": part}]})
+        r = c.post(
+            "/v1/chat/completions",
+            json={"model": "builtin-vqa", "messages": [{"role": "user", "content": part}]},
+        )
     assert r.status_code == 413, r.text
     assert "--max-image-mp" in r.json()["error"]["message"]
 
@@ -171,8 +174,13 @@ def test_no_openapi_schema_nor_docs_page(client):
 # -- a fuzz of request bodies ------------------------------------------------------------------
 LEAF = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
                  st.floats(allow_nan=False), st.text(max_size=40))  # fmt: skip
-JSON = st.recursive(LEAF, lambda inner: st.lists(inner, max_size=6)
-                    | st.dictionaries(st.text(max_size=8), inner, max_size=6), max_leaves=30)  # fmt: skip
+JSON = st.recursive(
+    LEAF,
+    lambda inner: (
+        st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=8), inner, max_size=6)
+    ),
+    max_leaves=30,
+)
 FIELDS = ["model", "messages", "prompt", "stop", "stream", "stream_options", "max_tokens",
           "max_completion_tokens", "steps", "temperature", "seer", "n", "user", "logprobs",
           "block_length", "top_p", "top_k", "echo", "suffix", "cfg_scale", "remasking"]  # fmt: skip
@@ -240,8 +248,8 @@ def _closed_within(s: socket.socket, seconds: float) -> bytes:
 
 
 def test_half_sent_bodies_and_silent_connections_are_closed(server):
-    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
-            f"\r\nContent-Length: 1000\r\n\r\n").encode()  # fmt: skip
+    head = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+            b"\r\nContent-Length: 1000\r\n\r\n")  # fmt: skip
     half = [_open(server) for _ in range(20)]
     for s in half:
         s.sendall(head + b'{"model": "builtin-v1", "mess')
@@ -253,6 +261,17 @@ def test_half_sent_bodies_and_silent_connections_are_closed(server):
         assert reply.startswith(b"HTTP/1.1 408") and b"did not arrive within 1 s" in reply
     for s in [*silent, trickle]:
         assert _closed_within(s, 10) == b""
+    assert httpx.get(f"{server.url}/health", timeout=5).status_code == 200
+
+
+def test_a_client_that_half_closes_gets_a_reply_or_a_clean_close(server):
+    body = json.dumps({"model": MODEL, "messages": HI, "max_tokens": 4}).encode()
+    s = _open(server)
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+              b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
+    s.shutdown(socket.SHUT_WR)  # a half-close: the server takes it as the client leaving
+    reply = _closed_within(s, 30)
+    assert reply == b"" or reply.startswith(b"HTTP/1.1 200"), reply[:200]
     assert httpx.get(f"{server.url}/health", timeout=5).status_code == 200
 
 

@@ -12,9 +12,10 @@ and answers each batch of rows with one `Engine` through the same code path as `
 (`seer.batch.answers` and `output_row`), returning one JSON output line per row. The driver
 streams the finished rows back (`iter_rows`) and writes them with `seer.batch.RowWriter`,
 so a ``.jsonl`` output is appended as rows finish, put in input order at the end
-(`seer.batch.restore_order`) and resumable exactly like `seer batch`'s; a ``.parquet`` output is written once, sorted, at the end. Either carries the
-run's record (`seer.provenance`, resolved in the driver from the model folder without loading
-its weights): the ``.meta.json`` sidecar, and for Parquet the schema metadata too.
+(`seer.batch.restore_order`) and resumable exactly like `seer batch`'s; a ``.parquet`` output
+is written once, sorted, at the end. Either carries the run's record (`seer.provenance`,
+resolved in the driver from the model folder without loading its weights): the ``.meta.json``
+sidecar, and for Parquet the schema metadata too.
 
 Faults: Ray Data runs actor pools with ``max_restarts=-1`` and ``max_task_retries=-1`` (its
 defaults, so they are not passed again through the deprecated ``ray_remote_args``; the
@@ -41,7 +42,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from seer import extras, provenance
-from seer.batch import RowWriter, check_output, restore_order, check_paths, output_row
+from seer.batch import RowWriter, check_output, check_paths, output_row, restore_order
 from seer.data import Example
 from seer.engine.config import DEFAULTS as ENGINE
 from seer.errors import SeerError

@@ -101,8 +101,8 @@ def serve(lm: DiffusionLM, host: str = _S["host"], port: int = _S["port"],
     app = build(lm, **options)
     if mount is not None:
         mount(app)
-    run(app, sock, drain_timeout, log_level, options.get("read_timeout", _S["read_timeout"]),
-        max_connections)
+    read_timeout = options.get("read_timeout", _S["read_timeout"])
+    run(app, sock, drain_timeout, log_level, read_timeout, max_connections)
 
 
 __all__ = ["build", "model_names", "serve"]

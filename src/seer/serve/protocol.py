@@ -44,7 +44,6 @@ from pydantic import (
 from seer.sampling import SamplingParams
 from seer.spec import Spec, implied, kind, problem, specs
 
-
 MAX_STOP = 4  # stop strings (OpenAI's limit)
 STOP_CHARS = 256  # characters of one stop string
 MAX_MESSAGES = 1024  # messages of one chat
@@ -177,7 +176,8 @@ class SamplingFields(SamplingOptions):
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
     logprobs: StrictBool | None = None
-    seer: StrictBool | Options | None = None  # None: the server's default (on unless --no-seer/DAEDAL)
+    # None: the server's default (on unless --no-seer / DAEDAL)
+    seer: StrictBool | Options | None = None
 
     @field_validator("seer", mode="before")
     @classmethod
@@ -193,7 +193,9 @@ class SamplingFields(SamplingOptions):
         words = stop if isinstance(stop, list) else [stop]
         for w in words:
             if isinstance(w, str) and len(w) > STOP_CHARS:
-                raise ValueError(f"a stop string has at most {STOP_CHARS} characters, got {len(w):,}")
+                raise ValueError(
+                    f"a stop string has at most {STOP_CHARS} characters, got {len(w):,}"
+                )
         return stop
 
     @model_validator(mode="after")

@@ -9,8 +9,8 @@ runs its requests on the server's engine thread; the engine's per-step view
 (`Request.on_step`) feeds it. With an API key the page asks for it (Gradio's login: any user
 name, the key as the password) before it shows or runs anything, and every route of Gradio's
 API (`/ui/gradio_api/...`: its heartbeat, queue, uploads, cancel and reset included) answers
-401 without the login's cookie (`_LoginOnly`), save the few the login page itself reads. Needs the `ui` extra:
-`pip install "seer[ui]"`.
+401 without the login's cookie (`_LoginOnly`), save the few the login page itself reads. Needs
+the `ui` extra: `pip install "seer[ui]"`.
 """
 
 from __future__ import annotations
