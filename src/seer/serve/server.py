@@ -131,7 +131,7 @@ class _Protocol(H11Protocol):
     read_timeout: float = DEFAULTS["read_timeout"]
     _deadline: asyncio.TimerHandle | None = None
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport) -> None:
         super().connection_made(transport)
         self._arm()
 
