@@ -43,33 +43,31 @@ def _post(client, raw: bytes, path: str = "/v1/chat/completions"):
     return client.post(path, content=raw, headers={"Content-Type": "application/json"})
 
 
-def _hostile() -> dict[str, tuple[bytes, str, int]]:
-    """name -> (body, path, status): each a single request that froze /health before."""
-    chat = "/v1/chat/completions"
-
-    def body(**kw) -> bytes:
-        return json.dumps({"model": MODEL, **kw}).encode()
-
-    parts = [{"type": "text", "text": "a"}] * 500_000
-    return {
-        "50k stop strings": (body(messages=HI, stop=["ab"] * 50_000), chat, 400),
-        "200k stop strings": (body(messages=HI, stop=["ab"] * 200_000), chat, 413),
-        "500k text parts": (body(messages=[{"role": "user", "content": parts}]), chat, 413),
-        "900k messages": (body(messages=[{"role": "user", "content": "a"}] * 900_000), chat, 413),
-        "3k messages": (body(messages=[{"role": "user", "content": "a"}] * 3_000), chat, 400),
-        "100k nested lists": (b"[" * 100_000 + b"]" * 100_000, chat, 400),
-        "60k token ids": (body(prompt=[5] * 60_000), "/v1/completions", 400),
-        "a 20 MB prompt": (body(prompt="a " * 10_000_000), "/v1/completions", 400),
-    }
+def _body(**kw) -> bytes:
+    return json.dumps({"model": MODEL, **kw}).encode()
 
 
-HOSTILE = _hostile()
+CHAT, TEXT = "/v1/chat/completions", "/v1/completions"
+# name -> (the body, made when its test runs; path; status): each a single request that froze
+# /health before
+HOSTILE = {
+    "50k stop strings": (lambda: _body(messages=HI, stop=["ab"] * 50_000), CHAT, 400),
+    "200k stop strings": (lambda: _body(messages=HI, stop=["ab"] * 200_000), CHAT, 413),
+    "500k text parts": (lambda: _body(messages=[{"role": "user", "content": [
+        {"type": "text", "text": "a"}] * 500_000}]), CHAT, 413),
+    "900k messages": (lambda: _body(messages=[{"role": "user", "content": "a"}] * 900_000),
+                      CHAT, 413),
+    "3k messages": (lambda: _body(messages=[{"role": "user", "content": "a"}] * 3_000), CHAT, 400),
+    "100k nested lists": (lambda: b"[" * 100_000 + b"]" * 100_000, CHAT, 400),
+    "60k token ids": (lambda: _body(prompt=[5] * 60_000), TEXT, 400),
+    "a 20 MB prompt": (lambda: _body(prompt="a " * 10_000_000), TEXT, 400),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_health_answers_while_a_hostile_request_is_refused(client, name, capsys):
-    raw, path, status = HOSTILE[name]
-    got: dict = {}
+    make, path, status = HOSTILE[name]
+    raw, got = make(), {}
 
     def send():
         got["r"] = _post(client, raw, path)
