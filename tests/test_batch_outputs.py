@@ -13,7 +13,7 @@ import pytest
 
 import seer
 from seer import batch as batch_mod
-from seer.batch import OrderedWriter, done_ids, run_batch
+from seer.batch import RowWriter, done_ids, run_batch
 from seer.data import load_examples
 from seer.errors import SeerError
 from seer.sampling import SamplingParams
@@ -32,7 +32,7 @@ def _rows(path):
 
 def test_a_full_disk_leaves_whole_rows_and_one_line(tmp_path, monkeypatch):
     out = tmp_path / "o.jsonl"
-    w = OrderedWriter(out, ["a", "b", "c"], stamp="s")
+    w = RowWriter(out, ["a", "b", "c"], stamp="s")
     assert w.put({"id": "a", "answer": "x" * 50}) == 1
     real, calls = os.write, []
 
@@ -54,7 +54,7 @@ def test_a_full_disk_leaves_whole_rows_and_one_line(tmp_path, monkeypatch):
 
 
 def test_another_write_error_is_one_line_too(tmp_path, monkeypatch):
-    w = OrderedWriter(tmp_path / "o.jsonl", ["a"])
+    w = RowWriter(tmp_path / "o.jsonl", ["a"])
 
     def broken(fd, data):
         raise OSError(errno.EIO, "Input/output error")

@@ -167,7 +167,8 @@ NOT_RUN: dict[str, str] = {
     "seer serve --model DIR --port 8000 --api-key KEY [--public-metrics] [--no-seer] "
     "[--max-queue N] [--max-batch N] [--max-tokens-per-step N] [--allow-local-images DIR] "
     "[--max-image-mb 8] [--max-image-mp 16] [--image-pixel-budget 32] [--max-body-mb 32] "
-    "[--prepare-timeout 30] [--drain-timeout 60] [--dtype] [--device]": SYNOPSIS,
+    "[--prepare-timeout 30] [--read-timeout 10] [--max-connections 1024] "
+    "[--drain-timeout 60] [--dtype] [--device]": SYNOPSIS,
     "seer serve --model DIR --replicas 2 --min-replicas 1 --max-replicas 4": RAY,
     "seer serve --model DIR --replicas 8 --ray-address auto --host 0.0.0.0": RAY,
     "ray start --head --port=6379": RAY,

@@ -3,15 +3,17 @@
 Rows of a `seer.data` source go through one step-level `Engine` (`add` / `step`: continuous
 batching, rows come out as they finish), at most `inflight` of them admitted at a time, so a
 large dataset never holds all its prompts (or image features) in memory.
-Results come back in whatever order the engine finishes them; `OrderedWriter` appends each one as
-soon as every row before it is written, so the output file is always the *input-order prefix*
-of the finished rows, each line flushed to disk when written: a crash loses at most the rows in
-flight, never a written line. A row is written whole or not at all: a write that fails (a full
-disk) is cut back to the last whole row and said in one line. `resume=True` reads the ids
-already in the output (dropping a torn last line, and a repeated row with one warning line),
-skips those rows and appends the rest; the result is one line per input row, in input order,
-every id exactly once. The output is JSON Lines (a ``.parquet`` output is `seer batch --ray`'s
-and refused here), and never the data file itself.
+Results come back in whatever order the engine finishes them; `RowWriter` appends each one as
+soon as it finishes, each line flushed to disk (fsync) when written, so an interrupted or killed
+run (Ctrl-C, SIGTERM, SIGKILL) loses at most the rows in flight, never a finished row. A row is
+written whole or not at all: a write that fails (a full disk) is cut back to the last whole row
+and said in one line. When the run ends, `restore_order` rewrites the output in input order (a
+new file replacing the old one at once, so an interruption there loses nothing either); an
+interrupted output holds its rows in the order they finished until a `resume=True` run
+completes it. `resume=True` reads the ids already in the output (dropping a torn last line, and
+a repeated row with one warning line), skips those rows and appends the rest; the result is one
+line per input row, in input order, every id exactly once. The output is JSON Lines (a
+``.parquet`` output is `seer batch --ray`'s and refused here), and never the data file itself.
 
 A row the model cannot take (a prompt longer than its context, a damaged image) becomes an
 *error row*: ``id``, ``finish_reason`` "error" and ``error`` (the reason, one line), and the
@@ -269,36 +271,30 @@ def done_ids(path: Path) -> list[str]:
     return ids
 
 
-class OrderedWriter:
-    """Appends rows to a JSON Lines file in input order: a finished row waits until every row
-    before it is written. Each row is one line written whole or not at all (a failed write is
-    cut back to the rows before it), and each write is fsync'ed. `stamp`: the run's settings
-    hash, added to every row (`seer.provenance.ROW_KEY`)."""
+class RowWriter:
+    """Appends rows to a JSON Lines file as they finish (any order; `restore_order` puts the
+    file in input order at the end). Each row is one line written whole or not at all (a failed
+    write is cut back to the rows before it), and each write is fsync'ed before `put` returns.
+    `stamp`: the run's settings hash, added to every row (`seer.provenance.ROW_KEY`)."""
 
     def __init__(self, path: Path, order: list[str], stamp: str | None = None) -> None:
-        self.path, self.order = path, order  # order: the ids to write, in input order
-        self.position = {k: i for i, k in enumerate(order)}
-        self.pending: dict[str, dict] = {}
-        self.next = 0  # index into order of the next row to write
+        self.path = path
+        self.expected = set(order)  # the ids this run may write, each once
+        self.written = 0  # rows written by this writer
         self.stamp = stamp
         path.parent.mkdir(parents=True, exist_ok=True)
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
 
     def put(self, row: dict) -> int:
-        """Hold `row`; write the contiguous prefix now complete. Returns rows written."""
+        """Write `row` now (returns 1, the rows written)."""
         k = row["id"]
-        if k not in self.position or k in self.pending or self.position[k] < self.next:
+        if k not in self.expected:
             raise SeerError(f"row {k}: not expected or already written")  # an engine bug
-        self.pending[k] = row
-        lines: list[bytes] = []
-        while (i := self.next + len(lines)) < len(self.order) and self.order[i] in self.pending:
-            row = self.pending.pop(self.order[i])
-            if self.stamp is not None:
-                row = {**row, provenance.ROW_KEY: self.stamp}
-            lines.append((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
-        if lines:
-            self._append(lines)
-        return len(lines)
+        self.expected.discard(k)
+        if self.stamp is not None:
+            row = {**row, provenance.ROW_KEY: self.stamp}
+        self._append([(json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")])
+        return 1
 
     def _append(self, lines: list[bytes]) -> None:
         """Whole lines at the end of the file, then on disk (one fsync); a write that fails
@@ -310,14 +306,14 @@ class OrderedWriter:
                 while view:
                     view = view[os.write(self.fd, view) :]
                 whole += len(line)
-                self.next += 1
+                self.written += 1
             os.fsync(self.fd)
         except OSError as e:
             with contextlib.suppress(OSError):  # no torn line: a row is whole or not there
                 os.ftruncate(self.fd, whole)
             if e.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise SeerError(
-                    f"disk full: cannot write {self.path} ({self.next} row(s) of this run are "
+                    f"disk full: cannot write {self.path} ({self.written} row(s) of this run are "
                     "written whole); free some space, then run again with --resume"
                 ) from None
             raise SeerError(f"cannot write {self.path}: {e.strerror or e}") from None
@@ -326,6 +322,27 @@ class OrderedWriter:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+def restore_order(path: Path, order: list[str]) -> None:
+    """Rewrite the finished output `path` with its rows in the order of the ids `order` (rows
+    of other ids after them, as they were): written to a new file, fsync'ed, then renamed over
+    the old one, so an interruption leaves either file whole. Nothing is written when the rows
+    are in order already."""
+    if not path.is_file():
+        return
+    lines = path.read_bytes().splitlines(keepends=True)
+    position = {k: i for i, k in enumerate(order)}
+    keys = [position.get(str(json.loads(line)["id"]), len(order)) for line in lines]
+    ranked = sorted(range(len(lines)), key=lambda i: (keys[i], i))
+    if ranked == list(range(len(lines))):
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as f:
+        f.writelines(lines[i] for i in ranked)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 # -- the run --------------------------------------------------------------------------------------
@@ -357,7 +374,7 @@ def run_batch(
     record = provenance.batch_record(lm, params, seer, data=data, known=old)
     record = provenance.start(out, record, old, len(done))
     todo = [ex for ex in examples if ex.id not in done]
-    writer = OrderedWriter(out, [ex.id for ex in todo], provenance.settings_hash(record))
+    writer = RowWriter(out, [ex.id for ex in todo], provenance.settings_hash(record))
     tokens, t0, failed = 0, time.perf_counter(), []
     try:
         for ex, res in answers(lm, todo, params, seer, max_batch, inflight, partial):
@@ -370,6 +387,7 @@ def run_batch(
                 progress(1, row["tokens"])
     finally:
         writer.close()
+    restore_order(out, [ex.id for ex in examples])
     if failed:
         _said(out, failed, len(todo), fresh=not done)
     return BatchSummary(len(todo), len(done), tokens, time.perf_counter() - t0, len(failed))

@@ -110,6 +110,7 @@ class DiffusionLM:
     # -- prompts ----------------------------------------------------------------------------
     def encode(self, prompt: str, chat: bool = True) -> list[int]:
         _check_text(prompt)
+        self._check_chars(prompt)
         if not prompt.strip():
             raise SeerError("empty prompt: give some text")
         if self.tokenizer is None:
@@ -121,6 +122,7 @@ class DiffusionLM:
     def prompt(self, text: str, image: ImageInput | None = None, chat: bool = True) -> PromptInput:
         """One request's prompt: ids (and embeddings, for models that splice images)."""
         _check_text(text)
+        self._check_chars(text)
         if image is not None and not self.multimodal:
             raise SeerError(f"{self.name or 'this model'} is a text model; it takes no image")
         if self.processor is None:
@@ -235,6 +237,16 @@ class DiffusionLM:
                 raise SeerError("a chat message is a dict of a role and a text content")
             _check_text(m["content"])
         return tokenizing.chat_ids(self.tokenizer, messages)
+
+    def _check_chars(self, text: str) -> None:
+        """A text that cannot fit the context whatever the tokenizer (over `MAX_CHARS_PER_TOKEN`
+        characters per token of it) is refused before it is tokenized (a 30 MB row would
+        otherwise take minutes to be refused)."""
+        limit = MAX_CHARS_PER_TOKEN * self.max_length
+        if len(text) > limit:
+            raise SeerError(f"the prompt is {len(text):,} characters: it cannot fit the "
+                            f"model's context of {self.max_length:,} tokens (at most {limit:,} "
+                            "characters); shorten it")  # fmt: skip
 
     def _check(self, ids: list[list[int]], p: SamplingParams, images: bool = False) -> None:
         vocab = self.model.get_input_embeddings().num_embeddings
@@ -415,6 +427,9 @@ def _single(prompts: object) -> bool:
     )
 
 
+MAX_CHARS_PER_TOKEN = 32  # more characters a token than any tokenizer's average (3-5)
+
+
 def _check_text(text: object) -> None:
     """A prompt is a str of valid Unicode (no lone surrogates, e.g. undecodable command-line
     bytes that Python kept as surrogate escapes)."""
@@ -461,7 +476,7 @@ def load(
         model = loader.load_model(folder, dtype=dtype, device=device)
         choose_threads(model, device, threads)
     else:
-        model = loader.build_model(raw)
+        model = loader.build_model(raw, folder)
     tok = tokenizing.load_tokenizer(folder) if tokenizer else None
     loader.fit_to_tokenizer(model, tok)
     defaults = loader.load_defaults(folder, raw, model, tok, seer_settings)

@@ -125,12 +125,31 @@ def _marks(ax, boundary: int | None, true_end: int | None) -> list:
     return lines
 
 
-def _save(fig, out: str | Path, rect=None) -> Path:
+def figure_path(out: str | Path) -> tuple[Path, str]:
+    """(the file a figure is written to, its format): `out` as given, a PNG when it has no
+    extension (``heat`` -> ``heat.png``, as matplotlib would name it) unless it exists and is
+    not a regular file (``/dev/stdout``, ``/dev/full``: written there, never beside it); an
+    extension matplotlib cannot write is a `SeerError`."""
     out = Path(out)
+    if not out.suffix:
+        device = out.exists() and not out.is_file()
+        return (out if device else out.with_name(out.name + ".png")), "png"
+    kind = out.suffix[1:].lower()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    if kind not in FigureCanvasBase.get_supported_filetypes():
+        raise SeerError(f"cannot write the figure {out}: .{kind} is not an image format "
+                        "matplotlib writes; use .png, .pdf or .svg")  # fmt: skip
+    return out, kind
+
+
+def _save(fig, out: str | Path, rect=None) -> Path:
+    """Write `fig`; returns the path written (`figure_path`)."""
     try:
+        out, kind = figure_path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         fig.tight_layout(rect=rect)
-        fig.savefig(out, dpi=110)
+        fig.savefig(out, dpi=110, format=kind)
     except OSError as e:
         raise SeerError(f"cannot write the figure {out}: {e.strerror or e}") from None
     finally:

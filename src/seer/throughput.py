@@ -128,6 +128,9 @@ def synthetic(held: Workload, gen_length: int, seed: int) -> Workload:
     return Workload("synthetic", held.base, lengths, lengths)
 
 
+MIN_REQUESTS = 16  # requests each batch size runs at least (smaller batches run several)
+
+
 def run(lm: DiffusionLM, *, n: int, batches: tuple[int, ...], gen_length: int, tau_pad: float,
         seed: int, progress=print) -> dict:  # fmt: skip
     """All workloads x batch sizes x methods; returns the JSON-ready record."""
@@ -144,7 +147,7 @@ def run(lm: DiffusionLM, *, n: int, batches: tuple[int, ...], gen_length: int, t
     for w in loads:
         base: list = []  # the no-trunc answers (METHODS runs it first)
         for b in batches:
-            k = max(b, 16)
+            k = max(b, MIN_REQUESTS)
             sub = Workload(w.name, w.base[:k], w.valid[:k], w.fixed and w.fixed[:k])
             for m in METHODS:
                 if w.fixed is not None and m == "oracle-routed":

@@ -73,6 +73,17 @@ def test_an_api_key_guards_the_api_and_the_page_asks_for_it(argv, monkeypatch):
         assert config.status_code == 401 or config.json().get("auth_required"), config.text
         bad = client.post("/ui/login", data={"username": "me", "password": "nope"})
         assert bad.status_code == 400
+        # the page's own API (heartbeat, queue, reset, cancel) needs the login too
+        for method, path in GRADIO_API:
+            assert client.request(method, path).status_code == 401, path
+        assert client.get("/openapi.json").status_code == 404  # no schema for anyone
         ok = client.post("/ui/login", data={"username": "me", "password": "sésame"})
         assert ok.status_code == 200, ok.text
         assert "components" in client.get("/ui/config").json()
+        reset = client.post("/ui/gradio_api/reset", json={"session_hash": "x", "fn_index": 0})
+        assert reset.status_code != 401  # past the guard, Gradio's own answer
+
+
+GRADIO_API = [("GET", "/ui/gradio_api/heartbeat/abc"), ("GET", "/ui/gradio_api/queue/data"),
+              ("POST", "/ui/gradio_api/reset"), ("POST", "/ui/gradio_api/cancel"),
+              ("POST", "/ui/gradio_api/queue/join"), ("POST", "/ui/gradio_api/upload")]  # fmt: skip

@@ -66,7 +66,7 @@ def test_an_image_over_the_pixel_limit_is_one_line_and_runs_nothing(served, tmp_
     added = service.worker.engine._next_id
     out = click(run, ids, "what colour ?", str(path))
     assert "the image is 16x16" in out["seer-message"], out["seer-message"]
-    assert "megapixels; resize it" in out["seer-message"]
+    assert "megapixels (--max-image-mp); resize it" in out["seer-message"]
     assert not out["seer-base-canvas"]
     assert service.worker.engine._next_id == added
 

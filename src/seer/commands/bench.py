@@ -20,7 +20,8 @@ def add_parser(sub) -> None:
     options.add_model(p, default="builtin", help="model folder (default: builtin)",
                       threads=False)  # fmt: skip
     p.add_argument("--n", type=options.POSITIVE, default=64,
-                   help="held-out prompts (>= the largest batch)")  # fmt: skip
+                   help="held-out prompts (>= the largest batch, and >= 16: each batch size "
+                   "runs at least 16 requests)")  # fmt: skip
     p.add_argument("--batches", type=options.POSITIVE, nargs="+", default=[8, 32, 64],
                    help="batch sizes")  # fmt: skip
     options.add_sampling_flags(p, "gen_length")
@@ -35,10 +36,17 @@ def main(args) -> int:
     import torch
 
     from seer import progress, throughput
+    from seer.errors import SeerError
+    from seer.throughput import MIN_REQUESTS
 
+    need = max(*args.batches, MIN_REQUESTS)
+    if args.n < need:  # before the model loads
+        raise SeerError(f"--n {args.n} is too small: each batch size runs at least "
+                        f"max(--batches, {MIN_REQUESTS}) = {need} requests; give --n {need} "
+                        "or more")  # fmt: skip
     torch.set_num_threads(args.threads)
     lm = options.load(args)
-    n = max(args.n, *args.batches, 16)
+    n = args.n
     with progress.one_line_per_kind():  # a warning repeated per row shows once, then a count
         record = _run(args, lm, n)
     throughput.show(record)

@@ -6,7 +6,8 @@ from seer.commands import options
 
 # the server's options past host and port (`seer.serve.config.ServerConfig`)
 SERVE_LIMITS = ("max_image_bytes", "max_body_bytes", "max_image_pixels", "pixel_budget",
-                "prepare_timeout", "drain_timeout", "log_level")  # fmt: skip
+                "prepare_timeout", "read_timeout", "max_connections", "drain_timeout",
+                "log_level")  # fmt: skip
 
 
 def add_parser(sub) -> None:
@@ -70,6 +71,7 @@ BUILD_LIMITS = (
     "max_image_pixels",
     "pixel_budget",
     "prepare_timeout",
+    "read_timeout",
 )  # ServerConfig's options that `seer.serve.build` takes
 
 
@@ -143,6 +145,6 @@ def main(args) -> int:
     print(f"seer: serving {names[0]} on http://{host}:{cfg.port} (OpenAI API at /v1{ui}; "
           "Ctrl-C stops)", file=sys.stderr, flush=True)  # fmt: skip
     serve(lm, host=cfg.host, port=cfg.port, drain_timeout=cfg.drain_timeout,
-          log_level=cfg.log_level, mount=page, sock=sock,
+          log_level=cfg.log_level, mount=page, sock=sock, max_connections=cfg.max_connections,
           model_names=names, **built)  # fmt: skip
     return 0

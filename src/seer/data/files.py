@@ -16,7 +16,12 @@ everywhere:
 A bad row raises one `SeerError` naming the file, the line (CSV / JSON Lines; "row" for columnar
 files) and the field; JSON nested deeper than `MAX_DEPTH` (no row needs more than a few levels)
 is refused too, before it can exhaust Python's recursion. Blank lines of a JSON Lines file are
-skipped; no other row is ever dropped. Other columns are ignored.
+skipped; no other row is ever dropped. Other columns are ignored. A text holding a NUL
+character (a binary file, a damaged export) is refused, as is a CSV file the `csv` module reads
+only by guessing (strict mode: a quote left open runs to the end of the file, a stray quote),
+naming the row where the record starts. A Parquet / Arrow file with no rows, or one `datasets`
+cannot read, is one line too; `datasets`' own log lines and progress bars stay quiet (its bars
+show only while Seer's do).
 """
 
 from __future__ import annotations
@@ -116,6 +121,9 @@ def parse_row(row: object, where: str, base: Path, index: int) -> Example:
     if not isinstance(row, dict):
         raise SeerError(f"{where}: a row must be a JSON object, not {type(row).__name__}")
     row = {k: v for k, v in row.items() if v is not None and k in FIELDS}
+    for field, value in row.items():
+        if _has_nul(value):
+            raise bad(field, "holds a NUL character (\\x00): the file is damaged or not text")
     prompt, messages, image = row.get("prompt"), row.get("messages"), row.get("image")
     if prompt is not None and messages is not None:
         raise bad("messages", "give either prompt or messages, not both")
@@ -137,6 +145,16 @@ def parse_row(row: object, where: str, base: Path, index: int) -> Example:
         answer=None if "answer" not in row else _text(row["answer"], "answer", bad, empty=True),
         family=None if "family" not in row else _text(row["family"], "family", bad),
     )
+
+
+def _has_nul(value, depth: int = 0) -> bool:
+    """A NUL character in a text, or in a text inside a chat's lists and objects."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if depth < MAX_DEPTH and isinstance(value, (list, dict)):
+        items = value.values() if isinstance(value, dict) else value
+        return any(_has_nul(v, depth + 1) for v in items)
+    return False
 
 
 def _text(value, field: str, bad, empty: bool = False) -> str:
@@ -220,22 +238,35 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, object]]:
 
 def _csv_rows(path: Path) -> Iterator[tuple[str, dict]]:
     with path.open(encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
-        if not reader.fieldnames or not {"prompt", "messages"} & set(reader.fieldnames):
-            raise SeerError(f"{path}:1: the header needs a 'prompt' or 'messages' column")
+        reader = csv.DictReader(f, strict=True)
         line = 1
-        for row in reader:
-            if None in row:
-                raise SeerError(f"{path}:{line + 1}: more values than header columns")
-            # empty cells are absent values; the reported line is where the record starts
-            yield f"{path}:{line + 1}", {k: v for k, v in row.items() if v != ""}
-            line = reader.line_num
+        try:
+            if not reader.fieldnames or not {"prompt", "messages"} & set(reader.fieldnames):
+                raise SeerError(f"{path}:1: the header needs a 'prompt' or 'messages' column")
+            for row in reader:
+                if None in row:
+                    raise SeerError(f"{path}:{line + 1}: more values than header columns")
+                # empty cells are absent values; the reported line is where the record starts
+                yield f"{path}:{line + 1}", {k: v for k, v in row.items() if v != ""}
+                line = reader.line_num
+        except csv.Error as e:
+            why = str(e)
+            if "unexpected end of data" in why:
+                why = "a quoted field is never closed (its quote runs to the end of the file)"
+            raise SeerError(f"{path}:{line + 1}: not valid CSV: {why}") from None
 
 
 def _datasets_rows(path: Path, unit: str) -> Iterator[tuple[str, dict]]:
     extras.require("data", f"{path}: reading Parquet / Arrow / save_to_disk data")
     import datasets
 
+    from seer import progress
+
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL)  # its lines: ours say it once
+    if not progress.enabled():
+        datasets.disable_progress_bars()
+    if path.suffix.lower() == ".parquet" and path.is_file():
+        _parquet_rows_count(path)
     try:
         if path.is_dir():
             ds = datasets.load_from_disk(str(path), keep_in_memory=True)
@@ -246,6 +277,27 @@ def _datasets_rows(path: Path, unit: str) -> Iterator[tuple[str, dict]]:
         else:
             ds = datasets.Dataset.from_file(str(path), in_memory=True)
     except (FileNotFoundError, ValueError, OSError) as e:
-        raise SeerError(f"{path}: cannot read it with datasets: {e}") from None
+        raise SeerError(f"{path}: cannot read it with datasets: {_first_line(e)}") from None
+    except datasets.exceptions.DatasetGenerationError as e:
+        raise SeerError(f"{path}: cannot read it with datasets: "
+                        f"{_first_line(e.__cause__ or e)}") from None  # fmt: skip
     for i, row in enumerate(ds):
         yield f"{path}: {unit} {i}", row
+
+
+def _parquet_rows_count(path: Path) -> None:
+    """A Parquet file whose footer says it has no rows is one line (datasets' error on it is a
+    traceback); a footer pyarrow cannot read is left to datasets' own message."""
+    import pyarrow.parquet as pq
+
+    try:
+        rows = pq.read_metadata(path).num_rows
+    except Exception:  # noqa: BLE001 - not a Parquet file: datasets says why below
+        return
+    if rows == 0:
+        raise SeerError(f"{path}: no rows")
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__

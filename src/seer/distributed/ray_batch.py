@@ -10,11 +10,12 @@ images that are not files travel as PNG data URIs (lossless: the model sees the 
 once (``num_gpus=1`` per actor on a GPU cluster, one CPU and `threads` torch threads otherwise)
 and answers each batch of rows with one `Engine` through the same code path as `seer batch`
 (`seer.batch.answers` and `output_row`), returning one JSON output line per row. The driver
-streams the finished rows back (`iter_rows`) and writes them with `seer.batch.OrderedWriter`,
-so a ``.jsonl`` output is in input order, appended as rows finish and resumable exactly like
-`seer batch`'s; a ``.parquet`` output is written once, sorted, at the end. Either carries the
-run's record (`seer.provenance`, resolved in the driver from the model folder without loading
-its weights): the ``.meta.json`` sidecar, and for Parquet the schema metadata too.
+streams the finished rows back (`iter_rows`) and writes them with `seer.batch.RowWriter`,
+so a ``.jsonl`` output is appended as rows finish, put in input order at the end
+(`seer.batch.restore_order`) and resumable exactly like `seer batch`'s; a ``.parquet`` output
+is written once, sorted, at the end. Either carries the run's record (`seer.provenance`,
+resolved in the driver from the model folder without loading its weights): the ``.meta.json``
+sidecar, and for Parquet the schema metadata too.
 
 Faults: Ray Data runs actor pools with ``max_restarts=-1`` and ``max_task_retries=-1`` (its
 defaults, so they are not passed again through the deprecated ``ray_remote_args``; the
@@ -41,7 +42,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from seer import extras, provenance
-from seer.batch import OrderedWriter, check_output, check_paths, output_row
+from seer.batch import RowWriter, check_output, check_paths, output_row, restore_order
 from seer.data import Example
 from seer.engine.config import DEFAULTS as ENGINE
 from seer.errors import SeerError
@@ -162,6 +163,8 @@ def batch(
     finally:
         if started:
             ray.shutdown()
+    if not parquet:
+        restore_order(out, [ex.id for ex in examples])
     tokens = sum(r["tokens"] for r in rows)
     return RaySummary(len(todo), len(done), tokens, seconds, actors, busy)
 
@@ -216,7 +219,7 @@ def _run(ray, load, todo, out, parquet, actors, sampling, seer, max_batch, gpus,
     order = [ex.id for _, ex in todo]
     rows: list[dict] = []
     busy = 0.0
-    writer = None if parquet else OrderedWriter(out, order, provenance.settings_hash(record))
+    writer = None if parquet else RowWriter(out, order, provenance.settings_hash(record))
     try:
         for item in ds.iter_rows():
             busy += float(item["busy"])

@@ -92,13 +92,20 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 
 
 def make_random_checkpoint(
-    arch: str, folder: str | Path, layers: int = 2, width: int = 64, seed: int = 0
-) -> Path:
+    arch: str, folder: str | Path, layers: int = 2, width: int = 64, seed: int = 0,
+    overwrite: bool = False,
+) -> Path:  # fmt: skip
     """A random model of `arch` with the built-in models' word-level tokenizer (copied from the
     shipped `builtin-v1` folder, with its special ids), ready for `seer.load`.
 
     The config is validated before anything is written, so a bad size leaves no folder behind.
+    A folder that holds anything is refused (its files would be overwritten) unless
+    `overwrite`, which replaces the files of the same names.
     """
+    folder = Path(folder)
+    if not overwrite and folder.is_dir() and any(folder.iterdir()):
+        raise CheckpointError(f"{folder} is not empty; its files would be overwritten: choose "
+                              "a new folder (or --force to replace them)")  # fmt: skip
     source = builtin_path("builtin-v1")
     tok = load_tokenizer(source)
     shipped = json.loads((source / "config.json").read_text())
@@ -115,7 +122,6 @@ def make_random_checkpoint(
     if arch.startswith("lavida-"):
         raw = lavida_config(raw, lm)
     model = random_model(raw, seed=seed, std=0.2)  # raises CheckpointError on a bad size
-    folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for name in TOKENIZER_FILES:
         shutil.copyfile(source / name, folder / name)

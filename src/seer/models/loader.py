@@ -4,6 +4,10 @@
 - Weights: `model.safetensors` or a sharded `model.safetensors.index.json`. The model is built on
   the meta device, materialised once in the target dtype/device, and filled tensor by tensor from
   memory-mapped shards, so peak memory is about one copy of the model (not two).
+- The folder is checked before the model is built: its weights files' headers (names and shapes
+  only, a bounded read) against config.json's layer count (`_check_layers`), and the build stops
+  as soon as the model would hold more tensors than the files (`_tensor_budget`), so a config.json
+  claiming 10^9 layers beside 2-layer weights is one error at once, not an endless build.
 - Keys must match exactly (strict); a mismatch lists the first few offenders.
 - The tokenizer comes from transformers' `AutoTokenizer` with local files only and no remote code.
 """
@@ -253,21 +257,84 @@ def _check_types(cfg, raw: dict | None = None) -> None:
             raise CheckpointError(f"config.json: {f.name} must be {kind}, got {value!r}")
 
 
-def build_model(raw: dict) -> DiffusionModel:
-    """An un-initialised model (on the meta device) for a config dict."""
+def build_model(raw: dict, folder: Path | None = None) -> DiffusionModel:
+    """An un-initialised model (on the meta device) for a config dict; `folder`: the model
+    folder whose weights' headers bound it (module docstring), if it has weights."""
     cfg_cls, model_cls = get_classes(raw)
     _check_types(cfg_cls, raw)
+    names = None
+    if folder is not None and _has_weights(folder):
+        names = list(weight_files(folder))
+        _check_layers(raw, names)
     try:
         cfg = cfg_cls.from_dict(raw)
     except (ValueError, TypeError, ZeroDivisionError) as e:
         raise CheckpointError(f"config.json: {e}") from None
     _check_types(cfg)
     try:
-        with torch.device("meta"):
+        with torch.device("meta"), _tensor_budget(names):
             return model_cls(cfg)
+    except _OverBudget as e:
+        raise CheckpointError(
+            f"config.json describes a model of more than {e.args[0]:,} tensors; the weights "
+            f"hold {len(names or ()):,} (is config.json the one that came with these weights?)"
+        ) from None
     except (TypeError, ValueError, RuntimeError, OverflowError) as e:  # e.g. a size of 4.0
         why = (str(e).splitlines() or [type(e).__name__])[0]
         raise CheckpointError(f"config.json describes no model Seer can build ({why})") from None
+
+
+LAYER_FIELDS = ("n_layers", "num_hidden_layers", "num_layers")  # config.json's layer counts
+_LAYER = re.compile(r"\.(?:blocks|layers|h)\.(\d+)\.")  # a layer's index in a tensor's name
+
+
+def _has_weights(folder: Path) -> bool:
+    return (folder / "model.safetensors").is_file() or (
+        folder / "model.safetensors.index.json"
+    ).is_file()
+
+
+def _check_layers(raw: dict, names: list[str]) -> None:
+    """config.json's layer count (the language model's, at its top level) equals the layers
+    the weights hold (the vision tower's apart), or one error naming the field."""
+    found = {int(m.group(1)) for n in names if "vision" not in n and (m := _LAYER.search(n))}
+    if not found:
+        return
+    held = max(found) + 1
+    for field in LAYER_FIELDS:
+        value = raw.get(field)
+        if isinstance(value, int) and not isinstance(value, bool) and value != held:
+            raise CheckpointError(
+                f"config.json: {field} = {value:,}, but the weights hold {held} layer(s) (is "
+                "config.json the one that came with these weights?)"
+            )
+
+
+class _OverBudget(Exception):
+    """The model being built registers more tensors than its weights hold."""
+
+
+@contextlib.contextmanager
+def _tensor_budget(names: list[str] | None):
+    """While building: stop (`_OverBudget`) once the model has registered far more parameters
+    than the weights' `names` (None: no bound). A register hook, so any config field that
+    multiplies modules is caught after a few, not after the whole build."""
+    if names is None:
+        yield
+        return
+    limit, count = 2 * len(names) + 64, 0  # tied weights register twice; a little slack
+
+    def hook(module, name, param):
+        nonlocal count
+        count += 1
+        if count > limit:
+            raise _OverBudget(limit)
+
+    handle = torch.nn.modules.module.register_module_parameter_registration_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
 
 
 def weight_files(folder: Path) -> dict[str, Path]:
@@ -389,7 +456,7 @@ def load_weights(model: torch.nn.Module, folder: Path, dtype, device) -> torch.n
 
 def load_model(path, dtype=None, device="cpu") -> DiffusionModel:
     folder, raw = read_config(path)
-    model = build_model(raw)
+    model = build_model(raw, folder)
     return load_weights(model, folder, resolve_dtype(dtype), resolve_device(device))
 
 

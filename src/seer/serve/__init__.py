@@ -34,12 +34,13 @@ def build(lm: DiffusionLM, *, model_names=None, api_key=None, public_metrics=Fal
           max_image_bytes=_S["max_image_bytes"], max_body_bytes=_S["max_body_bytes"],
           max_image_pixels=_S["max_image_pixels"], pixel_budget=_S["pixel_budget"],
           prepare_timeout=_S["prepare_timeout"],
-          chars_per_token=_S["chars_per_token"]):  # fmt: skip
+          chars_per_token=_S["chars_per_token"], read_timeout=_S["read_timeout"]):  # fmt: skip
     """The FastAPI app serving `lm` (its engine thread starts with the app's lifespan).
     `image_root`: the folder image_url paths may name (None: data: URIs only);
     `max_image_pixels`: one image's pixels; `pixel_budget`: image pixels decoded at once over
     all requests; `prepare_timeout`: seconds
-    one request may take to be decoded and tokenized (`seer.serve.prepare`)."""
+    one request may take to be decoded and tokenized (`seer.serve.prepare`); `read_timeout`:
+    seconds between two parts of a request's body (408 past it)."""
     from seer import extras
 
     extras.require("serve", "seer.serve")
@@ -70,6 +71,7 @@ def build(lm: DiffusionLM, *, model_names=None, api_key=None, public_metrics=Fal
             root, max_image_bytes, max_image_pixels, pixel_budget, prepare_timeout, chars_per_token
         ),
         max_body_bytes=max_body_bytes,
+        read_timeout=read_timeout,
     )
     return create_app(lm, engine, options)
 
@@ -86,8 +88,10 @@ def model_names(
 
 def serve(lm: DiffusionLM, host: str = _S["host"], port: int = _S["port"],
           drain_timeout: float = _S["drain_timeout"], log_level: str = _S["log_level"],
-          mount=None, sock=None, **options) -> None:  # fmt: skip
-    """Serve `lm` until SIGTERM (drains) or SIGINT; `options` as in `build`. `mount`: called
+          mount=None, sock=None, max_connections: int = _S["max_connections"],
+          **options) -> None:  # fmt: skip
+    """Serve `lm` until SIGTERM (drains) or SIGINT; `options` as in `build`;
+    `max_connections`: connections and requests held at once (`seer.serve.server`). `mount`: called
     with the app before it serves (`seer serve --ui` mounts the page of `seer ui` there, at
     /ui/). `sock`: a socket `seer.serve.server.bind` made (else it binds host:port here; a
     `SeerError` if it cannot)."""
@@ -97,7 +101,8 @@ def serve(lm: DiffusionLM, host: str = _S["host"], port: int = _S["port"],
     app = build(lm, **options)
     if mount is not None:
         mount(app)
-    run(app, sock, drain_timeout, log_level)
+    read_timeout = options.get("read_timeout", _S["read_timeout"])
+    run(app, sock, drain_timeout, log_level, read_timeout, max_connections)
 
 
 __all__ = ["build", "model_names", "serve"]

@@ -6,11 +6,16 @@
     POST /v1/completions       a text or token-id prompt, stream or not
     GET  /metrics              Prometheus text format (`seer_*`); needs the key unless public
 
-The key is checked first, before the body is read (`security.APIKey`). A request is then checked
-(model, body, sampling, Seer options) on the event loop, prepared (image decoded, prompt
-tokenized, within limits) in the preparer's threads (`prepare`), and added to the engine through
-the worker thread; `engine.add` checks the prepared prompt against the model (context length),
-so every user mistake is a 4xx before anything runs.
+No OpenAPI schema or docs page is served. The key is checked first, before the body is read
+(`security.APIKey`). The body is read within its size limit and `read_timeout` (408 past it,
+and the connection closed: `_BodyLimit`), then everything that costs CPU runs in the preparer's
+threads, within its time limit (`prepare`), never on the event loop, so `/health` keeps
+answering whatever a client sends: the body's JSON values are counted (`MAX_JSON_ITEMS`, 413)
+before it is parsed, the request models bound every list and string (`protocol`), then the body
+is checked (model, sampling, Seer options, stop strings encoded) and prepared (image decoded,
+prompt tokenized, within limits). The request is added to the engine through the worker thread;
+`engine.add` checks the prepared prompt against the model (context length), so every user
+mistake is a 4xx before anything runs.
 Non-streamed requests wait for their result while watching for the client leaving; streamed ones
 send each semi-autoregressive block when it is final. A client that leaves aborts its request.
 While draining (SIGTERM) new requests get 503 and running ones finish; those still running
@@ -22,12 +27,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import ValidationError
 from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -36,7 +43,7 @@ from seer.engine.request import Deltas
 from seer.errors import SeerError
 from seer.serve import convert
 from seer.serve.config import DEFAULTS
-from seer.serve.errors import APIError, body, validation_message
+from seer.serve.errors import APIError, bad_request, body, too_large, validation_message
 from seer.serve.metrics import Metrics
 from seer.serve.prepare import Limits, Preparer
 from seer.serve.protocol import ChatRequest, CompletionRequest, SamplingFields
@@ -49,6 +56,10 @@ if TYPE_CHECKING:
 
 API_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/models")
 RETRY_AFTER = 1  # seconds a 429 (queue full) asks the client to wait before retrying
+# the commas and brackets a body may hold, counted before it is parsed: this bounds the time
+# parsing takes (the parser holds the interpreter while it runs); a token-id prompt as long as
+# `protocol.MAX_PROMPT_IDS` fits
+MAX_JSON_ITEMS = 1 << 17
 
 
 @dataclass(slots=True)
@@ -61,6 +72,7 @@ class ServeOptions:
     seer: bool = True  # Seer on unless a request says "seer": false
     limits: Limits = field(default_factory=Limits)
     max_body_bytes: int = DEFAULTS["max_body_bytes"]  # a request body over this gets 413
+    read_timeout: float = DEFAULTS["read_timeout"]  # seconds between two parts of a body: 408
 
 
 class Service:
@@ -109,10 +121,12 @@ def create_app(lm: DiffusionLM, engine, options: ServeOptions) -> FastAPI:
             service.worker.stop()
             service.preparer.close()
 
-    app = FastAPI(title="Seer", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app = FastAPI(title="Seer", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  openapi_url=None)  # fmt: skip
     app.state.service = service
     _install_errors(app, service)
-    app.add_middleware(_BodyLimit, limit=options.max_body_bytes, service=service)
+    app.add_middleware(_BodyLimit, limit=options.max_body_bytes, service=service,
+                       timeout=options.read_timeout)  # fmt: skip
     if options.api_key is not None:  # outermost: the key before the body is read
 
         def refused(path: str) -> None:
@@ -143,25 +157,77 @@ def create_app(lm: DiffusionLM, engine, options: ServeOptions) -> FastAPI:
                                             "owned_by": "seer"}]}  # fmt: skip
 
     @app.post("/v1/chat/completions")
-    async def chat(body: ChatRequest, request: Request):
-        _check(request, service, body)
-        prompt = convert.chat_prompt(lm, body, options.limits)
-        return await _answer(service, request, body, prompt, Envelope("chat", body.model))
+    async def chat(request: Request):
+        return await _serve(service, request, ChatRequest)
 
     @app.post("/v1/completions")
-    async def completions(body: CompletionRequest, request: Request):
-        _check(request, service, body)
-        prompt = convert.completion_prompt(lm, body)
-        return await _answer(service, request, body, prompt, Envelope("text", body.model))
+    async def completions(request: Request):
+        return await _serve(service, request, CompletionRequest)
 
     return app
 
 
 # -- checks -------------------------------------------------------------------------------------
-def _check(request: Request, service: Service, body: SamplingFields) -> None:
+async def _serve(service: Service, request: Request, kind: type[SamplingFields]):
+    """Read the body, then check and convert it in the preparer's threads, then answer."""
+    _check_open(service)
+    raw = await request.body()  # within the size limit and the read timeout (`_BodyLimit`)
+    body, prompt, req = await service.preparer.run(_accept, service, kind, raw)
+    envelope = Envelope("chat" if kind is ChatRequest else "text", body.model)
+    return await _answer(service, request, body, prompt, req, envelope)
+
+
+def _accept(service: Service, kind: type[SamplingFields], raw: bytes):
+    """(body, prompt, resolved `Request`) of a raw body, or an `APIError`. In a thread."""
+    body = parse(kind, raw)
+    _check_open(service)
+    _check_model(service, body)
+    lm, options = service.lm, service.options
+    if isinstance(body, ChatRequest):
+        prompt = convert.chat_prompt(lm, body, options.limits)
+    else:
+        prompt = convert.completion_prompt(lm, body)
+    # resolved once: defaults, rules, Seer; the stop strings encoded
+    return body, prompt, convert.request_for(lm, body, options.seer)
+
+
+def parse(kind: type[SamplingFields], raw: bytes) -> SamplingFields:
+    """The request body `raw` as a `kind`, or a 400 / 413 naming what is wrong. Its JSON values
+    are counted before it is parsed (`MAX_JSON_ITEMS`)."""
+    if json_items(raw) > MAX_JSON_ITEMS:
+        raise too_large(f"the request body holds over {MAX_JSON_ITEMS:,} JSON values (commas "
+                        "and brackets); send fewer messages, parts or token ids")  # fmt: skip
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        raise bad_request("the request body is nested too deeply") from None
+    except ValueError as e:  # JSONDecodeError, or bytes that are not UTF-8
+        raise bad_request(f"the request body is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise bad_request(f"the request body must be a JSON object, not {type(data).__name__}")
+    try:
+        return kind.model_validate(data)
+    except ValidationError as e:
+        text, loc = validation_message(e.errors(include_url=False))
+        raise APIError(400, text, "invalid_request", loc) from None
+    except RecursionError:
+        raise bad_request("the request body is nested too deeply") from None
+
+
+def json_items(raw: bytes, chunk: int = 1 << 20) -> int:
+    """The commas and brackets of `raw`, counted a megabyte at a time (each count holds the
+    interpreter; between two, the event loop's thread gets its turn)."""
+    return sum(raw.count(c, i, i + chunk) for i in range(0, len(raw), chunk)
+               for c in (b",", b"[", b"{"))  # fmt: skip
+
+
+def _check_open(service: Service) -> None:
     if service.draining:
         raise APIError(503, "the server is shutting down; retry on another replica",
                        "shutting_down")  # fmt: skip
+
+
+def _check_model(service: Service, body: SamplingFields) -> None:
     if body.model not in service.options.model_names:
         raise APIError(
             404,
@@ -173,9 +239,8 @@ def _check(request: Request, service: Service, body: SamplingFields) -> None:
 
 
 # -- answering ----------------------------------------------------------------------------------
-async def _answer(service: Service, request: Request, body, prompt, envelope: Envelope):
-    lm, options = service.lm, service.options
-    req = convert.request_for(lm, body, options.seer)  # resolved once: defaults, rules, Seer
+async def _answer(service: Service, request: Request, body, prompt, req, envelope: Envelope):
+    lm = service.lm
     params = req.params
     ready = await service.preparer.prepare(prompt, params)  # a PromptInput, image included
     ticket = Ticket(asyncio.get_running_loop())
@@ -340,10 +405,11 @@ def _install_errors(app: FastAPI, service: Service) -> None:
 
 
 class _BodyLimit:
-    """413 for bodies over the limit: by Content-Length up front, else while reading."""
+    """413 for bodies over the limit: by Content-Length up front, else while reading; 408 (and
+    the connection closed) when a body's next part does not come within `timeout` seconds."""
 
-    def __init__(self, app, limit: int, service: Service) -> None:
-        self.app, self.limit, self.service = app, limit, service
+    def __init__(self, app, limit: int, service: Service, timeout: float) -> None:
+        self.app, self.limit, self.service, self.timeout = app, limit, service, timeout
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -355,14 +421,40 @@ class _BodyLimit:
                 self.service.count(scope["path"], 413)
             response = JSONResponse(body(413, msg, "too_large"), 413)
             return await response(scope, receive, send)
-        seen = 0
+        seen, whole, started = 0, False, False
 
         async def limited():
-            nonlocal seen
-            message = await receive()
+            nonlocal seen, whole
+            if whole:  # the body is read: what comes next is the client leaving, whenever
+                return await receive()
+            try:
+                async with asyncio.timeout(self.timeout):
+                    message = await receive()
+            except TimeoutError:
+                raise _SlowBody from None
+            whole = not message.get("more_body", False)
             seen += len(message.get("body", b""))
             if seen > self.limit:
                 raise StarletteHTTPException(413, msg)  # FastAPI passes it through as is
             return message
 
-        return await self.app(scope, limited, send)
+        async def sending(message):
+            nonlocal started
+            started = True
+            await send(message)
+
+        try:
+            return await self.app(scope, limited, sending)
+        except _SlowBody:
+            if scope["path"] in API_PATHS:
+                self.service.count(scope["path"], 408)
+            if not started:
+                text = (f"the request body did not arrive within {self.timeout:g} s of its "
+                        "previous part; send it whole")  # fmt: skip
+                response = JSONResponse(body(408, text, "timeout"), 408,
+                                        headers={"Connection": "close"})  # fmt: skip
+                await response(scope, receive, send)
+
+
+class _SlowBody(Exception):
+    """A request body's next part did not come in time (`_BodyLimit`)."""

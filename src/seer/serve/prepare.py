@@ -133,6 +133,21 @@ class Preparer:
                 "messages" if prompt.chat or isinstance(p, list) else "prompt",
             )
 
+    async def run(self, fn, *args):
+        """`fn(*args)` in the pool, within `prepare_timeout` (a 503 ``timeout`` past it): the
+        event loop never runs what costs CPU (parsing, checking, encoding a request)."""
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self.limits.prepare_timeout):
+                return await asyncio.shield(_run(loop, self.pool, fn, *args))
+        except TimeoutError:
+            raise self._timeout() from None
+
+    def _timeout(self) -> APIError:
+        return APIError(503, f"preparing the request (reading its image, tokenizing) took over "
+                        f"{self.limits.prepare_timeout:g} s; the server is busy: retry",
+                        "timeout", headers={"Retry-After": str(RETRY_AFTER)})  # fmt: skip
+
     async def prepare(self, prompt: Prompt, params):
         """The request's `PromptInput`, or an `APIError` (400 / 413 / 503 timeout)."""
         self.check_length(prompt)
@@ -151,9 +166,7 @@ class Preparer:
                     fut.add_done_callback(lambda _: self.budget.release(held))
                 return await asyncio.shield(fut)
         except TimeoutError:
-            raise APIError(503, f"preparing the request (reading its image, tokenizing) took "
-                           f"over {limit:g} s; the server is busy: retry", "timeout",
-                           headers={"Retry-After": str(RETRY_AFTER)}) from None  # fmt: skip
+            raise self._timeout() from None
 
     # -- the pool's threads ---------------------------------------------------------------------
     def _open_image(self, source: str) -> tuple[bytes, int]:
@@ -161,16 +174,19 @@ class Preparer:
         from PIL import Image
 
         raw = self._image_bytes(source)
+        cap = self.limits.max_image_pixels
         try:
             with Image.open(io.BytesIO(raw)) as img:
                 w, h = img.size
+        except Image.DecompressionBombError:  # Pillow's own bound, far over ours: its header
+            raise too_large(f"the image is far over this server's limit of {cap / 1e6:g} "
+                            "megapixels (--max-image-mp); resize it") from None  # fmt: skip
         except Exception as e:  # every decoder's failure is the image's fault
             raise _undecodable(e) from None
-        cap = self.limits.max_image_pixels
         if w * h > cap:
             raise too_large(
                 f"the image is {w}x{h} ({w * h / 1e6:.1f} megapixels); this "
-                f"server takes at most {cap / 1e6:g} megapixels; resize it"
+                f"server takes at most {cap / 1e6:g} megapixels (--max-image-mp); resize it"
             )
         return raw, w * h
 

@@ -12,6 +12,14 @@ Our own options sit beside the OpenAI ones (the OpenAI client sends them via `ex
 `block_length`, `remasking`, `cache`, `schedule`, `top_k`, `alg_temp`, `cfg_scale`,
 `threshold`, `factor`, `early_stop`, `daedal` and its `daedal_*` options, ...), each checked as
 the library checks it and said in the same words; `seer` takes Seer's options.
+
+Every field that holds a list or a string is bounded here, once, and each count is
+checked before its items are looked at: at most 4 `stop` strings (as OpenAI) of at most
+`STOP_CHARS` characters, `MAX_MESSAGES` messages, `MAX_PARTS` content parts a message,
+`MAX_PROMPT_IDS` token ids, `NAME_CHARS` characters of `model` / `user`, `MAX_OPTIONS` keys of
+`seer` / `stream_options`. Texts are bounded by the body's size (`--max-body-mb`) and by the
+prompt-length check made before tokenizing (`seer.serve.prepare`), image URLs by
+`--max-image-mb`. The body itself is parsed off the event loop (`seer.serve.app`).
 """
 
 from __future__ import annotations
@@ -36,6 +44,23 @@ from pydantic import (
 from seer.sampling import SamplingParams
 from seer.spec import Spec, implied, kind, problem, specs
 
+MAX_STOP = 4  # stop strings (OpenAI's limit)
+STOP_CHARS = 256  # characters of one stop string
+MAX_MESSAGES = 1024  # messages of one chat
+MAX_PARTS = 256  # content parts of one message
+MAX_PROMPT_IDS = 1 << 16  # token ids of a /v1/completions prompt (more than any model's context)
+NAME_CHARS = 256  # characters of `model`, `user`, an image's `detail`
+MAX_OPTIONS = 64  # keys of the `seer` and `stream_options` objects
+
+Name = Annotated[str, Field(max_length=NAME_CHARS)]
+Options = Annotated[dict, Field(max_length=MAX_OPTIONS)]
+
+
+def _at_most(items, most: int, what: str) -> None:
+    """A list over its bound is refused before any of its items is looked at."""
+    if isinstance(items, list) and len(items) > most:
+        raise ValueError(f"at most {most:,} {what}, got {len(items):,}")
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -48,7 +73,7 @@ class TextPart(_Strict):
 
 class ImageURL(_Strict):
     url: str  # a data:image/...;base64 URI, or a local path with --allow-local-images
-    detail: str | None = None  # accepted, ignored: the model's processor decides the resolution
+    detail: Name | None = None  # accepted, ignored: the model's processor decides the resolution
 
 
 class ImagePart(_Strict):
@@ -76,6 +101,7 @@ class Message(BaseModel):
             if not isinstance(content, str):
                 raise ValueError(f"content must be a text or a list of parts, not {_json(content)}")
             return content
+        _at_most(content, MAX_PARTS, "content parts in a message")
         for i, part in enumerate(content):
             if not isinstance(part, dict):
                 raise ValueError(
@@ -141,16 +167,42 @@ class SamplingFields(SamplingOptions):
     """The fields both endpoints share: OpenAI's options beside Seer's sampling options
     (`max_tokens` is `gen_length`; the OpenAI client sends the others via `extra_body`)."""
 
-    model: str
+    model: Name
     stop: str | list[str] | None = None
     stream: StrictBool = False
-    stream_options: dict | None = None  # {"include_usage": true} adds a usage chunk
+    stream_options: Options | None = None  # {"include_usage": true} adds a usage chunk
     n: StrictInt = 1
-    user: str | None = None
+    user: Name | None = None
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
     logprobs: StrictBool | None = None
-    seer: StrictBool | dict | None = None  # None: the server's default (on unless --no-seer/DAEDAL)
+    # None: the server's default (on unless --no-seer / DAEDAL)
+    seer: StrictBool | Options | None = None
+
+    @field_validator("seer", mode="before")
+    @classmethod
+    def _seer_bound(cls, seer):
+        if isinstance(seer, dict) and len(seer) > MAX_OPTIONS:
+            raise ValueError(f"at most {MAX_OPTIONS} Seer options, got {len(seer):,}")
+        return seer
+
+    @field_validator("stop", mode="before")
+    @classmethod
+    def _stop_bounds(cls, stop):
+        _at_most(stop, MAX_STOP, "stop strings")
+        words = stop if isinstance(stop, list) else [stop]
+        for w in words:
+            if isinstance(w, str) and len(w) > STOP_CHARS:
+                raise ValueError(
+                    f"a stop string has at most {STOP_CHARS} characters, got {len(w):,}"
+                )
+        return stop
+
+    @model_validator(mode="after")
+    def _options_need_a_stream(self):
+        if self.stream_options is not None and not self.stream:
+            raise ValueError('stream_options is only allowed with "stream": true')
+        return self
 
     @field_validator("n")
     @classmethod
@@ -193,6 +245,12 @@ class ChatRequest(SamplingFields):
     # OpenAI's current name of max_tokens (deprecated there), checked as gen_length is
     max_completion_tokens: Annotated[StrictInt | None, _valid(_SPECS["gen_length"][1])] = None
 
+    @field_validator("messages", mode="before")
+    @classmethod
+    def _messages_bound(cls, messages):
+        _at_most(messages, MAX_MESSAGES, "messages")
+        return messages
+
     @model_validator(mode="after")
     def _one_length(self):
         new, old = self.max_completion_tokens, self.max_tokens
@@ -212,6 +270,13 @@ class ChatRequest(SamplingFields):
 
 class CompletionRequest(SamplingFields):
     prompt: str | list[StrictInt]  # text (no chat template), or token ids
+
+    @field_validator("prompt", mode="before")
+    @classmethod
+    def _ids_bound(cls, prompt):
+        _at_most(prompt, MAX_PROMPT_IDS, "token ids in a prompt")
+        return prompt
+
     echo: StrictBool | None = None
     suffix: str | None = None
 

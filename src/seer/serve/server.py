@@ -16,6 +16,14 @@ a second signal while draining ends the drain at once the same way, and a third 
 for the 503s to be sent. A shutdown that ends this way, whatever signal started it, exits 0:
 the signal is not re-raised (uvicorn's default would end the process by it, -15, or 130 for
 SIGINT). Non-zero means the server did not run: 2 when it could not start (`SeerError`).
+
+Connections: a client must send its request's head within `read_timeout` seconds of connecting
+(`_Protocol`; uvicorn's own timer only runs between requests) and each part of its body within
+`read_timeout` of the previous one (`seer.serve.app`: 408), else its connection is closed; at
+most `max_connections` connections and requests are held at once (uvicorn's
+`limit_concurrency`: past it a new request gets 503). A client that closes its side of the
+connection (a half-close looks the same as leaving) is taken as gone: its request is aborted
+and the connection closed without a reply.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import signal
 import socket
 
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from seer.errors import SeerError
 from seer.serve.config import DEFAULTS
@@ -113,8 +122,53 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class _Protocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with a deadline for a request's head: a connection that has
+    not sent one within `read_timeout` seconds of connecting, or of its last response, is closed
+    (uvicorn's own keep-alive timer is reset by every byte received, so a client trickling bytes
+    would hold its connection for ever). A request's body has its own timeout (`seer.serve.app`)."""
+
+    read_timeout: float = DEFAULTS["read_timeout"]
+    _deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._arm()
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        if self.cycle is not None and not self.cycle.response_complete and self._deadline:
+            self._deadline.cancel()  # a request is running
+            self._deadline = None
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm()
+
+    def connection_lost(self, exc) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline = self.loop.call_later(self.read_timeout, self._late)
+
+    def _late(self) -> None:
+        self._deadline = None
+        if self.cycle is None or self.cycle.response_complete:
+            self.timeout_keep_alive_handler()  # closes the connection
+
+
+def protocol(read_timeout: float) -> type[H11Protocol]:
+    """`_Protocol` with its `read_timeout`."""
+    return type("SeerH11Protocol", (_Protocol,), {"read_timeout": read_timeout})
+
+
 def run(app, sock: socket.socket, drain_timeout: float = DEFAULTS["drain_timeout"],
-        log_level: str = DEFAULTS["log_level"]) -> None:  # fmt: skip
+        log_level: str = DEFAULTS["log_level"], read_timeout: float = DEFAULTS["read_timeout"],
+        max_connections: int = DEFAULTS["max_connections"]) -> None:  # fmt: skip
     """Serve `app` on `sock` (from `bind`) until a signal ends it (module docstring)."""
     # loop/http/ws pinned: uvicorn's "auto" would switch to uvloop + httptools (+ websockets)
     # whenever another extra installs them (ray[serve] does); the server runs the same everywhere.
@@ -122,7 +176,8 @@ def run(app, sock: socket.socket, drain_timeout: float = DEFAULTS["drain_timeout
     host, port = sock.getsockname()[:2]
     config = uvicorn.Config(
         app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=CLOSE_GRACE,
-        loop="asyncio", http="h11", ws="none",
+        loop="asyncio", http=protocol(read_timeout), ws="none",
+        limit_concurrency=max_connections,
     )  # fmt: skip
     server = DrainingServer(config, app.state.service, drain_timeout)
     server.run(sockets=[sock])
