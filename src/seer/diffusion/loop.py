@@ -9,9 +9,10 @@
   step runs and which keys/values it reuses; it follows every change of the canvas layout;
 - stop sequences (`SamplingParams.stop`, see `stop.py`): rows whose answer holds one reveal
   only the masks before it and end once those are filled;
-- a re-planning policy (`LoopState.replan`: DAEDAL, `SamplingParams.daedal`, see `daedal.py`):
-  it takes each step's logits over the whole window in place of the reveal, may grow the
-  window or insert masks inside it, and re-lays each row's remaining blocks (`Plan.replan`);
+- a re-planning policy (`LoopState.replan`, see `replan.py`: DAEDAL `daedal.py`, ρ-EOS
+  `rho_eos.py`): it takes each step's logits over the whole window in place of the reveal, may
+  grow or shrink the window or insert masks inside it, and re-lays each row's remaining blocks
+  (`Plan.replan`);
 - the executor (`Forward`, see `forward.py`): how a step's forward runs (eager, cached, packed,
   CUDA-graphed). A state may carry its own; otherwise the loop's cached forward runs it.
 Banned ids (`SamplingParams.banned_ids`) are a logits transform of the unmasking rule.
@@ -29,8 +30,8 @@ import torch
 
 from seer.diffusion.cache import CachePolicy, make_cache
 from seer.diffusion.canvas import Canvas, add_suffix, end_positions, make_canvas, resize
-from seer.diffusion.daedal import Daedal
 from seer.diffusion.forward import CachedForward, EagerForward, StepRows
+from seer.diffusion.replan import make_replan
 from seer.diffusion.schedule import COUNTS, Plan, Stage, lay_blocks, reveal_prob
 from seer.diffusion.schedule import steps_per_block as _steps_per_block
 from seer.diffusion.state import LoopResult, LoopState, WindowPolicy
@@ -108,8 +109,8 @@ class DenoisingLoop:
             c = add_suffix(c, p.suffix)
         plan = self.plan(c.window, p, cache.lead(self.shift))
         s = LoopState(c, p, plan, policy, generator, t0=t0, cache=cache)
-        if p.daedal:  # a re-planning policy: sizes each row's window, re-plans every step
-            s.replan = Daedal(self)
+        s.replan = make_replan(self, p)  # sizes each row's window, re-plans every step
+        if s.replan is not None:
             s.replan.start(s, policy)
         if p.stop:
             s.stop = StopWords.new(p.stop, c.rows, c.x.device)
@@ -130,7 +131,7 @@ class DenoisingLoop:
             lo, hi = now.span()  # reveal from this step's positions only, as without a policy
             logits = logits[:, lo:hi]
         else:
-            lo, hi = now.span() if s.replan is None else (0, s.canvas.width)  # DAEDAL: all
+            lo, hi = now.span() if s.replan is None else (0, s.canvas.width)  # re-planning: all
             logits = fwd(s, now, lo, hi, {})
         s.nfe += 1
         s.row_nfe += (~s.finished).long()
