@@ -25,7 +25,7 @@ Recipe (used for tests/fixtures/golden/rho_eos/golden.json)::
     mkdir -p /work/ext/rho-EOS
     git -C /work/.mirror/yjyddq+rho-EOS/repo archive HEAD | tar -x -C /work/ext/rho-EOS
     TORCHDYNAMO_DISABLE=1 /work/venvs/rhoeos/bin/python tools/goldens/make_rho_eos_golden.py \\
-        --rho-eos /work/ext/rho-EOS --commit 9cb20c6d6e4bc1b8e8a2dc8f3f0a1f8c0c52f6f1 \\
+        --rho-eos /work/ext/rho-EOS --commit 9cb20c66f73546dc3b728e0c1e064a455b6eb4d6 \\
         --out tests/fixtures/golden/rho_eos/golden.json
 
 /work/venvs/rhoeos: Python 3.11.7, `python -m venv` with a `.pth` line to a site-packages holding

@@ -1,7 +1,7 @@
 """ρ-EOS as a re-planning policy of the one loop (`SamplingParams.rho_eos`).
 
 Yang, Jiang and Shao 2026, "ρ-EOS: Training-free Bidirectional Variable-Length Control for
-Masked Diffusion LLMs", arXiv 2601.22527; official code yjyddq/rho-EOS @ 9cb20c6d,
+Masked Diffusion LLMs", arXiv 2601.22527; official code yjyddq/rho-EOS @ 9cb20c66,
 `models/LLaDA_rho_EOS.py` (`generate`), defaults from `scripts/eval_LLaDA_rho_EOS.sh` (the
 `SamplingParams.rho_*` fields). `gen_length` is the official `max_gen_length`: the longest
 window a row may grow to.
