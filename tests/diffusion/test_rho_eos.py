@@ -180,3 +180,18 @@ def test_bench_compare_rho_eos_configs(builtin):
     assert [c.budget for c in rho] == ["official", "i16", "i8"]
     for c in rho:
         assert builtin.sampling(gen_length=128, **c.params).rho_eos and not c.seer
+
+
+def test_the_length_stops_changing_after_64_steps():
+    """Hand-checked: the tiny checkpoint never predicts [EOS] (ρ = 0 < rho_low), so with K = 1
+    (const, rho_expand 1) and one reveal per step (rho_reveal 1.0: only the fallback) the window
+    grows by one at each of the first 64 steps (8 -> 72, under the cap of 100), then keeps its
+    length: 72 positions, one per step, 72 forwards."""
+    model = load_model(GOLDEN)
+    one = dict(rho_expand=1, rho_scheduler="const", rho_reveal=1.0)
+    p = SamplingParams(gen_length=100, remasking="low_confidence", rho_initial=8, rho_block=8,
+                       rho_eos=True, **one)  # fmt: skip
+    canvas = make_canvas([[5, 6, 7]], p.gen_length, GOLDEN_TOKENS, "cpu")
+    res = DenoisingLoop(model, GOLDEN_TOKENS).run(canvas, p)
+    assert res.window.tolist() == [8 + 64] and res.nfe == 72
+    assert GOLDEN_TOKENS.mask not in res.answer[0].tolist()
