@@ -150,7 +150,8 @@ class SamplingFields(SamplingOptions):
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
     logprobs: StrictBool | None = None
-    seer: StrictBool | dict | None = None  # None: the server's default (on unless --no-seer/DAEDAL)
+    # None: the server's default (on unless --no-seer, DAEDAL or rho-EOS)
+    seer: StrictBool | dict | None = None
 
     @field_validator("n")
     @classmethod
@@ -183,7 +184,8 @@ class SamplingFields(SamplingOptions):
 
     def options(self) -> dict:
         """The sampling options given, as SamplingParams fields (None left out: the model's
-        default applies); a `daedal_*` option turns DAEDAL on, as `--daedal-*` does."""
+        default applies); a `daedal_*` option turns DAEDAL on, as `--daedal-*` does
+        (`rho_*`: rho-EOS)."""
         given = {name: getattr(self, api) for api, name in API_NAMES.items()}
         return implied(SamplingParams, {k: v for k, v in given.items() if v is not None})
 
