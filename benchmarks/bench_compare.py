@@ -37,6 +37,9 @@ method at its fastest size within the margin, the full table the whole sweep.
                    gen_length; `official` = the official script's settings, `i16` / `i8` =
                    scaled to this window (initial 16 / 8, blocks of 8, end confidence over 8
                    positions). Seer does not compose with it (both set the length)
+  rho-eos          ρ-EOS (yjyddq/rho-EOS, `seer.diffusion.rho_eos`): the window starts at 64 and
+                   grows or shrinks every step by the end-token density, capped at gen_length;
+                   `official` / `i16` / `i8` as DAEDAL's. Seer does not compose with it either
   seer+X           Seer composed with X (cut at step 0, then X over the kept window)
 
 Requests (`seerbench.draws.held_out`): a built-in source's evaluation part (unique, disjoint
@@ -257,6 +260,8 @@ def parser() -> argparse.ArgumentParser:
                     help="DPad and seer+DPad (default: on)")  # fmt: skip
     ap.add_argument("--daedal", action=argparse.BooleanOptionalAction, default=None,
                     help="DAEDAL (default: on, off with --quick)")  # fmt: skip
+    ap.add_argument("--rho-eos", action=argparse.BooleanOptionalAction, default=None,
+                    help="rho-EOS (default: on, off with --quick)")  # fmt: skip
     ap.add_argument("--skip", default="", help="methods to leave out (comma-separated)")
     ap.add_argument(
         "--add",
@@ -295,6 +300,7 @@ def main(argv=None) -> dict:
     _check_fits(ap, lm, examples, g)
     seer_cfg = resolve(lm, True)
     daedal = not args.quick if args.daedal is None else args.daedal
+    rho_eos = not args.quick if args.rho_eos is None else args.rho_eos
     static = None
     if args.static:
         static = static_window(lm, source, g, seer_cfg.bucket, progress=print)
@@ -304,7 +310,8 @@ def main(argv=None) -> dict:
               flush=True)  # fmt: skip
     keep_text = not is_parallelbench(source) if args.raw_text is None else args.raw_text
     configs = build_configs(lm, g, budgets, args.quick, args.dpad, daedal, blocks,
-                            static["window"] if static else None, seer_cfg.signal)  # fmt: skip
+                            static["window"] if static else None, seer_cfg.signal,
+                            rho_eos)  # fmt: skip
     skip = {m for m in args.skip.split(",") if m}
     if skip - {c.method for c in configs}:
         ap.error(f"--skip: no method named {', '.join(sorted(skip - {c.method for c in configs}))}")

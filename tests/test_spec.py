@@ -164,3 +164,12 @@ def test_daedal_options_turn_daedal_on_and_refuse_daedal_false_everywhere():
         ChatRequest(model="m", messages=HI, daedal=False, daedal_initial=8).options()
     with pytest.raises(SeerError, match="daedal false"):
         HarnessOptions.from_args(daedal=False, daedal_initial=8)
+
+
+def test_rho_options_turn_rho_eos_on_everywhere():
+    assert _cli("--rho-low", "0.3") == {"rho_low": 0.3, "rho_eos": True}
+    assert _cli("--rho-scheduler", "linear") == {"rho_scheduler": "linear", "rho_eos": True}
+    body = ChatRequest(model="m", messages=HI, rho_initial=16).options()
+    assert body == {"rho_initial": 16, "rho_eos": True}
+    with pytest.raises(SeerError, match="rho_eos false"):
+        HarnessOptions.from_args(rho_eos=False, rho_high=0.7)

@@ -105,9 +105,11 @@ def _with_seer(cfgs: list[Config]) -> list[Config]:
 
 def build_configs(lm, g: int, budgets: list[int], quick: bool, dpad: bool = True,
                   daedal: bool = True, blocks=BLOCKS, static: int | None = None,
-                  seer_signal: str | None = None) -> list[Config]:  # fmt: skip
+                  seer_signal: str | None = None,
+                  rho_eos: bool = True) -> list[Config]:  # fmt: skip
     """Every config of the comparison (see the script's docstring); `quick`: baseline, seer,
-    stop, oracle, static+guard and threshold 0.9 (and DAEDAL, when `daedal`). `blocks`: the
+    stop, oracle, static+guard and threshold 0.9 (and DAEDAL, when `daedal`; ρ-EOS, when
+    `rho_eos`). `blocks`: the
     block sizes swept (those that fit, `fitting_blocks`); `static`: static+guard's window (None:
     no static+guard); `seer_signal`: the model's own Seer signal (seer-eos is left out when it
     is already eos_prob)."""
@@ -159,6 +161,13 @@ def build_configs(lm, g: int, budgets: list[int], quick: bool, dpad: bool = True
             Config("daedal", "official", dict(daedal=True), ref=ref1),
             Config("daedal", "i16", dict(scaled, daedal_initial=16), ref=ref1),
             Config("daedal", "i8", dict(scaled, daedal_initial=8), ref=ref1),
+        ]
+    if rho_eos:  # its own length and reveal rule, DAEDAL's scaled settings: the k = 1 baseline
+        scaled = dict(rho_eos=True, rho_block=8, rho_eos_tokens=8)
+        out += [
+            Config("rho-eos", "official", dict(rho_eos=True), ref=ref1),
+            Config("rho-eos", "i16", dict(scaled, rho_initial=16), ref=ref1),
+            Config("rho-eos", "i8", dict(scaled, rho_initial=8), ref=ref1),
         ]
     return out
 

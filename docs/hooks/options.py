@@ -123,7 +123,7 @@ def render() -> str:
     """The page: every option of `SamplingParams` and `SeerConfig`, in field order."""
     _src()
     from seer.boundary.config import SeerConfig
-    from seer.sampling import DAEDAL, SamplingParams
+    from seer.sampling import DAEDAL, RHO_EOS, SamplingParams
     from seer.spec import specs
 
     sampling = specs(SamplingParams)
@@ -133,7 +133,7 @@ def render() -> str:
         "(token-id tuples, the LLaDA / Dream quirks) are set from Python or by the model's "
         "defaults."
     )
-    lines += ["", *_sampling_table([(f, s) for f, s in sampling if s.group != DAEDAL]), ""]
+    lines += ["", *_sampling_table([(f, s) for f, s in sampling if not s.group]), ""]
     lines += [f"### {DAEDAL}", ""]
     lines.append(
         "Variable-length denoising (Li et al. 2025): the window starts short, grows while the "
@@ -142,6 +142,15 @@ def render() -> str:
         "defaults are the official script's."
     )
     lines += ["", *_sampling_table([(f, s) for f, s in sampling if s.group == DAEDAL]), ""]
+    lines += [f"### {RHO_EOS}", ""]
+    lines.append(
+        "Variable-length denoising (Yang et al. 2026): the window starts at `rho_initial` and, "
+        "in the same steps that denoise it, grows while the end-token density is under "
+        "`rho_low` and shrinks while it is over `rho_high`; `gen_length` is its cap, `steps` "
+        "and `block_length` do not apply. Giving any of these options turns ρ-EOS on; the "
+        "defaults are the official script's."
+    )
+    lines += ["", *_sampling_table([(f, s) for f, s in sampling if s.group == RHO_EOS]), ""]
     lines += ["## Seer (`SeerConfig`)", ""]
     lines.append(
         "Boundary detection and truncation. The Python and HTTP key is the option's name "

@@ -60,6 +60,10 @@ DAEDAL = "DAEDAL"  # the CLI group of DAEDAL's options
 # `seer.engine.request.resolve`; the loop's own guards say the same)
 DAEDAL_DECIDES = ("daedal sets the answer length itself: drop Seer / the fixed window (they do "
                   "not compose: both decide the length)")  # fmt: skip
+RHO_EOS = "rho-EOS"  # the CLI group of ρ-EOS's options
+RHO_EOS_DECIDES = ("rho_eos sets the answer length itself: drop Seer / the fixed window (they do "
+                   "not compose: both decide the length)")  # fmt: skip
+RHO_SCHEDULERS = ("exp", "linear", "const")  # ρ-EOS: how K grows with the distance to the band
 SUFFIX_RULE = "a generation suffix needs cache='none' and no window policy (Seer)"
 
 
@@ -71,6 +75,16 @@ def _daedal(default: float | int | None, help: str, flag: str, **kw: Any) -> Any
     else:
         kw.update(lo=1)
     return option(default, help, flag=flag, group=DAEDAL, api=True, implies="daedal", **kw)
+
+
+def _rho(default: float | int | str, help: str, flag: str, **kw: Any) -> Any:
+    """A ρ-EOS option (seer.diffusion.rho_eos), named after the official `generate` argument in
+    its help: its own CLI group, in the API, and giving it turns ρ-EOS on."""
+    if isinstance(default, float):
+        kw.update(lo=0, hi=1, note="a value in [0, 1]")
+    elif isinstance(default, int):
+        kw.update(lo=1)
+    return option(default, help, flag=flag, group=RHO_EOS, api=True, implies="rho_eos", **kw)
 
 
 @dataclass(slots=True, frozen=True)
@@ -249,6 +263,46 @@ class SamplingParams:
         "eos_check_tokens: end-token positions averaged from the window's end",
         "--daedal-eos-tokens",
     )
+    rho_eos: bool = option(
+        False,
+        "turn rho-EOS on (the --rho-* options do too)",
+        flag="--rho-eos",
+        group=RHO_EOS,
+        api=True,
+    )
+    # ρ-EOS (seer.diffusion.rho_eos): the window starts at rho_initial and grows or shrinks every
+    # step by the end-token density; gen_length is its cap (the official max_gen_length); steps
+    # and block_length do not apply (rho_block does).
+    # Defaults: the official script's (scripts/eval_LLaDA_rho_EOS.sh)
+    rho_initial: int = _rho(64, "initial_gen_length: the first window", "--rho-initial")
+    rho_block: int = _rho(32, "block_length: blocks over the changing window", "--rho-block")
+    rho_expand: int = _rho(
+        8, "expansion_factor: the unit K of every growth and shrink (x1..x8)", "--rho-expand"
+    )
+    rho_reveal: float = _rho(
+        0.9, "high_conf_threshold: reveal every block mask above it (at least one)", "--rho-reveal"
+    )
+    rho_low: float = _rho(
+        0.4, "low_density_threshold: the window grows while the density is below it", "--rho-low"
+    )
+    rho_high: float = _rho(
+        0.6,
+        "high_density_threshold: the window shrinks while the density is above it",
+        "--rho-high",
+    )
+    rho_eos_tokens: int = _rho(
+        32,
+        "eos_check_tokens: end-token positions averaged from the window's end",
+        "--rho-eos-tokens",
+    )
+    rho_scheduler: str = _rho(
+        "exp",
+        "scheduler: how K grows with the density's distance to the band (exp 1,2,4,8; linear "
+        "1,2,3..8; const 1)",
+        "--rho-scheduler",
+        choices=RHO_SCHEDULERS,
+        noun="rho_scheduler",
+    )
 
     def __post_init__(self) -> None:
         self._check_types()
@@ -256,6 +310,7 @@ class SamplingParams:
             check(f.name, spec, getattr(self, f.name))
         self._check_parallel()
         self._check_daedal()
+        self._check_rho_eos()
         for name in ("banned_ids", "suffix"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, tuple):
@@ -265,7 +320,7 @@ class SamplingParams:
         object.__setattr__(self, "stop", tuple(tuple(map(int, s)) for s in self.stop))
         if any(not s for s in self.stop):
             raise SeerError("stop sequences must hold at least one token id each")
-        if self.steps is not None and self.steps > self.gen_length and not self.daedal:
+        if self.steps is not None and self.steps > self.gen_length and not self.sets_length:
             raise SeerError(
                 f"steps {self.steps} exceeds gen_length {self.gen_length}: there are only "
                 f"{self.gen_length} tokens to reveal, so the extra steps do nothing but cost "
@@ -320,6 +375,45 @@ class SamplingParams:
                 "and has its own reveal and end rules); drop one of them"
             )
 
+    def _check_rho_eos(self) -> None:
+        """Nothing ρ-EOS does not compose with (its options' ranges are declared)."""
+        if not self.rho_eos:
+            return
+        if self.daedal:
+            raise SeerError("daedal and rho_eos both set the answer length: turn one of them off")
+        if self.rho_initial > self.gen_length:
+            raise SeerError(
+                f"rho_initial {self.rho_initial} exceeds gen_length {self.gen_length} (the "
+                "longest window rho-EOS may grow to): lower rho_initial or raise gen_length"
+            )
+        if self.rho_low > self.rho_high:
+            raise SeerError(
+                f"rho_low {self.rho_low} exceeds rho_high {self.rho_high}: the window keeps its "
+                "length while the density lies between them; give rho_low <= rho_high"
+            )
+        if self.remasking not in (None, "low_confidence"):
+            raise SeerError(
+                "rho_eos reveals by confidence as LLaDA's sampler does: use "
+                f"remasking='low_confidence', not {self.remasking!r}"
+            )
+        clash = [name for name, on in (
+            ("cache", self.cache != "none"), ("threshold", self.threshold is not None),
+            ("factor", self.factor is not None), ("early_stop", self.early_stop),
+            ("stop", bool(self.stop)), ("suffix", bool(self.suffix)),
+            ("logits_eos_inf", self.logits_eos_inf),
+            ("confidence_eos_eot_inf", self.confidence_eos_eot_inf)) if on]  # fmt: skip
+        if clash:
+            raise SeerError(
+                f"rho_eos does not combine with {clash[0]} (it changes the window every step "
+                "and has its own reveal and end rules); drop one of them"
+            )
+
+    @property
+    def sets_length(self) -> bool:
+        """A policy that sets the answer length itself runs (DAEDAL, ρ-EOS): Seer, a fixed
+        window and the guard do not apply."""
+        return self.daedal or self.rho_eos
+
     @property
     def parallel(self) -> bool:
         """Confidence-driven parallel decoding (threshold or factor): a block runs until it
@@ -351,10 +445,12 @@ class SamplingParams:
         """What rows sharing one forward must agree on: what changes the tensors or the forward
         (the KV cache, classifier-free guidance, the suffix; under a cache the block layout too).
         Everything else — temperature, top-p/top-k, seed, threshold/factor, stop sequences,
-        gen_length, steps, the unmasking rule — is held per row (`LoopState.rows`). DAEDAL
-        re-plans every row with its own options: its rows agree on all of them but the seed."""
+        gen_length, steps, the unmasking rule — is held per row (`LoopState.rows`). DAEDAL and
+        ρ-EOS re-plan every row with the run's options: their rows agree on all but the seed."""
         if self.daedal:
             return ("daedal", replace(self, seed=None))
+        if self.rho_eos:
+            return ("rho_eos", replace(self, seed=None))
         blocks = (self.gen_length, self.total_steps, self.block) if self.cache != "none" else ()
         return (self.cache, self.dpad_window, self.cfg_scale, self.suffix, *blocks)
 

@@ -45,8 +45,9 @@ def test_the_rows_options_build_their_policies(tiny_llada):
     names = [[p.name for p in for_rows(loop, rows, "cpu")] for rows in (
         [P], [P, SamplingParams(gen_length=16, stop=((5,),))],
         [SamplingParams(gen_length=16, threshold=0.9)],
-        [SamplingParams(gen_length=64, daedal=True)])]  # fmt: skip
-    assert names == [[], ["stop"], ["threshold/factor/early_stop"], ["daedal"]]
+        [SamplingParams(gen_length=64, daedal=True)],
+        [SamplingParams(gen_length=64, rho_eos=True)])]  # fmt: skip
+    assert names == [[], ["stop"], ["threshold/factor/early_stop"], ["daedal"], ["rho_eos"]]
 
 
 def test_a_new_policy_plugs_in_without_touching_the_loop(tiny_llada):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from seer import spec
 from seer.boundary.config import SeerConfig
 from seer.engine.config import EngineConfig
-from seer.sampling import BUILTIN_MODELS, DAEDAL, SamplingParams
+from seer.sampling import BUILTIN_MODELS, DAEDAL, RHO_EOS, SamplingParams
 from seer.serve.config import ServerConfig
 
 if TYPE_CHECKING:
@@ -201,13 +201,19 @@ DAEDAL_HELP = (
     "grows while the end is unsure, and grows inside at unsure masks; --gen-length is its cap; "
     "--steps and --block-length do not apply. Defaults: the official script's"
 )
+RHO_EOS_HELP = (
+    "variable-length denoising (Yang et al. 2026, arXiv 2601.22527): the window starts at "
+    "--rho-initial and grows or shrinks every step by the end-token density; --gen-length is "
+    "its cap; --steps and --block-length do not apply. Defaults: the official script's"
+)
 SAMPLING = tuple(f.name for f, s in spec.specs(SamplingParams) if s.flag)  # the fields on the CLI
 
 
 def add_sampling(p: argparse.ArgumentParser) -> None:
     """The sampling options, one flag per SamplingParams field that declares one."""
     groups = {"": p.add_argument_group(SAMPLING_GROUP),
-              DAEDAL: p.add_argument_group(DAEDAL, DAEDAL_HELP)}  # fmt: skip
+              DAEDAL: p.add_argument_group(DAEDAL, DAEDAL_HELP),
+              RHO_EOS: p.add_argument_group(RHO_EOS, RHO_EOS_HELP)}  # fmt: skip
     for f, s in spec.specs(SamplingParams):
         if s.flag:
             groups[s.group].add_argument(s.flag, *s.aliases, **spec.argparse_kwargs(f, s, f.name))
@@ -223,7 +229,7 @@ def add_sampling_flags(p, *names: str) -> None:
 
 def sampling(args) -> dict:
     """The sampling options the user gave (others are left to the model's defaults); a
-    --daedal-* option turns DAEDAL on."""
+    --daedal-* option turns DAEDAL on, a --rho-* option rho-EOS."""
     out = {k: getattr(args, k) for k in SAMPLING if getattr(args, k, None) is not None}
     return spec.implied(SamplingParams, out)
 
@@ -234,7 +240,7 @@ def params(lm: DiffusionLM, args):
     block)."""
     p = lm.sampling(**sampling(args))
     block = p.block_length or p.gen_length
-    if p.early_stop and not p.daedal and block >= p.gen_length:
+    if p.early_stop and not p.sets_length and block >= p.gen_length:
         log.warning(f"seer: warning: --early-stop does nothing here: it ends a row after a "
                     f"finished block, and the window ({p.gen_length}) is one block ({block}); "
                     "give --block-length below --gen-length")  # fmt: skip

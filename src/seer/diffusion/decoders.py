@@ -4,11 +4,12 @@ named here."""
 
 from __future__ import annotations
 
-from seer.diffusion import daedal, schedule, stop
+from seer.diffusion import daedal, rho_eos, schedule, stop
 from seer.diffusion.policy import DecodePolicy
 from seer.sampling import SamplingParams
 
-MODULES = (daedal, schedule, stop)  # DAEDAL; block closing and early stop; stop sequences
+# DAEDAL; ρ-EOS; block closing and early stop; stop sequences
+MODULES = (daedal, rho_eos, schedule, stop)
 
 
 def for_rows(loop, rows: list[SamplingParams], device) -> list[DecodePolicy]:

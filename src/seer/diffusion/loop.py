@@ -8,8 +8,8 @@
 - the cache policy (`CachePolicy`, `SamplingParams.cache`, see `cache.py`): which columns each
   step runs and which keys/values it reuses; it follows every change of the canvas layout;
 - decoding policies (`DecodePolicy`, see `policy.py`: stop sequences, block closing and early
-  stop, DAEDAL's re-planning), built from the rows' options: they size the window, take or
-  limit a step's reveal, end rows after it and cut the answer; the loop names none of them;
+  stop, DAEDAL's and ρ-EOS's re-planning), built from the rows' options: they size the window,
+  take or limit a step's reveal, end rows after it and cut the answer; the loop names none;
 - per-row options (`LoopState.rows`): rows of a forward agree on its layout only (`layout_key`);
   each has its own options, generator, blocks and window policy (`LoopState.reveal_groups`);
 - the executor (`Forward`, see `forward.py`): how a step's forward runs (eager, cached, packed,

@@ -1,8 +1,8 @@
 """Decoding policies: what the one loop does beyond its unmasking rule, as plug-ins.
 
-A decoding policy is one module (DAEDAL's re-planning in `daedal.py`, stop sequences in
-`stop.py`, Fast-dLLM's block closing and dInfer's early stop in `schedule.py`) whose object the
-loop calls at fixed points, without knowing which policy it is (`DecodePolicy`):
+A decoding policy is one module (DAEDAL's re-planning in `daedal.py`, ρ-EOS's in `rho_eos.py`,
+stop sequences in `stop.py`, Fast-dLLM's block closing and dInfer's early stop in `schedule.py`)
+whose object the loop calls at fixed points, without knowing which policy it is (`DecodePolicy`):
 
 - `start(s, window)` when a run begins, before step 0's forward: size the window (DAEDAL: its
   first window of `daedal_initial` masks); `window` is the run's window policy, if any;

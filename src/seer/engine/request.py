@@ -24,7 +24,7 @@ from seer.boundary.config import SeerConfig
 from seer.boundary.detector import BoundaryReport
 from seer.engine.inputs import ImageInput, Prompt, SeerOption
 from seer.errors import SeerError
-from seer.sampling import DAEDAL_DECIDES, SUFFIX_RULE, SamplingParams
+from seer.sampling import DAEDAL_DECIDES, RHO_EOS_DECIDES, SUFFIX_RULE, SamplingParams
 
 if TYPE_CHECKING:
     from seer.engine.model import EngineModel
@@ -133,14 +133,14 @@ def resolve(lm: EngineModel, request: Request, *, policy: bool = False, seer_on:
     `SeerError` line. `overrides`: sampling options over `request.params`; `policy`: a window
     policy object will decide the window (`DiffusionLM.generate(policy=...)`); `seer_on`: the
     front end's default when `request.seer` is None (the server's: Seer on, unless the request
-    runs DAEDAL, which sets its own length). A resolved request comes back as it is."""
+    runs DAEDAL or ρ-EOS, which set their own length). A resolved request comes back as it is."""
     if request.resolved and not overrides:
         return request
     p = sampling(lm, request.params, overrides)
     check_cache(lm, p)
     seer = request.seer
     if seer is None:
-        seer = seer_on and not p.daedal
+        seer = seer_on and not p.sets_length
     if request.window is not None:
         if seer:
             raise SeerError("give a request either a fixed window or a Seer config")
@@ -149,6 +149,8 @@ def resolve(lm: EngineModel, request: Request, *, policy: bool = False, seer_on:
     decided = bool(seer) or request.window is not None or policy
     if p.daedal and decided:
         raise SeerError(DAEDAL_DECIDES)
+    if p.rho_eos and decided:
+        raise SeerError(RHO_EOS_DECIDES)
     if p.suffix and (decided or p.cache != "none"):
         raise SeerError(SUFFIX_RULE)
     cfg: SeerConfig | None = None

@@ -62,8 +62,8 @@ def completion_prompt(lm: DiffusionLM, body: CompletionRequest) -> Prompt:
 def request_for(lm: DiffusionLM, body: SamplingFields, seer_on: bool) -> Request:
     """The request's resolved engine `Request`, its prompt still to come (`prepare`): the
     model's defaults under the options given, the stop strings encoded, Seer's settings fitted
-    (`seer_on`: the server's default, on unless `--no-seer`; a DAEDAL request sets its own
-    length and leaves it off). Any mistake is a 400."""
+    (`seer_on`: the server's default, on unless `--no-seer`; a DAEDAL or rho-EOS request sets
+    its own length and leaves it off). Any mistake is a 400."""
     try:
         options = body.options()
         words = body.stop_words()

@@ -176,7 +176,7 @@ class SamplingFields(SamplingOptions):
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
     logprobs: StrictBool | None = None
-    # None: the server's default (on unless --no-seer / DAEDAL)
+    # None: the server's default (on unless --no-seer, DAEDAL or rho-EOS)
     seer: StrictBool | Options | None = None
 
     @field_validator("seer", mode="before")
@@ -235,7 +235,8 @@ class SamplingFields(SamplingOptions):
 
     def options(self) -> dict:
         """The sampling options given, as SamplingParams fields (None left out: the model's
-        default applies); a `daedal_*` option turns DAEDAL on, as `--daedal-*` does."""
+        default applies); a `daedal_*` option turns DAEDAL on, as `--daedal-*` does
+        (`rho_*`: rho-EOS)."""
         given = {name: getattr(self, api) for api, name in API_NAMES.items()}
         return implied(SamplingParams, {k: v for k, v in given.items() if v is not None})
 
