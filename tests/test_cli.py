@@ -309,3 +309,24 @@ def test_profile_to_an_unwritable_path_is_one_line(model_dir, tmp_path, capsys):
 def test_a_seed_beyond_64_bits_is_one_line(model_dir, capsys):
     argv = ["generate", "--model", str(model_dir), "--prompt", PROMPT, "--gen-length", "8"]
     _user_error(capsys, [*argv, "--seed", str(2**70)], "seed")
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    # `seer ... | head -c 1`: the pipe closes while a command still writes (10 MB: past any
+    # pipe buffer, so the write fails for certain)
+    code = (
+        "import sys, seer.cli as c; c._main = lambda a: print('x' * 10**7) or 0; "
+        "sys.exit(c.main([]))"
+    )
+    cmd = f'{sys.executable} -c "{code}" | head -c 1 >/dev/null'
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True)
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
+def test_an_in_process_quiet_call_leaves_the_next_call_its_own_progress(capsys, monkeypatch):
+    from seer import progress
+
+    assert main(["--quiet", "generate", "--model", "no-such-model", "--prompt", "x"]) == 2
+    monkeypatch.setattr(progress, "_lines", progress._lines)  # untouched: only the flag matters
+    main(["generate", "--model", "no-such-model", "--prompt", "x"])
+    assert progress._enabled.get() is None  # back to "show on a terminal"

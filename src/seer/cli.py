@@ -66,6 +66,14 @@ def unknown_option(parser: argparse.ArgumentParser, argv: list[str]) -> str | No
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `seer ... | head`: the reader left; no traceback at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     if "-h" not in argv and "--help" not in argv and (line := unknown_option(parser, argv)):
@@ -79,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     from seer.commands.options import precheck
     from seer.errors import SeerError
 
-    if args.quiet or os.environ.get("SEER_NO_PROGRESS", "") not in ("", "0"):
-        progress.set_enabled(False)
+    quiet = args.quiet or os.environ.get("SEER_NO_PROGRESS", "") not in ("", "0")
+    progress.set_enabled(False if quiet else None)  # None: an earlier in-process call's choice goes
     progress.set_lines(_every(os.environ.get("SEER_PROGRESS_EVERY", "")))
     try:
         precheck(args)  # the model's folder or name, --gen-length: before torch is imported
