@@ -219,3 +219,19 @@ def test_the_control_script_is_the_release_recipe_with_full_windows():
         assert differ <= {"windows", "until"}
         assert mine.until == (theirs.until or 40108)
     assert "checkpoints/builtin-v2-control" in text
+
+
+def test_the_committed_vqa_export_carries_the_shipped_seer_settings():
+    """checkpoints/builtin-vqa2/export holds the shipped `builtin-vqa` weights; its seer.json is
+    the shipped, calibrated one (a stale copy would load other Seer settings from the run
+    folder than from the package)."""
+    import hashlib
+    import json
+
+    export = ROOT / "checkpoints" / "builtin-vqa2" / "export"
+    shipped = ROOT / "src" / "seer" / "assets" / "builtin-vqa"
+    digest = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()  # noqa: E731
+    assert digest(export / "model.safetensors") == digest(shipped / "model.safetensors")
+    mine = json.loads((export / "seer.json").read_text())
+    assert mine == json.loads((shipped / "seer.json").read_text())
+    assert mine["config"]["fallback"] > 0 and "calibration" in mine
