@@ -41,7 +41,7 @@ CLOCKS = {  # name: what it times (per request)
     "loop_cpu": "denoising loop, CPU time",
     "loop_wall": "denoising loop, wall time",
 }
-DEFAULT_CLOCK = "e2e_cpu"  # what a user pays, and what another process's load does not inflate
+DEFAULT_CLOCK = "e2e_cpu"  # what a user pays, and what other load inflates least (`runs`)
 MARGIN = 3.0  # points: the default non-inferiority margin
 CLEAR = 0.5  # the fastest config is "clear" when it is the fastest in this share of redraws
 SELECT_REPS = 1000  # request redraws of the selection

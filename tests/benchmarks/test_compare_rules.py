@@ -298,3 +298,20 @@ def test_a_report_at_another_margin_than_the_plan_is_post_hoc():
     assert post_hoc and "not the pre-registered 3" in how
     how, post_hoc = preregistration({"preregistered": dict(plan, requests_done=40), "margin": 3})
     assert post_hoc and "after 40 requests" in how
+
+
+def test_a_batch32_time_from_another_process_or_pass_is_never_a_headline():
+    """A config timed at batch 32 by a second process (scaled) or in a later pass is not on the
+    first pass's clock: it is marked ‡ and the batch-32 headline never picks it."""
+    from seerbench.compare_report import headline, one_clock_b32
+
+    ref = [1.0] * 100
+    res = _results({"base": ref, "a": ref, "b": ref, "c": ref},
+                   {"base": 100.0, "a": 50.0, "b": 40.0, "c": 30.0})  # fmt: skip
+    for k, ms in (("base", 1000.0), ("a", 500.0), ("b", 100.0), ("c", 90.0)):
+        res[k] |= {"b32_ms": ms, "b32_correct": ref, "b32_round_ms": [ms], "b32_noninferior": True}
+    res["b"]["b32_part_scale"] = {"cpu": 0.915}
+    res["c"]["b32_later_pass"] = True
+    assert [one_clock_b32(res[k]) for k in ("a", "b", "c")] == [True, False, False]
+    h = headline(res, "base", 3.0, reps=100)
+    assert h["b32"]["fastest"] == "a" and h["b1"]["fastest"] == "c"
