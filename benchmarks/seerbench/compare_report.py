@@ -1069,6 +1069,68 @@ def plot(record: dict, path: Path) -> None:
     plt.close(fig)
 
 
+README_ROWS = (  # the README's first table: (config, label)
+    ("baseline@k=1", "baseline, {steps} steps (1 token / step)"),
+    ("stop@k=1", "stop at the first end token"),
+    ("threshold@t=0.9", "Fast-dLLM threshold 0.9"),
+    ("seer@k=1", "**Seer**, {steps} steps"),
+    ("seer+threshold@t=0.9", "**Seer** + threshold 0.9"),
+    ("oracle@k=1", "oracle window (a bound: knows each end)"),
+    ("dual+threshold/b64@t=0.9", "Fast-dLLM dual cache + threshold 0.9, blocks of 64"),
+    ("seer+dual+threshold/b64@t=0.9", "**Seer** + dual cache + threshold 0.9, blocks of 64"),
+)
+
+
+def readme_table(record: dict) -> str:
+    """The README's first results table from a comparison record: each `README_ROWS` config it
+    has, with its accuracy, the paired difference to the baseline, the margin verdict under the
+    headline's rule (Holm over the candidates; "borderline" where it flips with the seed; the
+    oracle is a bound), its window and its speed-ups over the baseline at batch 1 and 32."""
+    res, h = record["results"], record.get("headline") or {}
+    ref = res[h["reference"]]
+    steps = record["gen_length"] // int(ref["budget"].removeprefix("k="))
+    b1 = h.get("b1") or {}
+    num = lambda x, f=".1f": format(x, f).replace("-", "−")  # noqa: E731
+    sign = lambda x: num(x, "+.1f")  # noqa: E731
+    out = [f"| config | accuracy % [95 % CI] | Δ vs {steps} steps [95 % CI] | within "
+           f"{h['margin']:g} points? (Holm) [lower bound] | window | × {steps} steps, batch 1 "
+           "[95 % CI] | × batch 32 |", "|---" * 7 + "|"]  # fmt: skip
+    for name, label in README_ROWS:
+        r = res.get(name)
+        if r is None:
+            continue
+        lo, hi = r["ci95"]
+        row = [label.format(steps=steps), f"{num(100 * r['accuracy'])} [{num(100 * lo)}, "
+               f"{num(100 * hi)}]"]  # fmt: skip
+        if r is ref:
+            row += ["—", "—"]
+        else:
+            dlo, dhi = r["ci95_minus_baseline"]
+            d = 100 * (r["accuracy"] - ref["accuracy"])
+            if r["method"].startswith("oracle"):
+                verdict = "a bound"
+            elif name in b1.get("passed", []):
+                verdict = "yes"
+            elif name in (b1.get("borderline") or {}):
+                verdict = "borderline"
+            else:
+                verdict = "no"
+            row += [f"{sign(d)} [{sign(100 * dlo)}, {sign(100 * dhi)}]",
+                    f"{verdict} [{sign(100 * r['ni_lower'])}]"]  # fmt: skip
+        g = record["gen_length"]
+        window = str(g) if r["mean_window"] == g else num(r["mean_window"])
+        x1 = ref["b1_ms"] / r["b1_ms"]
+        ci = r["b1_speedup_vs_ref_ci95"] if r["ref"] == h["reference"] else None
+        x1s = (
+            "1.0×" if r is ref else f"{num(x1)}×" + (f" [{num(ci[0])}, {num(ci[1])}]" if ci else "")
+        )
+        x32 = f"{num(ref['b32_ms'] / r['b32_ms'])}×" if "b32_ms" in r and "b32_ms" in ref else "—"
+        if name.startswith("seer") and r is not ref and verdict == "yes":
+            x1s, x32 = f"**{x1s}**", f"**{x32}**"
+        out.append("| " + " | ".join([*row, window, x1s, x32]) + " |")
+    return "\n".join(out) + "\n"
+
+
 def rerender(path: Path) -> bool:
     """Re-apply the selection rule to a written record (its per-request scores and times are
     in it: nothing is run again) and rewrite its headline, then its Markdown beside it
@@ -1093,7 +1155,14 @@ def main(argv: list[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser(description="re-apply the selection rule to written records")
     ap.add_argument("records", nargs="+", type=Path)
+    ap.add_argument("--readme", action="store_true",
+                    help="print the README's first table of the (one) record instead")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.readme:
+        import json
+
+        print(readme_table(json.loads(args.records[0].read_text())), end="")
+        return
     for path in args.records:
         if not path.is_file():
             ap.error(f"{path}: no such record")

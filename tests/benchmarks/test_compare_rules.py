@@ -315,3 +315,26 @@ def test_a_batch32_time_from_another_process_or_pass_is_never_a_headline():
     assert [one_clock_b32(res[k]) for k in ("a", "b", "c")] == [True, False, False]
     h = headline(res, "base", 3.0, reps=100)
     assert h["b32"]["fastest"] == "a" and h["b1"]["fastest"] == "c"
+
+
+def test_the_readmes_first_table_is_generated_from_the_shipped_record():
+    """README's first results table is `readme_table` of the shipped comparison record (the
+    comment above it names the command): baseline, stop at the first end, threshold 0.9, Seer,
+    Seer + threshold, the oracle, with the margin verdict under Holm's rule."""
+    from seerbench.compare_report import readme_table
+
+    record = json.loads((ROOT / "docs/results/compare/shipped/compare-builtin.json").read_text())
+    table = readme_table(record)
+    readme = (ROOT / "README.md").read_text()
+    marker = readme.index("<!-- headline: bench_compare builtin")
+    assert readme[readme.index("\n", marker) + 1 :].startswith(table)
+    labels = [row.split(" | ")[0].removeprefix("| ") for row in table.splitlines()[2:]]
+    assert labels[:6] == [
+        "baseline, 128 steps (1 token / step)",
+        "stop at the first end token",
+        "Fast-dLLM threshold 0.9",
+        "**Seer**, 128 steps",
+        "**Seer** + threshold 0.9",
+        "oracle window (a bound: knows each end)",
+    ]
+    assert "| no [−3.7] |" in table.splitlines()[3]  # stop at the first end misses the margin
