@@ -267,7 +267,7 @@ def test_committed_reports_say_how_their_margin_was_fixed_and_render_from_their_
     """Every committed comparison record of the current format renders to its Markdown beside
     it (`compare_report.rerender` wrote both), its headline chosen by the Holm rule, its margin
     labelled as not pre-registered (the records predate pre-registration) and the baseline's
-    accuracy stated, "near the floor" below 30 %."""
+    accuracy stated, "near the floor" below 30 %; the one run with a plan says so."""
     from seerbench.compare_report import FLOOR, preregistration
 
     records = sorted((ROOT / "docs/results/compare").rglob("compare-*.json"))
@@ -279,7 +279,9 @@ def test_committed_reports_say_how_their_margin_was_fixed_and_render_from_their_
         h = record["headline"]
         assert all(h[k]["rule"] == "holm" for k in ("b1", "b32") if k in h), path
         how, post_hoc = preregistration(record)
-        assert how.startswith("margin not pre-registered in this record") and not post_hoc
+        planned = "preregistered" in record  # written into the raw file before the first request
+        assert how.startswith("pre-registered: " if planned else "margin not pre-registered")
+        assert not post_hoc
         md = path.with_suffix(".md").read_text()
         assert how in md
         base = record["results"][h["reference"]]["accuracy"]
