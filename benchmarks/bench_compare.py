@@ -66,10 +66,16 @@ Clocks: loop and end-to-end time, wall and CPU, are recorded for every config at
 sizes (`seerbench.compare`); `--clock` picks the one every table, speed-up, headline and plot
 shows, and names it (default: end to end, CPU time).
 
-The verdict "at the baseline's accuracy" is non-inferiority at `--margin` points, stated before
-the run: the one-sided 95 % lower bound of the paired difference to the first baseline
-(bootstrap over requests) must be >= -margin. The headline names the fastest config that
-passes, and how often it is the fastest when the requests are redrawn and the selection done
+The verdict "at the baseline's accuracy" is non-inferiority at `--margin` points: the one-sided
+95 % lower bound of the paired difference to the first baseline (bootstrap over requests) must be
+>= -margin. Pre-registration: before the first request the run appends its plan to the raw file
+(the margin, the primary comparison `--primary`: Seer + the strongest alternative against that
+alternative alone, the selection rule; `seerbench.compare.preregister`); a resumed run keeps the
+first plan, and a report at another margin is labelled post hoc
+(`seerbench.compare_report.preregistration`). The headline names the fastest config that passes
+under Holm's correction over the candidate set at every one of 20 bootstrap seeds (a config whose
+verdict flips with the seed is "borderline", never the winner; `compare_report.verdicts`), and
+how often it is the fastest when the requests are redrawn and the selection (Holm included) done
 again (`seerbench.compare_report.select_fastest`); below 50 % it says no config is clearly
 fastest. A cost model fitted on the run's own times (`seerbench.costmodel`) predicts every
 speed-up, its error beside it; `--project` prints the same table projected to LLaDA-8B and
@@ -149,6 +155,7 @@ from seerbench.compare import (  # noqa: F401  (the script's names, as tests and
     build_configs,
     correct,
     encode,
+    preregister,
     request,
     run_one,
     static_window,
@@ -157,11 +164,15 @@ from seerbench.compare_report import (  # noqa: F401
     CLOCKS,
     DEFAULT_CLOCK,
     MARGIN,
+    SELECTION,
     detection,
     headline,
     mark_frontier,
     markdown,
     plot,
+    preregistration,
+    primary_of,
+    primary_result,
     show,
     summarise,
 )
@@ -214,6 +225,13 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=MARGIN,
         help="non-inferiority margin, points (stated before the run)",
+    )
+    ap.add_argument(
+        "--primary",
+        default="",
+        help="the primary comparison, TREATMENT,CONTROL (written into the raw file before the "
+        "first request; default: seer+threshold@t=0.9,threshold@t=0.9 where the run has both, "
+        "else Seer against the baseline at the first budget)",
     )
     ap.add_argument(
         "--clock",
@@ -337,6 +355,13 @@ def main(argv=None) -> dict:
     out = args.out
     raw = args.raw or (out / f"raw-{tag}.jsonl" if out else Path(f"/tmp/bench_compare_{tag}.jsonl"))
     raw.parent.mkdir(parents=True, exist_ok=True)
+    pair = _primary(ap, args.primary, [c.name for c in configs])
+    plan = preregister(raw, settings, {
+        "margin": args.margin, "reference": f"baseline@k={budgets[0]}",
+        "primary": list(pair) if pair else None, "selection": SELECTION, "clock": args.clock,
+    })  # fmt: skip
+    how, post_hoc = preregistration({"preregistered": plan, "margin": args.margin})
+    print(f"[bench_compare] {how}", flush=True)
     q = encode(lm, examples[0])  # every window shape, then every config once (untimed)
     runs.warm_windows(lm, q, g, seer_cfg.bucket)
 
@@ -365,6 +390,8 @@ def main(argv=None) -> dict:
     results = summarise(rows, eng, configs, g, examples, args.clock, args.margin)
     mark_frontier(results)
     cost = costmodel.annotate(results, rows, eng, configs, g, args.clock)
+    first = f"baseline@k={budgets[0]}"
+    planned = tuple(plan["primary"]) if plan.get("primary") else None
     record = session.record(
         results,
         model=str(args.model),  # the name or folder given (a v2 folder is named export)
@@ -375,9 +402,12 @@ def main(argv=None) -> dict:
         b32_sample=label,
         b32_repeats=(args.engine_repeats or args.repeats) if eng else None,
         detection=detection(results),
-        headline=headline(results, f"baseline@k={budgets[0]}", args.margin),
+        headline=headline(results, first, args.margin),
         clock=args.clock,
         margin=args.margin,
+        preregistered=plan,
+        post_hoc=post_hoc,
+        primary=primary_result(results, planned, first),
         static=static,
         cost_model=cost,
         provenance=provenance(),
@@ -395,6 +425,20 @@ def main(argv=None) -> dict:
         md_path.write_text(markdown(record))
         print(f"[bench_compare] wrote {md_path}")
     return session.emit(record, tag=tag)
+
+
+def _primary(ap, text: str, names: list[str]) -> tuple[str, str] | None:
+    """--primary TREATMENT,CONTROL (both among the run's configs), or the default
+    (`compare_report.primary_of`)."""
+    if not text:
+        return primary_of(names)
+    pair = tuple(x.strip() for x in text.split(","))
+    if len(pair) != 2 or not all(pair):
+        ap.error(f"--primary: TREATMENT,CONTROL (two config names), got {text!r}")
+    unknown = [x for x in pair if x not in names]
+    if unknown:
+        ap.error(f"--primary: no config named {', '.join(unknown)} in this run")
+    return pair  # type: ignore[return-value]
 
 
 def _ints(ap, flag: str, text: str) -> list[int]:

@@ -16,7 +16,8 @@ dst=src/seer/assets/builtin-vqa
 
 # 1. the export into the package: weights, tokenizer, SigLIP processor config. The folder keeps
 #    its own generation_config.json (the 128 window, one token per step, greedy), MODEL_CARD.md
-#    and seer.json's chat_only / system_prompt (the export's seer.json is the uncalibrated one).
+#    and seer.json's chat_only / system_prompt (a training run writes an uncalibrated seer.json
+#    into its export; the committed export holds a copy of the shipped, calibrated one).
 cp "$run"/export/{config.json,model.safetensors,tokenizer.json,tokenizer_config.json} "$dst"/
 cp "$run"/export/{special_tokens_map.json,preprocessor_config.json} "$dst"/
 

@@ -16,6 +16,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 
@@ -35,6 +36,8 @@ GROUP = 4  # batches drawn at once and grouped by length
 class TrainConfig:
     """Model size and optimisation of the text model v2."""
 
+    CHOICES: ClassVar[dict[str, tuple]] = {"windows": ("row", "batch", "full")}
+
     d_model: int = 128
     n_layers: int = 6
     n_heads: int = 4
@@ -51,7 +54,7 @@ class TrainConfig:
     weight_decay: float = 0.01
     full_window_prob: float = 0.3
     cycle_start: int = 0
-    windows: str = "row"
+    windows: str = "row"  # "full": every row the full window (the control model: no cut window)
     seed: int = 0
     bare_steps: int = 1500  # the copy warm-up: only `lines.bare_item` requests until this step
     bare_people: int = 400  # ... whose lines grow by one person (up to 8) every this many steps

@@ -54,7 +54,12 @@ def draw_windows(answers: list[list[int]], window: int, rng: random.Random, full
     """Each row's window. "row": the full `window` with probability `full_prob`, else the
     answer (with <|eot_id|>) plus 0..JITTER [EOS], never above `window`. "batch" (the first
     recipe): one window for the batch, the full one with probability `full_prob`, else a length
-    drawn between the batch's longest answer and `window`."""
+    drawn between the batch's longest answer and `window`. "full" (the control model's recipe:
+    LLaDA's own SFT, no cut window): every row the full `window`, after the same draws as "row",
+    so a run replays the "row" run's data stream (items, order) with only the windows changed."""
+    if mode == "full":
+        draw_windows(answers, window, rng, full_prob, "row")
+        return [window] * len(answers)
     if mode == "batch":
         longest = max(len(a) for a in answers)
         w = window if rng.random() < full_prob else rng.randint(longest, window)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import time
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -384,6 +385,24 @@ def recorded(raw: Path, settings: dict, n: int, key: str) -> dict:
         else:
             out[k] = rec
     return out
+
+
+def preregister(raw: Path, settings: dict, plan: dict) -> dict:
+    """The run's plan (margin, primary comparison, selection rule) as its raw file holds it:
+    the first plan line of this run (`same_run`: a resumed run keeps its first plan, so a
+    report with another margin is labelled post hoc), else `plan` appended now, with the time
+    and `requests_done`, the requests of this run the file already holds (0: written before the
+    first request)."""
+    for line in raw_lines(raw):
+        if "preregistered" in line and same_run(line.get("settings"), settings):
+            return line["preregistered"]
+    done = len(recorded(raw, settings, 10**9, "request"))
+    plan = dict(plan, written=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                requests_done=done)  # fmt: skip
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    with raw.open("a") as f:
+        f.write(json.dumps({"settings": settings, "preregistered": plan}) + "\n")
+    return plan
 
 
 def raw_lines(raw: Path) -> list[dict]:

@@ -41,10 +41,19 @@ CLOCKS = {  # name: what it times (per request)
     "loop_cpu": "denoising loop, CPU time",
     "loop_wall": "denoising loop, wall time",
 }
-DEFAULT_CLOCK = "e2e_cpu"  # what a user pays, and what another process's load does not inflate
+DEFAULT_CLOCK = "e2e_cpu"  # what a user pays, and what other load inflates least (`runs`)
 MARGIN = 3.0  # points: the default non-inferiority margin
 CLEAR = 0.5  # the fastest config is "clear" when it is the fastest in this share of redraws
 SELECT_REPS = 1000  # request redraws of the selection
+ALPHA = 0.05  # family-wise error of the selection (Holm over the candidate set)
+SEEDS = 20  # bootstrap seeds over which a verdict must hold (else "borderline")
+SELECTION = (
+    "Holm over the candidate set: every config but the reference and the oracles is tested "
+    f"for non-inferiority at the margin (one-sided bootstrap p-value over requests), Holm's "
+    f"step-down at {ALPHA:g} family-wise; a config passes when it passes under each of {SEEDS} "
+    "bootstrap seeds, is borderline (never the winner) when its verdict, with or without "
+    "Holm, flips with the seed; the winner is the fastest that passes"
+)
 OLD = "old format: batch 1 loop wall time, batch 32 end-to-end CPU time; no margin"
 
 
@@ -248,9 +257,11 @@ def _seer_adds(out: dict, rows, scores: dict, clock: str) -> None:
 
 def select_fastest(scores: dict, times: dict, reference: str, margin: float,
                    reps: int = SELECT_REPS, seed: int = 0,
-                   per_request: bool = True) -> dict:  # fmt: skip
+                   per_request: bool = True, rule: str = "holm") -> dict:  # fmt: skip
     """How often each config is the fastest that passes the margin when the requests are
-    redrawn (with replacement) and the selection is done again in each redraw.
+    redrawn (with replacement) and the selection is done again in each redraw (`rule`
+    "holm": Holm's step-down over the candidates in each redraw, as `verdicts`; "unadjusted":
+    each config at 5 % on its own).
 
     `scores`: name -> a score per request (the same requests for every name, `reference`
     among them); `times`: name -> seconds per request (`per_request`), or per timing round
@@ -273,13 +284,78 @@ def select_fastest(scores: dict, times: dict, reference: str, margin: float,
         idx = rng.integers(0, n, (k, n))
         dd = d[:, idx]
         sd = dd.std(axis=2, ddof=1) if n > 1 else np.zeros(dd.shape[:2])
-        lb = dd.mean(axis=2) - 1.6449 * sd / math.sqrt(n)
+        mean = dd.mean(axis=2)
+        lb = mean - 1.6449 * sd / math.sqrt(n)
         ok = lb >= -margin / 100 - 1e-12
+        if rule == "holm":
+            ok = _holm_redraws(mean, sd / math.sqrt(n), margin / 100, names.index(reference))
         tt = t[:, idx].sum(axis=2) if per_request else t[:, rng.integers(0, t.shape[1], k)]
         best = np.where(ok, tt, np.inf).argmin(axis=0)
         wins += np.bincount(best, minlength=len(names))
     share = {names[i]: float(w / reps) for i, w in enumerate(wins) if w}
     return dict(sorted(share.items(), key=lambda kv: -kv[1]))
+
+
+def _holm_redraws(mean: np.ndarray, se: np.ndarray, margin: float, ref: int) -> np.ndarray:
+    """(C, k) passes of Holm's step-down per redraw (column), the one-sided p-value of each
+    config's non-inferiority from the normal approximation; the reference always passes."""
+    import torch
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (mean + margin) / se
+    z = np.where(se > 0, z, np.where(mean >= -margin - 1e-12, np.inf, -np.inf))
+    p = torch.special.ndtr(torch.from_numpy(-z)).numpy()
+    p[ref] = -1.0  # sorted first, never counted among the m tests
+    m = p.shape[0] - 1
+    order = np.argsort(p, axis=0, kind="stable")
+    ps = np.take_along_axis(p, order, axis=0)
+    thr = np.concatenate([[np.inf], ALPHA / (m - np.arange(m))])[:, None]
+    ok_sorted = np.cumprod(ps <= thr, axis=0).astype(bool)
+    ok = np.empty_like(ok_sorted)
+    np.put_along_axis(ok, order, ok_sorted, axis=0)
+    return ok
+
+
+def verdicts(scores: dict, reference: str, margin: float, seeds: int = SEEDS,
+             alpha: float = ALPHA) -> dict:  # fmt: skip
+    """The selection's verdict per candidate (every name of `scores` but `reference`; scores
+    per request, the same requests for all): `p` (one-sided non-inferiority p-value at
+    `margin` points, seed 0: `stats.noninferior_p`), `unadjusted` (p <= alpha at seed 0: the
+    lower-bound rule), `seed_share` / `holm_share` (the share of `seeds` bootstrap seeds under
+    which it passes alone / under Holm's step-down over all candidates) and `verdict`: "pass"
+    (Holm at every seed), "borderline" (either share strictly between 0 and 1) or "fail"."""
+    import torch
+
+    names = [k for k in scores if k != reference]
+    if not names:
+        return {}
+    ref = np.asarray(scores[reference], dtype=float)
+    d = torch.tensor(np.asarray([scores[k] for k in names], dtype=float) - ref)
+    alone, adjusted, p0 = np.zeros(len(names)), np.zeros(len(names)), []
+    for seed in range(seeds):
+        p = stats.noninferior_p(d, margin / 100, seed)
+        p0 = p0 or p
+        alone += np.asarray(p) <= alpha
+        adjusted += np.asarray(stats.holm(p, alpha))
+    out = {}
+    for i, k in enumerate(names):
+        a, h = alone[i] / seeds, adjusted[i] / seeds
+        verdict = "pass" if h == 1 else ("borderline" if 0 < a < 1 or 0 < h < 1 else "fail")
+        out[k] = {"p": p0[i], "unadjusted": p0[i] <= alpha, "seed_share": a, "holm_share": h,
+                  "verdict": verdict}  # fmt: skip
+    return out
+
+
+def one_clock_b32(r: dict) -> bool:
+    """Whether a config's batch-32 time is on the first pass's clock: not when a second process
+    timed it (`b32_part_scale`, scaled by the baselines both processes timed) or a later pass
+    did (`b32_later_pass`: its CPU time as measured, beside a re-timed anchor). Its speed-ups
+    over first-pass configs are then not on one clock ("‡" in the tables; never a headline)."""
+    return not (r.get("b32_later_pass") or "b32_part_scale" in r)
+
+
+def _clock_mark(r: dict) -> str:
+    return "" if one_clock_b32(r) else "‡"
 
 
 def headline(results: dict, reference: str, margin: float | None = None,
@@ -297,15 +373,27 @@ def headline(results: dict, reference: str, margin: float | None = None,
     ok = {k: r for k, r in runnable.items() if r.get("noninferior")}
     out: dict = {"reference": reference, "margin": margin, "equal_accuracy": sorted(ok),
                  "clock": ref.get("b1_clock", DEFAULT_CLOCK)}  # fmt: skip
+    out["selection"] = SELECTION
     for key in ("b1", "b32"):
         clock, flag = f"{key}_ms", ("noninferior" if key == "b1" else "b32_noninferior")
-        timed = {k: r for k, r in runnable.items() if clock in r and r.get(flag)}
-        if not timed or clock not in ref:
+        correct = "correct" if key == "b1" else "b32_correct"
+        have = {k: r for k, r in runnable.items()
+                if clock in r and (key == "b1" or one_clock_b32(r))}  # fmt: skip
+        if clock not in ref or not all(correct in r for r in have.values()):
             continue
-        best = min(timed, key=lambda k: timed[k][clock])
-        x = {"fastest": best, "ms": timed[best][clock],
-             "speedup_vs_reference": ref[clock] / timed[best][clock]}  # fmt: skip
-        have = {k: r for k, r in runnable.items() if clock in r}
+        v = verdicts({k: r[correct] for k, r in have.items()}, reference, margin)
+        unadjusted = [k for k, r in have.items() if r.get(flag) or k == reference]
+        passed = [k for k in have if k == reference or v[k]["verdict"] == "pass"]
+        best = min(passed, key=lambda k: have[k][clock])
+        x = {"fastest": best, "ms": have[best][clock],
+             "speedup_vs_reference": ref[clock] / have[best][clock],
+             "rule": "holm", "passed": sorted(passed),
+             "borderline": {k: {f: v[k][f] for f in ("seed_share", "holm_share")}
+                            for k in sorted(have, key=lambda k: have[k][clock])
+                            if k in v and v[k]["verdict"] == "borderline"
+                            and have[k][clock] < have[best][clock]},
+             "fastest_unadjusted": min(unadjusted, key=lambda k: have[k][clock])}  # fmt: skip
+        timed = {k: have[k] for k in passed}
         if key == "b1" and all("b1_request_ms" in r for r in have.values()):
             x["shares"] = select_fastest({k: r["correct"] for k, r in have.items()},
                                          {k: r["b1_request_ms"] for k, r in have.items()},
@@ -472,6 +560,99 @@ def best_settings(res: dict, grid_k: str | None = None) -> dict:
     return out
 
 
+FLOOR = 0.30  # a baseline below this accuracy is "near the floor"
+
+
+def baseline_words(accuracy: float, margin: float | None) -> str:
+    """The baseline's accuracy in words beside a speed-up: "51.7 %; the 3-point margin is a 6 %
+    relative loss", "near the floor" below `FLOOR` (a margin of points is a larger relative loss
+    there: 3 points at 12 % is 25 %)."""
+    out = f"{100 * accuracy:.1f} %" + (" — near the floor" if accuracy < FLOOR else "")
+    if margin is not None and accuracy > 0:
+        out += f"; the {margin:g}-point margin is a {margin / accuracy:.0f} % relative loss"
+    return out
+
+
+PRIMARY = ("seer+threshold@t=0.9", "threshold@t=0.9")  # Seer + the strongest alternative
+# (Fast-dLLM's parallel decoding at its official threshold) against that alternative alone
+
+
+def primary_of(names) -> tuple[str, str] | None:
+    """The default primary comparison among config `names`: `PRIMARY` where the run has both,
+    else Seer alone against the baseline at the first budget (None: no Seer config)."""
+    names = list(names)
+    if all(n in names for n in PRIMARY):
+        return PRIMARY
+    seer = next((n for n in names if n.startswith("seer@")), None)
+    return (seer, f"baseline@{seer.split('@', 1)[1]}") if seer else None
+
+
+def preregistration(record: dict) -> tuple[str, bool]:
+    """(how the record's margin, primary comparison and selection rule were fixed, in words;
+    post hoc?). A record holds `preregistered` when bench_compare wrote the plan into its raw
+    file before the first request; a record without it predates that (its margin was given on
+    the command line, which no file kept); a margin other than the plan's, or a plan written
+    after requests had run, makes the tables post hoc."""
+    plan = record.get("preregistered")
+    margin = (record.get("headline") or {}).get("margin", record.get("margin"))
+    if not plan:
+        return ("margin not pre-registered in this record (given on the command line; the "
+                "record predates pre-registration)", False)  # fmt: skip
+    if plan.get("requests_done"):
+        return (f"post hoc: the plan was written after {plan['requests_done']} requests had "
+                "run", True)  # fmt: skip
+    if margin is not None and abs(float(plan["margin"]) - float(margin)) > 1e-9:
+        return (f"post hoc: margin {margin:g} points, not the pre-registered "
+                f"{plan['margin']:g}", True)  # fmt: skip
+    return ("pre-registered: the margin, the primary comparison and the selection rule were "
+            f"written into the raw file before the first request ({plan.get('written', '?')})",
+            False)  # fmt: skip
+
+
+def primary_result(results: dict, pair: tuple[str, str] | None, reference: str) -> dict | None:
+    """The primary comparison's figures: treatment against control (paired speed-up at batch 1
+    and 32, accuracy difference) and the treatment's verdict against the `reference`."""
+    if not pair or pair[0] not in results or pair[1] not in results:
+        return None
+    t, c = results[pair[0]], results[pair[1]]
+    a = t.get("seer_adds") if (t.get("seer_adds") or {}).get("config") == pair[1] else None
+    out = {"treatment": pair[0], "control": pair[1],
+           "b1_speedup": c["b1_ms"] / t["b1_ms"],
+           "accuracy_difference": t["accuracy"] - c["accuracy"],
+           "noninferior_vs_reference": t.get("noninferior"), "ni_lower": t.get("ni_lower"),
+           "reference": reference}  # fmt: skip
+    if a:
+        out.update(b1_speedup_ci95=a["b1_speedup_ci95"], ci95=a["ci95"])
+    if "b32_ms" in t and "b32_ms" in c:
+        out["b32_speedup"] = c["b32_ms"] / t["b32_ms"]
+    return out
+
+
+def _primary_lines(record: dict) -> list[str]:
+    res = record["results"]
+    plan = record.get("preregistered") or {}
+    ref = (record.get("headline") or {}).get("reference", "the first baseline")
+    pair = tuple(plan["primary"]) if plan.get("primary") else primary_of(res)
+    p = record.get("primary") or primary_result(res, pair, ref)  # type: ignore[arg-type]
+    if not p:
+        return []
+    how = "pre-registered" if plan else "named after the run: not pre-registered in this record"
+    line = (f"Primary comparison ({how}): {p['treatment']} against {p['control']}, "
+            f"{p['b1_speedup']:.2f}×")  # fmt: skip
+    if p.get("b1_speedup_ci95"):
+        line += " [{:.2f}, {:.2f}]".format(*p["b1_speedup_ci95"])
+    line += f" at batch 1, accuracy {100 * p['accuracy_difference']:+.1f} points"
+    if p.get("ci95"):
+        line += " [{:+.1f}, {:+.1f}]".format(*(100 * v for v in p["ci95"]))
+    if "b32_speedup" in p:
+        line += f"; {p['b32_speedup']:.2f}× at batch 32"
+    if p.get("ni_lower") is not None:
+        ok = "within" if p["noninferior_vs_reference"] else "not within"
+        line += (f"; {p['treatment']} is {ok} the margin of {p['reference']} (lower bound "
+                 f"{100 * p['ni_lower']:+.1f})")  # fmt: skip
+    return ["", line + "."]
+
+
 def markdown(record: dict) -> str:
     """The README's tables from the record: the grid (method x tokens per step, each method at
     its best block size), every method at its best setting, every config, what Seer adds, the
@@ -488,12 +669,18 @@ def markdown(record: dict) -> str:
     pct = lambda x: f"{100 * x:.1f}"  # noqa: E731
     clock = f"{clock_label(record)} at batch 1, {clock_label(record, 'b32')} at batch 32"
     rule = "none (old format: the paired interval reaching 0)"
+    how, post_hoc = preregistration(record)
     if not old:
         rule = (f"margin {margin:g} points (one-sided 95 % lower bound of the paired "
-                "difference, bootstrap over requests), stated before the run")  # fmt: skip
-    out = [
+                f"difference, bootstrap over requests); {how}")  # fmt: skip
+    out = ["**Post hoc** (" + how + "): every verdict below uses a margin not fixed before "
+           "the run.", ""] if post_hoc else []  # fmt: skip
+    out += [
         f"{record['model']}, n = {record['n']} (batch 32: {_b32n(res)} requests, "
         f"{_b32sample(res)}); clock: {clock}; non-inferiority: {rule}.",
+        "",
+        f"Baseline ({g // ks[0]} steps) accuracy: "
+        f"{baseline_words(res[f'baseline@k={ks[0]}']['accuracy'], None if old else margin)}.",
         "",
         "Cell: accuracy % · mean NFE · speed-up over the baseline with the same k at batch 1 / "
         "at batch 32; a block method at its fastest block size within the margin of that "
@@ -511,12 +698,20 @@ def markdown(record: dict) -> str:
                 cells.append("")
                 continue
             r = res[pick[0]]
-            b32 = f"{r['b32_speedup_vs_ref']:.1f}×" if "b32_speedup_vs_ref" in r else "—"
+            b32 = (
+                f"{r['b32_speedup_vs_ref']:.1f}×{_clock_mark(r)}"
+                if "b32_speedup_vs_ref" in r
+                else "—"
+            )
             tag = (f" /b{r['block']}" if r.get("block") else "") + ("" if pick[1] or old else " †")
             cells.append(f"{pct(r['accuracy'])} · {r['nfe']:.1f} · "
                          f"{r['b1_speedup_vs_ref']:.1f}× / {b32}{tag}")  # fmt: skip
         out.append(f"| {fam} | " + " | ".join(cells) + " |")
+    if any("b32_ms" in r and not one_clock_b32(r) for r in res.values()):
+        out += ["", "‡ a batch-32 figure not on one clock: timed by a second process or in a "
+                "later pass (footnotes ¹ and ² below the table of every config)."]  # fmt: skip
     base = res[f"baseline@k={ks[0]}"]
+    out += _primary_lines(record) if not old else []
     out += _best_table(record, base) if not old else []
     out += _sweep_table(res, margin)
     out += [
@@ -550,6 +745,8 @@ def markdown(record: dict) -> str:
         b32a = pct(r["b32_accuracy"]) if "b32_accuracy" in r else "—"
         b32r = f"{r['b32_speedup_vs_ref']:.2f}×" if "b32_speedup_vs_ref" in r else "—"
         b32x = f"{base['b32_ms'] / r['b32_ms']:.1f}×" if "b32_ms" in r and "b32_ms" in base else "—"
+        if "b32_ms" in r and not one_clock_b32(r):
+            b32r, b32x = b32r + "‡", b32x + "‡"
         front = ("b1" if r["pareto_b1"] else "") + (" b32" if r.get("pareto_b32") else "")
         later = ("¹" if r.get("later_pass") else "") + ("²" if "b32_part_scale" in r else "")
         out.append(
@@ -567,9 +764,14 @@ def markdown(record: dict) -> str:
         out += [
             "",
             "¹ added after the first pass: run in a later pass beside the anchors (`--anchors`), "
-            "its times scaled by one ratio per pass and clock: the anchors' first-pass / "
-            "later-pass time on that clock, summed over the pass's requests.",
-        ]
+            "its batch-1 times scaled by one ratio per pass and clock: the anchors' first-pass / "
+            "later-pass time on that clock, summed over the pass's requests"
+            + (". At batch 32 its CPU time is as measured, not scaled: its batch-32 speed-ups "
+               "over first-pass configs (‡) are not on one clock (the machine's load changes "
+               "CPU time too, by ~10 % between passes), and no headline uses them"
+               if any(r.get("b32_later_pass") for r in res.values()) else "")
+            + ".",
+        ]  # fmt: skip
     side = {n: r["b32_part_scale"]["cpu"] for n, r in res.items() if "b32_part_scale" in r}
     if side:
         lo, hi = min(side.values()), max(side.values())
@@ -578,7 +780,10 @@ def markdown(record: dict) -> str:
             "² timed at batch 32 by a second process of the run, side by side with the first "
             "(the batch-32 pass split over the cores): its batch-32 times scaled by one ratio "
             "per clock, the baselines' time in the first process over their time in the second "
-            f"(CPU time: {lo:.3f}" + ("" if hi == lo else f" to {hi:.3f}") + ").",
+            f"(CPU time: {lo:.3f}" + ("" if hi == lo else f" to {hi:.3f}") + "). One ratio, "
+            "dominated by the slowest baseline, does not carry to configs timed at another "
+            "moment of that process: these batch-32 figures (‡) are not on one clock, and no "
+            "headline uses them.",
         ]
     out += _adds_table(record)
     out += _cost_lines(record)
@@ -645,7 +850,8 @@ def _best_table(record: dict, base: dict) -> list[str]:
            "|---" * 6 + "|"]  # fmt: skip
     for fam, (name, ok) in best_settings(res).items():
         r = res[name]
-        b32 = f"{base['b32_ms'] / r['b32_ms']:.2f}×" if "b32_ms" in r and "b32_ms" in base else "—"
+        b32 = (f"{base['b32_ms'] / r['b32_ms']:.2f}×{_clock_mark(r)}"
+               if "b32_ms" in r and "b32_ms" in base else "—")  # fmt: skip
         b1 = base["b1_ms"] / r["b1_ms"]
         out.append(f"| {fam} | {name}{'' if ok else ' †'} | {100 * r['accuracy']:.1f} | "
                    f"{100 * r['ni_lower']:+.1f} | {b1:.2f}× | {b32} |")  # fmt: skip
@@ -688,7 +894,10 @@ def headline_lines(record: dict) -> list[str]:
         if key not in h:
             continue
         x = h[key]
-        if "margin" in h:
+        if "margin" in h and x.get("rule") == "holm":
+            rule = (f"within {h['margin']:g} points of {h['reference']} (one-sided 95 % bound, "
+                    "Holm-corrected over the candidates)")  # fmt: skip
+        elif "margin" in h:
             rule = f"within {h['margin']:g} points of {h['reference']} (one-sided 95 % bound)"
         else:
             rule = f"at the accuracy of {h['reference']} (old rule: paired interval reaching 0)"
@@ -702,7 +911,7 @@ def headline_lines(record: dict) -> list[str]:
                 if others:  # the most frequent few: "…" where they are not all
                     more = sum(others.values()) < 1 - x["share"] - 0.005
                     line += f" ({_shares(others)}{', …' if more else ''})"
-            out.append(line[0].upper() + line[1:] + ".")
+            out.append(line[0].upper() + line[1:] + _unselected(x) + ".")
             continue
         line = (f"{rule}, the fastest config at {label} ({clock}) is {x['fastest']} "
                 f"({x['speedup_vs_reference']:.1f}× faster than {h['reference']})")  # fmt: skip
@@ -718,7 +927,26 @@ def headline_lines(record: dict) -> list[str]:
                 line += f", {a['b1_speedup']:.2f}× over {a['config']} at batch 1"
             elif a and "b32_speedup" in a:
                 line += f", {a['b32_speedup']:.2f}× over {a['config']} at batch 32"
-        out.append(line + ".")
+        out.append(line + _unselected(x) + ".")
+    return out
+
+
+def _unselected(x: dict) -> str:
+    """The faster configs the multiplicity-aware rule did not pick: borderline ones (their
+    verdict flips with the bootstrap seed) and the one the unadjusted rule would have named."""
+    out = ""
+    border = x.get("borderline") or {}
+    if border:
+        each = [
+            f"{k} (passes alone under {100 * b['seed_share']:.0f} % of {SEEDS} seeds, under "
+            f"Holm {100 * b['holm_share']:.0f} %)"
+            for k, b in list(border.items())[:3]
+        ]
+        out += "; borderline, not winners (the verdict flips with the bootstrap seed): "
+        out += ", ".join(each)
+    fu = x.get("fastest_unadjusted")
+    if fu and fu != x["fastest"] and fu not in border:
+        out += f"; {fu} is faster and passes the margin on its own, but not under Holm's correction"
     return out
 
 
@@ -741,6 +969,8 @@ def _adds_table(record: dict) -> list[str]:
         lo, hi = a["b1_speedup_ci95"]
         dlo, dhi = a["ci95"]
         b32 = f"{a['b32_speedup']:.2f}×" if "b32_speedup" in a else "—"
+        if "b32_speedup" in a and one_clock_b32(res[k]) != one_clock_b32(res[a["config"]]):
+            b32 += "‡"  # one of the two timed on another clock
         out.append(
             f"| {k} | {a['config']} | {a['b1_speedup']:.2f}× [{lo:.2f}, {hi:.2f}] | "
             f"{100 * a['accuracy_difference']:+.1f} [{100 * dlo:+.1f}, {100 * dhi:+.1f}] | "
@@ -840,3 +1070,107 @@ def plot(record: dict, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+README_ROWS = (  # the README's first table: (config, label)
+    ("baseline@k=1", "baseline, {steps} steps (1 token / step)"),
+    ("stop@k=1", "stop at the first end token"),
+    ("threshold@t=0.9", "Fast-dLLM threshold 0.9"),
+    ("seer@k=1", "**Seer**, {steps} steps"),
+    ("seer+threshold@t=0.9", "**Seer** + threshold 0.9"),
+    ("oracle@k=1", "oracle window (a bound: knows each end)"),
+    ("dual+threshold/b64@t=0.9", "Fast-dLLM dual cache + threshold 0.9, blocks of 64"),
+    ("seer+dual+threshold/b64@t=0.9", "**Seer** + dual cache + threshold 0.9, blocks of 64"),
+)
+
+
+def readme_table(record: dict) -> str:
+    """The README's first results table from a comparison record: each `README_ROWS` config it
+    has, with its accuracy, the paired difference to the baseline, the margin verdict under the
+    headline's rule (Holm over the candidates; "borderline" where it flips with the seed; the
+    oracle is a bound), its window and its speed-ups over the baseline at batch 1 and 32."""
+    res, h = record["results"], record.get("headline") or {}
+    ref = res[h["reference"]]
+    steps = record["gen_length"] // int(ref["budget"].removeprefix("k="))
+    b1 = h.get("b1") or {}
+    num = lambda x, f=".1f": format(x, f).replace("-", "−")  # noqa: E731
+    sign = lambda x: num(x, "+.1f")  # noqa: E731
+    out = [f"| config | accuracy % [95 % CI] | Δ vs {steps} steps [95 % CI] | within "
+           f"{h['margin']:g} points? (Holm) [lower bound] | window | × {steps} steps, batch 1 "
+           "[95 % CI] | × batch 32 |", "|---" * 7 + "|"]  # fmt: skip
+    for name, label in README_ROWS:
+        r = res.get(name)
+        if r is None:
+            continue
+        lo, hi = r["ci95"]
+        row = [label.format(steps=steps), f"{num(100 * r['accuracy'])} [{num(100 * lo)}, "
+               f"{num(100 * hi)}]"]  # fmt: skip
+        if r is ref:
+            row += ["—", "—"]
+        else:
+            dlo, dhi = r["ci95_minus_baseline"]
+            d = 100 * (r["accuracy"] - ref["accuracy"])
+            if r["method"].startswith("oracle"):
+                verdict = "a bound"
+            elif name in b1.get("passed", []):
+                verdict = "yes"
+            elif name in (b1.get("borderline") or {}):
+                verdict = "borderline"
+            else:
+                verdict = "no"
+            row += [f"{sign(d)} [{sign(100 * dlo)}, {sign(100 * dhi)}]",
+                    f"{verdict} [{sign(100 * r['ni_lower'])}]"]  # fmt: skip
+        g = record["gen_length"]
+        window = str(g) if r["mean_window"] == g else num(r["mean_window"])
+        x1 = ref["b1_ms"] / r["b1_ms"]
+        ci = r["b1_speedup_vs_ref_ci95"] if r["ref"] == h["reference"] else None
+        x1s = (
+            "1.0×" if r is ref else f"{num(x1)}×" + (f" [{num(ci[0])}, {num(ci[1])}]" if ci else "")
+        )
+        x32 = f"{num(ref['b32_ms'] / r['b32_ms'])}×" if "b32_ms" in r and "b32_ms" in ref else "—"
+        if name.startswith("seer") and r is not ref and verdict == "yes":
+            x1s, x32 = f"**{x1s}**", f"**{x32}**"
+        out.append("| " + " | ".join([*row, window, x1s, x32]) + " |")
+    return "\n".join(out) + "\n"
+
+
+def rerender(path: Path) -> bool:
+    """Re-apply the selection rule to a written record (its per-request scores and times are
+    in it: nothing is run again) and rewrite its headline, then its Markdown beside it
+    (`<record>.md`). Records of the old format (no clock, no margin) are left as written.
+    Returns whether the record was rewritten."""
+    import json
+
+    record = json.loads(path.read_text())
+    h = record.get("headline") or {}
+    if not record.get("clock") or "reference" not in h:
+        return False
+    record["headline"] = headline(record["results"], h["reference"], h.get("margin"))
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    path.with_suffix(".md").write_text(markdown(record))
+    return True
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`PYTHONPATH=benchmarks python -m seerbench.compare_report RECORD.json ...`: `rerender`
+    each (the committed records: docs/results/compare/**/compare-*.json)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description="re-apply the selection rule to written records")
+    ap.add_argument("records", nargs="+", type=Path)
+    ap.add_argument("--readme", action="store_true",
+                    help="print the README's first table of the (one) record instead")  # fmt: skip
+    args = ap.parse_args(argv)
+    if args.readme:
+        import json
+
+        print(readme_table(json.loads(args.records[0].read_text())), end="")
+        return
+    for path in args.records:
+        if not path.is_file():
+            ap.error(f"{path}: no such record")
+        print(f"{path}: {'rewritten' if rerender(path) else 'old format, left as written'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -14,7 +14,14 @@ script's own), wall_seconds; a script may add keys beside them, never rename the
 
 Timing: `Timer` reads the wall clock (`time.perf_counter`) and the process's CPU time
 (`time.process_time`) together. The machines we publish from are shared: the CPU time is the
-figure that another process's load does not inflate, the wall time the one a user waits.
+figure another process's load inflates *less* (it does not count the time the process waits
+for a core), the wall time the one a user waits. Load still changes CPU time, as measured: the
+same batch-32 work measured 9-10 % apart in CPU time at two moments of one run (ParallelBench's
+128-step baseline over 400 items, 1349.7 s and then 1212.7 s in a later pass, −10.2 %; the
+sweep's two batch-32 processes side by side, the baselines' CPU time in one 0.915× that in the
+other) — caches, memory bandwidth and clock frequency are shared with the other jobs. So a ratio
+compares configs timed in one pass of one process, interleaved; a ratio across passes or
+processes, even scaled by a re-timed anchor, is not on one clock (`compare_report.one_clock_b32`).
 Repeats are interleaved (`rounds`): every config runs once per round, so a slow moment of the
 machine hits every config alike; intervals then cover requests *and* repeats
 (`seerbench.stats.bootstrap_ratio`).

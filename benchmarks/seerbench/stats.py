@@ -136,3 +136,36 @@ def noninferior(xs: Sequence[float], ys: Sequence[float], margin: float, level: 
     paired difference is >= -margin."""
     lo = lower_bound(xs, ys, level, seed)
     return lo >= -margin - 1e-12, lo
+
+
+def noninferior_p(
+    diffs: torch.Tensor, margin: float, seed: int = 0, reps: int = BOOT
+) -> list[float]:
+    """One-sided bootstrap p-values of "config c is worse than the reference by more than
+    `margin`", one per row of `diffs` (C, n): per-request paired differences, all configs
+    resampled with the same requests. p = the share of resampled mean differences below
+    -margin; p <= 0.05 exactly when `noninferior`'s lower bound (same seed, same draws) passes,
+    so one config alone is the unadjusted rule. Resolution 1 / reps (p = 0: no resample below)."""
+    d = torch.as_tensor(diffs, dtype=torch.float64)
+    if d.dim() != 2 or d.shape[1] == 0:
+        raise ValueError(f"diffs: a (configs, requests) table, got shape {tuple(d.shape)}")
+    n = d.shape[1]
+    g = torch.Generator().manual_seed(seed)
+    idx = torch.randint(0, n, (reps, n), generator=g)
+    counts = torch.zeros(reps, n, dtype=torch.float64).scatter_add_(
+        1, idx, torch.ones(reps, n, dtype=torch.float64)
+    )
+    means = d @ counts.T / n  # (C, reps): each resample's mean difference per config
+    return ((means < -margin - 1e-12).double().mean(dim=1)).tolist()
+
+
+def holm(pvalues: Sequence[float], alpha: float = 0.05) -> list[bool]:
+    """Holm's step-down rejections at family-wise `alpha`: sorted ascending, the i-th smallest
+    p-value (0-based) is rejected while each so far is <= alpha / (m - i)."""
+    m = len(pvalues)
+    out = [False] * m
+    for i, j in enumerate(sorted(range(m), key=lambda k: pvalues[k])):
+        if pvalues[j] > alpha / (m - i):
+            break
+        out[j] = True
+    return out

@@ -76,11 +76,24 @@ def test_a_quick_run_and_its_resume(bench, tmp_path):
     md = bench.markdown(rec)  # the README's tables: one grid row per method, one row per config
     assert all(f"| {m} | " in md for m in ("baseline", "seer", "stop", "oracle"))
     assert all(f"| {name} | " in md for name in res)
-    lines = raw.read_text().splitlines()
-    assert len(lines) == 3 and all(json.loads(x)["request"] in (0, 1, 2) for x in lines)
+    # the plan first (written before the first request), then one line per request
+    plan, *lines = [json.loads(x) for x in raw.read_text().splitlines()]
+    assert plan["preregistered"]["margin"] == 3.0 and plan["preregistered"]["requests_done"] == 0
+    assert plan["preregistered"]["primary"] == ["seer+threshold@t=0.9", "threshold@t=0.9"]
+    assert "Holm" in plan["preregistered"]["selection"]
+    assert len(lines) == 3 and all(x["request"] in (0, 1, 2) for x in lines)
+    assert rec["preregistered"] == plan["preregistered"] and rec["post_hoc"] is False
+    assert rec["primary"]["treatment"] == "seer+threshold@t=0.9"
+    assert "pre-registered: the margin" in md and "Primary comparison (pre-registered)" in md
     again = bench.main(argv)  # resumes: every request is read back, nothing is run or appended
-    assert len(raw.read_text().splitlines()) == 3
+    assert len(raw.read_text().splitlines()) == 4
     assert again["results"]["seer@k=8"]["accuracy"] == res["seer@k=8"]["accuracy"]
+    # the same run reported at another margin keeps its first plan: the tables say post hoc
+    wide = bench.main(argv + ["--margin", "5"])
+    assert len(raw.read_text().splitlines()) == 4
+    assert wide["post_hoc"] is True and wide["preregistered"]["margin"] == 3.0
+    assert bench.markdown(wide).startswith("**Post hoc** (post hoc: margin 5 points, not the ")
+    assert "Post hoc" not in md
 
 
 def test_a_raw_file_is_not_resumed_with_other_weights(bench, tmp_path):
@@ -103,7 +116,7 @@ def test_a_raw_file_is_not_resumed_with_other_weights(bench, tmp_path):
     state[name] = state[name] * 1.01
     save_file(state, model / "model.safetensors", metadata={"format": "pt"})
     bench.main(argv)
-    lines = [json.loads(x) for x in raw.read_text().splitlines()]
+    lines = [json.loads(x) for x in raw.read_text().splitlines() if '"request"' in x]
     assert (
         len(lines) == 2
         and lines[0]["settings"]["weights_sha256"] != lines[1]["settings"]["weights_sha256"]
@@ -168,7 +181,7 @@ def test_a_quick_run_extended_with_add_runs_only_the_added_config(bench, tmp_pat
     added = "dual/b16@k=8"
     rec = bench.main([*argv, "--add", added, "--anchors", "baseline@k=8"])
     assert rec["results"][added]["later_pass"] == 1  # its one request, in a later pass
-    lines = [json.loads(x) for x in raw.read_text().splitlines()]
+    lines = [json.loads(x) for x in raw.read_text().splitlines() if '"request"' in x]
     assert len(lines) == 2 and lines[1]["added"] == [added]
     assert set(lines[1]["anchors"]) == {"baseline@k=8"}
     with pytest.raises(SystemExit):

@@ -201,3 +201,143 @@ def test_the_block_sweep_table_has_one_column_per_block_size():
     assert "| dual | k=1 | 40.0 · 3.4× · -15.0 | 50.0 · 2.1× · -2.0 ✓ |" in lines
     assert "| seer+dual | k=1 | 50.0 · 15.0× · -1.7 ✓ |  |" in lines
     assert _sweep_table({"dual/b8@k=1": row(0.4, 3.4, -0.15, False, 8)}, 3.0) == []  # one size
+
+
+def _results(scores: dict, ms: dict, margin: float = 3.0) -> dict:
+    """Minimal per-config results for `headline`: scores and times per request, the
+    unadjusted verdict against "base" (seed 0, as `summarise` computes it)."""
+    out = {}
+    for k, s in scores.items():
+        ok, lo = stats.noninferior(s, scores["base"], margin / 100)
+        out[k] = {"method": k, "seer": False, "correct": s, "b1_ms": ms[k], "margin": margin,
+                  "b1_request_ms": [ms[k]] * len(s), "noninferior": ok, "ni_lower": lo}  # fmt: skip
+    return out
+
+
+def test_holm_steps_down_and_the_p_values_agree_with_the_lower_bound():
+    assert stats.holm([0.01, 0.04, 0.03]) == [True, False, False]  # 0.03 > 0.05 / 2
+    assert stats.holm([0.01, 0.02, 0.04]) == [True, True, True]  # 0.01, 0.025, 0.05
+    assert stats.holm([]) == []
+    import torch
+
+    rng = np.random.default_rng(3)
+    ref = rng.integers(0, 2, 300).astype(float)
+    for flips in (3, 8, 12, 20):
+        x = ref.copy()
+        x[rng.choice(300, flips, replace=False)] = 0.0
+        (p,) = stats.noninferior_p(torch.tensor(np.stack([x - ref])), 0.03)
+        assert (p <= 0.05) == stats.noninferior(list(x), list(ref), 0.03)[0]
+
+
+def test_the_winner_must_pass_holm_over_the_candidates():
+    """A fast config that passes the margin on its own (p 0.04) but not after Holm's correction
+    over the candidate set is not the winner; the unadjusted rule would have named it."""
+    from seerbench.compare_report import headline
+
+    ref = [1.0] * 200
+    scores = {"base": ref, "sound": ref, "risky": [0.0] * 3 + [1.0] * 197}
+    scores |= {f"bad{i}": [0.0] * 40 + [1.0] * 160 for i in range(8)}  # fail: p ~ 1
+    ms = {"base": 100.0, "sound": 50.0, "risky": 10.0} | {f"bad{i}": 5.0 for i in range(8)}
+    res = _results(scores, ms)
+    assert res["risky"]["noninferior"]  # unadjusted, it passes
+    h = headline(res, "base", 3.0, reps=200)["b1"]
+    assert h["fastest"] == "sound" and h["fastest_unadjusted"] == "risky"
+    line = headline_lines({"headline": {"reference": "base", "margin": 3.0, "b1": h},
+                           "clock": "e2e_cpu"})[0]  # fmt: skip
+    assert "Holm-corrected" in line and "risky is faster and passes the margin on its own" in line
+
+
+def test_a_config_whose_verdict_flips_with_the_bootstrap_seed_is_borderline():
+    from seerbench.compare_report import headline, verdicts
+
+    ref = [1.0] * 150 + [0.0] * 150
+    flaky = [0.0] * 6 + [1.0] * 144 + [1.0] + [0.0] * 149  # 6 lost, 1 won
+    scores = {"base": ref, "sound": ref, "flaky": flaky}
+    v = verdicts(scores, "base", 3.0)["flaky"]
+    assert v["verdict"] == "borderline" and 0 < v["seed_share"] < 1
+    res = _results(scores, {"base": 100.0, "sound": 50.0, "flaky": 10.0})
+    assert res["flaky"]["noninferior"]  # seed 0 passes it: the old rule's winner
+    h = headline(res, "base", 3.0, reps=200)["b1"]
+    assert h["fastest"] == "sound" and list(h["borderline"]) == ["flaky"]
+    line = headline_lines({"headline": {"reference": "base", "margin": 3.0, "b1": h},
+                           "clock": "e2e_cpu"})[0]  # fmt: skip
+    assert "borderline, not winners" in line and "flaky (passes alone under" in line
+
+
+def test_committed_reports_say_how_their_margin_was_fixed_and_render_from_their_records():
+    """Every committed comparison record of the current format renders to its Markdown beside
+    it (`compare_report.rerender` wrote both), its headline chosen by the Holm rule, its margin
+    labelled as not pre-registered (the records predate pre-registration) and the baseline's
+    accuracy stated, "near the floor" below 30 %; the one run with a plan says so."""
+    from seerbench.compare_report import FLOOR, preregistration
+
+    records = sorted((ROOT / "docs/results/compare").rglob("compare-*.json"))
+    current = [p for p in records if json.loads(p.read_text()).get("clock")]
+    assert len(current) >= 12
+    for path in current:
+        record = json.loads(path.read_text())
+        assert markdown(record) == path.with_suffix(".md").read_text(), path
+        h = record["headline"]
+        assert all(h[k]["rule"] == "holm" for k in ("b1", "b32") if k in h), path
+        how, post_hoc = preregistration(record)
+        planned = "preregistered" in record  # written into the raw file before the first request
+        assert how.startswith("pre-registered: " if planned else "margin not pre-registered")
+        assert not post_hoc
+        md = path.with_suffix(".md").read_text()
+        assert how in md
+        base = record["results"][h["reference"]]["accuracy"]
+        assert ("near the floor" in md.split("\n\n")[1]) == (base < FLOOR), path
+
+
+def test_a_report_at_another_margin_than_the_plan_is_post_hoc():
+    from seerbench.compare_report import preregistration
+
+    plan = {"margin": 3.0, "primary": ["seer+threshold@t=0.9", "threshold@t=0.9"],
+            "written": "2026-12-07T00:00:00Z", "requests_done": 0}  # fmt: skip
+    assert preregistration({"preregistered": plan, "margin": 3.0}) == (
+        "pre-registered: the margin, the primary comparison and the selection rule were written "
+        "into the raw file before the first request (2026-12-07T00:00:00Z)", False)  # fmt: skip
+    how, post_hoc = preregistration({"preregistered": plan, "margin": 5.0})
+    assert post_hoc and "not the pre-registered 3" in how
+    how, post_hoc = preregistration({"preregistered": dict(plan, requests_done=40), "margin": 3})
+    assert post_hoc and "after 40 requests" in how
+
+
+def test_a_batch32_time_from_another_process_or_pass_is_never_a_headline():
+    """A config timed at batch 32 by a second process (scaled) or in a later pass is not on the
+    first pass's clock: it is marked ‡ and the batch-32 headline never picks it."""
+    from seerbench.compare_report import headline, one_clock_b32
+
+    ref = [1.0] * 100
+    res = _results({"base": ref, "a": ref, "b": ref, "c": ref},
+                   {"base": 100.0, "a": 50.0, "b": 40.0, "c": 30.0})  # fmt: skip
+    for k, ms in (("base", 1000.0), ("a", 500.0), ("b", 100.0), ("c", 90.0)):
+        res[k] |= {"b32_ms": ms, "b32_correct": ref, "b32_round_ms": [ms], "b32_noninferior": True}
+    res["b"]["b32_part_scale"] = {"cpu": 0.915}
+    res["c"]["b32_later_pass"] = True
+    assert [one_clock_b32(res[k]) for k in ("a", "b", "c")] == [True, False, False]
+    h = headline(res, "base", 3.0, reps=100)
+    assert h["b32"]["fastest"] == "a" and h["b1"]["fastest"] == "c"
+
+
+def test_the_readmes_first_table_is_generated_from_the_shipped_record():
+    """README's first results table is `readme_table` of the shipped comparison record (the
+    comment above it names the command): baseline, stop at the first end, threshold 0.9, Seer,
+    Seer + threshold, the oracle, with the margin verdict under Holm's rule."""
+    from seerbench.compare_report import readme_table
+
+    record = json.loads((ROOT / "docs/results/compare/shipped/compare-builtin.json").read_text())
+    table = readme_table(record)
+    readme = (ROOT / "README.md").read_text()
+    marker = readme.index("<!-- headline: bench_compare builtin")
+    assert readme[readme.index("\n", marker) + 1 :].startswith(table)
+    labels = [row.split(" | ")[0].removeprefix("| ") for row in table.splitlines()[2:]]
+    assert labels[:6] == [
+        "baseline, 128 steps (1 token / step)",
+        "stop at the first end token",
+        "Fast-dLLM threshold 0.9",
+        "**Seer**, 128 steps",
+        "**Seer** + threshold 0.9",
+        "oracle window (a bound: knows each end)",
+    ]
+    assert "| no [−3.7] |" in table.splitlines()[3]  # stop at the first end misses the margin

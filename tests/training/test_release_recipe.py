@@ -181,3 +181,57 @@ def test_a_bad_long_window_list_is_one_line_before_the_model_loads(bad, tmp_path
         train_v2.main(argv)
     assert "--long-windows" in str(e.value) and "\n" not in str(e.value)
     assert not (tmp_path / "run").exists()  # nothing written
+
+
+def test_full_windows_keep_the_row_recipes_draws_and_fill_every_window():
+    """`--windows full` (the control model): every row's window is the full one, after the same
+    random draws as the shipped "row" recipe, so the data stream that follows is the same; the
+    shipped recipe cuts most rows to the answer plus a few [EOS]."""
+    answers = [[1] * n for n in (3, 10, 40, 7, 20, 5, 12, 9)]
+    row, full = random.Random(5), random.Random(5)
+    cut = trainer.draw_windows(answers, 64, row, 0.3, "row")
+    wins = trainer.draw_windows(answers, 64, full, 0.3, "full")
+    assert wins == [64] * len(answers) and min(cut) < 64
+    assert row.getstate() == full.getstate()
+
+
+def test_the_control_script_is_the_release_recipe_with_full_windows():
+    """tools/train_builtin_control.sh: the release script's four phases (steps 1-4), the same
+    flags each, only `--windows full` added and the last phase stopped at release 2's step."""
+    from training import builtin_v2 as train_v2
+
+    text = (ROOT / "tools" / "train_builtin_control.sh").read_text().replace("\\\n", " ")
+    helper = re.search(r"train\(\) \{ (.*?) \"\$@\"; \}", text).group(1)
+    control = []
+    for line in text.splitlines():
+        m = re.match(r"phase (\d+) (.*)", line.strip())
+        if m:
+            argv = (
+                helper.replace('"${MINUTES:-1000}"', "1000") + f" {m.group(2)} --until {m.group(1)}"
+            )
+            control.append(shlex.split(argv.replace('"$run"', "runs/x"))[3:])
+    shipped = phases("release_builtin_v2.sh", "python -m training.builtin_v2 ")
+    assert len(control) == len(shipped) == 4
+    parse = lambda a: trainer.parse_args(a, train_v2.TrainConfig, "x", Path("r"), 1.0)[1]  # noqa: E731
+    for mine, theirs in zip(map(parse, control), map(parse, shipped), strict=True):
+        assert mine.windows == "full" and theirs.windows == "row"
+        differ = {f for f in mine.__slots__ if getattr(mine, f) != getattr(theirs, f)}
+        assert differ <= {"windows", "until"}
+        assert mine.until == (theirs.until or 40108)
+    assert "checkpoints/builtin-v2-control" in text
+
+
+def test_the_committed_vqa_export_carries_the_shipped_seer_settings():
+    """checkpoints/builtin-vqa2/export holds the shipped `builtin-vqa` weights; its seer.json is
+    the shipped, calibrated one (a stale copy would load other Seer settings from the run
+    folder than from the package)."""
+    import hashlib
+    import json
+
+    export = ROOT / "checkpoints" / "builtin-vqa2" / "export"
+    shipped = ROOT / "src" / "seer" / "assets" / "builtin-vqa"
+    digest = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()  # noqa: E731
+    assert digest(export / "model.safetensors") == digest(shipped / "model.safetensors")
+    mine = json.loads((export / "seer.json").read_text())
+    assert mine == json.loads((shipped / "seer.json").read_text())
+    assert mine["config"]["fallback"] > 0 and "calibration" in mine
