@@ -351,28 +351,9 @@ class SamplingParams:
 
     def _check_daedal(self) -> None:
         """Nothing DAEDAL does not compose with (its options' ranges are declared)."""
-        if not self.daedal:
-            return
-        if self.daedal_initial > self.gen_length:
-            raise SeerError(
-                f"daedal_initial {self.daedal_initial} exceeds gen_length {self.gen_length} (the "
-                "longest window DAEDAL may grow to): lower daedal_initial or raise gen_length"
-            )
-        if self.remasking not in (None, "low_confidence"):
-            raise SeerError(
-                "daedal reveals by confidence as LLaDA's sampler does: use "
-                f"remasking='low_confidence', not {self.remasking!r}"
-            )
-        clash = [name for name, on in (
-            ("cache", self.cache != "none"), ("threshold", self.threshold is not None),
-            ("factor", self.factor is not None), ("early_stop", self.early_stop),
-            ("stop", bool(self.stop)), ("suffix", bool(self.suffix)),
-            ("logits_eos_inf", self.logits_eos_inf),
-            ("confidence_eos_eot_inf", self.confidence_eos_eot_inf)) if on]  # fmt: skip
-        if clash:
-            raise SeerError(
-                f"daedal does not combine with {clash[0]} (it inserts masks inside the window "
-                "and has its own reveal and end rules); drop one of them"
+        if self.daedal:
+            self._check_length_policy(
+                "daedal", "daedal_initial", "DAEDAL", "it inserts masks inside the window"
             )
 
     def _check_rho_eos(self) -> None:
@@ -381,22 +362,31 @@ class SamplingParams:
             return
         if self.daedal:
             raise SeerError("daedal and rho_eos both set the answer length: turn one of them off")
-        if self.rho_initial > self.gen_length:
-            raise SeerError(
-                f"rho_initial {self.rho_initial} exceeds gen_length {self.gen_length} (the "
-                "longest window rho-EOS may grow to): lower rho_initial or raise gen_length"
-            )
         if self.rho_low > self.rho_high:
             raise SeerError(
                 f"rho_low {self.rho_low} exceeds rho_high {self.rho_high}: the window keeps its "
                 "length while the density lies between them; give rho_low <= rho_high"
             )
+        self._check_length_policy(
+            "rho_eos", "rho_initial", "rho-EOS", "it changes the window every step"
+        )
+
+    def _check_length_policy(self, name: str, option: str, who: str, how: str) -> None:
+        """A policy that sets the length while it denoises (DAEDAL, ρ-EOS): its first window
+        (`option`) fits gen_length, it reveals by confidence, and it has its own reveal and end
+        rules."""
+        initial = getattr(self, option)
+        if initial > self.gen_length:
+            raise SeerError(
+                f"{option} {initial} exceeds gen_length {self.gen_length} (the longest window "
+                f"{who} may grow to): lower {option} or raise gen_length"
+            )
         if self.remasking not in (None, "low_confidence"):
             raise SeerError(
-                "rho_eos reveals by confidence as LLaDA's sampler does: use "
+                f"{name} reveals by confidence as LLaDA's sampler does: use "
                 f"remasking='low_confidence', not {self.remasking!r}"
             )
-        clash = [name for name, on in (
+        clash = [option for option, on in (
             ("cache", self.cache != "none"), ("threshold", self.threshold is not None),
             ("factor", self.factor is not None), ("early_stop", self.early_stop),
             ("stop", bool(self.stop)), ("suffix", bool(self.suffix)),
@@ -404,8 +394,8 @@ class SamplingParams:
             ("confidence_eos_eot_inf", self.confidence_eos_eot_inf)) if on]  # fmt: skip
         if clash:
             raise SeerError(
-                f"rho_eos does not combine with {clash[0]} (it changes the window every step "
-                "and has its own reveal and end rules); drop one of them"
+                f"{name} does not combine with {clash[0]} ({how} and has its own reveal and end "
+                "rules); drop one of them"
             )
 
     @property
