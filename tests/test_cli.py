@@ -321,12 +321,3 @@ def test_a_reader_that_leaves_early_gets_no_traceback():
     cmd = f'{sys.executable} -c "{code}" | head -c 1 >/dev/null'
     proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True)
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
-
-
-def test_an_in_process_quiet_call_leaves_the_next_call_its_own_progress(capsys, monkeypatch):
-    from seer import progress
-
-    assert main(["--quiet", "generate", "--model", "no-such-model", "--prompt", "x"]) == 2
-    monkeypatch.setattr(progress, "_lines", progress._lines)  # untouched: only the flag matters
-    main(["generate", "--model", "no-such-model", "--prompt", "x"])
-    assert progress._enabled.get() is None  # back to "show on a terminal"

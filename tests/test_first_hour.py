@@ -138,6 +138,9 @@ def test_the_cli_passes_threads_to_the_library(monkeypatch, capsys):
 # -- first lines ----------------------------------------------------------------------------------
 def test_the_first_line_says_what_loads_from_where_before_it_loads(monkeypatch, capsys):
     import seer
+    from seer import progress
+
+    progress.set_enabled(None)  # an earlier in-process `--quiet` call of another test left it off
 
     def load(name, **kw):
         assert "loading builtin from" in capsys.readouterr().err  # said before the load starts

@@ -87,8 +87,8 @@ def _main(argv: list[str] | None) -> int:
     from seer.commands.options import precheck
     from seer.errors import SeerError
 
-    quiet = args.quiet or os.environ.get("SEER_NO_PROGRESS", "") not in ("", "0")
-    progress.set_enabled(False if quiet else None)  # None: an earlier in-process call's choice goes
+    if args.quiet or os.environ.get("SEER_NO_PROGRESS", "") not in ("", "0"):
+        progress.set_enabled(False)
     progress.set_lines(_every(os.environ.get("SEER_PROGRESS_EVERY", "")))
     try:
         precheck(args)  # the model's folder or name, --gen-length: before torch is imported
