@@ -58,10 +58,21 @@ def data_for(model, data: str | None) -> str:
                     "folder; a built-in model's name; or parallelbench:ROOT/TASK)")  # fmt: skip
 
 
-def run_calibration(model, n, out, write: bool, max_over: float | None = None, *, data=None,
-                    calib_fraction: float = 0.5, seed: int = 0, gen_length=None,
-                    margin: float | None = None, load=None,
-                    force: bool = False) -> dict:  # fmt: skip
+def run_calibration(
+    model,
+    n,
+    out,
+    write: bool,
+    max_over: float | None = None,
+    *,
+    data=None,
+    calib_fraction: float = 0.5,
+    seed: int = 0,
+    gen_length=None,
+    margin: float | None = None,
+    load=None,
+    force: bool = False,
+) -> dict:
     """Calibrate `model` on `data` (see the module docstring); returns the report. `max_over`:
     the share of calibration answers a setting's window may cut (None: no such constraint, the
     guard regrows them); `margin`: points of the data's score the choice may lose (default
@@ -81,8 +92,10 @@ def run_calibration(model, n, out, write: bool, max_over: float | None = None, *
     if write and not packaged(folder) and not os.access(folder, os.W_OK):
         from seer.errors import SeerError
 
-        raise SeerError(f"--write: cannot write into {folder}; copy the model folder somewhere "
-                        "writable and calibrate the copy")  # fmt: skip
+        raise SeerError(
+            f"--write: cannot write into {folder}; copy the model folder somewhere "
+            "writable and calibrate the copy"
+        )
     with progress.status(f"reading {data}"):  # a bad data file is an error before the model loads
         examples = load_examples(data, n=n)
         calib, evaluation = split(examples, calib_fraction, seed)
@@ -92,8 +105,16 @@ def run_calibration(model, n, out, write: bool, max_over: float | None = None, *
     with progress.status("scoring every detector setting on the profiles"):
         scores = sides.sweep(max_over)
     c = _choose(sides, scores, max_over, margin)
-    report = _report(lm, data, g, sides.samples, scores, max_over, (calib, evaluation),
-                     c.best.setting if c.best else None)  # fmt: skip
+    report = _report(
+        lm,
+        data,
+        g,
+        sides.samples,
+        scores,
+        max_over,
+        (calib, evaluation),
+        c.best.setting if c.best else None,
+    )
     report["split"].update(calib_fraction=calib_fraction, seed=seed)
     report.update(
         margin=margin,
@@ -120,8 +141,9 @@ def run_calibration(model, n, out, write: bool, max_over: float | None = None, *
     (out / "report.json").write_text(json.dumps(report, indent=2))
     if target is not None:
         assert c.best is not None  # a refusal otherwise
-        calibration = _provenance(report, c.best, c.oracle, sides, data, seed, calib_fraction,
-                                  margin)  # fmt: skip
+        calibration = _provenance(
+            report, c.best, c.oracle, sides, data, seed, calib_fraction, margin
+        )
         sparsity = report["calibration"]["best_sparsity"]["setting"]
         write_defaults(target, g, chosen_config(report), dict(sparsity), calibration)
     return report
@@ -151,10 +173,12 @@ def _refusal(report: dict, force: bool) -> str | None:
         return f"--write: nothing written: {verdict(report)}"
     ho = report["held_out"]["chosen"]
     if not ho["passes"] and not force:
-        return (f"--write: nothing written: the choice fails its held-out check (score "
-                f"{ho['diff']:+.1f} points [lower {ho['lower']:+.1f}] against the full window on "
-                f"{ho['n']} requests, margin {report['margin']:g}); more data may help, or "
-                "--force writes it anyway")  # fmt: skip
+        return (
+            f"--write: nothing written: the choice fails its held-out check (score "
+            f"{ho['diff']:+.1f} points [lower {ho['lower']:+.1f}] against the full window on "
+            f"{ho['n']} requests, margin {report['margin']:g}); more data may help, or "
+            "--force writes it anyway"
+        )
     return None
 
 
@@ -163,15 +187,19 @@ def verdict(report: dict) -> str:
     if report["recommended"]:
         return ""
     o = report["oracle"]
-    text = (f"Seer is not recommended for this model on this data: no setting kept the margin "
-            f"of {report['margin']:g} points, and even the oracle window (each answer cut right "
-            f"after its own end) scored {o['diff']:+.1f} points [lower {o['lower']:+.1f}] "
-            f"against the full window on {o['n']} calibration requests")  # fmt: skip
+    text = (
+        f"Seer is not recommended for this model on this data: no setting kept the margin "
+        f"of {report['margin']:g} points, and even the oracle window (each answer cut right "
+        f"after its own end) scored {o['diff']:+.1f} points [lower {o['lower']:+.1f}] "
+        f"against the full window on {o['n']} calibration requests"
+    )
     st = report.get("static_window")
     if st is not None and st["passes"]:
-        text += (f"; a fixed window of {report['fallback']} positions kept it "
-                 f"({st['diff']:+.1f} points [lower {st['lower']:+.1f}]): "
-                 f"--gen-length {report['fallback']} without Seer")  # fmt: skip
+        text += (
+            f"; a fixed window of {report['fallback']} positions kept it "
+            f"({st['diff']:+.1f} points [lower {st['lower']:+.1f}]): "
+            f"--gen-length {report['fallback']} without Seer"
+        )
     return text
 
 
@@ -213,9 +241,20 @@ class _Sides:
 
         rows = self.rows[side]
         with progress.bar(f"{side}: {name} with the guard", len(rows)) as advance:
-            return tr.run(self.lm, self.inputs[side], self.samples[side], setting, name,
-                          params=self.params, score=_score, examples=rows, windows=windows,
-                          progress=advance, margin=margin, batch=TRIAL_BATCH)  # fmt: skip
+            return tr.run(
+                self.lm,
+                self.inputs[side],
+                self.samples[side],
+                setting,
+                name,
+                params=self.params,
+                score=_score,
+                examples=rows,
+                windows=windows,
+                progress=advance,
+                margin=margin,
+                batch=TRIAL_BATCH,
+            )
 
     def oracle(self, side: str):
         """The oracle window (each answer's true end) on one side, with the guard on."""
@@ -273,8 +312,9 @@ def _choose(sides: _Sides, scores, max_over: float | None, margin: float) -> _Ch
         best = tr.pick(trials, margin)
     static = None
     if best is None:
-        static = sides.trial("calibration", f"fixed window {fallback}", None,
-                             [fallback] * len(cal), margin=margin)  # fmt: skip
+        static = sides.trial(
+            "calibration", f"fixed window {fallback}", None, [fallback] * len(cal), margin=margin
+        )
         static.passes = tr.passes(static, margin) and not static.stopped
         return _Choice(fallback, None, trials, skipped, oracle, static, {})
     held_out = {

@@ -244,9 +244,11 @@ class DiffusionLM:
         otherwise take minutes to be refused)."""
         limit = MAX_CHARS_PER_TOKEN * self.max_length
         if len(text) > limit:
-            raise SeerError(f"the prompt is {len(text):,} characters: it cannot fit the "
-                            f"model's context of {self.max_length:,} tokens (at most {limit:,} "
-                            "characters); shorten it")  # fmt: skip
+            raise SeerError(
+                f"the prompt is {len(text):,} characters: it cannot fit the "
+                f"model's context of {self.max_length:,} tokens (at most {limit:,} "
+                "characters); shorten it"
+            )
 
     def _check(self, ids: list[list[int]], p: SamplingParams, images: bool = False) -> None:
         vocab = self.model.get_input_embeddings().num_embeddings

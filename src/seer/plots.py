@@ -138,8 +138,10 @@ def figure_path(out: str | Path) -> tuple[Path, str]:
     from matplotlib.backend_bases import FigureCanvasBase
 
     if kind not in FigureCanvasBase.get_supported_filetypes():
-        raise SeerError(f"cannot write the figure {out}: .{kind} is not an image format "
-                        "matplotlib writes; use .png, .pdf or .svg")  # fmt: skip
+        raise SeerError(
+            f"cannot write the figure {out}: .{kind} is not an image format "
+            "matplotlib writes; use .png, .pdf or .svg"
+        )
     return out, kind
 
 

@@ -61,8 +61,10 @@ DAEDAL = "DAEDAL"  # the CLI group of DAEDAL's options
 DAEDAL_DECIDES = ("daedal sets the answer length itself: drop Seer / the fixed window (they do "
                   "not compose: both decide the length)")  # fmt: skip
 RHO_EOS = "rho-EOS"  # the CLI group of ρ-EOS's options
-RHO_EOS_DECIDES = ("rho_eos sets the answer length itself: drop Seer / the fixed window (they do "
-                   "not compose: both decide the length)")  # fmt: skip
+RHO_EOS_DECIDES = (
+    "rho_eos sets the answer length itself: drop Seer / the fixed window (they do "
+    "not compose: both decide the length)"
+)
 RHO_SCHEDULERS = ("exp", "linear", "const")  # ρ-EOS: how K grows with the distance to the band
 SUFFIX_RULE = "a generation suffix needs cache='none' and no window policy (Seer)"
 
@@ -448,9 +450,20 @@ class SamplingParams:
     def sampling_key(self) -> tuple[object, ...]:
         """The options one reveal reads (`unmask.propose`, `select`, the counting rule): rows
         equal in these and drawing nothing random are revealed together."""
-        return (self.temperature, self.remasking, self.alg_temp, self.top_p, self.top_k,
-                self.logits_eos_inf, self.confidence_eos_eot_inf, self.eps, self.counting,
-                self.banned_ids, self.threshold, self.factor)  # fmt: skip
+        return (
+            self.temperature,
+            self.remasking,
+            self.alg_temp,
+            self.top_p,
+            self.top_k,
+            self.logits_eos_inf,
+            self.confidence_eos_eot_inf,
+            self.eps,
+            self.counting,
+            self.banned_ids,
+            self.threshold,
+            self.factor,
+        )
 
     @property
     def draws(self) -> bool:

@@ -88,9 +88,21 @@ def passes(t: Trial, margin: float = MARGIN) -> bool:
 
 
 @torch.inference_mode()
-def run(lm: ProbedModel, inputs, samples, setting: dict | None, name: str, *, params, score=None,
-        examples=None, windows: list[int] | None = None, batch: int = 32,
-        progress=None, margin: float | None = None) -> Trial:  # fmt: skip
+def run(
+    lm: ProbedModel,
+    inputs,
+    samples,
+    setting: dict | None,
+    name: str,
+    *,
+    params,
+    score=None,
+    examples=None,
+    windows: list[int] | None = None,
+    batch: int = 32,
+    progress=None,
+    margin: float | None = None,
+) -> Trial:
     """Answer `inputs` (encoded prompts, one per sample) with Seer `setting` and the guard on
     (or, with `windows`, each row cut to its own fixed window: the oracle) and compare with the
     samples' full-window answers. `score(example, text)` scores an answer (None: unscorable).

@@ -88,8 +88,15 @@ def main(args) -> int:
         from seer import provenance
 
         # a resume with other settings is refused before the (slow) model load
-        provenance.check_resume(out, skipped, args.model, options.sampling(args),
-                                options.seer(args), args.dtype, args.data)  # fmt: skip
+        provenance.check_resume(
+            out,
+            skipped,
+            args.model,
+            options.sampling(args),
+            options.seer(args),
+            args.dtype,
+            args.data,
+        )
         lm = options.load(args)  # its own line: what loads, from where
     tokens, t0 = 0, time.perf_counter()
     with (
@@ -116,10 +123,18 @@ def main(args) -> int:
             from seer.batch import run_batch
 
             assert lm is not None
-            s = run_batch(lm, examples, out, params=options.params(lm, args),
-                          seer=options.seer(args), resume=args.resume, max_batch=max_batch,
-                          progress=on_rows, data=args.data,
-                          partial=lambda rows: advance(0, partial=rows))  # fmt: skip
+            s = run_batch(
+                lm,
+                examples,
+                out,
+                params=options.params(lm, args),
+                seer=options.seer(args),
+                resume=args.resume,
+                max_batch=max_batch,
+                progress=on_rows,
+                data=args.data,
+                partial=lambda rows: advance(0, partial=rows),
+            )
     rate = f"{s.rows / s.seconds:.2f} rows/s, {s.tokens / s.seconds:.1f} tok/s" if s.seconds else ""
     n_failed = getattr(s, "failed", 0)  # a Ray batch writes no error rows
     failed = f", {n_failed} could not be answered" if n_failed else ""

@@ -17,11 +17,14 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "bench", help="batched serving: throughput and latency with and without Seer and routing"
     )
-    options.add_model(p, default="builtin", help="model folder (default: builtin)",
-                      threads=False)  # fmt: skip
-    p.add_argument("--n", type=options.POSITIVE, default=64,
-                   help="held-out prompts (>= the largest batch, and >= 16: each batch size "
-                   "runs at least 16 requests)")  # fmt: skip
+    options.add_model(p, default="builtin", help="model folder (default: builtin)", threads=False)
+    p.add_argument(
+        "--n",
+        type=options.POSITIVE,
+        default=64,
+        help="held-out prompts (>= the largest batch, and >= 16: each batch size "
+        "runs at least 16 requests)",
+    )
     p.add_argument("--batches", type=options.POSITIVE, nargs="+", default=[8, 32, 64],
                    help="batch sizes")  # fmt: skip
     options.add_sampling_flags(p, "gen_length")
@@ -41,9 +44,11 @@ def main(args) -> int:
 
     need = max(*args.batches, MIN_REQUESTS)
     if args.n < need:  # before the model loads
-        raise SeerError(f"--n {args.n} is too small: each batch size runs at least "
-                        f"max(--batches, {MIN_REQUESTS}) = {need} requests; give --n {need} "
-                        "or more")  # fmt: skip
+        raise SeerError(
+            f"--n {args.n} is too small: each batch size runs at least "
+            f"max(--batches, {MIN_REQUESTS}) = {need} requests; give --n {need} "
+            "or more"
+        )
     torch.set_num_threads(args.threads)
     lm = options.load(args)
     n = args.n

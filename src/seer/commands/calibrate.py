@@ -44,11 +44,17 @@ def add_parser(sub) -> None:
         type=options.folder_out,
         help="folder for the report and plots",
     )
-    p.add_argument("--write", action="store_true",
-                   help="store the choice in the model's seer.json (a built-in model's: in a "
-                   "copy of its folder under --out); refused when nothing passed")  # fmt: skip
-    p.add_argument("--force", action="store_true",
-                   help="with --write: store a choice that fails its held-out check")  # fmt: skip
+    p.add_argument(
+        "--write",
+        action="store_true",
+        help="store the choice in the model's seer.json (a built-in model's: in a "
+        "copy of its folder under --out); refused when nothing passed",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with --write: store a choice that fails its held-out check",
+    )
     p.add_argument("--margin", type=options.number(float, 0, 100), default=None,
                    help="points of the data's score the choice may lose against the full window "
                    "(one-sided 95 %% lower bound; default 2)")  # fmt: skip
@@ -75,9 +81,11 @@ def main(args) -> int:
         path = report["seer_json"]
         print(f"wrote {path}: {chosen_config(report)}", file=sys.stderr)
         if str(args.model) in options.BUILTIN:
-            print(f"(a calibrated copy of {args.model}; the package's own folder is unchanged: "
-                  f"seer.load('{Path(path).parent}') or --model {Path(path).parent})",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"(a calibrated copy of {args.model}; the package's own folder is unchanged: "
+                f"seer.load('{Path(path).parent}') or --model {Path(path).parent})",
+                file=sys.stderr,
+            )
     return 0
 
 
@@ -116,17 +124,26 @@ def _show(report: dict) -> None:
         ok = "yes" if t["passes"] else "no"
         if t.get("stopped"):
             ok = f"no (stopped after {t['n']})"
-        table.add_row(f"{t['name']}{mark}", _setting(t), f"{t['cost_ratio']:.2f}x",
-                      f"{t['window']:.1f}", f"{t['no_boundary']}/{t['n']}",
-                      f"{t['regrown']} ({t['regrowth_cost']:.0%} of cost)", str(t["changed"]),
-                      f"{t['worse']} / {t['better']}", f"{t['diff']:+.1f} [{t['lower']:+.1f}]",
-                      ok)  # fmt: skip
+        table.add_row(
+            f"{t['name']}{mark}",
+            _setting(t),
+            f"{t['cost_ratio']:.2f}x",
+            f"{t['window']:.1f}",
+            f"{t['no_boundary']}/{t['n']}",
+            f"{t['regrown']} ({t['regrowth_cost']:.0%} of cost)",
+            str(t["changed"]),
+            f"{t['worse']} / {t['better']}",
+            f"{t['diff']:+.1f} [{t['lower']:+.1f}]",
+            ok,
+        )
     console.print(table)
     console.print(f"cost: answer positions x forwards against the full window's (1.00x); "
                   f"choice: {report['rule']}")  # fmt: skip
     if report.get("skipped"):
-        console.print(f"not run (their predicted window cannot beat the choice): "
-                      f"{', '.join(report['skipped'])}")  # fmt: skip
+        console.print(
+            f"not run (their predicted window cannot beat the choice): "
+            f"{', '.join(report['skipped'])}"
+        )
     if not report["recommended"]:
         from rich.markup import escape
 

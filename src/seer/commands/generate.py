@@ -89,8 +89,10 @@ def changed_shape(s) -> str | None:
     grew = grew if s.grown else ""
     if s.hit_window:
         whose = "Seer's window" if s.window < s.gen_length else "the window"
-        end = (f"the answer reached the end of {whose} ({s.window} positions) without an end "
-               "token; it may go on past it: raise --gen-length")  # fmt: skip
+        end = (
+            f"the answer reached the end of {whose} ({s.window} positions) without an end "
+            "token; it may go on past it: raise --gen-length"
+        )
         return "seer: note: " + (f"{grew}; {end}" if grew else end)
     return f"seer: note: {grew}" if grew else None
 

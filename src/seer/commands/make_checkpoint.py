@@ -15,17 +15,25 @@ def add_parser(sub) -> None:
     p.add_argument("--width", type=options.number(int, 8, 1024), default=64,
                    help="hidden size, 8..1024 (a tiny model for tests)")  # fmt: skip
     p.add_argument("--seed", type=options.number(int), default=0)
-    p.add_argument("--force", action="store_true",
-                   help="write into a folder that is not empty (its files of the same names "
-                   "are replaced)")  # fmt: skip
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write into a folder that is not empty (its files of the same names are replaced)",
+    )
     p.set_defaults(func=main)
 
 
 def main(args) -> int:
     from seer.models.factory import make_random_checkpoint
 
-    folder = make_random_checkpoint(args.arch, args.out, layers=args.layers, width=args.width,
-                                    seed=args.seed, overwrite=args.force)  # fmt: skip
+    folder = make_random_checkpoint(
+        args.arch,
+        args.out,
+        layers=args.layers,
+        width=args.width,
+        seed=args.seed,
+        overwrite=args.force,
+    )
     print(f"wrote a random {args.arch} checkpoint to {folder}")
     print(f"try: seer generate --model {folder} --prompt 'repeat star 3 times'")
     return 0

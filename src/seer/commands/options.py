@@ -85,8 +85,9 @@ def file_out(value: str) -> str:
 
 
 # -- the model --------------------------------------------------------------------------------
-def add_model(p: argparse.ArgumentParser, default: str | None, help: str | None = None,
-              threads: bool = True) -> None:  # fmt: skip
+def add_model(
+    p: argparse.ArgumentParser, default: str | None, help: str | None = None, threads: bool = True
+) -> None:
     """--model, --dtype, --device, --threads (unless `threads` is False: a command with its own).
     `default`: None makes --model required."""
     p.add_argument(
@@ -99,10 +100,14 @@ def add_model(p: argparse.ArgumentParser, default: str | None, help: str | None 
     p.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default cpu)")
     if not threads:
         return
-    p.add_argument("--threads", type=POSITIVE, default=None,
-                   help="torch's intra-op threads on the CPU (default: 1 for a model under "
-                   "50 M parameters such as the built-in ones, else one per core; "
-                   "OMP_NUM_THREADS is respected)")  # fmt: skip
+    p.add_argument(
+        "--threads",
+        type=POSITIVE,
+        default=None,
+        help="torch's intra-op threads on the CPU (default: 1 for a model under "
+        "50 M parameters such as the built-in ones, else one per core; "
+        "OMP_NUM_THREADS is respected)",
+    )
 
 
 def folder_of(name: str) -> Path:
@@ -127,11 +132,14 @@ def check_model(name: str) -> dict:
     if not folder.is_dir():
         near = difflib.get_close_matches(name.lower(), BUILTIN, n=1, cutoff=0.6)
         if near and not Path(name).exists():
-            raise SeerError(f"model folder {name!r} does not exist and is not a built-in "
-                            f"model's name; did you mean {near[0]}?")  # fmt: skip
+            raise SeerError(
+                f"model folder {name!r} does not exist and is not a built-in "
+                f"model's name; did you mean {near[0]}?"
+            )
         what = "is a file, not a folder" if folder.exists() else "does not exist"
-        raise SeerError(f"model folder {name!r} {what}; pass a local model folder or "
-                        f"{' / '.join(BUILTIN)}")  # fmt: skip
+        raise SeerError(
+            f"model folder {name!r} {what}; pass a local model folder or {' / '.join(BUILTIN)}"
+        )
     config = folder / "config.json"
     if not config.is_file():
         raise SeerError(f"{folder} has no config.json; is this a model folder?")
@@ -153,8 +161,10 @@ def check_gen_length(name: str, raw: dict, gen_length: int | None) -> None:
     sizes = [v for k in CONTEXT_KEYS if isinstance(v := raw.get(k), int) and v > 0]
     if gen_length is None or not sizes or gen_length < max(sizes):
         return
-    raise SeerError(f"--gen-length {gen_length} does not fit {name}'s context of {max(sizes)} "
-                    "positions (prompt + answer window); lower --gen-length")  # fmt: skip
+    raise SeerError(
+        f"--gen-length {gen_length} does not fit {name}'s context of {max(sizes)} "
+        "positions (prompt + answer window); lower --gen-length"
+    )
 
 
 def precheck(args) -> None:
@@ -211,9 +221,11 @@ SAMPLING = tuple(f.name for f, s in spec.specs(SamplingParams) if s.flag)  # the
 
 def add_sampling(p: argparse.ArgumentParser) -> None:
     """The sampling options, one flag per SamplingParams field that declares one."""
-    groups = {"": p.add_argument_group(SAMPLING_GROUP),
-              DAEDAL: p.add_argument_group(DAEDAL, DAEDAL_HELP),
-              RHO_EOS: p.add_argument_group(RHO_EOS, RHO_EOS_HELP)}  # fmt: skip
+    groups = {
+        "": p.add_argument_group(SAMPLING_GROUP),
+        DAEDAL: p.add_argument_group(DAEDAL, DAEDAL_HELP),
+        RHO_EOS: p.add_argument_group(RHO_EOS, RHO_EOS_HELP),
+    }
     for f, s in spec.specs(SamplingParams):
         if s.flag:
             groups[s.group].add_argument(s.flag, *s.aliases, **spec.argparse_kwargs(f, s, f.name))

@@ -5,9 +5,17 @@ from __future__ import annotations
 from seer.commands import options
 
 # the server's options past host and port (`seer.serve.config.ServerConfig`)
-SERVE_LIMITS = ("max_image_bytes", "max_body_bytes", "max_image_pixels", "pixel_budget",
-                "prepare_timeout", "read_timeout", "max_connections", "drain_timeout",
-                "log_level")  # fmt: skip
+SERVE_LIMITS = (
+    "max_image_bytes",
+    "max_body_bytes",
+    "max_image_pixels",
+    "pixel_budget",
+    "prepare_timeout",
+    "read_timeout",
+    "max_connections",
+    "drain_timeout",
+    "log_level",
+)
 
 
 def add_parser(sub) -> None:
@@ -142,9 +150,22 @@ def main(args) -> int:
     names = model_names(lm, args.model, args.served_model_name)
     host = f"[{cfg.host}]" if ":" in cfg.host else cfg.host
     ui = f", the page at http://{host}:{cfg.port}/ui/" if args.ui else ""
-    print(f"seer: serving {names[0]} on http://{host}:{cfg.port} (OpenAI API at /v1{ui}; "
-          "Ctrl-C stops)", file=sys.stderr, flush=True)  # fmt: skip
-    serve(lm, host=cfg.host, port=cfg.port, drain_timeout=cfg.drain_timeout,
-          log_level=cfg.log_level, mount=page, sock=sock, max_connections=cfg.max_connections,
-          model_names=names, **built)  # fmt: skip
+    print(
+        f"seer: serving {names[0]} on http://{host}:{cfg.port} (OpenAI API at /v1{ui}; "
+        "Ctrl-C stops)",
+        file=sys.stderr,
+        flush=True,
+    )
+    serve(
+        lm,
+        host=cfg.host,
+        port=cfg.port,
+        drain_timeout=cfg.drain_timeout,
+        log_level=cfg.log_level,
+        mount=page,
+        sock=sock,
+        max_connections=cfg.max_connections,
+        model_names=names,
+        **built,
+    )
     return 0

@@ -279,8 +279,9 @@ def _datasets_rows(path: Path, unit: str) -> Iterator[tuple[str, dict]]:
     except (FileNotFoundError, ValueError, OSError) as e:
         raise SeerError(f"{path}: cannot read it with datasets: {_first_line(e)}") from None
     except datasets.exceptions.DatasetGenerationError as e:
-        raise SeerError(f"{path}: cannot read it with datasets: "
-                        f"{_first_line(e.__cause__ or e)}") from None  # fmt: skip
+        raise SeerError(
+            f"{path}: cannot read it with datasets: {_first_line(e.__cause__ or e)}"
+        ) from None
     for i, row in enumerate(ds):
         yield f"{path}: {unit} {i}", row
 

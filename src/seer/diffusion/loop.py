@@ -56,8 +56,9 @@ class DenoisingLoop:
         self.cached = CachedForward(self.eager)
 
     # -- planning and single forwards ---------------------------------------------------------
-    def plan(self, window: torch.Tensor, p: SamplingParams | list[SamplingParams],
-             lead: int = 0) -> Plan:  # fmt: skip
+    def plan(
+        self, window: torch.Tensor, p: SamplingParams | list[SamplingParams], lead: int = 0
+    ) -> Plan:
         """Blocks over each row's window (`p`: every row's options, or each row's). `lead`
         positions (see `CachePolicy.lead`) come first, revealed alone in one step; the first
         block then keeps its full share of steps."""
@@ -91,9 +92,15 @@ class DenoisingLoop:
             self.step(s)
         return self.result(s)
 
-    def begin(self, c: Canvas, p: SamplingParams, policy: WindowPolicy | None = None,
-              generator: torch.Generator | None = None, cache: CachePolicy | None = None,
-              rows: list[SamplingParams] | None = None) -> LoopState:  # fmt: skip
+    def begin(
+        self,
+        c: Canvas,
+        p: SamplingParams,
+        policy: WindowPolicy | None = None,
+        generator: torch.Generator | None = None,
+        cache: CachePolicy | None = None,
+        rows: list[SamplingParams] | None = None,
+    ) -> LoopState:
         """A fresh run over `c`: the plan laid over the windows, the window policy started.
         `cache` overrides the cache policy that `p.cache` names. `rows`: each row's own options
         (with `p`'s `layout_key`), each seeded row drawing from a generator of its own; without
@@ -108,8 +115,7 @@ class DenoisingLoop:
                 raise SeerError(SUFFIX_RULE)
             c = add_suffix(c, p.suffix)
         plan = self.plan(c.window, rows or p, cache.lead(self.shift))
-        s = LoopState(c, p, plan, policy, generator, t0=t0, cache=cache, rows=rows,
-                      generators=gens)  # fmt: skip
+        s = LoopState(c, p, plan, policy, generator, t0=t0, cache=cache, rows=rows, generators=gens)
         s.decoders = for_rows(self, s.rows or [p], dev)
         check(s.decoders, policy, p.cache)  # the traits, once
         for d in s.decoders:
@@ -174,8 +180,16 @@ class DenoisingLoop:
             self.decode(part, logits[idx, a - lo : b - lo], a, sub, p, g, **kw)
             c.x[idx] = part.x
 
-    def decode(self, c: Canvas, logits: torch.Tensor, lo: int, now: StepRows,
-               p: SamplingParams, g, limit: DecodePolicy | None = None) -> None:  # fmt: skip
+    def decode(
+        self,
+        c: Canvas,
+        logits: torch.Tensor,
+        lo: int,
+        now: StepRows,
+        p: SamplingParams,
+        g,
+        limit: DecodePolicy | None = None,
+    ) -> None:
         """Reveal this step's tokens. logits: (B, n, V) for answer positions [lo, lo + n);
         `limit`: a policy that limits which masks may be revealed (`DecodePolicy.limit`)."""
         pp, n = c.prompt_len, logits.shape[1]

@@ -96,8 +96,15 @@ def end_density(pred: torch.Tensor, eos_prob: torch.Tensor, w: int, k: int, eos:
     return sum(eos_prob[hit].flip(0).tolist()) / k
 
 
-def reveal_block(block: torch.Tensor, logits: torch.Tensor, prob: torch.Tensor, threshold: float,
-           temperature: float, generator, mask: int) -> None:  # fmt: skip
+def reveal_block(
+    block: torch.Tensor,
+    logits: torch.Tensor,
+    prob: torch.Tensor,
+    threshold: float,
+    temperature: float,
+    generator,
+    mask: int,
+) -> None:
     """Reveal in place, in `block` (n,), the masks above `threshold` (at least one if any is
     left): the official rule. logits, prob: (n, V) for the block's positions."""
     masked = block == mask
@@ -166,8 +173,15 @@ class RhoEos(Policy):
             if w >= cap or steps[r] > ADJUST_STEPS:  # the official denoise-only mode
                 s.phase[r] = FIXED
             hi = min(lo + size, w)
-            reveal_block(c.x[r, pp + lo : pp + hi], logits[r, lo:hi], prob[r, lo:hi], p.rho_reveal,
-                         p.temperature, s.generator_of(r), mask)  # fmt: skip
+            reveal_block(
+                c.x[r, pp + lo : pp + hi],
+                logits[r, lo:hi],
+                prob[r, lo:hi],
+                p.rho_reveal,
+                p.temperature,
+                s.generator_of(r),
+                mask,
+            )
             answer = c.x[r, pp : pp + w]
             while lo < w and not bool((answer[lo : lo + size] == mask).any()):
                 lo += size

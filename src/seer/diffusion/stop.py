@@ -54,8 +54,9 @@ class StopWords(Policy):
         return cls.of_rows([seqs] * rows, device)
 
     @classmethod
-    def of_rows(cls, seqs: list[tuple[tuple[int, ...], ...]], device,
-                tokens: TokenIds | None = None) -> StopWords:  # fmt: skip
+    def of_rows(
+        cls, seqs: list[tuple[tuple[int, ...], ...]], device, tokens: TokenIds | None = None
+    ) -> StopWords:
         """Each row's own sequences (a row without any: `()`)."""
         at = torch.full((len(seqs),), -1, dtype=torch.long, device=device)
         return cls(list(seqs), at, tokens)

@@ -68,8 +68,13 @@ class EngineConfig:
     # layout: rows share a forward when they agree on what changes it (cache, guidance, suffix;
     # SamplingParams.layout_key), each with its own sampling options; params: only rows with
     # equal options and window policy do (the grouping before mixed batching, for comparisons)
-    grouping: str = _engine("layout", "which rows may share a forward", choices=GROUPINGS,
-                            noun="grouping", flag="--grouping")  # fmt: skip
+    grouping: str = _engine(
+        "layout",
+        "which rows may share a forward",
+        choices=GROUPINGS,
+        noun="grouping",
+        flag="--grouping",
+    )
 
     def __post_init__(self) -> None:
         validate(self)  # each field's type and declared range or choices

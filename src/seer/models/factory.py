@@ -92,9 +92,13 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 
 
 def make_random_checkpoint(
-    arch: str, folder: str | Path, layers: int = 2, width: int = 64, seed: int = 0,
+    arch: str,
+    folder: str | Path,
+    layers: int = 2,
+    width: int = 64,
+    seed: int = 0,
     overwrite: bool = False,
-) -> Path:  # fmt: skip
+) -> Path:
     """A random model of `arch` with the built-in models' word-level tokenizer (copied from the
     shipped `builtin-v1` folder, with its special ids), ready for `seer.load`.
 
@@ -104,8 +108,10 @@ def make_random_checkpoint(
     """
     folder = Path(folder)
     if not overwrite and folder.is_dir() and any(folder.iterdir()):
-        raise CheckpointError(f"{folder} is not empty; its files would be overwritten: choose "
-                              "a new folder (or --force to replace them)")  # fmt: skip
+        raise CheckpointError(
+            f"{folder} is not empty; its files would be overwritten: choose "
+            "a new folder (or --force to replace them)"
+        )
     source = builtin_path("builtin-v1")
     tok = load_tokenizer(source)
     shipped = json.loads((source / "config.json").read_text())

@@ -28,13 +28,26 @@ if TYPE_CHECKING:
 _E = EngineConfig()
 
 
-def build(lm: DiffusionLM, *, model_names=None, api_key=None, public_metrics=False, seer=True,
-          max_batch=_E.max_batch, max_queue=_E.max_queue,
-          max_tokens_per_step=_E.max_tokens_per_step, grouping=_E.grouping, image_root=None,
-          max_image_bytes=_S["max_image_bytes"], max_body_bytes=_S["max_body_bytes"],
-          max_image_pixels=_S["max_image_pixels"], pixel_budget=_S["pixel_budget"],
-          prepare_timeout=_S["prepare_timeout"],
-          chars_per_token=_S["chars_per_token"], read_timeout=_S["read_timeout"]):  # fmt: skip
+def build(
+    lm: DiffusionLM,
+    *,
+    model_names=None,
+    api_key=None,
+    public_metrics=False,
+    seer=True,
+    max_batch=_E.max_batch,
+    max_queue=_E.max_queue,
+    max_tokens_per_step=_E.max_tokens_per_step,
+    grouping=_E.grouping,
+    image_root=None,
+    max_image_bytes=_S["max_image_bytes"],
+    max_body_bytes=_S["max_body_bytes"],
+    max_image_pixels=_S["max_image_pixels"],
+    pixel_budget=_S["pixel_budget"],
+    prepare_timeout=_S["prepare_timeout"],
+    chars_per_token=_S["chars_per_token"],
+    read_timeout=_S["read_timeout"],
+):
     """The FastAPI app serving `lm` (its engine thread starts with the app's lifespan).
     `image_root`: the folder image_url paths may name (None: data: URIs only);
     `max_image_pixels`: one image's pixels; `pixel_budget`: image pixels decoded at once over
@@ -49,8 +62,12 @@ def build(lm: DiffusionLM, *, model_names=None, api_key=None, public_metrics=Fal
     from seer.serve.prepare import Limits
     from seer.serve.security import image_root as resolved_root
 
-    cfg = EngineConfig(max_batch=max_batch, max_queue=max_queue,
-                       max_tokens_per_step=max_tokens_per_step, grouping=grouping)  # fmt: skip
+    cfg = EngineConfig(
+        max_batch=max_batch,
+        max_queue=max_queue,
+        max_tokens_per_step=max_tokens_per_step,
+        grouping=grouping,
+    )
     engine = Engine(lm, cfg)
     names = tuple(model_names or ()) or (lm.name or "seer",)
     if lm.defaults.seer.chat_only:
@@ -86,10 +103,17 @@ def model_names(
     return tuple(names)
 
 
-def serve(lm: DiffusionLM, host: str = _S["host"], port: int = _S["port"],
-          drain_timeout: float = _S["drain_timeout"], log_level: str = _S["log_level"],
-          mount=None, sock=None, max_connections: int = _S["max_connections"],
-          **options) -> None:  # fmt: skip
+def serve(
+    lm: DiffusionLM,
+    host: str = _S["host"],
+    port: int = _S["port"],
+    drain_timeout: float = _S["drain_timeout"],
+    log_level: str = _S["log_level"],
+    mount=None,
+    sock=None,
+    max_connections: int = _S["max_connections"],
+    **options,
+) -> None:
     """Serve `lm` until SIGTERM (drains) or SIGINT; `options` as in `build`;
     `max_connections`: connections and requests held at once (`seer.serve.server`). `mount`: called
     with the app before it serves (`seer serve --ui` mounts the page of `seer ui` there, at

@@ -121,12 +121,12 @@ def create_app(lm: DiffusionLM, engine, options: ServeOptions) -> FastAPI:
             service.worker.stop()
             service.preparer.close()
 
-    app = FastAPI(title="Seer", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  openapi_url=None)  # fmt: skip
+    app = FastAPI(title="Seer", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.service = service
     _install_errors(app, service)
-    app.add_middleware(_BodyLimit, limit=options.max_body_bytes, service=service,
-                       timeout=options.read_timeout)  # fmt: skip
+    app.add_middleware(
+        _BodyLimit, limit=options.max_body_bytes, service=service, timeout=options.read_timeout
+    )
     if options.api_key is not None:  # outermost: the key before the body is read
 
         def refused(path: str) -> None:
@@ -195,8 +195,10 @@ def parse(kind: type[SamplingFields], raw: bytes) -> SamplingFields:
     """The request body `raw` as a `kind`, or a 400 / 413 naming what is wrong. Its JSON values
     are counted before it is parsed (`MAX_JSON_ITEMS`)."""
     if json_items(raw) > MAX_JSON_ITEMS:
-        raise too_large(f"the request body holds over {MAX_JSON_ITEMS:,} JSON values (commas "
-                        "and brackets); send fewer messages, parts or token ids")  # fmt: skip
+        raise too_large(
+            f"the request body holds over {MAX_JSON_ITEMS:,} JSON values (commas "
+            "and brackets); send fewer messages, parts or token ids"
+        )
     try:
         data = json.loads(raw)
     except RecursionError:
@@ -217,8 +219,9 @@ def parse(kind: type[SamplingFields], raw: bytes) -> SamplingFields:
 def json_items(raw: bytes, chunk: int = 1 << 20) -> int:
     """The commas and brackets of `raw`, counted a megabyte at a time (each count holds the
     interpreter; between two, the event loop's thread gets its turn)."""
-    return sum(raw.count(c, i, i + chunk) for i in range(0, len(raw), chunk)
-               for c in (b",", b"[", b"{"))  # fmt: skip
+    return sum(
+        raw.count(c, i, i + chunk) for i in range(0, len(raw), chunk) for c in (b",", b"[", b"{")
+    )
 
 
 def _check_open(service: Service) -> None:
@@ -449,10 +452,13 @@ class _BodyLimit:
             if scope["path"] in API_PATHS:
                 self.service.count(scope["path"], 408)
             if not started:
-                text = (f"the request body did not arrive within {self.timeout:g} s of its "
-                        "previous part; send it whole")  # fmt: skip
-                response = JSONResponse(body(408, text, "timeout"), 408,
-                                        headers={"Connection": "close"})  # fmt: skip
+                text = (
+                    f"the request body did not arrive within {self.timeout:g} s of its "
+                    "previous part; send it whole"
+                )
+                response = JSONResponse(
+                    body(408, text, "timeout"), 408, headers={"Connection": "close"}
+                )
                 await response(scope, receive, send)
 
 

@@ -52,14 +52,21 @@ class ServerConfig:
     # tokenizing: real tokenizers average 3-5 characters a token)
     chars_per_token: int = _server(32, "prompt characters allowed per token of context", lo=1)
     read_timeout: float = _server(
-        10.0, "seconds a client may take to send a request's head, or the next part of its "
-        "body, before its connection is closed (408 for a body)", lo=0, open_lo=True,
-        flag="--read-timeout", metavar="S",
-    )  # fmt: skip
+        10.0,
+        "seconds a client may take to send a request's head, or the next part of its "
+        "body, before its connection is closed (408 for a body)",
+        lo=0,
+        open_lo=True,
+        flag="--read-timeout",
+        metavar="S",
+    )
     max_connections: int = _server(
-        1024, "connections and requests held at once; past it a new request gets 503", lo=1,
-        flag="--max-connections", metavar="N",
-    )  # fmt: skip
+        1024,
+        "connections and requests held at once; past it a new request gets 503",
+        lo=1,
+        flag="--max-connections",
+        metavar="N",
+    )
     drain_timeout: float = _server(
         60.0, "seconds SIGTERM waits for running requests", lo=0, flag="--drain-timeout",
         metavar="S",

@@ -144,9 +144,13 @@ class Preparer:
             raise self._timeout() from None
 
     def _timeout(self) -> APIError:
-        return APIError(503, f"preparing the request (reading its image, tokenizing) took over "
-                        f"{self.limits.prepare_timeout:g} s; the server is busy: retry",
-                        "timeout", headers={"Retry-After": str(RETRY_AFTER)})  # fmt: skip
+        return APIError(
+            503,
+            f"preparing the request (reading its image, tokenizing) took over "
+            f"{self.limits.prepare_timeout:g} s; the server is busy: retry",
+            "timeout",
+            headers={"Retry-After": str(RETRY_AFTER)},
+        )
 
     async def prepare(self, prompt: Prompt, params):
         """The request's `PromptInput`, or an `APIError` (400 / 413 / 503 timeout)."""
@@ -179,8 +183,10 @@ class Preparer:
             with Image.open(io.BytesIO(raw)) as img:
                 w, h = img.size
         except Image.DecompressionBombError:  # Pillow's own bound, far over ours: its header
-            raise too_large(f"the image is far over this server's limit of {cap / 1e6:g} "
-                            "megapixels (--max-image-mp); resize it") from None  # fmt: skip
+            raise too_large(
+                f"the image is far over this server's limit of {cap / 1e6:g} "
+                "megapixels (--max-image-mp); resize it"
+            ) from None
         except Exception as e:  # every decoder's failure is the image's fault
             raise _undecodable(e) from None
         if w * h > cap:

@@ -166,9 +166,14 @@ def protocol(read_timeout: float) -> type[H11Protocol]:
     return type("SeerH11Protocol", (_Protocol,), {"read_timeout": read_timeout})
 
 
-def run(app, sock: socket.socket, drain_timeout: float = DEFAULTS["drain_timeout"],
-        log_level: str = DEFAULTS["log_level"], read_timeout: float = DEFAULTS["read_timeout"],
-        max_connections: int = DEFAULTS["max_connections"]) -> None:  # fmt: skip
+def run(
+    app,
+    sock: socket.socket,
+    drain_timeout: float = DEFAULTS["drain_timeout"],
+    log_level: str = DEFAULTS["log_level"],
+    read_timeout: float = DEFAULTS["read_timeout"],
+    max_connections: int = DEFAULTS["max_connections"],
+) -> None:
     """Serve `app` on `sock` (from `bind`) until a signal ends it (module docstring)."""
     # loop/http/ws pinned: uvicorn's "auto" would switch to uvloop + httptools (+ websockets)
     # whenever another extra installs them (ray[serve] does); the server runs the same everywhere.

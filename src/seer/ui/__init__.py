@@ -54,9 +54,17 @@ def mount(app, lm: DiffusionLM, path: str = PATH, api_key: str | None = None):
 
         hint = "Enter the server's API key as the password (any user name)."
         login = {"auth": allowed, "auth_message": hint}
-    app = gr.mount_gradio_app(app, blocks, path=path, css=render.CSS, theme=page.theme(),
-                              footer_links=[], run_history=False, show_error=True,
-                              **login)  # fmt: skip
+    app = gr.mount_gradio_app(
+        app,
+        blocks,
+        path=path,
+        css=render.CSS,
+        theme=page.theme(),
+        footer_links=[],
+        run_history=False,
+        show_error=True,
+        **login,
+    )
     if api_key is not None:
         from starlette.routing import Mount
 
@@ -70,9 +78,15 @@ class _LoginOnly:
     """ASGI guard in front of a Gradio app with a login: a request under its API prefix needs
     the login's cookie, except the routes the login page reads before there is one."""
 
-    OPEN = ("/gradio_api/login_check", "/gradio_api/user", "/gradio_api/token",
-            "/gradio_api/app_id", "/gradio_api/info", "/gradio_api/theme.css",
-            "/gradio_api/startup-events")  # fmt: skip
+    OPEN = (
+        "/gradio_api/login_check",
+        "/gradio_api/user",
+        "/gradio_api/token",
+        "/gradio_api/app_id",
+        "/gradio_api/info",
+        "/gradio_api/theme.css",
+        "/gradio_api/startup-events",
+    )
 
     def __init__(self, gradio) -> None:
         self.gradio = gradio  # gradio.routes.App: its cookie_id and tokens
