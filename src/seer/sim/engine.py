@@ -179,7 +179,7 @@ class SimEngine:
         width = max(r.seq.prompt_len for r in rows) + g
         w = cost.Work()
         for _ in rows:
-            w.add(width, width, g)
+            w.add(width, width, width if self.d.full_logits else g)
         t = self._price(w, "eager")
         images = sum(r.request.image for r in rows)
         if images and shape.vision_flops:
@@ -248,7 +248,8 @@ class SimEngine:
         kv = p.prompt_width + p.width
         q = max(self._columns(r, p.prompt_width, p.width) for r in group)
         n = len(group)  # every row of the layout computes the same columns
-        return cost.Work(n * q, n * q * kv, n * min(q, p.width), n * kv)
+        head = q if self.d.full_logits else min(q, p.width)
+        return cost.Work(n * q, n * q * kv, n * head, n * kv)
 
     def _columns(self, row: _Row, prompt: int, width: int) -> int:
         """Positions `row`'s next forward computes in a layout of `prompt` + `width` columns."""

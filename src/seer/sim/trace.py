@@ -70,6 +70,9 @@ class Decoding:
     seer_bucket: int = 8  # SeerConfig.bucket: the window rounded up to a multiple
     seer_margin: int = 0  # SeerConfig.margin: positions kept after the boundary
     cache: str = "none"  # none | prefix | dual (Fast-dLLM) | prefix_lm (LaViDa: prompt cached)
+    # the output layer on every position a forward computes (the released samplers: LLaDA's and
+    # Dream's `model(x).logits`, Fast-dLLM's), not only on the window's (the engine's)
+    full_logits: bool = False
 
     def __post_init__(self) -> None:
         if self.gen_length < 1 or self.block < 1 or not 0 < self.threshold_tokens < math.inf:
