@@ -9,8 +9,9 @@ produces is a prediction, printed as one with its validation error (`VALIDATION`
 - `trace.py`: the requests (measured records or the paper's answer-length spreads) and what
   each method does to each (window, forwards);
 - `engine.py`: `SimEngine`, the scheduler on the virtual clock;
-- `validation.json`: the fitted factors and their error on the published points they were not
-  fitted on (written by `benchmarks/validate_sim.py`).
+- `validation.json`: the fitted factors (on a third of the development set) and the error on
+  the test set, published figures never used to build or fit the simulator (written by
+  `benchmarks/validate_sim.py`; `held_out_set` says which set the printed error is from).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 Every number is a published constant, named with its source; nothing here is fitted. The
 simulator's two efficiency factors (`Efficiency`: the share of the compute peak and of the
-memory bandwidth a forward reaches) are fitted separately, on a stated third of the published
-points (`benchmarks/validate_sim.py`), and carried with their validation error.
+memory bandwidth a forward reaches) are fitted separately, on a stated third of the development
+set of published points (`benchmarks/validate_sim.py`), and carried with their error on a
+separate test set.
 
 - Dense bf16 tensor-core FLOP/s (no structured sparsity) and HBM bandwidth: NVIDIA's data
   sheets (A100: "NVIDIA A100 Tensor Core GPU" data sheet, SXM4 80 GB, 312 TFLOPS bf16, 2,039 GB/s;

@@ -81,7 +81,8 @@ def simulate(
         "validation": {
             "median_abs_error_held_out": v["median_abs_error_held_out"],
             "held_out": v["held_out"],
-            "date": v["date"],
+            "held_out_set": v.get("held_out_set", "development"),
+            "date": v.get("scored", v["date"]),
         },
         "rows": rows,
     }
@@ -96,8 +97,10 @@ def lines(record: dict) -> list[str]:
         f"(gen_length {record['gen_length']}, up to {record['requests']} requests of "
         f"{record['trace']}: 4 x the batch, at least 64). Simulator validation: median "
         f"|error| {err} on "
-        f"{v['held_out']} published GPU figures held out of the fit "
-        f"(docs/gpu.md, {v['date']}). Latency: from a request's step 0 to its answer "
+        f"{v['held_out']} published GPU figures of its {v.get('held_out_set', 'development')} "
+        f"set, never used to build or fit it (target 30 %"
+        f"{': missed' if v['median_abs_error_held_out'] > 0.30 else ''}; docs/gpu.md, "
+        f"{v['date']}). Latency: from a request's step 0 to its answer "
         f"(queueing excluded); {record.get('arrivals', 'every request arrives at once')}.",
         "",
         f"| batch | method | routing | predicted tok/s (median error {err}, not a bound) "
