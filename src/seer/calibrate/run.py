@@ -5,13 +5,13 @@ The dataset (`seer.data`: JSON Lines, CSV, Parquet, a `save_to_disk` folder, a b
 model's name for its own task) is de-duplicated and split by content into a calibration and an
 evaluation side (`seer.data.split`: disjoint, `--calib-fraction`, `--seed`). No reference
 answers are needed: the baseline's own answer (full window) says where each answer ends. On the
-calibration side every signal is measured on the step-0 profiles (`seer.boundary.sweep`:
+calibration side every signal is measured on the step-0 profiles (`seer.calibrate.sweep`:
 sparsity per tensor / layer / theta under the paper's SNR rule and the change-point rule, the
 end probability, the combined signal); the fastest settings of each family become candidates,
 each with a fallback window for rows where it finds no boundary (the calibration answers' 95th
 percentile). The oracle window (each answer cut right after its own end) answers the calibration
 requests first, then the candidates, cheapest predicted window first, for real with the guard on
-(`seer.boundary.trials`): cost (answer positions x forwards), the guard's regrowths and their
+(`seer.calibrate.trials`): cost (answer positions x forwards), the guard's regrowths and their
 cost, answers changed and the data's score against the full window. A candidate stops as soon as
 it can no longer pass, and one whose predicted window is no smaller than a passing candidate's
 final window is not run (it cannot be cheaper). The choice is the cheapest candidate within the
@@ -39,9 +39,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from seer.calibrate.report import (
+    RULE,
+    build_report,
+    chosen_config,
+    draw_figures,
+    held_out_summary,
+    verdict,
+    write_defaults,
+)
+
 if TYPE_CHECKING:
-    from seer.boundary.trials import Trial
-    from seer.lm import DiffusionLM
+    from seer.calibrate.trials import Trial
 
 
 def data_for(model, data: str | None) -> str:
@@ -81,7 +90,7 @@ def run_calibration(
     folder under `out`), unless nothing is recommended, or (without `force`) the choice fails
     its held-out check: the report's "not_written" says why, "seer_json" where it went."""
     from seer import progress
-    from seer.boundary import trials as tr
+    from seer.calibrate import trials as tr
     from seer.data import load_examples, split
     from seer.models.loader import model_folder
 
@@ -105,7 +114,7 @@ def run_calibration(
     with progress.status("scoring every detector setting on the profiles"):
         scores = sides.sweep(max_over)
     c = _choose(sides, scores, max_over, margin)
-    report = _report(
+    report = build_report(
         lm,
         data,
         g,
@@ -119,18 +128,18 @@ def run_calibration(
     report.update(
         margin=margin,
         fallback=c.fallback,
-        rule=_RULE.format(margin=margin, small=tr.SMALL),
+        rule=RULE.format(margin=margin, small=tr.SMALL),
         recommended=c.best is not None,
         trials=[asdict(t) for t in c.trials],
         skipped=c.skipped,
         oracle=asdict(c.oracle),
         static_window=None if c.static is None else asdict(c.static),
         chosen_trial=None if c.best is None else asdict(c.best),
-        held_out=_held_out(c.held_out, sides.samples["evaluation"]) if c.held_out else {},
+        held_out=held_out_summary(c.held_out, sides.samples["evaluation"]) if c.held_out else {},
     )
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    report["wrote"] = _plots(lm, sides.samples["calibration"], report, out)
+    report["wrote"] = draw_figures(lm, sides.samples["calibration"], report, out)
     report["wrote"].insert(0, str(out / "report.json"))
     target = None
     if write:
@@ -182,27 +191,6 @@ def _refusal(report: dict, force: bool) -> str | None:
     return None
 
 
-def verdict(report: dict) -> str:
-    """The one-line answer of a calibration that recommends nothing ("" when it chose)."""
-    if report["recommended"]:
-        return ""
-    o = report["oracle"]
-    text = (
-        f"Seer is not recommended for this model on this data: no setting kept the margin "
-        f"of {report['margin']:g} points, and even the oracle window (each answer cut right "
-        f"after its own end) scored {o['diff']:+.1f} points [lower {o['lower']:+.1f}] "
-        f"against the full window on {o['n']} calibration requests"
-    )
-    st = report.get("static_window")
-    if st is not None and st["passes"]:
-        text += (
-            f"; a fixed window of {report['fallback']} positions kept it "
-            f"({st['diff']:+.1f} points [lower {st['lower']:+.1f}]): "
-            f"--gen-length {report['fallback']} without Seer"
-        )
-    return text
-
-
 class _Sides:
     """The calibration and evaluation requests, each encoded once, with their full-window
     baseline answers and step-0 profiles (`samples`); `trial` answers one side for real with a
@@ -211,7 +199,7 @@ class _Sides:
     def __init__(self, lm, params, calib: list, evaluation: list) -> None:
         from seer import progress
         from seer.batch import encoder
-        from seer.boundary import sweep
+        from seer.calibrate import sweep
 
         self.lm, self.params = lm, params
         self.rows = {"calibration": calib, "evaluation": evaluation}
@@ -228,7 +216,7 @@ class _Sides:
 
     def sweep(self, max_over: float | None):
         """Every detector setting scored on the calibration side's profiles."""
-        from seer.boundary import sweep
+        from seer.calibrate import sweep
 
         g = self.params.gen_length
         return sweep.sweep(self.samples["calibration"], g, max_over=max_over or 0.0)
@@ -237,7 +225,7 @@ class _Sides:
         """One setting (or fixed `windows`) answers one side with the guard on; `margin`:
         stop once it cannot pass (`trials.run`)."""
         from seer import progress
-        from seer.boundary import trials as tr
+        from seer.calibrate import trials as tr
 
         rows = self.rows[side]
         with progress.bar(f"{side}: {name} with the guard", len(rows)) as advance:
@@ -258,7 +246,7 @@ class _Sides:
 
     def oracle(self, side: str):
         """The oracle window (each answer's true end) on one side, with the guard on."""
-        from seer.boundary import trials as tr
+        from seer.calibrate import trials as tr
 
         windows = tr.oracle_windows(self.samples[side], self.params.gen_length, _bucket())
         return self.trial(side, "oracle window", None, windows)
@@ -287,8 +275,8 @@ def _choose(sides: _Sides, scores, max_over: float | None, margin: float) -> _Ch
     one's final window; the choice is the cheapest that passes (none: Seer is not recommended,
     and the fallback window alone is tried as a fixed window); then the choice and the oracle
     on the evaluation side."""
-    from seer.boundary import sweep
-    from seer.boundary import trials as tr
+    from seer.calibrate import sweep
+    from seer.calibrate import trials as tr
     from seer.errors import SeerError
 
     g, cal = sides.params.gen_length, sides.samples["calibration"]
@@ -344,35 +332,11 @@ def _provenance(report: dict, best, oracle, sides: _Sides, data: str, seed: int,
     }  # fmt: skip
 
 
-_RULE = ("the cheapest setting (answer positions x forwards, the guard on) whose paired score "
-         "difference against the full window has a one-sided 95 % lower bound >= -{margin:g} "
-         "points (on fewer than {small} scored requests: at most {margin:g} % of them made "
-         "worse)")  # fmt: skip
-
-
 def _bucket() -> int:
     """The window's bucket (SeerConfig's default): windows are rounded up to a multiple of it."""
     from seer.boundary.config import SeerConfig
 
     return SeerConfig().bucket
-
-
-def _held_out(trials: dict, samples) -> dict:
-    """The held-out trials, rounded for the report, with the rows' true ends beside them."""
-    out = {k: {f: (round(v, 4) if isinstance(v, float) else v) for f, v in asdict(t).items()}
-           for k, t in trials.items()}  # fmt: skip
-    out["answer_length"] = {
-        "mean": float(sum(s.true_len for s in samples) / max(1, len(samples))),
-        "max": max((s.true_len for s in samples), default=0),
-    }
-    return out
-
-
-def chosen_config(report: dict) -> dict:
-    """The Seer options a report chose, as seer.json's "config" stores them ({}: none)."""
-    if report.get("chosen") is None:
-        return {}
-    return {k: v for k, v in report["chosen"]["setting"].items() if k != "margin"}
 
 
 def _load(folder: Path):
@@ -383,112 +347,9 @@ def _load(folder: Path):
         return seer.load(folder)
 
 
-def _report(
-    lm: DiffusionLM, data, g: int, samples: dict, scores, max_over, sides, chosen: dict | None
-) -> dict:
-    from seer.boundary import sweep
-
-    cal_s, ev_s = samples["calibration"], samples["evaluation"]
-    level = max_over or 0.0
-    best = {
-        "best_sparsity_snr": sweep.choose([s for s in scores if "rule" not in s.setting
-                                         and s.setting["signal"] == "sparsity"], None, level),
-        "best_sparsity": sweep.choose(scores, "sparsity", level),
-        "best_eos_prob": sweep.choose(scores, "eos_prob", level),
-        "best_combined": sweep.choose(scores, "combined", level),
-    }  # fmt: skip
-    paper = sweep.paper_score(scores)
-    if paper is not None:
-        best["paper_defaults"] = paper
-    on_cal = None if chosen is None else sweep.evaluate(chosen, cal_s, g)
-    on_eval: dict[str, dict | None] = {
-        k: asdict(sweep.evaluate(s.setting, ev_s, g)) for k, s in best.items()
-    }
-    on_eval["chosen"] = None if chosen is None else asdict(sweep.evaluate(chosen, ev_s, g))
-    n_layers = cal_s[0].sparsity.shape[1]
-    return {
-        "model": lm.name,
-        "data": data,
-        "gen_length": g,
-        "max_over": max_over,
-        "split": {
-            "calibration_ids": [e.id for e in sides[0]],
-            "evaluation_ids": [e.id for e in sides[1]],
-        },
-        "n": {"calibration": len(cal_s), "evaluation": len(ev_s)},
-        "baseline_exact_match": {side: _accuracy(s) for side, s in samples.items()},
-        "baseline_score": {side: _mean_score(s) for side, s in samples.items()},
-        "auc": {
-            "thetas": list(sweep.THETAS),
-            **{
-                t: [
-                    [
-                        sweep.separation(cal_s, lambda s, ti=ti, k=k, h=h: s.sparsity[ti, k, h])
-                        for h in range(len(sweep.THETAS))
-                    ]
-                    for k in range(n_layers)
-                ]
-                for ti, t in enumerate(("down", "gate"))
-            },
-            "end_prob": sweep.separation(cal_s, lambda s: s.end_prob),
-        },  # fmt: skip
-        "chosen": None if on_cal is None else asdict(on_cal),
-        "calibration": {k: asdict(s) for k, s in best.items()},
-        "evaluation": on_eval,
-    }
-
-
-def _accuracy(samples) -> float | None:
-    known = [s.correct for s in samples if s.correct is not None]
-    return sum(known) / len(known) if known else None
-
-
 def _score(example, text: str) -> float | None:
     """`seer.data.score` (the data's own metric: ParallelBench's, a v2 family's checker, exact
     match otherwise), None for a row it cannot score."""
     from seer.data import scorable, score
 
     return score(example, text) if scorable(example) else None
-
-
-def _mean_score(samples) -> float | None:
-    known = [s.score for s in samples if s.score is not None]
-    return sum(known) / len(known) if known else None
-
-
-def _plots(lm: DiffusionLM, samples, report: dict, out: Path) -> list[str]:
-    """Draws the three step-0 figures into `out`; returns their paths."""
-    from seer import plots, progress
-    from seer.boundary import sweep
-
-    k, n_layers = 8, samples[0].sparsity.shape[1]
-    theta = sweep.THETAS.index(1e-3)
-    with progress.status("drawing the plots"):
-        curves = {
-            f"layer {i}": sweep.aligned_mean(samples, lambda s, i=i: s.sparsity[0, i, theta], k)
-            for i in range(n_layers)
-        }
-        plots.aligned(curves, out / "sparsity_aligned.png",
-                      f"{lm.name}: step-0 sparsity (down input, θ=1e-3) around the true end",
-                      "fraction |a| < 1e-3")  # fmt: skip
-        best = report["calibration"]["best_sparsity"]["setting"]
-        ti, hi = ("down", "gate").index(best["tensor"]), sweep.THETAS.index(best["theta"])
-        curves = {f"layer {i}": sweep.aligned_mean(samples, lambda s, i=i: s.sparsity[ti, i, hi], k)
-                  for i in range(n_layers)}  # fmt: skip
-        plots.aligned(curves, out / "sparsity_aligned_best.png",
-                      f"step-0 sparsity ({best['tensor']}, θ={best['theta']:g}) around the true "
-                      "end", "sparsity")  # fmt: skip
-        plots.aligned({"P(end token)": sweep.aligned_mean(samples, lambda s: s.end_prob, k)},
-                      out / "end_prob_aligned.png",
-                      "step-0 P(end token) around the true end", "probability")  # fmt: skip
-    names = ("sparsity_aligned.png", "sparsity_aligned_best.png", "end_prob_aligned.png")
-    return [str(out / name) for name in names]
-
-
-def write_defaults(folder: Path, g: int, config: dict, sparsity: dict, calibration: dict) -> Path:
-    """Store the calibrated defaults in folder/seer.json, keeping the keys it sets nothing for."""
-    path = folder / "seer.json"
-    meta = json.loads(path.read_text()) if path.is_file() else {}
-    meta.update(gen_length=g, config=config, sparsity_config=sparsity, calibration=calibration)
-    path.write_text(json.dumps(meta, indent=2) + "\n")
-    return path

@@ -14,7 +14,7 @@ reads it with `seer.data`; this module imports no data source):
   window would cut (`over`: window < true end + 1), detection rate, boundary MAE, mean window.
 - `choose` picks the fastest setting (smallest mean window) of a family that cuts no more than a
   share of the answers and finds some boundary; `shortlist` takes those of every family (at a
-  few shares) as the candidates that `seer.boundary.trials` runs with the guard on, where the
+  few shares) as the candidates that `seer.calibrate.trials` runs with the guard on, where the
   final choice is made by cost at a stated accuracy margin. `evaluate` scores one setting on
   other samples (the evaluation split).
 - `auc` / `separation` say how well a per-position signal separates answer from padding.
@@ -209,7 +209,7 @@ LEVELS = (0.0, 0.05)  # shares of answers a candidate's window may cut (the guar
 
 
 def shortlist(scores: list[Score], fallback: int, max_over: float | None = None):
-    """The settings worth running with the guard (`seer.boundary.trials`): per detector family,
+    """The settings worth running with the guard (`seer.calibrate.trials`): per detector family,
     the fastest setting that cuts at most each of `LEVELS` of the answers (or `max_over` only,
     when the user set that constraint), and the paper's defaults; each with the `fallback`
     window. Returns [(family name, setting)], without repeats."""

@@ -1,6 +1,6 @@
 """Seer's detector settings run for real, with the guard on: what each costs and what it keeps.
 
-`seer.boundary.sweep` scores every setting on the step-0 profiles alone (how many answers
+`seer.calibrate.sweep` scores every setting on the step-0 profiles alone (how many answers
 its window would cut, how long a window it keeps). A cut answer is not a lost answer: the guard
 grows the window of any row whose answer reaches the cut, so a setting that cuts a few answers
 may still be the cheapest at the same accuracy. This module measures that directly: `run` answers
