@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from seer.data.synthetic.tasks import Example, generate_examples
+from synthetic.tasks import Example, generate_examples
 from seer.models.factory import random_model
 from seer.models.tokens import load_tokenizer
 from seer.sampling import TokenIds

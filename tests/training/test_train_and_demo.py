@@ -9,7 +9,7 @@ import torch
 
 import seer
 from seer.cli import main
-from seer.data.synthetic.tasks import generate_examples
+from synthetic.tasks import generate_examples
 from seer.models.factory import make_random_checkpoint
 from seer.models.loader import builtin_path
 from seer.models.tokens import load_tokenizer

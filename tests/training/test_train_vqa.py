@@ -8,7 +8,7 @@ import random
 import torch
 
 import seer
-from seer.data.synthetic import vqa
+from synthetic import vqa
 from seer.models.factory import make_random_checkpoint
 from seer.models.vision import IMAGE_TOKEN_INDEX
 from training import builtin_vqa as train_vqa

@@ -11,7 +11,7 @@ import random
 import torch
 
 import seer
-from seer.data.synthetic import vqa2
+from synthetic import vqa2
 from seer.models.vision import IMAGE_TOKEN_INDEX
 from training import builtin_vqa2 as train_vqa2
 

@@ -4,7 +4,7 @@ Design
 ------
 The multimodal demo trains a tiny LaViDa-LLaDA-architecture model (small SigLIP-style vision
 tower, projector, small LLaDA) on two CPU cores; its pictures (colours, shapes, the font, the
-96 px canvas, rendering) are :mod:`seer.data.synthetic.scenes`. The questions about them:
+96 px canvas, rendering) are :mod:`synthetic.scenes`. The questions about them:
 
 * multi-object scenes sit on a 3x3 grid of 32 px cells (one cell = 2x2 image tokens) with a
   little jitter, so the *reading order* (rows top to bottom, left to right within a row) of the
@@ -29,7 +29,7 @@ family        question                     answer                               
 ============  ===========================  ===============================================  =====
 
 Each family has two phrasings of its question. The held-out split is decided, as in
-:mod:`seer.data.synthetic.tasks`, by the MD5 hash of a canonical string of the image *spec* plus the
+:mod:`synthetic.tasks`, by the MD5 hash of a canonical string of the image *spec* plus the
 question (never of the pixels), so it does not depend on the renderer or the font.
 The user turn of a LaViDa prompt is ``"<image>\\n" + question`` (:attr:`VQAExample.prompt`).
 """
@@ -45,7 +45,9 @@ from pathlib import Path
 
 from PIL import Image
 
-from seer.data.synthetic.scenes import (
+from seer.errors import SeerError
+from seer.models.tokens import IMAGE_TOKEN
+from synthetic.scenes import (
     BACKGROUNDS,
     CANVAS,
     CHART_VALUES,
@@ -56,9 +58,7 @@ from seer.data.synthetic.scenes import (
     Shape,
     render,
 )
-from seer.data.synthetic.tasks import HELDOUT_PERCENT, TaskSet, check_split, draw_examples
-from seer.errors import SeerError
-from seer.models.tokens import IMAGE_TOKEN
+from synthetic.tasks import HELDOUT_PERCENT, TaskSet, check_split, draw_examples
 
 __all__ = [
     "BACKGROUNDS",

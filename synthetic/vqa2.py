@@ -3,9 +3,9 @@ attributes, any-order and multi-answer lists, and long descriptions.
 
 Design
 ------
-The v1 tasks (:mod:`seer.data.synthetic.vqa`) had a 64-position window, and their answers were
+The v1 tasks (:mod:`synthetic.vqa`) had a 64-position window, and their answers were
 either one word or a long fixed-order list, so no decoding method could be seen to win or lose on
-them. These families follow the issue's real VQA mix (pictures: :mod:`seer.data.synthetic.scenes2`),
+them. These families follow the issue's real VQA mix (pictures: :mod:`synthetic.scenes2`),
 for a 128-position answer window with LaViDa's evaluation convention (one token per step):
 
 ==============  ===========================================  ============================  =====
@@ -45,7 +45,9 @@ from dataclasses import dataclass
 from PIL import Image
 
 from seer.data.scoring import OWN_METRICS
-from seer.data.synthetic.scenes2 import (
+from seer.errors import SeerError
+from seer.models.tokens import IMAGE_TOKEN
+from synthetic.scenes2 import (
     BACKGROUNDS,
     CELLS,
     CHART_VALUES,
@@ -58,9 +60,7 @@ from seer.data.synthetic.scenes2 import (
     Text,
     render,
 )
-from seer.data.synthetic.tasks import HELDOUT_PERCENT, TaskSet, check_split, draw_examples
-from seer.errors import SeerError
-from seer.models.tokens import IMAGE_TOKEN
+from synthetic.tasks import HELDOUT_PERCENT, TaskSet, check_split, draw_examples
 
 WORDS = (
     "go", "up", "no", "on", "yes", "off", "top", "hot", "cat", "dog", "sun", "sky", "red",
@@ -275,7 +275,7 @@ def generate_examples(
 ) -> list[VQA2Example]:
     """`n` examples balanced round-robin over `families`, shuffled; deterministic in the
     arguments, each family from its own RNG stream (see
-    `seer.data.synthetic.tasks.draw_examples`)."""
+    `synthetic.tasks.draw_examples`)."""
     return draw_examples(VQA2_TASKS, n, seed, split, families, unique=unique)
 
 

@@ -1,4 +1,4 @@
-"""The pictures of the built-in multimodal model v2 (`seer.data.synthetic.vqa2`): what a picture is
+"""The pictures of the built-in multimodal model v2 (`synthetic.vqa2`): what a picture is
 (`Picture`) and how it is drawn (`render`).
 
 The v2 model sees a 128 px picture as 16 x 16 patches of 8 px, pooled 2 x 2 (LaViDa's pool)
@@ -8,7 +8,7 @@ into 8 x 8 image tokens of 16 px. The pictures are laid out for that eye:
   font at 16 px, on the 8 x 8 cell grid: reading a word is reading the tokens of one row, so a
   small tower can learn it (the v1 model read 22 px text centred anywhere, across token borders,
   and never learned to: 0 % after 95 minutes);
-* shapes (the v1 kinds and colours, :mod:`seer.data.synthetic.scenes`) sit in the cells of a 3 x 3
+* shapes (the v1 kinds and colours, :mod:`synthetic.scenes`) sit in the cells of a 3 x 3
 grid
   (named top left ... bottom right), big (34 px) or small (20 px);
 * a bar chart has 2-4 bars, each one glyph column wide, a letter under each bar on the bottom
@@ -27,7 +27,7 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from seer.data.synthetic.scenes import BACKGROUNDS, COLOURS, KINDS, Shape, _draw_shape, _font
+from synthetic.scenes import BACKGROUNDS, COLOURS, KINDS, Shape, _draw_shape, _font
 
 __all__ = [
     "BACKGROUNDS",

@@ -10,9 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seer.data.synthetic import scenes, vqa
-from seer.data.synthetic.scenes import render_batch
-from seer.data.synthetic.vqa import (
+from seer.errors import SeerError
+from seer.models.loader import builtin_path
+from synthetic import scenes, vqa
+from synthetic.scenes import render_batch
+from synthetic.vqa import (
     CANVAS,
     CELL,
     COLOURS,
@@ -29,7 +31,6 @@ from seer.data.synthetic.vqa import (
     render,
     save_samples,
 )
-from seer.errors import SeerError
 from training.tokenizer import (
     IMAGE_TOKEN,
     SPECIAL_TOKENS,
@@ -40,9 +41,9 @@ from training.tokenizer import (
 )
 
 N = 1000  # 200 per family
-BUILTIN = Path(vqa.__file__).resolve().parents[2] / "assets" / "builtin-v1"
+BUILTIN = builtin_path("builtin-v1")
 # the first VQA model's sample images (the package's until the VQA model v2 shipped)
-SAMPLES = Path(vqa.__file__).resolve().parents[2] / "assets" / "builtin-vqa-v1" / "images"
+SAMPLES = builtin_path("builtin-vqa-v1") / "images"
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +225,7 @@ def test_images_size_mode_and_colours(train: list[VQAExample]) -> None:
 
 
 def test_every_text_line_fits() -> None:
-    font = scenes._font(scenes.TEXT_SIZE)  # the pictures moved to seer.data.synthetic.scenes
+    font = scenes._font(scenes.TEXT_SIZE)  # the pictures moved to synthetic.scenes
     pairs = [
         f"{a} {b}" for a in READ_WORDS for b in READ_WORDS if len(a) + len(b) + 1 <= LINE_CHARS
     ]

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seer.data.synthetic import scenes2, vqa2
-from seer.data.synthetic.scenes2 import Item, Picture
 from seer.errors import SeerError
 from seer.models.tokens import load_tokenizer
+from synthetic import scenes2, vqa2
+from synthetic.scenes2 import Item, Picture
 from training import vocab_vqa2
 
 

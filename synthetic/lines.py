@@ -2,12 +2,12 @@
 
 Design
 ------
-The first built-in model's tasks (:mod:`seer.data.synthetic.tasks`) are *locally determined*: every
+The first built-in model's tasks (:mod:`synthetic.tasks`) are *locally determined*: every
 answer token follows from a template and a short item copied from the prompt, so decoding several
 tokens per step costs them nothing and no decoding method can be seen to lose accuracy. These tasks
 are chosen for the opposite reason. They follow the operations of ParallelBench (furiosa-ai, ICLR
 2026), on which real diffusion LMs break under parallel decoding, generated here from our own
-templates and our own name lists (:mod:`seer.data.synthetic.names`, US Census lists); no
+templates and our own name lists (:mod:`synthetic.names`, US Census lists); no
 ParallelBench file or item is used, and :func:`overlap` checks that no training item equals a test
 item.
 
@@ -46,8 +46,8 @@ from dataclasses import dataclass, field
 
 from seer.data.example import Example
 from seer.data.scoring import score as data_score
-from seer.data.synthetic.lines_templates import OPS, PUZZLES, SCENES
-from seer.data.synthetic.names import first_names, last_names
+from synthetic.lines_templates import OPS, PUZZLES, SCENES
+from synthetic.names import first_names, last_names
 
 HELDOUT_PERCENT = 10
 SPLITS = ("train", "heldout")

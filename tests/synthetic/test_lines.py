@@ -1,4 +1,4 @@
-"""The text model v2's tasks (`seer.data.synthetic.lines`), its checkers, its tokenizer and its
+"""The text model v2's tasks (`synthetic.lines`), its checkers, its tokenizer and its
 trainer."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import torch
 
 import seer
 from seer.data.parallelbench_metrics import parse_list
-from seer.data.synthetic import lines
 from seer.models.tokens import load_tokenizer
+from synthetic import lines
 from training import vocab2
 from training.tokenizer import build_v2_tokenizer, pieces
 

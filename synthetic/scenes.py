@@ -1,4 +1,4 @@
-"""The pictures of the built-in multimodal demo's image questions (`seer.data.synthetic.vqa`): what
+"""The pictures of the built-in multimodal demo's image questions (`synthetic.vqa`): what
 a picture is (`ImageSpec`) and how it is drawn (`render`).
 
 The multimodal demo model sees a 96 px picture as 12x12 patches of 8 px, pooled 2x2 into 6x6

@@ -1,4 +1,4 @@
-"""The prompts of the text model v2's tasks (:mod:`seer.data.synthetic.lines`), in our own wording.
+"""The prompts of the text model v2's tasks (:mod:`synthetic.lines`), in our own wording.
 
 ``SCENES`` open most waiting-line requests; ``OPS`` holds each waiting-line family's phrasings
 (fields ``{context}``, ``{word}``, ``{index}``), ``PUZZLES`` those of the other families. The

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from seer.data.synthetic.tasks import (
+from synthetic.tasks import (
     ARITH_TEMPLATES,
     DESCRIBE_WORDS_PER_ITEM,
     FAMILIES,
