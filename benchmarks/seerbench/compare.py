@@ -47,7 +47,7 @@ import torch
 from seer.boundary.truncation import FixedWindowPolicy, SeerPolicy, round_window
 from seer.errors import SeerError
 from seerbench import stats
-from seerbench.compare_report import B32_KEYS
+from seerbench.compare_report import B32_KEYS, correct
 from seerbench.machine import provenance
 from seerbench.runs import Timer, rounds, warm
 
@@ -285,13 +285,6 @@ def request(lm, ex, params, seer_cfg, **kw):
     return dataclasses.replace(request_for(lm, ex, params, seer_cfg), **kw)
 
 
-def correct(ex, text: str) -> float:
-    """The answer's score (`seer.data.score`: the source's own metric, else exact match)."""
-    from seer.data import score
-
-    return score(ex, text)
-
-
 def run_one(lm, q, cfg: Config, g: int, seer_cfg, refs: dict) -> Run:
     """`cfg` on the encoded prompt `q` at batch 1 (`refs`: runs of this request so far, for
     the oracle's window: its reference config's answer)."""
@@ -341,11 +334,6 @@ def _entry(run: Run, reps: list[tuple], scale: float = 1.0, ex=None) -> dict:
     if ex is not None:
         out["score"] = correct(ex, out.pop("text"))
     return out
-
-
-def score_of(entry: dict, ex) -> float:
-    """An entry's score: recorded (a raw file without text), else scored from its text."""
-    return entry["score"] if "score" in entry else correct(ex, entry["text"])
 
 
 # -- resumable raw records ------------------------------------------------------------------------
