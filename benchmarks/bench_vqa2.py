@@ -31,8 +31,8 @@ import torch
 
 import seer
 from seer.boundary.config import SeerConfig
-from synthetic import vqa2
 from seerbench import runs, stats
+from synthetic import vqa2
 
 READING = ("read", "number", "chart", "table")
 

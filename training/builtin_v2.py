@@ -20,11 +20,11 @@ from typing import ClassVar
 
 import torch
 
-from synthetic import lines
 from seer.errors import SeerError
 from seer.models.factory import random_model
 from seer.models.tokens import chat_ids, load_tokenizer
 from seer.sampling import TokenIds
+from synthetic import lines
 from training import trainer, vocab2
 from training.tokenizer import build_v2_tokenizer
 from training.trainer import Run, Schedule, pack

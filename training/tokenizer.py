@@ -35,9 +35,9 @@ from typing import Any
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
+from seer.models.tokens import IMAGE_TOKEN
 from synthetic import vqa
 from synthetic.tasks import all_words
-from seer.models.tokens import IMAGE_TOKEN
 
 BOS_TOKEN = "<|startoftext|>"
 EOS_TOKEN = "<|endoftext|>"

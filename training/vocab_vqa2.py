@@ -18,8 +18,8 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from synthetic import vqa2
 from seer.models.tokens import IMAGE_TOKEN
+from synthetic import vqa2
 from training.tokenizer import (
     PIECE_PATTERN,
     build_v2_backend,

@@ -11,8 +11,8 @@ from argparse import Namespace
 import pytest
 from conftest import benchmark
 
-from synthetic import vqa2
 from seer.models.factory import make_random_checkpoint
+from synthetic import vqa2
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,10 @@ import torch
 
 import seer
 from seer.cli import main
-from synthetic.tasks import generate_examples
 from seer.models.factory import make_random_checkpoint
 from seer.models.loader import builtin_path
 from seer.models.tokens import load_tokenizer
+from synthetic.tasks import generate_examples
 from training.builtin import Encoder, TrainConfig, make_batch, train
 from training.trainer import loss_fn
 
