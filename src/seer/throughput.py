@@ -114,9 +114,7 @@ def heldout(lm: DiffusionLM, n: int, p: SamplingParams) -> Workload:
     from seer.batch import request_for
 
     source = source_for(lm.name, lm.multimodal)
-    reqs = [
-        request_for(lm, e, p, None) for e in builtin_examples(source, n, part="eval")
-    ]
+    reqs = [request_for(lm, e, p, None) for e in builtin_examples(source, n, part="eval")]
     ref = Engine(lm, EngineConfig(max_batch=64)).generate(reqs)
     return Workload("heldout", reqs, [max(1, o.tokens) for o in ref], None)
 
