@@ -69,7 +69,8 @@ def builtin_examples(
             out.append(_example(row))
             if len(out) == n:
                 return out
-    raise SeerError(f"{source} ships {len(out)} held-out requests of part {part}, fewer than {n}")
+    side = f" on the {part} side" if part else ""
+    raise SeerError(f"{source} ships {len(out)} held-out requests{side}, fewer than {n}")
 
 
 def source_for(model, images: bool) -> str:
