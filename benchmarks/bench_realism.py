@@ -94,8 +94,8 @@ def main(argv: list[str] | None = None) -> None:
     session = runs.Session("realism", args)
 
     import seer
-    from seer.data import load_examples
     from seerbench.draws import is_builtin, permuted
+    from synthetic.pool import load as load_examples  # a built-in source: any seed
 
     lm = seer.load(args.model)
     window = args.window or lm.sampling().gen_length

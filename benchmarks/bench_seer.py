@@ -1,7 +1,7 @@
 """Seer on a built-in model's held-out split: accuracy, boundary quality, speed.
 
 `--task text|vqa` picks the held-out requests (`seer.data`, evaluation side of the built-in tasks):
-the text tasks, or image questions (`seer.data.synthetic.vqa`) for a multimodal model, the default
+the text tasks, or image questions (`synthetic.vqa`) for a multimodal model, the default
 for one. Each request's prompt is encoded once (`lm.prompt`: for an image, vision tower, projector
 and splicing into the prompt embeddings), timed, and the same `PromptInput` goes to every method.
 

@@ -36,9 +36,9 @@ import httpx
 import openai
 
 import seer
-from seer.data import load_examples
 from seer.data.builtin import source_for
 from seerbench import runs
+from synthetic.pool import load as load_examples  # a built-in source: any seed
 
 METHODS = ("seer", "full")  # Seer's window vs the full gen_length window
 

@@ -1,7 +1,7 @@
 """The multimodal model v2's realism criteria (issue 20) on a checkpoint, per family.
 
-On unique held-out requests of `seer.data.synthetic.vqa2` (`--n` per family, seed `--seed`), greedy,
-batched (`--batch` requests per call), all scored with `seer.data.synthetic.vqa2.score` (the
+On unique held-out requests of `synthetic.vqa2` (`--n` per family, seed `--seed`), greedy,
+batched (`--batch` requests per call), all scored with `synthetic.vqa2.score` (the
 any-order and same-colour checkers included):
 
 * accuracy per family at 1 token per step (steps = the 128 window: LaViDa's evaluation setting)
@@ -31,8 +31,8 @@ import torch
 
 import seer
 from seer.boundary.config import SeerConfig
-from seer.data.synthetic import vqa2
 from seerbench import runs, stats
+from synthetic import vqa2
 
 READING = ("read", "number", "chart", "table")
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from seerbench import costmodel
+from seerbench import costmodel, records
 from seerbench.compare import family
 from seerbench.compare_report import b1_repeats
 
@@ -49,7 +49,7 @@ def shape_of(name: str) -> dict:
 
 def load(path: Path, parity: int) -> tuple[int, list[dict]]:
     """(gen_length, the request rows whose position in the held-out list has `parity`)."""
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in records.read_text(path).splitlines() if line.strip()]
     g = rows[0]["settings"]["gen_length"]
     return g, [r for r in rows if "results" in r and int(r["request"]) % 2 == parity]
 

@@ -336,8 +336,9 @@ def compare_predictions(args, raw: Path, g: int) -> dict[str, float]:
     from seer.sim import load_shape, report
     from seer.sim.engine import SimEngine
     from seer.sim.trace import Decoding, SimRequest
+    from seerbench import records
 
-    rows = [json.loads(x) for x in raw.read_text().splitlines() if x.strip()]
+    rows = [json.loads(x) for x in records.read_text(raw).splitlines() if x.strip()]
     rows = [r for r in rows if "results" in r]
     shape = load_shape(str(Path(seer.__file__).parent / "assets" / "builtin"))
     hw, eff = sim_gpu(args.device)[0], report.efficiency()

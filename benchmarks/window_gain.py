@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from seer.errors import SeerError
-from seerbench import runs
+from seerbench import records, runs
 from seerbench.machine import machine_info
 
 BASE = "baseline@k=1"
@@ -47,9 +47,10 @@ def baseline_answers(raw: Path, config: str = BASE) -> dict[str, tuple]:
     where the file does not keep it; the first record of a request wins, as in bench_compare's
     resume."""
     out: dict[str, tuple] = {}
+    raw = records.path_of(raw)
     if not raw.is_file():
         return out
-    for line in raw.read_text().splitlines():
+    for line in records.read_text(raw).splitlines():
         try:
             rec = json.loads(line)
         except json.JSONDecodeError:

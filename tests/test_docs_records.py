@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from test_docs import PAGES, README, ROOT
 
+from seerbench import records
+
 RESULTS = ROOT / "docs" / "results"
 RETIRED = ("builtin-v1", "builtin-vqa-v1")
 # records of the first models, measured while they were `builtin` / `builtin-vqa`, that name no
@@ -39,12 +41,13 @@ LABEL = re.compile(r"retired|builtin-v1|builtin-vqa-v1|\brelease 1\b", re.I)
 
 
 def record(path: Path) -> dict | None:
-    """A record's JSON: the file (.json), or the last line of a log that is a JSON object."""
+    """A record's JSON: the file (.json), or the last line of a log that is a JSON object (raw
+    records plain or gzipped: `seerbench.records`)."""
     if path.suffix == ".json":
         return json.loads(path.read_text())
-    if path.suffix not in (".txt", ".jsonl", ".md"):
+    if path.suffix not in (".txt", ".jsonl", ".md") and not path.name.endswith(".jsonl.gz"):
         return None
-    for line in reversed(path.read_text().splitlines()):
+    for line in reversed(records.read_text(path).splitlines()):
         if line.strip():
             try:
                 value = json.loads(line)

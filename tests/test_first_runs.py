@@ -78,7 +78,7 @@ def test_seer_bench_runs_seer_rows_on_cut_windows(text_lm):
     g = text_lm.sampling().gen_length  # seer bench's default window: the model's
     p = text_lm.sampling(gen_length=g, steps=g, temperature=0.0)
     cfg = throughput.seer_config(text_lm)
-    held = throughput.heldout(text_lm, 16, 0, p)
+    held = throughput.heldout(text_lm, 16, p)
     routed = throughput.requests(held, "seer-routed", p, cfg)
     out = Engine(text_lm, throughput.engine_config("seer-routed", 16, 0.4)).generate(routed)
     assert all(o.boundary is not None and o.boundary.length is not None for o in out)

@@ -1,8 +1,8 @@
-"""The package's layers: arrows only point down (DESIGN.md, "Layout").
+"""The package's layers: arrows only point down (docs/architecture.md, "Layout").
 
     cli -> commands -> the edges (serve, ui, harness, distributed)
-        -> the library over the engine (lm, likelihood, data, batch, calibration, demo,
-           provenance, profile, throughput)
+        -> the library over the engine (lm, likelihood, data, batch, calibrate, demo,
+           provenance, throughput, sim)
         -> engine -> boundary -> diffusion -> models
         -> the ground floor (errors, spec, sampling, images, kernels, extras, progress, plots,
            threads)
@@ -14,8 +14,9 @@ never imports a command, a command never imports the CLI. Modules of one layer m
 other (Ray's batch drives `seer batch`'s rows), but no two packages may import each other.
 
 The installable package is the product; the lab lives beside it (`benchmarks/seerbench`, the
-benchmark library; `training/`, how the built-in models were trained; `tools/`) and imports the
-package, never the reverse: a package module that imports the lab fails.
+benchmark library; `training/`, how the built-in models were trained; `synthetic/`, the built-in
+tasks' generators, whose requests the package ships as data; `tools/`) and imports the package,
+never the reverse: a package module that imports the lab fails.
 
 Function-local imports count too: a lazy import is still an arrow, and so is an import for type
 checking only. Every import of every module under src/seer is read with `ast`.
@@ -46,10 +47,9 @@ LAYERS: list[set[str]] = [
         "likelihood",
         "data",
         "batch",
-        "calibration",
+        "calibrate",
         "demo",
         "provenance",
-        "profile",
         "throughput",
         "sim",
     },  # fmt: skip
@@ -61,7 +61,7 @@ RANK = {"": len(LAYERS), **{p: i for i, layer in enumerate(LAYERS) for p in laye
 CORE = set().union(*LAYERS[1:5]) | LAYERS[0]  # one layer each, the ground floor below them
 
 # the lab: the top-level packages beside src/ (none of them is in the wheel)
-LAB = {"seerbench", "training", "benchmarks", "tools"}
+LAB = {"seerbench", "training", "benchmarks", "tools", "synthetic"}
 
 # Known upward arrows, each owned by another area; the test fails if one disappears without
 # leaving this list (so the list only shrinks).
@@ -170,6 +170,8 @@ def test_the_lab_is_beside_the_package_not_in_it():
     """Each name of the lab is a folder beside src/ (or inside benchmarks/), none of the package."""
     assert (ROOT / "benchmarks" / "seerbench" / "__init__.py").is_file()
     assert (ROOT / "training" / "__init__.py").is_file()
+    assert (ROOT / "synthetic" / "__init__.py").is_file()
+    assert not (SRC / "data" / "synthetic").exists()
     parts = {_part(m) for m in _modules()}
     assert not parts & LAB and not (SRC / "bench").exists() and not (SRC / "training").exists()
 
@@ -247,7 +249,7 @@ def test_every_package_is_placed_in_a_layer():
         ("seer.boundary.probe", "seer.diffusion.loop", False),
         ("seer.sampling", "seer.errors", False),
         ("seer.data.builtin", "seer.demo", False),  # one layer: their cycle is what fails
-        ("seer.calibration", "seer.plots", False),
+        ("seer.calibrate.run", "seer.plots", False),
         ("seer.demo", "seer.serve", True),
         ("seer.serve.app", "seer.commands.options", True),
         ("seer.commands.batch", "seer.cli", True),

@@ -14,7 +14,7 @@ from seer import throughput
 def test_the_heldout_workload_is_the_models_own_task(name):
     lm = seer.load(name)
     p = lm.sampling(gen_length=16, steps=16, temperature=0.0)
-    w = throughput.heldout(lm, 4, 0, p)
+    w = throughput.heldout(lm, 4, p)
     if lm.multimodal:
         assert all(r.image is not None for r in w.base)
     else:

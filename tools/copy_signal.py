@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 import seer
-from seer.data.synthetic import lines
+from synthetic import lines
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the lab's `training`, beside src/
 from training.builtin_v2 import ChatEncoder, evaluate  # noqa: E402

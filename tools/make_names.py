@@ -1,4 +1,4 @@
-"""Write the built-in text model's name lists (src/seer/data/synthetic/data/{first,last}_names.txt).
+"""Write the built-in text model's name lists (synthetic/data/{first,last}_names.txt).
 
 Source: the 1990 US Census name frequency lists (public domain), as shipped by the `names`
 package on PyPI (MIT; `pip download --no-deps names==0.3.0`, then unpack it). The lists keep the

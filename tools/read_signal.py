@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 import seer
-from seer.data.synthetic import scenes2, vqa2
+from synthetic import scenes2, vqa2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the lab's `training`, beside src/
 from training.builtin_vqa2 import Batcher  # noqa: E402

@@ -22,7 +22,7 @@ cp "$run"/export/{config.json,model.safetensors,tokenizer.json,tokenizer_config.
 cp "$run"/export/{special_tokens_map.json,preprocessor_config.json} "$dst"/
 
 # 2. Seer calibrated on the calibration side of its own task (`--data builtin-vqa`, the default
-#    for a built-in model: seer.data.synthetic.vqa2's held-out requests), stored in seer.json
+#    for a built-in model: synthetic.vqa2's held-out requests), stored in seer.json
 seer calibrate --model builtin-vqa --data builtin-vqa --n "${CALIB_N:-600}" \
   --out docs/results/calibration-vqa2 --write
 

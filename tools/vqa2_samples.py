@@ -5,7 +5,7 @@ import textwrap
 
 from PIL import Image, ImageDraw, ImageFont
 
-from seer.data.synthetic import vqa2
+from synthetic import vqa2
 
 W, H = 300, 480
 sheet = Image.new("RGB", (W * 5, H * 2), "white")

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import torch
 
-from seer.data.synthetic.tasks import Example, generate_examples
 from seer.models.factory import random_model
 from seer.models.tokens import load_tokenizer
 from seer.sampling import TokenIds
+from synthetic.tasks import Example, generate_examples
 from training import trainer
 from training.tokenizer import build_tokenizer, encode_chat
 from training.trainer import Run, Schedule, pack

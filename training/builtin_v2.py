@@ -1,4 +1,4 @@
-"""Train the built-in text model v2: a small LLaDA on the tasks of :mod:`seer.data.synthetic.lines`.
+"""Train the built-in text model v2: a small LLaDA on the tasks of :mod:`synthetic.lines`.
 
 The recipe is the first model's (:mod:`training.trainer`: LLaDA SFT, answers padded with [EOS]
 to the window, [EOS] a target, per-row windows), with a 128-position window, the v2 tokenizer
@@ -20,11 +20,11 @@ from typing import ClassVar
 
 import torch
 
-from seer.data.synthetic import lines
 from seer.errors import SeerError
 from seer.models.factory import random_model
 from seer.models.tokens import chat_ids, load_tokenizer
 from seer.sampling import TokenIds
+from synthetic import lines
 from training import trainer, vocab2
 from training.tokenizer import build_v2_tokenizer
 from training.trainer import Run, Schedule, pack

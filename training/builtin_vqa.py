@@ -1,5 +1,5 @@
 """Train the first built-in multimodal model (`builtin-vqa-v1`): a small LaViDa-LLaDA on the
-synthetic image questions of `seer.data.synthetic.vqa` (the v2 model: `builtin_vqa2`).
+synthetic image questions of `synthetic.vqa` (the v2 model: `builtin_vqa2`).
 
 Architecture (LaViDa's, shrunk): a SigLIP tower (96 px images, patch 8 -> 12 x 12 patches,
 hidden 96), the `mlp2x_gelu` projector, LaViDa's 2 x 2 pool (36 image tokens), and a LLaDA
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from seer.data.synthetic import vqa
+from synthetic import vqa
 from training import multimodal, trainer
 from training.tokenizer import build_multimodal_tokenizer
 from training.trainer import Run, Schedule

@@ -4,7 +4,7 @@ v2 image questions.
 Architecture (LaViDa's, shrunk; sized to train on one CPU thread): a SigLIP tower (128 px
 pictures, patch 8 -> 16 x 16 patches, hidden 128, 4 layers of which 3 run), the `mlp2x_gelu`
 projector, LaViDa's 2 x 2 average pool (8 x 8 = 64 image tokens, one per 16 px glyph cell of
-:mod:`seer.data.synthetic.scenes2`) and a LLaDA (d_model 128, 6 layers, 4 heads). The LM starts from
+:mod:`synthetic.scenes2`) and a LLaDA (d_model 128, 6 layers, 4 heads). The LM starts from
 the first built-in text model (`--init-from builtin-v1`; rows copied by token string, a v2 piece
 ``" red"`` from the word ``red``), which already knows the chat format and [EOS]-padded windows.
 
@@ -13,10 +13,10 @@ to the 128-position window, mask ratio t ~ U(0, 1) per row, CE on masked positio
 either a *full* batch (every row the whole window, probability `full_window_prob`) or a *cut*
 batch (each row its answer plus 0-24 [EOS], as a Seer cut leaves it); batches are drawn four at a
 time and grouped by answer length, so most batches are short and cheap. Families are drawn with
-`seer.data.synthetic.vqa2.WEIGHTS`. Prompts and image features are
+`synthetic.vqa2.WEIGHTS`. Prompts and image features are
 spliced exactly as `LlavaProcessor` does at inference; the held-out evaluation runs the real
 pipeline (`DiffusionLM.generate` with images, one token per step) and scores with
-`seer.data.synthetic.vqa2.score`. Everything trains, the tower included.
+`synthetic.vqa2.score`. Everything trains, the tower included.
 
 Run: `python -m training.builtin_vqa2 --out runs/builtin-vqa2 --minutes 170` (resumes from
 `--out`, saving every 5 minutes); `--out/export` is a LaViDa-layout checkpoint `seer.load` loads.
@@ -32,8 +32,8 @@ from typing import ClassVar
 
 import torch
 
-from seer.data.synthetic import scenes2, vqa2
-from seer.data.synthetic.vqa2 import VQA2Example
+from synthetic import scenes2, vqa2
+from synthetic.vqa2 import VQA2Example
 from training import multimodal, trainer
 from training.trainer import JITTER, Run, Schedule
 from training.vocab_vqa2 import build_tokenizer

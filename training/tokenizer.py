@@ -2,7 +2,7 @@
 
 Design
 ------
-The demo vocabulary is closed (:func:`seer.data.synthetic.tasks.all_words`), so one token per word
+The demo vocabulary is closed (:func:`synthetic.tasks.all_words`), so one token per word
 is the simplest tokenizer that never emits ``<|unk|>``; it also keeps sequences short, which
 matters on a CPU. The files written by :func:`build_tokenizer` load with
 ``transformers.AutoTokenizer.from_pretrained(out_dir)`` as a ``PreTrainedTokenizerFast`` and
@@ -22,7 +22,7 @@ decoded joined by single spaces (no clean-up of spaces before punctuation).
 The multimodal demo model's tokenizer (:func:`build_multimodal_tokenizer`) keeps those seven
 special tokens and ids, adds LLaVA's image placeholder :data:`IMAGE_TOKEN` as id 7 (an added
 special token, so ``"<image>\\nwhat colour ..."`` keeps it whole), and covers the union of the
-text tasks' and the VQA words (:mod:`seer.data.synthetic.vqa`). The defaults of
+text tasks' and the VQA words (:mod:`synthetic.vqa`). The defaults of
 :func:`build_tokenizer` still write the text model's files byte for byte.
 """
 
@@ -35,9 +35,9 @@ from typing import Any
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
-from seer.data.synthetic import vqa
-from seer.data.synthetic.tasks import all_words
 from seer.models.tokens import IMAGE_TOKEN
+from synthetic import vqa
+from synthetic.tasks import all_words
 
 BOS_TOKEN = "<|startoftext|>"
 EOS_TOKEN = "<|endoftext|>"
@@ -87,7 +87,7 @@ def vocabulary(
 ) -> dict[str, int]:
     """Token -> id: special tokens (then ``extra_special``) first, then the words, sorted.
 
-    ``words`` defaults to the text tasks' words (:func:`seer.data.synthetic.tasks.all_words`); the
+    ``words`` defaults to the text tasks' words (:func:`synthetic.tasks.all_words`); the
     chat role names are always added.
     """
     specials = (*SPECIAL_TOKENS, *extra_special)

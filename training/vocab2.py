@@ -1,7 +1,7 @@
 """The v2 text model's vocabulary: every piece its tasks can produce, closed and deterministic.
 
 Pieces (:data:`training.tokenizer.PIECE_PATTERN`) of: every template and scene sentence
-of :mod:`seer.data.synthetic.lines`, every name with and without a leading space, every letter and
+of :mod:`synthetic.lines`, every name with and without a leading space, every letter and
 digit with and without one, the punctuation marks, a few common English words (so that other
 phrasings of the same requests lose fewer words to the unknown token), the chat roles and the
 whitespace characters.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import string
 
-from seer.data.synthetic import lines
-from seer.data.synthetic.names import first_names, last_names
+from synthetic import lines
+from synthetic.names import first_names, last_names
 from training.tokenizer import pieces
 
 _EXTRA = """a an the of to in on at by for with from and or but not no yes is are was were be

@@ -4,7 +4,7 @@ Pieces follow :data:`PIECE_PATTERN` -- a word, one digit or one punctuation mark
 leading space if any, or one whitespace character -- the pattern of the text model v2's tokenizer,
 so decoding concatenates the pieces and text round-trips exactly ("red circle, blue bar" and
 "407" come back as written; a number is one token per digit, as it is printed one glyph per
-cell). The vocabulary is every piece of :func:`seer.data.synthetic.vqa2.all_texts` with and without
+cell). The vocabulary is every piece of :func:`synthetic.vqa2.all_texts` with and without
 its leading space, the digits, the punctuation marks, the whitespace characters and the chat roles;
 the special tokens and their ids are the first tokenizer's (:mod:`training.tokenizer`),
 then LLaVA's image placeholder as id 7 (as the v1 multimodal tokenizer has it). The vocabulary is
@@ -18,8 +18,8 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from seer.data.synthetic import vqa2
 from seer.models.tokens import IMAGE_TOKEN
+from synthetic import vqa2
 from training.tokenizer import (
     PIECE_PATTERN,
     build_v2_backend,

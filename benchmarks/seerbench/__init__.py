@@ -6,5 +6,6 @@ paired test, Pareto fronts), `draws` (held-out draws and seeded samples, never a
 `costmodel` (a cost model fitted on a run's own times, and the H200 roofline), `marginals` (a
 perfect model of ParallelBench's list tasks against its closed forms), `machine` (what machine a
 figure was measured on). What the package's own commands draw and time stays in the package:
-`seer.throughput` (`seer bench`, `benchmarks/bench_engine.py`), `seer.plots` and `seer.profile`
-(the step-0 sparsity figures of `seer profile`, `seer demo` and `seer calibrate`)."""
+`seer.throughput` (`seer bench`, `benchmarks/bench_engine.py`), `seer.plots` and
+`seer.calibrate.profile` (the step-0 sparsity figures of `seer profile`, `seer demo` and
+`seer calibrate`)."""

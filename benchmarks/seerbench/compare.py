@@ -46,8 +46,8 @@ import torch
 
 from seer.boundary.truncation import FixedWindowPolicy, SeerPolicy, round_window
 from seer.errors import SeerError
-from seerbench import stats
-from seerbench.compare_report import B32_KEYS
+from seerbench import records, stats
+from seerbench.compare_report import B32_KEYS, correct
 from seerbench.machine import provenance
 from seerbench.runs import Timer, rounds, warm
 
@@ -285,13 +285,6 @@ def request(lm, ex, params, seer_cfg, **kw):
     return dataclasses.replace(request_for(lm, ex, params, seer_cfg), **kw)
 
 
-def correct(ex, text: str) -> float:
-    """The answer's score (`seer.data.score`: the source's own metric, else exact match)."""
-    from seer.data import score
-
-    return score(ex, text)
-
-
 def run_one(lm, q, cfg: Config, g: int, seer_cfg, refs: dict) -> Run:
     """`cfg` on the encoded prompt `q` at batch 1 (`refs`: runs of this request so far, for
     the oracle's window: its reference config's answer)."""
@@ -341,11 +334,6 @@ def _entry(run: Run, reps: list[tuple], scale: float = 1.0, ex=None) -> dict:
     if ex is not None:
         out["score"] = correct(ex, out.pop("text"))
     return out
-
-
-def score_of(entry: dict, ex) -> float:
-    """An entry's score: recorded (a raw file without text), else scored from its text."""
-    return entry["score"] if "score" in entry else correct(ex, entry["text"])
 
 
 # -- resumable raw records ------------------------------------------------------------------------
@@ -400,7 +388,7 @@ def preregister(raw: Path, settings: dict, plan: dict) -> dict:
     plan = dict(plan, written=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 requests_done=done)  # fmt: skip
     raw.parent.mkdir(parents=True, exist_ok=True)
-    with raw.open("a") as f:
+    with records.append(raw) as f:
         f.write(json.dumps({"settings": settings, "preregistered": plan}) + "\n")
     return plan
 
@@ -409,9 +397,10 @@ def raw_lines(raw: Path) -> list[dict]:
     """The records of a raw file. A last line torn by a run killed while writing it is removed
     from the file (its request or round runs again, and the next record starts a line of its
     own); any other unreadable line is an error."""
+    raw = records.path_of(raw)
     if not raw.exists():
         return []
-    lines = raw.read_text().splitlines()
+    lines = records.read_text(raw).splitlines()
     out = []
     for i, line in enumerate(lines, 1):
         try:
@@ -419,7 +408,7 @@ def raw_lines(raw: Path) -> list[dict]:
         except ValueError:
             if i < len(lines):
                 raise SeerError(f"{raw}:{i}: not a JSON record (one per line)") from None
-            raw.write_text("".join(x + "\n" for x in lines[:-1]))
+            records.write_text(raw, "".join(x + "\n" for x in lines[:-1]))
     return out
 
 
@@ -539,7 +528,7 @@ def batch1(lm, examples, configs, g, seer_cfg, repeats, raw: Path, settings: dic
                     raise AssertionError(f"{c.name}: other tokens than the recorded run")
             rec = have
             rec["results"].update(added)
-        with raw.open("a") as f:
+        with records.append(raw) as f:
             f.write(json.dumps(line) + "\n")
         rows.append(rec)
         progress(i + 1, len(examples))
@@ -681,7 +670,7 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
         if cfg.name not in first and cfg is not anchor:  # an anchor's answers are on record
             b1 = [rows[i]["results"][cfg.name]["ids_hash"] for i in idx]
             first[cfg.name] = line["result"] = _engine_result(res, sub, b1)
-        with raw.open("a") as f:  # each round is kept: a stopped run resumes at the next one
+        with records.append(raw) as f:  # each round is kept: a stopped run resumes at the next one
             f.write(json.dumps(line) + "\n")
         n_req = len(reqs[cfg.name])
         progress(f"engine round {r + 1}/{repeats}, {cfg.name}: done ({n_req} requests)")
@@ -713,7 +702,7 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
         }
         if anchor is not None:
             rec.update(wall_measured=stats.median(tm["wall"]), scale=scale)
-        with raw.open("a") as f:
+        with records.append(raw) as f:
             f.write(json.dumps(rec) + "\n")
         out[cfg.name] = rec
         progress(f"engine {cfg.name}")

@@ -114,6 +114,18 @@ def _b32(rec: dict, e: dict, ref_e: dict | None, clock: str) -> None:
         rec["b32_speedup_vs_ref_range"] = [min(ratios), max(ratios)]
 
 
+def correct(ex, text: str) -> float:
+    """The answer's score (`seer.data.score`: the source's own metric, else exact match)."""
+    from seer.data import score
+
+    return score(ex, text)
+
+
+def score_of(entry: dict, ex) -> float:
+    """An entry's score: recorded (a raw file without text), else scored from its text."""
+    return entry["score"] if "score" in entry else correct(ex, entry["text"])
+
+
 def summarise(rows, eng, configs, g, examples, clock: str = DEFAULT_CLOCK,
               margin: float = MARGIN) -> dict:  # fmt: skip
     """Per config: accuracy (`seer.data.score` of each row's example, or the score a raw file
@@ -121,8 +133,6 @@ def summarise(rows, eng, configs, g, examples, clock: str = DEFAULT_CLOCK,
     against the first baseline and against its own reference, costs, times on every clock and
     speed-ups on `clock`, answers changed against its reference and against the first
     baseline."""
-    from seerbench.compare import score_of
-
     if clock not in CLOCKS:
         raise SeerError(f"clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
     out = {}

@@ -42,7 +42,9 @@ def held_out(source: str, n: int, seed: int) -> list[Example]:
     if n < 1:
         raise SeerError(f"n must be >= 1, got {n}")
     if is_builtin(source):
-        examples = load_examples(source, n=n, part="eval", seed=seed)
+        from synthetic import pool  # any seed (seed 0: the package's shipped requests)
+
+        examples = pool.examples(source, n, seed, part="eval")
         if any(in_calibration(e) for e in examples):
             raise AssertionError("a held-out request is in calibration")
     elif is_parallelbench(source):
@@ -56,7 +58,8 @@ def held_out(source: str, n: int, seed: int) -> list[Example]:
     if len(set(keys)) != len(keys):
         raise SeerError(f"{source}: the requests are not unique (a request appears twice)")
     if is_builtin(source):
-        from seer.data.builtin import TUNED_TASKS, task_of, tuned_keys
+        from seer.data.builtin import TUNED_TASKS, task_of
+        from synthetic.pool import tuned_keys
 
         task = task_of(source)
         if task in TUNED_TASKS and set(keys) & set(tuned_keys(task)):

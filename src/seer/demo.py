@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from seer.data import Example
     from seer.lm import DiffusionLM
 
-# the text model's demo families, one-token answers to long ones (`seer.data.synthetic.lines`)
+# the text model's demo families, one-token answers to long ones (`synthetic.lines`)
 TEXT_FAMILIES = ("count", "who", "copy", "reverse", "shuffle", "sum", "sudoku", "long_copy")
 
 

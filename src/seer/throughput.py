@@ -107,15 +107,14 @@ def run_case(lm: DiffusionLM, w: Workload, method: str, batch: int, p, cfg, tau_
     }
 
 
-def heldout(lm: DiffusionLM, n: int, seed: int, p: SamplingParams) -> Workload:
-    """The evaluation part of the model's own task (unique held-out requests, disjoint from
-    calibration's; with their pictures for a multimodal model), as `seer batch` makes them."""
+def heldout(lm: DiffusionLM, n: int, p: SamplingParams) -> Workload:
+    """The evaluation part of the model's own task (the first `n` of the shipped unique held-out
+    requests, disjoint from calibration's; with their pictures for a multimodal model), as
+    `seer batch` makes them."""
     from seer.batch import request_for
 
     source = source_for(lm.name, lm.multimodal)
-    reqs = [
-        request_for(lm, e, p, None) for e in builtin_examples(source, n, seed=seed, part="eval")
-    ]
+    reqs = [request_for(lm, e, p, None) for e in builtin_examples(source, n, part="eval")]
     ref = Engine(lm, EngineConfig(max_batch=64)).generate(reqs)
     return Workload("heldout", reqs, [max(1, o.tokens) for o in ref], None)
 
@@ -137,7 +136,7 @@ def run(lm: DiffusionLM, *, n: int, batches: tuple[int, ...], gen_length: int, t
     torch.manual_seed(seed)
     p = lm.sampling(gen_length=gen_length, steps=gen_length, temperature=0.0)  # greedy
     cfg = seer_config(lm)
-    held = heldout(lm, n, seed, p)
+    held = heldout(lm, n, p)
     loads = [held, synthetic(held, gen_length, seed)]
     for w in loads:  # warm-up: every method once on a small batch
         small = Workload(w.name, w.base[:8], w.valid[:8], w.fixed and w.fixed[:8])

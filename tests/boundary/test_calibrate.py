@@ -11,9 +11,8 @@ import pytest
 import torch
 
 import seer
-from seer.boundary import sweep
 from seer.boundary.probe import end_probability
-from seer.calibration import run_calibration, write_defaults
+from seer.calibrate import run_calibration, sweep, write_defaults
 from seer.data import builtin_examples
 from seer.errors import SeerError
 from seer.models.factory import make_random_checkpoint
@@ -161,7 +160,7 @@ WORDS = ["red ball", "blue cup", "add 4 and 5", "spell cat", "copy : red hat", "
 def test_a_calibration_where_nothing_passes_says_no_and_writes_nothing(
     text_dir, tmp_path, monkeypatch, capsys
 ):
-    from seer.boundary import trials as tr
+    from seer.calibrate import trials as tr
     from seer.cli import main
 
     monkeypatch.setattr(tr, "passes", lambda t, margin=2.0: False)  # no setting keeps the margin
@@ -188,7 +187,7 @@ def test_a_calibration_where_nothing_passes_says_no_and_writes_nothing(
 def test_write_never_changes_the_package_and_refuses_a_failed_held_out_check(
     text_dir, tmp_path, monkeypatch
 ):
-    from seer import calibration
+    from seer.calibrate import run as calibration
     from seer.models.loader import builtin_path
 
     assert calibration.packaged(builtin_path("builtin"))

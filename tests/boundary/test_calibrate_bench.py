@@ -1,6 +1,6 @@
 """`benchmarks/bench_seer.py` on image questions (a tiny random LaViDa): every method runs on
 one encoded prompt per request, the summary covers the families of the built-in image task
-(`builtin-vqa`'s, `seer.data.synthetic.vqa2`: a model folder's default), and the prompt time is
+(`builtin-vqa`'s, `synthetic.vqa2`: a model folder's default), and the prompt time is
 counted once, apart from the denoising loop."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from argparse import Namespace
 import pytest
 from conftest import benchmark
 
-from seer.data.synthetic import vqa2
 from seer.models.factory import make_random_checkpoint
+from synthetic import vqa2
 
 
 @pytest.fixture(scope="module")

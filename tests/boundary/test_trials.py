@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from seer.boundary import sweep
-from seer.boundary import trials as tr
 from seer.boundary.detector import BoundaryReport, summary
+from seer.calibrate import sweep
+from seer.calibrate import trials as tr
 
 
 def _trial(name="t", setting=None, n=300, cost=10.0, lower=0.0, worse=0, changed=0):

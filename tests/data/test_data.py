@@ -12,11 +12,11 @@ import pytest
 from PIL import Image
 
 from seer.data import Example, builtin_examples, dedupe, load_examples, score, split
-from seer.data.builtin import TUNED_DRAW, tuned_keys
 from seer.data.split import CALIB_FRACTION, CALIB_SEED
-from seer.data.synthetic import tasks
 from seer.errors import SeerError
 from seer.models.loader import builtin_path
+from synthetic import pool, tasks
+from synthetic.pool import TUNED_DRAW, tuned_keys
 
 
 def _png(colour) -> bytes:
@@ -182,8 +182,8 @@ def test_builtin_heldout_is_disjoint_from_training_and_calibration():
     a training prompt."""
     old = tasks.generate_examples(300, 11, "heldout")
     assert len({e.prompt for e in old}) == 239  # the finding this replaces
-    evaluation = load_examples("builtin-v1", n=300, part="eval", seed=11)
-    calib = load_examples("builtin-v1", n=300, part="calib", seed=7)
+    evaluation = pool.examples("builtin-v1", 300, seed=11, part="eval")  # another draw
+    calib = pool.examples("builtin-v1", 300, seed=7, part="calib")
     ev, ca = {e.key for e in evaluation}, {e.key for e in calib}
     assert len(ev) == 300 and len(ca) == 300 and not ev & ca
     assert not ev & tuned_keys("text")
@@ -194,6 +194,8 @@ def test_builtin_heldout_is_disjoint_from_training_and_calibration():
     assert not train & {e.prompt for e in evaluation}
     with pytest.raises(SeerError, match="part"):
         builtin_examples("builtin-v1", 5, part="test")
+    with pytest.raises(SeerError, match="ships one draw"):
+        load_examples("builtin-v1", n=5, seed=11)
     with pytest.raises(SeerError, match="unknown data format|does not exist"):
         load_examples("builtin-audio")
 
@@ -203,7 +205,7 @@ def test_builtin_vqa_eval_excludes_calibration_and_tuning():
     (builtin-vqa) was calibrated on its calibration side, which the evaluation side never holds."""
     for source, tuned in (("builtin-vqa-v1", tuned_keys("vqa")), ("builtin-vqa", frozenset())):
         evaluation = load_examples(source, n=60, part="eval")
-        calib = load_examples(source, n=60, part="calib", seed=3)
+        calib = pool.examples(source, 60, seed=3, part="calib")
         assert not {e.key for e in evaluation} & {e.key for e in calib}
         assert not {e.key for e in evaluation} & tuned
     calibration = json.loads((builtin_path("builtin-vqa") / "seer.json").read_text())["calibration"]
@@ -243,7 +245,7 @@ def test_v2_sources_are_held_out_and_carry_their_metric(source):
     """The v2 models' tasks: every family, unique held-out requests (never a training request:
     the generators' hash split), each with the metric its trainer scores it by, so
     `seer.data.score` accepts the reference and a different valid answer where one exists."""
-    from seer.data.synthetic import lines, vqa2
+    from synthetic import lines, vqa2
 
     module = lines if source == "builtin" else vqa2
     ex = load_examples(source, n=3 * len(module.FAMILIES))

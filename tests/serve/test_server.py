@@ -15,8 +15,8 @@ import pytest
 from corpus.corpus import case_id, cases, png_uri, substitute
 from serve_helpers import KEY, Server, data_uri, httpx, metrics, total
 
-from seer.data.synthetic.vqa2 import generate_examples  # the shipped model's own task
 from seer.demo import sample_images
+from synthetic.vqa2 import generate_examples  # the shipped model's own task
 
 openai = pytest.importorskip("openai")  # the serve extra
 

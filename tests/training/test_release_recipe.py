@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from seer.data.synthetic.tasks import generate_examples
 from seer.models.tokens import load_tokenizer
+from synthetic.tasks import generate_examples
 from training import builtin as train
 from training import builtin_vqa as train_vqa
 from training import trainer

@@ -9,10 +9,10 @@ import torch
 
 import seer
 from seer.cli import main
-from seer.data.synthetic.tasks import generate_examples
 from seer.models.factory import make_random_checkpoint
 from seer.models.loader import builtin_path
 from seer.models.tokens import load_tokenizer
+from synthetic.tasks import generate_examples
 from training.builtin import Encoder, TrainConfig, make_batch, train
 from training.trainer import loss_fn
 
@@ -112,7 +112,7 @@ def test_profile_writes_a_heatmap(four_layer, tmp_path, capsys):
 
 def test_calibrate_writes_seer_json_that_load_uses(four_layer, tmp_path):
     from seer.boundary.truncation import resolve
-    from seer.calibration import run_calibration
+    from seer.calibrate import run_calibration
 
     report = run_calibration(four_layer, 16, tmp_path / "cal", write=True, max_over=0.5,
                              data="builtin-v1")  # fmt: skip

@@ -8,9 +8,9 @@ import random
 import torch
 
 import seer
-from seer.data.synthetic import vqa
 from seer.models.factory import make_random_checkpoint
 from seer.models.vision import IMAGE_TOKEN_INDEX
+from synthetic import vqa
 from training import builtin_vqa as train_vqa
 
 TINY = dict(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, vision_hidden=16,

@@ -11,8 +11,8 @@ import random
 import torch
 
 import seer
-from seer.data.synthetic import vqa2
 from seer.models.vision import IMAGE_TOKEN_INDEX
+from synthetic import vqa2
 from training import builtin_vqa2 as train_vqa2
 
 TINY = dict(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, vision_hidden=16,

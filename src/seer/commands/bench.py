@@ -30,7 +30,12 @@ def add_parser(sub) -> None:
     options.add_sampling_flags(p, "gen_length")
     options.add_engine(p, ("tau_pad",))
     p.add_argument("--threads", type=options.POSITIVE, default=1, help="torch CPU threads")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the synthetic workload's answer lengths (the held-out requests are the shipped ones)",
+    )
     p.add_argument("--json", action="store_true", help="also print the JSON record")
     p.set_defaults(func=main)
 

@@ -4,7 +4,7 @@
     seer calibrate --model builtin --data builtin          # the built-in synthetic tasks
 
 This module parses the flags and prints the report; the run (data, split, measurement, choice,
-report.json, plots, seer.json) is `seer.calibration.run_calibration`.
+report.json, plots, seer.json) is `seer.calibrate.run.run_calibration`.
 torch, rich and the library are imported inside the functions: `seer --help` stays fast.
 """
 
@@ -68,7 +68,7 @@ def main(args) -> int:
     import sys
 
     from seer import progress
-    from seer.calibration import chosen_config
+    from seer.calibrate import chosen_config
     from seer.errors import SeerError
 
     with progress.one_line_per_kind():  # a warning repeated per row shows once, then a count
@@ -90,7 +90,7 @@ def main(args) -> int:
 
 
 def _run(args) -> dict:
-    from seer.calibration import run_calibration
+    from seer.calibrate import run_calibration
 
     return run_calibration(args.model, args.n, args.out, args.write, args.max_over,
                            data=args.data, calib_fraction=args.calib_fraction, seed=args.seed,
@@ -147,7 +147,7 @@ def _show(report: dict) -> None:
     if not report["recommended"]:
         from rich.markup import escape
 
-        from seer.calibration import verdict
+        from seer.calibrate import verdict
 
         console.print(f"[bold yellow]{escape(verdict(report))}[/]")  # "[lower ...]" is no tag
     else:

@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from seer.profile import profile_prompt
+    from seer.calibrate.profile import profile_prompt
 
     lm = options.load(args, args.model or ("builtin-vqa" if args.image else "builtin"))
     res = profile_prompt(

@@ -47,8 +47,8 @@ def load_examples(
 
     `source`: a .jsonl / .csv / .parquet / .arrow file, a `datasets.save_to_disk` folder,
     a built-in model's name (``builtin``, ``builtin-vqa``, ``builtin-v1``, ``builtin-vqa-v1``:
-    unique held-out requests of its own task, `seer.data.builtin`; `seed` picks the draw, `n`
-    defaults to 300), or ``parallelbench:ROOT[/GROUP[/TASK]]`` (the official test
+    unique held-out requests of its own task, `seer.data.builtin`; the package ships one draw,
+    `seed` 0; `n` defaults to 300), or ``parallelbench:ROOT[/GROUP[/TASK]]`` (the official test
     files of a ParallelBench checkout, `seer.data.parallelbench`). `n`: keep the first n rows.
     `part`: ``"calib"`` or ``"eval"`` keeps one side of `split` (default fraction and seed) —
     for the built-in sources the evaluation side also excludes what the shipped models were

@@ -6,9 +6,9 @@ checker.
   gives the official ``score_strict``). Metrics that need an external service or model
   (words-to-sentence, paraphrase, summarize) are left out: `unscorable` says why.
 * Seer's own metrics (`OWN_METRICS`) check the built-in v2 tasks that ParallelBench has no
-  metric for (`seer.data.synthetic.lines`): ``pick_two_score`` (two distinct people of the line, any
+  metric for (`synthetic.lines`): ``pick_two_score`` (two distinct people of the line, any
   order) and ``sudoku_valid_score`` (any valid 4x4 sudoku that keeps the givens: a puzzle with
-  many blanks has several solutions); and the image questions of `seer.data.synthetic.vqa2`:
+  many blanks has several solutions); and the image questions of `synthetic.vqa2`:
   ``normalised_match_score`` (exact match, case and spaces free), ``any_order_score`` (every
   object named once, any order), ``same_colour_pair_score`` (two objects of one colour).
 * Any other example with a reference `answer` (a dataset file's ``answer`` column, the first
