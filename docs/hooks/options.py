@@ -123,7 +123,8 @@ def render() -> str:
     """The page: every option of `SamplingParams` and `SeerConfig`, in field order."""
     _src()
     from seer.boundary.config import SeerConfig
-    from seer.sampling import DAEDAL, RHO_EOS, SamplingParams
+    from seer.policies import REGISTRY
+    from seer.sampling import SamplingParams
     from seer.spec import specs
 
     sampling = specs(SamplingParams)
@@ -134,23 +135,10 @@ def render() -> str:
         "defaults."
     )
     lines += ["", *_sampling_table([(f, s) for f, s in sampling if not s.group]), ""]
-    lines += [f"### {DAEDAL}", ""]
-    lines.append(
-        "Variable-length denoising (Li et al. 2025): the window starts short, grows while the "
-        "end is unsure and grows inside at unsure masks; `gen_length` is its cap, `steps` and "
-        "`block_length` do not apply. Giving any of these options turns DAEDAL on; the "
-        "defaults are the official script's."
-    )
-    lines += ["", *_sampling_table([(f, s) for f, s in sampling if s.group == DAEDAL]), ""]
-    lines += [f"### {RHO_EOS}", ""]
-    lines.append(
-        "Variable-length denoising (Yang et al. 2026): the window starts at `rho_initial` and, "
-        "in the same steps that denoise it, grows while the end-token density is under "
-        "`rho_low` and shrinks while it is over `rho_high`; `gen_length` is its cap, `steps` "
-        "and `block_length` do not apply. Giving any of these options turns ρ-EOS on; the "
-        "defaults are the official script's."
-    )
-    lines += ["", *_sampling_table([(f, s) for f, s in sampling if s.group == RHO_EOS]), ""]
+    for d in REGISTRY:  # a policy with a group of its own: its section (`seer.policies`)
+        if d.group:
+            rows = [(f, s) for f, s in sampling if s.group == d.group]
+            lines += [f"### {d.group}", "", d.doc, "", *_sampling_table(rows), ""]
     lines += ["## Seer (`SeerConfig`)", ""]
     lines.append(
         "Boundary detection and truncation. The Python and HTTP key is the option's name "

@@ -64,10 +64,11 @@ from __future__ import annotations
 import torch
 
 from seer.diffusion.canvas import insert_masks
-from seer.diffusion.policy import Policy, Traits
+from seer.diffusion.policy import Policy
 from seer.diffusion.schedule import Plan, Stage, lay_blocks
 from seer.diffusion.unmask import gumbel_argmax
 from seer.errors import SeerError
+from seer.policies import daedal as daedal_declared
 
 SIZING, DENOISING = 0, 1  # LoopState.phase
 
@@ -82,7 +83,7 @@ class Daedal(Policy):
     sets the length, runs without a KV cache and reads the whole window's logits."""
 
     name = "daedal"
-    traits = Traits(sets_length=True, caches=("none",), whole_window=True)
+    traits = daedal_declared.DECLARATION.traits  # one source: its declaration
 
     def __init__(self, loop) -> None:
         self.loop, self.tokens = loop, loop.tokens

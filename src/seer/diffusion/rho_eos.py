@@ -63,10 +63,11 @@ from __future__ import annotations
 
 import torch
 
-from seer.diffusion.policy import Policy, Traits
+from seer.diffusion.policy import Policy
 from seer.diffusion.schedule import Plan, lay_blocks
 from seer.diffusion.unmask import gumbel_argmax
 from seer.errors import SeerError
+from seer.policies import rho_eos as rho_eos_declared
 
 ADJUSTING, FIXED = 0, 1  # LoopState.phase: the window may still change / no longer changes
 ADJUST_STEPS = 64  # the official max_adjust_length_steps: no length change after this step
@@ -140,7 +141,7 @@ class RhoEos(Policy):
     sets the length, runs without a KV cache and reads the whole window's logits."""
 
     name = "rho_eos"
-    traits = Traits(sets_length=True, caches=("none",), whole_window=True)
+    traits = rho_eos_declared.DECLARATION.traits  # one source: its declaration
 
     def __init__(self, loop) -> None:
         self.loop, self.tokens = loop, loop.tokens

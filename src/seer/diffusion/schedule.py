@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import torch
 
 from seer.diffusion.policy import Policy
+from seer.policies import parallel
 
 
 @dataclass(slots=True)
@@ -206,6 +207,7 @@ class BlockEnds(Policy):
     as its own options say (`Plan.close_blocks`)."""
 
     name = "threshold/factor/early_stop"
+    traits = parallel.DECLARATION.traits  # (equal to early stop's: neither limits nor sizes)
 
     def __init__(self, tokens) -> None:
         self.tokens = tokens

@@ -17,7 +17,7 @@ from dataclasses import MISSING
 import gradio as gr
 
 from seer.boundary.config import SeerConfig
-from seer.spec import Spec, kind, spec_of
+from seer.spec import Spec, kind, spec_of, specs
 
 PREFIX = {SeerConfig: "Seer "}  # said before the option's name: "Seer signal"
 
@@ -27,7 +27,7 @@ def widget(cls, name: str, value=MISSING, label: str | None = None, **kw) -> gr.
     its bounds), a `Dropdown` of its choices or a `Checkbox`, showing `value` (default: the
     option's own default). `label`: the page's words for it where it means more there
     ("threshold (0: off)"); `kw`: more Gradio arguments (elem_id)."""
-    f = cls.__dataclass_fields__.get(name)
+    f = next((f for f, _ in specs(cls) if f.name == name), None)  # the flat view's
     s = None if f is None else spec_of(f)
     if s is None:
         raise TypeError(f"{cls.__name__}.{name} is not a declared option")
