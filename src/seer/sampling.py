@@ -245,12 +245,12 @@ class SamplingParams:
         d = _OWNERS.get(name)
         if d is None:
             raise AttributeError(f"'SamplingParams' object has no attribute {name!r}")
-        opts = self.policy(d.name)
+        opts = self.options_of(d.name)
         if d.switch is not None and name == d.name:
             return opts is not None
         return getattr(opts, name) if opts is not None else _POLICY_DEFAULTS[name]
 
-    def policy(self, name: str) -> Any:
+    def options_of(self, name: str) -> Any:
         """The options of policy `name` (`seer.policies`) if it is on, else None."""
         kind = _KINDS[name]
         return next((o for o in self.policies if type(o) is kind), None)
@@ -397,10 +397,12 @@ def _fold(kw: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(held, (tuple, list)):
         return out  # `_check_policies` says what is wrong
     given: dict[str, Any] = {}
+    if len({type(o) for o in held}) < len(held):
+        return out  # `_check_policies` says what is wrong
     for o in held:
         d = _DECLARED.get(type(o))
         if d is None:
-            return out  # `_check_policies` says what is wrong
+            return out
         if d.switch is not None:
             given[d.name] = True
         if d.needs is not None:

@@ -106,7 +106,7 @@ def fits_cap(p: Any, option: str, who: str) -> None:
 def check(p: Any) -> None:
     """The policies that are on in `p` (a `SamplingParams`) compose with each other and with
     its core options: said by their traits, then each policy's own rules."""
-    on = [(d, o) for d in REGISTRY if (o := p.policy(d.name)) is not None]
+    on = [(d, o) for d in REGISTRY if (o := p.options_of(d.name)) is not None]
     setters = [d.name for d, _ in on if d.traits.sets_length]
     if len(setters) > 1:
         raise SeerError(
@@ -182,3 +182,7 @@ REGISTRY: tuple[Declaration, ...] = (
     daedal.DECLARATION,  # DAEDAL: the window grows while the end is unsure
     rho_eos.DECLARATION,  # ρ-EOS: the window grows or shrinks by the end-token density
 )
+
+# each policy's options, for `SamplingParams(policies=(...))`
+Parallel, EarlyStop, Stop = parallel.Parallel, early_stop.EarlyStop, stop.Stop
+DPad, Daedal, RhoEos = dpad.DPad, daedal.Daedal, rho_eos.RhoEos
