@@ -10,7 +10,7 @@ from dataclasses import fields, replace
 import pytest
 
 from seer.errors import SeerError
-from seer.policies import REGISTRY, DPad, Daedal, Parallel, RhoEos, Stop, Traits
+from seer.policies import REGISTRY, Daedal, DPad, Parallel, RhoEos, Stop, Traits
 from seer.sampling import SamplingOptions, SamplingParams
 from seer.spec import defaults, specs
 
