@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import MISSING, Field, dataclass, field, fields
-from typing import Any
+from typing import Any, cast
 
 from seer.errors import SeerError
 from seer.spec import Spec, spec_of
@@ -135,11 +135,11 @@ def check(p: Any) -> None:
             d.check(p)
 
 
-def _copy(f: Field) -> Field:
+def _copy(f: Field[Any]) -> Field[Any]:
     """A fresh field with `f`'s default and spec (a field belongs to one class)."""
     if f.default is MISSING:
         raise TypeError(f"option {f.name} needs a default")
-    return field(default=f.default, metadata=f.metadata)
+    return cast("Field[Any]", field(default=f.default, metadata=f.metadata))
 
 
 def flat_fields(core: type) -> list[tuple[str, Any, Field]]:
@@ -148,7 +148,7 @@ def flat_fields(core: type) -> list[tuple[str, Any, Field]]:
     out = [(f.name, f.type, _copy(f)) for f in fields(core) if spec_of(f) is not None]
     for d in REGISTRY:
         if d.switch is not None:
-            out.append((d.name, "bool", field(default=False, metadata=d.switch.metadata)))
+            out.append((d.name, "bool", _copy(d.switch)))
         out += [(f.name, f.type, _copy(f)) for f in fields(d.options)]
     return out
 

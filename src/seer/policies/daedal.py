@@ -69,7 +69,7 @@ def check(p: Any) -> None:
     fits_cap(p, "daedal_initial", "DAEDAL")
 
 
-DECLARATION = Declaration(
+DECLARATION: Declaration = Declaration(
     name="daedal",
     options=Daedal,
     switch=option(

@@ -28,7 +28,7 @@ class DPad:
     )
 
 
-DECLARATION = Declaration(
+DECLARATION: Declaration = Declaration(
     name="dpad",
     options=DPad,
     needs=("cache", "dpad"),

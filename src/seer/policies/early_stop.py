@@ -17,7 +17,7 @@ class EarlyStop:
     """No options but its switch: `SamplingParams(policies=(EarlyStop(),))`."""
 
 
-DECLARATION = Declaration(
+DECLARATION: Declaration = Declaration(
     name="early_stop",
     options=EarlyStop,
     # (the rest of its window becomes [EOS]); needs semi-AR blocks to save steps

@@ -52,7 +52,7 @@ def check(p: Any) -> None:
         )
 
 
-DECLARATION = Declaration(
+DECLARATION: Declaration = Declaration(
     name="parallel",
     options=Parallel,
     on=lambda flat: flat.get("threshold") is not None or flat.get("factor") is not None,

@@ -77,7 +77,7 @@ def check(p: Any) -> None:
     fits_cap(p, "rho_initial", "rho-EOS")
 
 
-DECLARATION = Declaration(
+DECLARATION: Declaration = Declaration(
     name="rho_eos",
     options=RhoEos,
     switch=option(

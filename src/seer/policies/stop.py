@@ -20,7 +20,7 @@ class Stop:
     stop: tuple[tuple[int, ...], ...] = option((), "stop sequences, as token ids")
 
 
-DECLARATION = Declaration(
+DECLARATION: Declaration = Declaration(
     name="stop",
     options=Stop,
     on=lambda flat: bool(flat.get("stop")),
