@@ -14,6 +14,7 @@ reference are generated from the policies' own declarations.
 
 from __future__ import annotations
 
+import functools
 import numbers
 from dataclasses import dataclass, field, fields, make_dataclass, replace
 from typing import Any
@@ -422,11 +423,11 @@ def _fold(kw: dict[str, Any]) -> dict[str, Any]:
 _dataclass_init = SamplingParams.__init__
 
 
+@functools.wraps(_dataclass_init)  # help() and signature() show the dataclass's keywords
 def _init(self: SamplingParams, *args: Any, **kw: Any) -> None:
     _dataclass_init(self, *args, **_fold(kw))
 
 
-_init.__doc__ = _dataclass_init.__doc__
 SamplingParams.__init__ = _init  # type: ignore[method-assign]  # the flat keywords too
 
 # kept for callers of the flat era: the policies' groups and rules, said by their declarations

@@ -60,6 +60,8 @@ class Declaration:
     group: str = ""  # the CLI argument group of its options ("": the sampling group)
     group_help: str = ""  # that group's description in `--help`
     doc: str = ""  # that group's paragraph on the options reference page
+    after: str | None = None  # the core option its options follow in the flat view (None:
+    # after every core option), so `--help` and the pages list it beside what it goes with
 
     def names(self) -> tuple[str, ...]:
         """Its flat option names: the switch, then the options."""
@@ -142,14 +144,20 @@ def _copy(f: Field[Any]) -> Field[Any]:
     return cast("Field[Any]", field(default=f.default, metadata=f.metadata))
 
 
-def flat_fields(core: type) -> list[tuple[str, Any, Field]]:
-    """`make_dataclass` fields of the flat view: `core`'s declared options, then each policy's
-    switch and options, in `REGISTRY` order."""
+def flat_fields(core: type) -> list[tuple[str, Any, Field[Any]]]:
+    """`make_dataclass` fields of the flat view: `core`'s declared options with each policy's
+    switch and options after the core option it names (`after`), else at the end, in
+    `REGISTRY` order."""
     out = [(f.name, f.type, _copy(f)) for f in fields(core) if spec_of(f) is not None]
+    policy = {name for d in REGISTRY for name in d.names()}
     for d in REGISTRY:
-        if d.switch is not None:
-            out.append((d.name, "bool", _copy(d.switch)))
-        out += [(f.name, f.type, _copy(f)) for f in fields(d.options)]
+        own = [(d.name, "bool", _copy(d.switch))] if d.switch is not None else []
+        own += [(f.name, f.type, _copy(f)) for f in fields(d.options)]
+        names = [name for name, *_ in out]
+        at = names.index(d.after) + 1 if d.after is not None else len(out)
+        while d.after is not None and at < len(out) and out[at][0] in policy:
+            at += 1  # after the policies placed there before it
+        out[at:at] = own
     return out
 
 

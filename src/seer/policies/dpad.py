@@ -33,5 +33,6 @@ DECLARATION: Declaration = Declaration(
     options=DPad,
     needs=("cache", "dpad"),
     traits=Traits(caches=("dpad",)),
+    after="cache",
     hooks=None,
 )

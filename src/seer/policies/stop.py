@@ -25,5 +25,6 @@ DECLARATION: Declaration = Declaration(
     options=Stop,
     on=lambda flat: bool(flat.get("stop")),
     traits=Traits(limits=True),
+    after="banned_ids",
     hooks="seer.diffusion.stop",
 )
