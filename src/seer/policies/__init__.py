@@ -151,7 +151,9 @@ def flat_fields(core: type) -> list[tuple[str, Any, Field[Any]]]:
     out = [(f.name, f.type, _copy(f)) for f in fields(core) if spec_of(f) is not None]
     policy = {name for d in REGISTRY for name in d.names()}
     for d in REGISTRY:
-        own = [(d.name, "bool", _copy(d.switch))] if d.switch is not None else []
+        own: list[tuple[str, Any, Field[Any]]] = []
+        if d.switch is not None:
+            own.append((d.name, "bool", _copy(d.switch)))
         own += [(f.name, f.type, _copy(f)) for f in fields(d.options)]
         names = [name for name, *_ in out]
         at = names.index(d.after) + 1 if d.after is not None else len(out)
