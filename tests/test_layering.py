@@ -4,8 +4,8 @@
         -> the library over the engine (lm, likelihood, data, batch, calibrate, demo,
            provenance, throughput, sim)
         -> engine -> boundary -> diffusion -> models
-        -> the ground floor (errors, spec, sampling, images, kernels, extras, progress, plots,
-           threads)
+        -> the ground floor (errors, spec, sampling, policies, images, kernels, extras,
+           progress, plots, threads)
 
 Every arrow from one layer to a higher one fails: the ground floor imports nothing above it, a
 model never imports the loop, the loop never imports the boundary, the engine never imports
@@ -37,7 +37,18 @@ ROOT = SRC.parents[1]
 
 # each layer of the package, bottom first ("" is `seer/__init__.py`: its lazy exports)
 LAYERS: list[set[str]] = [
-    {"errors", "spec", "sampling", "images", "kernels", "extras", "progress", "plots", "threads"},
+    {
+        "errors",
+        "spec",
+        "sampling",
+        "policies",
+        "images",
+        "kernels",
+        "extras",
+        "progress",
+        "plots",
+        "threads",
+    },
     {"models"},
     {"diffusion"},
     {"boundary"},

@@ -4,6 +4,7 @@ is reachable there with the same default, and a bad value gets the same line eve
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 
 import pytest
 from pydantic import ValidationError
@@ -11,10 +12,11 @@ from pydantic import ValidationError
 from seer.boundary.config import SeerConfig
 from seer.errors import SeerError
 from seer.harness.options import HarnessOptions
+from seer.policies import REGISTRY
 from seer.sampling import SamplingParams
 from seer.serve.errors import validation_message
 from seer.serve.protocol import ChatRequest
-from seer.spec import kind, problem, specs
+from seer.spec import kind, problem, spec_of, specs
 
 HI = [{"role": "user", "content": "hi"}]
 SAMPLING = specs(SamplingParams)
@@ -58,7 +60,12 @@ def _bad(f, s):
 
 
 def test_every_option_declares_its_help_and_the_front_ends_see_it():
-    assert len(SAMPLING) == len(SamplingParams.__dataclass_fields__)  # every field declared
+    # every core field but `policies` declared, and every policy's switch and options
+    core = set(SamplingParams.__dataclass_fields__) - {"policies"}
+    own = {name for d in REGISTRY for name in d.names()}
+    names = [f.name for f, _ in SAMPLING]
+    assert len(names) == len(set(names)) and set(names) == core | own
+    assert all(spec_of(f) for d in REGISTRY for f in fields(d.options))
     flags = {f.name for f, s in SAMPLING if s.flag}
     api = {_api(f, s) for f, s in SAMPLING if s.api}
     assert all(s.help for _, s in SAMPLING)

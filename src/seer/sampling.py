@@ -3,16 +3,25 @@
 Validation happens in `__post_init__` (types, each option's declared range or choices, the rules
 between options) and in `resolve` (the rules that need the model), and every failure is a
 `SeerError` whose message names the problem and the fix.
+
+`SamplingParams` holds the core sampling options and the options of the decoding policies that
+are on (`policies`); each policy declares its own options, traits and rules in its module
+(`seer.policies`). `SamplingOptions` is the flat view of both — one field per option, under the
+names every front end shows — generated from the declarations: `seer.spec.specs(SamplingParams)`
+reads it, so the CLI flags, the server's fields, the harness, the web page and the options
+reference are generated from the policies' own declarations.
 """
 
 from __future__ import annotations
 
+import functools
 import numbers
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, make_dataclass, replace
 from typing import Any
 
+from seer import policies as registry
 from seer.errors import SeerError
-from seer.spec import check, check_type, option, specs
+from seer.spec import check, check_type, option, spec_of, specs
 
 LLADA_RULES = ("low_confidence", "random")  # LLaDA's remasking: linear schedule, semi-AR blocks
 DREAM_RULES = ("origin", "maskgit_plus", "topk_margin", "entropy")  # Dream's algorithms
@@ -55,46 +64,29 @@ def _is_int(value: object) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-DAEDAL = "DAEDAL"  # the CLI group of DAEDAL's options
-# the rules between the sampling options and a request's window policy, said once (checked by
-# `seer.engine.request.resolve`; the loop's own guards say the same)
-DAEDAL_DECIDES = ("daedal sets the answer length itself: drop Seer / the fixed window (they do "
-                  "not compose: both decide the length)")  # fmt: skip
-RHO_EOS = "rho-EOS"  # the CLI group of ρ-EOS's options
-RHO_EOS_DECIDES = (
-    "rho_eos sets the answer length itself: drop Seer / the fixed window (they do "
-    "not compose: both decide the length)"
-)
-RHO_SCHEDULERS = ("exp", "linear", "const")  # ρ-EOS: how K grows with the distance to the band
 SUFFIX_RULE = "a generation suffix needs cache='none' and no window policy (Seer)"
-
-
-def _daedal(default: float | int | None, help: str, flag: str, **kw: Any) -> Any:
-    """A DAEDAL option (seer.diffusion.daedal), named after the official `generate` argument:
-    its own CLI group, in the API, and giving it turns DAEDAL on."""
-    if isinstance(default, float):
-        kw.update(lo=0, hi=1, note="a confidence in [0, 1]")
-    else:
-        kw.update(lo=1)
-    return option(default, help, flag=flag, group=DAEDAL, api=True, implies="daedal", **kw)
-
-
-def _rho(default: float | int | str, help: str, flag: str, **kw: Any) -> Any:
-    """A ρ-EOS option (seer.diffusion.rho_eos), named after the official `generate` argument in
-    its help: its own CLI group, in the API, and giving it turns ρ-EOS on."""
-    if isinstance(default, float):
-        kw.update(lo=0, hi=1, note="a value in [0, 1]")
-    elif isinstance(default, int):
-        kw.update(lo=1)
-    return option(default, help, flag=flag, group=RHO_EOS, api=True, implies="rho_eos", **kw)
 
 
 @dataclass(slots=True, frozen=True)
 class SamplingParams:
-    """How to denoise one request. `None` fields take the model family's default.
+    """How to denoise one request: the core sampling options and the decoding policies that are
+    on, each with its options. `None` fields take the model family's default.
 
-    Each field declares its help, range and front-end names (`seer.spec`): the CLI flags, the
-    server's request fields and the harness's model arguments are generated from them."""
+    Each core field declares its help, range and front-end names (`seer.spec`), and each policy
+    its own (`seer.policies`): the CLI flags, the server's request fields and the harness's model
+    arguments are generated from them (`SamplingOptions`, the flat view).
+
+    Two ways to turn a policy on, equal in every way (the same object, the same hash):
+
+        SamplingParams(gen_length=64, policies=(Daedal(daedal_initial=32),))
+        SamplingParams(gen_length=64, daedal=True, daedal_initial=32)  # the flat keywords
+
+    The flat keywords are the names the front ends use (`--daedal-initial`, the server's
+    `daedal_initial`), kept as the library's too: a policy's switch (`daedal`, `rho_eos`,
+    `early_stop`) or its options (`threshold`, `stop`; DPad: `cache='dpad'`) turn it on, as
+    `policies` does; options of a policy left off are checked, then dropped. Every flat name
+    reads back as an attribute (`p.daedal`, `p.daedal_initial`, `p.threshold`: the policy's
+    value, or its declared default when it is off) and `dataclasses.replace` takes them too."""
 
     gen_length: int = option(
         128, "answer window (tokens)", lo=1, flag="--gen-length", api="max_tokens"
@@ -171,14 +163,6 @@ class SamplingParams:
         hint=" (prefix/dual reuse keys and values within each semi-AR block; prefix_lm encodes "
         "the prompt once, on its own; dpad drops the suffix past the block)",
     )
-    dpad_window: int = option(
-        16,
-        "--cache dpad: suffix positions kept past the block (default 16)",
-        lo=0,
-        flag="--dpad-window",
-        api=True,
-    )
-    # (DPad's `window`; the official generate has no default: 16 is ours, bench_compare's)
     schedule: str | None = option(
         None,
         "reveal counts (default: the rule's)",
@@ -192,136 +176,23 @@ class SamplingParams:
         None, "token ids whose logits are -inf at masked positions (None: the model's)"
     )
     # (the model's TokenIds.banned, e.g. LLaDA-V's EOS/BOS/header tokens; () bans nothing)
-    stop: tuple[tuple[int, ...], ...] = option((), "stop sequences, as token ids")
-    # (LLaDA-V's stopping_criteria): once one appears in the answer, only masks before it are
-    # revealed, then the row ends
     suffix: tuple[int, ...] = option((), "ids fixed after the answer window")
     # (LLaDA-V's generation_suffix): attended to, never revealed, not part of the answer
-    threshold: float | None = option(
-        None,
-        "Fast-dLLM parallel decoding: reveal every masked position of the block whose "
-        "confidence is >= this (at least one per step)",
-        lo=0,
-        hi=1,
-        note="a confidence in [0, 1]",
-        flag="--threshold",
-        api=True,
-    )
-    # the block ends when it has no masks, so `steps` no longer sets the step count
-    factor: float | None = option(
-        None,
-        "Fast-dLLM factor-based parallel decoding",
-        lo=0,
-        open_lo=True,
-        flag="--factor",
-        api=True,
-    )
-    # (the n-th most confident position is revealed while its confidence is >= 1 - factor/(n+1))
-    early_stop: bool = option(
-        False,
-        "dInfer: end once a completed block holds [EOS] (needs --block-length < gen-length)",
-        flag="--early-stop",
-        api=True,
-    )
-    # (the rest of its window becomes [EOS]); needs semi-AR blocks to save steps
-    daedal: bool = option(
-        False,
-        "turn DAEDAL on (the --daedal-* options do too)",
-        flag="--daedal",
-        group=DAEDAL,
-        api=True,
-    )
-    # DAEDAL (seer.diffusion.daedal): the window starts at daedal_initial, grows by end-token
-    # confidence, and grows inside during denoising; gen_length is its cap (the official
-    # max_gen_length); steps and block_length do not apply (daedal_block does).
-    # Defaults: the official script's (scripts/eval_LLaDA_DAEDAL.sh)
-    daedal_initial: int = _daedal(64, "initial_gen_length: the first window", "--daedal-initial")
-    daedal_block: int = _daedal(
-        32, "block_length: blocks over the growing window", "--daedal-block"
-    )
-    daedal_expand: int = _daedal(
-        8,
-        "expansion_factor: masks added per sizing step and per insertion point",
-        "--daedal-expand",
-    )
-    daedal_high: float = _daedal(
-        0.9, "high_conf_threshold: reveal every block mask above it (at least one)", "--daedal-high"
-    )
-    daedal_low: float = _daedal(
-        0.1, "low_conf_threshold: a mask below it may become an insertion point", "--daedal-low"
-    )
-    daedal_eos: float = _daedal(
-        0.5,
-        "eos_confidence_threshold: sizing stops once the end confidence reaches it",
-        "--daedal-eos",
-    )
-    daedal_expand_eos: float = _daedal(
-        0.9,
-        "expand_eos_confidence_threshold: no insertion once the end confidence reaches it",
-        "--daedal-expand-eos",
-    )
-    daedal_eos_tokens: int = _daedal(
-        32,
-        "eos_check_tokens: end-token positions averaged from the window's end",
-        "--daedal-eos-tokens",
-    )
-    rho_eos: bool = option(
-        False,
-        "turn rho-EOS on (the --rho-* options do too)",
-        flag="--rho-eos",
-        group=RHO_EOS,
-        api=True,
-    )
-    # ρ-EOS (seer.diffusion.rho_eos): the window starts at rho_initial and grows or shrinks every
-    # step by the end-token density; gen_length is its cap (the official max_gen_length); steps
-    # and block_length do not apply (rho_block does).
-    # Defaults: the official script's (scripts/eval_LLaDA_rho_EOS.sh)
-    rho_initial: int = _rho(64, "initial_gen_length: the first window", "--rho-initial")
-    rho_block: int = _rho(32, "block_length: blocks over the changing window", "--rho-block")
-    rho_expand: int = _rho(
-        8, "expansion_factor: the unit K of every growth and shrink (x1..x8)", "--rho-expand"
-    )
-    rho_reveal: float = _rho(
-        0.9, "high_conf_threshold: reveal every block mask above it (at least one)", "--rho-reveal"
-    )
-    rho_low: float = _rho(
-        0.4, "low_density_threshold: the window grows while the density is below it", "--rho-low"
-    )
-    rho_high: float = _rho(
-        0.6,
-        "high_density_threshold: the window shrinks while the density is above it",
-        "--rho-high",
-    )
-    rho_eos_tokens: int = _rho(
-        32,
-        "eos_check_tokens: end-token positions averaged from the window's end",
-        "--rho-eos-tokens",
-    )
-    rho_scheduler: str = _rho(
-        "exp",
-        "scheduler: how K grows with the density's distance to the band (exp 1,2,4,8; linear "
-        "1,2,3..8; const 1)",
-        "--rho-scheduler",
-        choices=RHO_SCHEDULERS,
-        noun="rho_scheduler",
-    )
+    policies: tuple[Any, ...] = field(default=())
+    # the options of each decoding policy that is on (`seer.policies`: `Daedal`, `RhoEos`,
+    # `Parallel`, `EarlyStop`, `Stop`, `DPad`), one each, kept in the registry's order
 
     def __post_init__(self) -> None:
+        self._check_policies()
         self._check_types()
         for f, spec in specs(SamplingParams):  # each option's range or choices, as declared
             check(f.name, spec, getattr(self, f.name))
-        self._check_parallel()
-        self._check_daedal()
-        self._check_rho_eos()
         for name in ("banned_ids", "suffix"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, tuple):
                 object.__setattr__(self, name, tuple(value))  # frozen: normalise lists once
-        if isinstance(self.stop, str) or any(isinstance(s, str) for s in self.stop):
-            raise SeerError("stop takes token-id sequences; encode stop words with the tokenizer")
-        object.__setattr__(self, "stop", tuple(tuple(map(int, s)) for s in self.stop))
-        if any(not s for s in self.stop):
-            raise SeerError("stop sequences must hold at least one token id each")
+        self._normalise_stop()
+        registry.check(self)  # the policies compose: from their traits, once
         if self.steps is not None and self.steps > self.gen_length and not self.sets_length:
             raise SeerError(
                 f"steps {self.steps} exceeds gen_length {self.gen_length}: there are only "
@@ -341,80 +212,58 @@ class SamplingParams:
                 f"use a multiple of {blocks}"
             )
 
-    def _check_parallel(self) -> None:
-        """threshold / factor (Fast-dLLM): one of them, with a top-k rule."""
-        if self.threshold is not None and self.factor is not None:
-            raise SeerError("give threshold or factor, not both (two parallel-decoding rules)")
-        if self.parallel and (self.remasking == "origin" or self.alg_temp):
+    def _check_policies(self) -> None:
+        """`policies` holds options of declared policies, one each, kept in registry order."""
+        kinds = {d.options: d for d in registry.REGISTRY}
+        given = self.policies
+        if not isinstance(given, (tuple, list)) or any(type(o) not in kinds for o in given):
             raise SeerError(
-                "threshold/factor rank positions by confidence: use a top-k rule "
-                "(not remasking='origin', no alg_temp)"
+                "policies takes the options of decoding policies (seer.policies: "
+                f"{', '.join(k.__name__ for k in kinds)}), got {given!r}"
             )
-
-    def _check_daedal(self) -> None:
-        """Nothing DAEDAL does not compose with (its options' ranges are declared)."""
-        if self.daedal:
-            self._check_length_policy(
-                "daedal", "daedal_initial", "DAEDAL", "it inserts masks inside the window"
-            )
-
-    def _check_rho_eos(self) -> None:
-        """Nothing ρ-EOS does not compose with (its options' ranges are declared)."""
-        if not self.rho_eos:
-            return
-        if self.daedal:
-            raise SeerError("daedal and rho_eos both set the answer length: turn one of them off")
-        if self.rho_low > self.rho_high:
-            raise SeerError(
-                f"rho_low {self.rho_low} exceeds rho_high {self.rho_high}: the window keeps its "
-                "length while the density lies between them; give rho_low <= rho_high"
-            )
-        self._check_length_policy(
-            "rho_eos", "rho_initial", "rho-EOS", "it changes the window every step"
+        if len({type(o) for o in given}) < len(given):
+            raise SeerError("policies holds each policy once")
+        order = [d.options for d in registry.REGISTRY]
+        object.__setattr__(
+            self, "policies", tuple(sorted(given, key=lambda o: order.index(type(o))))
         )
 
-    def _check_length_policy(self, name: str, option: str, who: str, how: str) -> None:
-        """A policy that sets the length while it denoises (DAEDAL, ρ-EOS): its first window
-        (`option`) fits gen_length, it reveals by confidence, and it has its own reveal and end
-        rules."""
-        initial = getattr(self, option)
-        if initial > self.gen_length:
-            raise SeerError(
-                f"{option} {initial} exceeds gen_length {self.gen_length} (the longest window "
-                f"{who} may grow to): lower {option} or raise gen_length"
-            )
-        if self.remasking not in (None, "low_confidence"):
-            raise SeerError(
-                f"{name} reveals by confidence as LLaDA's sampler does: use "
-                f"remasking='low_confidence', not {self.remasking!r}"
-            )
-        clash = [option for option, on in (
-            ("cache", self.cache != "none"), ("threshold", self.threshold is not None),
-            ("factor", self.factor is not None), ("early_stop", self.early_stop),
-            ("stop", bool(self.stop)), ("suffix", bool(self.suffix)),
-            ("logits_eos_inf", self.logits_eos_inf),
-            ("confidence_eos_eot_inf", self.confidence_eos_eot_inf)) if on]  # fmt: skip
-        if clash:
-            raise SeerError(
-                f"{name} does not combine with {clash[0]} ({how} and has its own reveal and end "
-                "rules); drop one of them"
-            )
+    def _normalise_stop(self) -> None:
+        """Stop sequences as tuples of int ids, none empty (or one line)."""
+        stop = self.stop
+        if isinstance(stop, str) or any(isinstance(s, str) for s in stop):
+            raise SeerError("stop takes token-id sequences; encode stop words with the tokenizer")
+        clean = tuple(tuple(map(int, s)) for s in stop)
+        if any(not s for s in clean):
+            raise SeerError("stop sequences must hold at least one token id each")
+        if clean != stop:
+            ps = tuple(replace(o, stop=clean) if hasattr(o, "stop") else o for o in self.policies)
+            object.__setattr__(self, "policies", ps)
 
-    @property
-    def sets_length(self) -> bool:
-        """A policy that sets the answer length itself runs (DAEDAL, ρ-EOS): Seer, a fixed
-        window and the guard do not apply."""
-        return self.daedal or self.rho_eos
+    def __getattr__(self, name: str) -> Any:
+        """A policy's option by its flat name (`p.daedal_initial`; a switch: `p.daedal`): its
+        value, or its declared default when the policy is off."""
+        d = _OWNERS.get(name)
+        if d is None:
+            raise AttributeError(f"'SamplingParams' object has no attribute {name!r}")
+        opts = self.options_of(d.name)
+        if d.switch is not None and name == d.name:
+            return opts is not None
+        return getattr(opts, name) if opts is not None else _POLICY_DEFAULTS[name]
 
-    @property
-    def parallel(self) -> bool:
-        """Confidence-driven parallel decoding (threshold or factor): a block runs until it
-        has no masks, revealing as many positions per step as the rule accepts."""
-        return self.threshold is not None or self.factor is not None
+    def options_of(self, name: str) -> Any:
+        """The options of policy `name` (`seer.policies`) if it is on, else None."""
+        kind = _KINDS[name]
+        return next((o for o in self.policies if type(o) is kind), None)
+
+    def flat(self) -> dict[str, Any]:
+        """Every option under its flat name (`SamplingOptions`' fields): what the front ends
+        and `SamplingParams(**...)` speak."""
+        return {f.name: getattr(self, f.name) for f in fields(SamplingOptions)}
 
     def _check_types(self) -> None:
         """Each option has its type (an int is a float too; a bool is neither), or one line."""
-        for f in fields(self):
+        for f in fields(SamplingOptions):
             check_type(f, getattr(self, f.name), "bad generation option: ")
         for name in ("banned_ids", "suffix"):
             ids = getattr(self, name)
@@ -439,10 +288,8 @@ class SamplingParams:
         Everything else — temperature, top-p/top-k, seed, threshold/factor, stop sequences,
         gen_length, steps, the unmasking rule — is held per row (`LoopState.rows`). DAEDAL and
         ρ-EOS re-plan every row with the run's options: their rows agree on all but the seed."""
-        if self.daedal:
-            return ("daedal", replace(self, seed=None))
-        if self.rho_eos:
-            return ("rho_eos", replace(self, seed=None))
+        if self.sets_length:
+            return ("sets_length", replace(self, seed=None))
         blocks = (self.gen_length, self.total_steps, self.block) if self.cache != "none" else ()
         return (self.cache, self.dpad_window, self.cfg_scale, self.suffix, *blocks)
 
@@ -464,6 +311,23 @@ class SamplingParams:
             self.threshold,
             self.factor,
         )
+
+    @property
+    def sets_length(self) -> bool:
+        """A policy that sets the answer length itself is on (its traits say so: DAEDAL,
+        ρ-EOS): Seer, a fixed window and the guard do not apply."""
+        return any(_DECLARED[type(o)].traits.sets_length for o in self.policies)
+
+    @property
+    def length_setters(self) -> list[str]:
+        """The names of the policies on that set the answer length (`sets_length`)."""
+        return [d.name for o in self.policies if (d := _DECLARED[type(o)]).traits.sets_length]
+
+    @property
+    def parallel(self) -> bool:
+        """Confidence-driven parallel decoding (threshold or factor): a block runs until it
+        has no masks, revealing as many positions per step as the rule accepts."""
+        return self.threshold is not None or self.factor is not None
 
     @property
     def draws(self) -> bool:
@@ -496,3 +360,79 @@ class SamplingParams:
         if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
             raise SeerError("cfg_scale is only defined for LLaDA's remasking rules")
         return p
+
+
+# -- the flat view and the flat keywords -------------------------------------------------------
+_DECLARED = {d.options: d for d in registry.REGISTRY}  # options class -> its declaration
+_KINDS = {d.name: d.options for d in registry.REGISTRY}  # policy name -> its options class
+_OWNERS = registry.owners()  # flat policy option -> its declaration
+_CORE = {f.name for f in fields(SamplingParams)}  # the core keywords (and `policies`)
+registry.CORE_DEFAULTS.update({f.name: f.default for f in fields(SamplingParams)})
+
+# one field per option, core then each policy's (switch, options), under its flat name
+SamplingOptions = make_dataclass(
+    "SamplingOptions",
+    registry.flat_fields(SamplingParams),
+    frozen=True,
+    slots=True,
+)
+SamplingOptions.__module__ = __name__
+SamplingOptions.__doc__ = "The flat view of `SamplingParams`: every option the front ends show."
+_VIEW = {f.name: f for f in fields(SamplingOptions)}
+_POLICY_DEFAULTS = {name: _VIEW[name].default for name in _OWNERS}
+SamplingParams.__spec_view__ = SamplingOptions  # type: ignore[attr-defined]  # `seer.spec.specs`
+
+
+def _fold(kw: dict[str, Any]) -> dict[str, Any]:
+    """Keywords of `SamplingParams` with the flat policy options folded into `policies`: each
+    given one checked (type and range, as the library says it), and each policy that the flat
+    options turn on (`Declaration.wanted`) built from them over what `policies` holds."""
+    flat = {k: v for k, v in kw.items() if k in _OWNERS}
+    for name, value in flat.items():
+        check_type(_VIEW[name], value, "bad generation option: ")
+        spec = spec_of(_VIEW[name])
+        if spec is not None:
+            check(name, spec, value)
+    out = {k: v for k, v in kw.items() if k not in _OWNERS}
+    held = out.get("policies", ())
+    if not isinstance(held, (tuple, list)):
+        return out  # `_check_policies` says what is wrong
+    given: dict[str, Any] = {}
+    if len({type(o) for o in held}) < len(held):
+        return out  # `_check_policies` says what is wrong
+    for o in held:
+        d = _DECLARED.get(type(o))
+        if d is None:
+            return out
+        if d.switch is not None:
+            given[d.name] = True
+        if d.needs is not None:
+            out.setdefault(*d.needs)  # DPad's options given: cache='dpad'
+        given |= {f.name: getattr(o, f.name) for f in fields(o)}
+    given = {k: v for k, v in given.items() if v is not None} | flat
+    given |= {k: out[k] for k in ("cache",) if k in out}
+    ps = []
+    for d in registry.REGISTRY:
+        if d.wanted(given):
+            names = [f.name for f in fields(d.options) if f.name in given]
+            ps.append(d.options(**{name: given[name] for name in names}))
+    out["policies"] = tuple(ps)
+    return out
+
+
+_dataclass_init = SamplingParams.__init__
+
+
+@functools.wraps(_dataclass_init)  # help() and signature() show the dataclass's keywords
+def _init(self: SamplingParams, *args: Any, **kw: Any) -> None:
+    _dataclass_init(self, *args, **_fold(kw))
+
+
+SamplingParams.__init__ = _init  # type: ignore[method-assign]  # the flat keywords too
+
+# kept for callers of the flat era: the policies' groups and rules, said by their declarations
+DAEDAL = registry.daedal.GROUP
+RHO_EOS = registry.rho_eos.GROUP
+RHO_SCHEDULERS = registry.rho_eos.SCHEDULERS
+DAEDAL_DECIDES = registry.decides("daedal")
+RHO_EOS_DECIDES = registry.decides("rho_eos")

@@ -68,8 +68,11 @@ def spec_of(f: Field[Any]) -> Spec | None:
 
 
 def specs(cls: type[Any]) -> list[tuple[Field[Any], Spec]]:
-    """The declared options of a dataclass, in field order."""
-    return [(f, s) for f in fields(cls) if (s := spec_of(f)) is not None]
+    """The declared options of a dataclass, in field order. A class composed of others (core
+    options and the decoding policies' own, `seer.sampling.SamplingParams`) names its flat view
+    in `__spec_view__`: its options are that view's."""
+    view = getattr(cls, "__spec_view__", None)
+    return [(f, s) for f in fields(view or cls) if (s := spec_of(f)) is not None]
 
 
 def kind(f: Field[Any]) -> type | None:

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from seer import spec
 from seer.boundary.config import SeerConfig
 from seer.engine.config import EngineConfig
-from seer.sampling import BUILTIN_MODELS, DAEDAL, RHO_EOS, SamplingParams
+from seer.policies import REGISTRY
+from seer.sampling import BUILTIN_MODELS, SamplingParams
 from seer.serve.config import ServerConfig
 
 if TYPE_CHECKING:
@@ -206,26 +207,15 @@ def load(args, name=None):
 
 # -- sampling: the groups are generated from SamplingParams' fields (seer.spec) ----------------
 SAMPLING_GROUP = "sampling (default: the model's own)"
-DAEDAL_HELP = (
-    "variable-length denoising (Li et al. 2025, arXiv 2508.00819): the window starts short, "
-    "grows while the end is unsure, and grows inside at unsure masks; --gen-length is its cap; "
-    "--steps and --block-length do not apply. Defaults: the official script's"
-)
-RHO_EOS_HELP = (
-    "variable-length denoising (Yang et al. 2026, arXiv 2601.22527): the window starts at "
-    "--rho-initial and grows or shrinks every step by the end-token density; --gen-length is "
-    "its cap; --steps and --block-length do not apply. Defaults: the official script's"
-)
 SAMPLING = tuple(f.name for f, s in spec.specs(SamplingParams) if s.flag)  # the fields on the CLI
 
 
 def add_sampling(p: argparse.ArgumentParser) -> None:
     """The sampling options, one flag per SamplingParams field that declares one."""
-    groups = {
-        "": p.add_argument_group(SAMPLING_GROUP),
-        DAEDAL: p.add_argument_group(DAEDAL, DAEDAL_HELP),
-        RHO_EOS: p.add_argument_group(RHO_EOS, RHO_EOS_HELP),
-    }
+    groups = {"": p.add_argument_group(SAMPLING_GROUP)}
+    for d in REGISTRY:  # a policy's options in its own group, if it declares one
+        if d.group:
+            groups[d.group] = p.add_argument_group(d.group, d.group_help)
     for f, s in spec.specs(SamplingParams):
         if s.flag:
             groups[s.group].add_argument(s.flag, *s.aliases, **spec.argparse_kwargs(f, s, f.name))

@@ -302,7 +302,7 @@ class SuffixDropout(CachePolicy):
 
 def make_cache(name: str, dpad_window: int = 16) -> CachePolicy:
     """The cache policy called `name` ("none" | "prefix" | "dual" | "prefix_lm" | "dpad";
-    `dpad_window`: DPad's scratchpad, `SamplingParams.dpad_window`)."""
+    `dpad_window`: DPad's scratchpad, declared in `seer.policies.dpad`)."""
     kinds = {"none": NoCache, "prefix": PrefixCache, "dual": DualCache, "prefix_lm": PrefixLMCache}
     if name == "dpad":
         return SuffixDropout(dpad_window)

@@ -1,10 +1,10 @@
-"""DAEDAL as a decoding policy of the one loop (`SamplingParams.daedal`, `seer.diffusion.policy`).
+"""DAEDAL as a decoding policy of the one loop (its hooks; `seer.diffusion.policy`).
 
 Li et al. 2025, "Beyond Fixed: Training-Free Variable-Length Denoising for Diffusion Large
 Language Models", arXiv 2508.00819; official code Li-Jinsong/DAEDAL @ 303c9e98,
 `models/LLaDA_DAEDAL.py` (`generate`), defaults from `scripts/eval_LLaDA_DAEDAL.sh` (the
-`SamplingParams.daedal_*` fields, named after `generate`'s arguments). `gen_length` is DAEDAL's
-`max_gen_length`: the longest window a row may grow to.
+options declared in `seer.policies.daedal`, named after `generate`'s arguments). `gen_length`
+is DAEDAL's `max_gen_length`: the longest window a row may grow to.
 
 Each row is in one of two phases (`LoopState.phase`), and after every step the policy re-plans
 its remaining blocks (`Plan.replan`):
@@ -47,8 +47,8 @@ Where Seer differs from the official code:
 - The official `torch.autocast("cuda")` (reduced precision on GPU) is not applied: the model's
   dtype is used. Its "stagnant" batch break cannot fire: every step reveals in every row.
 - It does not compose with KV caches, threshold/factor, early stop, stop words or a suffix
-  (`SamplingParams` refuses them): it moves tokens inside the window and has its own reveal
-  and end rules.
+  (its traits refuse them: `seer.policies.check`): it moves tokens inside the window and has
+  its own reveal and end rules.
 
 Seer does not compose with it, and is refused (from its traits, `seer.diffusion.policy.check`,
 and by `resolve`): both decide the answer length. Seer cuts a full window at step 0 from a probe
@@ -64,10 +64,11 @@ from __future__ import annotations
 import torch
 
 from seer.diffusion.canvas import insert_masks
-from seer.diffusion.policy import Policy, Traits
+from seer.diffusion.policy import Policy
 from seer.diffusion.schedule import Plan, Stage, lay_blocks
 from seer.diffusion.unmask import gumbel_argmax
 from seer.errors import SeerError
+from seer.policies import daedal as daedal_declared
 
 SIZING, DENOISING = 0, 1  # LoopState.phase
 
@@ -82,7 +83,7 @@ class Daedal(Policy):
     sets the length, runs without a KV cache and reads the whole window's logits."""
 
     name = "daedal"
-    traits = Traits(sets_length=True, caches=("none",), whole_window=True)
+    traits = daedal_declared.DECLARATION.traits  # one source: its declaration
 
     def __init__(self, loop) -> None:
         self.loop, self.tokens = loop, loop.tokens

@@ -1,18 +1,24 @@
-"""The decoding policies a run's options turn on (`seer.diffusion.policy`): every policy
-module's `build`, in the order the loop calls them. A new policy is one module with a `build`,
-named here."""
+"""The decoding policies a run's options turn on (`seer.diffusion.policy`): the hooks module
+of every declared policy (`seer.policies.REGISTRY`, `Declaration.hooks`), each built once, in the
+registry's order. A new policy is its declaration and its hooks module, named by one line of the
+registry; nothing here changes."""
 
 from __future__ import annotations
 
-from seer.diffusion import daedal, rho_eos, schedule, stop
+import importlib
+
 from seer.diffusion.policy import DecodePolicy
+from seer.policies import REGISTRY
 from seer.sampling import SamplingParams
 
-# DAEDAL; ρ-EOS; block closing and early stop; stop sequences
-MODULES = (daedal, rho_eos, schedule, stop)
+
+def modules() -> list:
+    """The hooks modules, once each (threshold/factor and early stop share theirs)."""
+    names = dict.fromkeys(d.hooks for d in REGISTRY if d.hooks is not None)
+    return [importlib.import_module(name) for name in names]
 
 
 def for_rows(loop, rows: list[SamplingParams], device) -> list[DecodePolicy]:
     """The policies the rows' options turn on, in calling order."""
-    out = [m.build(loop, rows, device) for m in MODULES]
+    out = [m.build(loop, rows, device) for m in modules()]
     return [p for p in out if p is not None]

@@ -16,37 +16,31 @@ whose object the loop calls at fixed points, without knowing which policy it is 
 - `finish(s, answer, pos)` when the answer is read: clear what is not answer (stop sequences:
   the sequence and what follows it).
 
-Each policy declares its `Traits`, read once when a run begins (`check`): whether it decides the
-answer length (then it composes with no window policy, such as Seer, and no other such policy),
-which KV caches it runs with, whether its steps read the logits of the whole window, whether it
-limits the rule's reveal. A run's policies are built from its rows' options (`decoders.py`), once;
+Each policy declares its options, `Traits` and rules in its declaration (`seer.policies`, torch-
+free: the front ends read it), and its hooks class takes the declaration's traits. The traits say
+whether it decides the answer length (then it composes with no window policy, such as Seer, and
+no other such policy), which KV caches it runs with, whether its steps read the logits of the
+whole window, whether it limits the rule's reveal, whether it runs alone. `SamplingParams`
+checks them once per request (`seer.policies.check`); `check` here says the same of a run's
+hooks and its window policy, for callers of the loop itself. A run's policies are built from its
+rows' options (`decoders.py`), once;
 rows moved between runs (`state.gather`) take theirs along (`join`): every policy keeps its
 per-row state per row.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
 
 from seer.errors import SeerError
+from seer.policies import Traits, decides
 
 # the loop's types, as the hooks see them (this module imports none of the loop's modules:
 # they import it): a `LoopState`, a `StepRows`
 LoopState = Any
 StepRows = Any
-
-
-@dataclass(slots=True, frozen=True)
-class Traits:
-    """What the loop and `check` need to know of a policy, read once per run."""
-
-    sets_length: bool = False  # decides the answer length (no window policy, no other such one)
-    caches: tuple[str, ...] | None = None  # the KV caches it runs with (None: every one)
-    whole_window: bool = False  # its steps read the logits of the whole answer window
-    limits: bool = False  # it limits which masks the unmasking rule may reveal (`limit`)
 
 
 class DecodePolicy(Protocol):
@@ -102,10 +96,7 @@ def check(policies: list[DecodePolicy], window: object | None, cache: str) -> No
     """The run's policies compose with each other, its window policy and its cache (traits)."""
     setters = [p.name for p in policies if p.traits.sets_length]
     if setters and window is not None:
-        raise SeerError(
-            f"{setters[0]} sets the answer length itself: drop Seer / the fixed window (they do "
-            "not compose: both decide the length)"
-        )
+        raise SeerError(decides(setters[0]))
     if len(setters) > 1:
         raise SeerError(f"{setters[0]} and {setters[1]} both set the answer length: keep one")
     for p in policies:

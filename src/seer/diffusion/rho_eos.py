@@ -1,10 +1,10 @@
-"""ρ-EOS as a decoding policy of the one loop (`SamplingParams.rho_eos`, `seer.diffusion.policy`).
+"""ρ-EOS as a decoding policy of the one loop (its hooks; `seer.diffusion.policy`).
 
 Yang, Jiang and Shao 2026, "ρ-EOS: Training-free Bidirectional Variable-Length Control for
 Masked Diffusion LLMs", arXiv 2601.22527; official code yjyddq/rho-EOS @ 9cb20c66,
 `models/LLaDA_rho_EOS.py` (`generate`), defaults from `scripts/eval_LLaDA_rho_EOS.sh` (the
-`SamplingParams.rho_*` fields). `gen_length` is the official `max_gen_length`: the longest
-window a row may grow to.
+options declared in `seer.policies.rho_eos`). `gen_length` is the official `max_gen_length`: the
+longest window a row may grow to.
 
 One stage: denoising and the length change run in the same steps, one forward each. A row's
 window starts as `rho_initial` [MASK]s, denoised in blocks of `rho_block` from position 0. Each
@@ -53,8 +53,8 @@ Where Seer differs from the official code:
   then [EOS], as every method returns (the official returns each row's prompt and window).
 - The official `torch.autocast("cuda")` (reduced precision on GPU) is not applied.
 - It does not compose with KV caches, threshold/factor, early stop, stop words or a suffix
-  (`SamplingParams` refuses them): the window changes every step and it has its own reveal and
-  end rules. Seer and a fixed window are refused too (from its traits,
+  (its traits refuse them: `seer.policies.check`): the window changes every step and it has
+  its own reveal and end rules. Seer and a fixed window are refused too (from its traits,
   `seer.diffusion.policy.check`, and by `resolve`): ρ-EOS sets the length itself from its first
   step, and neither paper defines running both.
 """
@@ -63,10 +63,11 @@ from __future__ import annotations
 
 import torch
 
-from seer.diffusion.policy import Policy, Traits
+from seer.diffusion.policy import Policy
 from seer.diffusion.schedule import Plan, lay_blocks
 from seer.diffusion.unmask import gumbel_argmax
 from seer.errors import SeerError
+from seer.policies import rho_eos as rho_eos_declared
 
 ADJUSTING, FIXED = 0, 1  # LoopState.phase: the window may still change / no longer changes
 ADJUST_STEPS = 64  # the official max_adjust_length_steps: no length change after this step
@@ -140,7 +141,7 @@ class RhoEos(Policy):
     sets the length, runs without a KV cache and reads the whole window's logits."""
 
     name = "rho_eos"
-    traits = Traits(sets_length=True, caches=("none",), whole_window=True)
+    traits = rho_eos_declared.DECLARATION.traits  # one source: its declaration
 
     def __init__(self, loop) -> None:
         self.loop, self.tokens = loop, loop.tokens

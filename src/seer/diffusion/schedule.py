@@ -17,16 +17,17 @@ Three counting rules (`SamplingParams.schedule`; by default the rule family's ow
   differences clamped to >= 1, the excess taken back from the front (skipping 1s), then reversed:
   few tokens first, many at the end. At most min(n, m) steps reveal; later ones reveal none.
 
-Parallel decoding (`SamplingParams.threshold` / `factor`, Fast-dLLM): the unmasking rule sets how
-many positions each step reveals (at least one), and a block runs until it has no masks, as
-Fast-dLLM's `while True` loop does. The plan gives every block as many steps as it has positions
-(the most it can need) and `Plan.close_blocks` skips a row's remaining steps of a block once the
-block is filled, so NFE is the number of steps actually needed.
+Parallel decoding (`threshold` / `factor`, declared in `seer.policies.parallel`; Fast-dLLM): the
+unmasking rule sets how many positions each step reveals (at least one), and a block runs until it
+has no masks, as Fast-dLLM's `while True` loop does. The plan gives every block as many steps as it
+has positions (the most it can need) and `Plan.close_blocks` skips a row's remaining steps of a
+block once the block is filled, so NFE is the number of steps actually needed.
 
-Early stop (`SamplingParams.early_stop`, dInfer: inclusionAI/dInfer, `BlockWiseDiffusionLLM`,
-"Early stop at EOS"): once a row's block is filled and holds [EOS], every later position of the
-row becomes [EOS] and the row has no more steps. It saves the remaining blocks' steps; with one
-block over the whole window (`block_length` = `gen_length`) it never fires before the end.
+Early stop (`early_stop`, declared in `seer.policies.early_stop`; dInfer: inclusionAI/dInfer,
+`BlockWiseDiffusionLLM`, "Early stop at EOS"): once a row's block is filled and holds [EOS], every
+later position of the row becomes [EOS] and the row has no more steps. It saves the remaining
+blocks' steps; with one block over the whole window (`block_length` = `gen_length`) it never fires
+before the end.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 import torch
 
 from seer.diffusion.policy import Policy
+from seer.policies import parallel
 
 
 @dataclass(slots=True)
@@ -206,6 +208,7 @@ class BlockEnds(Policy):
     as its own options say (`Plan.close_blocks`)."""
 
     name = "threshold/factor/early_stop"
+    traits = parallel.DECLARATION.traits  # (equal to early stop's: neither limits nor sizes)
 
     def __init__(self, tokens) -> None:
         self.tokens = tokens

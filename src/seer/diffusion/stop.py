@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from seer.diffusion.policy import Policy, Traits, own
+from seer.diffusion.policy import Policy, own
+from seer.policies import stop as stop_declared
 
 if TYPE_CHECKING:
     from seer.sampling import SamplingParams, TokenIds
@@ -46,7 +47,7 @@ class StopWords(Policy):
     tokens: TokenIds | None = None  # the model's ids ([MASK], [EOS]), for the hooks
 
     name = "stop"
-    traits = Traits(limits=True)
+    traits = stop_declared.DECLARATION.traits  # one source: its declaration
 
     @classmethod
     def new(cls, seqs: tuple[tuple[int, ...], ...], rows: int, device) -> StopWords:

@@ -32,10 +32,11 @@ from pathlib import Path
 from types import MappingProxyType
 
 from seer.errors import CheckpointError, SeerError
-from seer.sampling import SamplingParams
+from seer.sampling import SamplingOptions, SamplingParams
 from seer.spec import kind, type_ok
 
-OPTIONS = tuple(f.name for f in fields(SamplingParams))  # what `lm.sampling()` accepts
+# what `lm.sampling()` accepts: every option under its flat name, and `policies`
+OPTIONS = (*(f.name for f in fields(SamplingOptions)), "policies")
 WINDOW_BOUND = ("steps", "block_length")  # defaults that belong to the default window
 # generation_config.json key -> SamplingParams field (HF names and the official samplers' names)
 GENERATION_KEYS = {
@@ -58,7 +59,7 @@ GENERATION_KEYS = {
     "threshold": "threshold",
     "factor": "factor",
 }
-_KINDS = {f.name: kind(f) for f in fields(SamplingParams)}  # option -> int | float | bool | str
+_KINDS = {f.name: kind(f) for f in fields(SamplingOptions)}  # option -> int | float | bool | str
 
 
 def read_json_object(path: Path) -> dict:
@@ -226,6 +227,5 @@ def _layer(values: dict, sources: dict, over: Mapping, source: str) -> tuple[dic
 
 def as_options(p: SamplingParams) -> dict:
     """The fields of `p` that differ from SamplingParams' own defaults, and its window."""
-    base = SamplingParams()
-    out = {f.name: getattr(p, f.name) for f in fields(p)}
-    return {k: v for k, v in out.items() if k == "gen_length" or v != getattr(base, k)}
+    base = SamplingParams().flat()
+    return {k: v for k, v in p.flat().items() if k == "gen_length" or v != base[k]}

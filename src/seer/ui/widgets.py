@@ -17,7 +17,7 @@ from dataclasses import MISSING
 import gradio as gr
 
 from seer.boundary.config import SeerConfig
-from seer.spec import Spec, kind, spec_of
+from seer.spec import Spec, kind, specs
 
 PREFIX = {SeerConfig: "Seer "}  # said before the option's name: "Seer signal"
 
@@ -27,10 +27,10 @@ def widget(cls, name: str, value=MISSING, label: str | None = None, **kw) -> gr.
     its bounds), a `Dropdown` of its choices or a `Checkbox`, showing `value` (default: the
     option's own default). `label`: the page's words for it where it means more there
     ("threshold (0: off)"); `kw`: more Gradio arguments (elem_id)."""
-    f = cls.__dataclass_fields__.get(name)
-    s = None if f is None else spec_of(f)
-    if s is None:
+    declared = {f.name: (f, s) for f, s in specs(cls)}  # SamplingParams: its flat view's
+    if name not in declared:
         raise TypeError(f"{cls.__name__}.{name} is not a declared option")
+    f, s = declared[name]
     value = f.default if value is MISSING else value
     common = {"label": label or PREFIX.get(cls, "") + name, "info": s.help, **kw}
     k = kind(f)
