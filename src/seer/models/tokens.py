@@ -69,7 +69,9 @@ def load_tokenizer(folder: Path):
             )
     except Exception as first:  # e.g. Dream's tokenizer_class names its remote-code class
         if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
-            from transformers import Qwen2TokenizerFast
+            # transformers 5 keeps the name as an alias of Qwen2Tokenizer (its fast tokenizer)
+            # that its stubs do not declare
+            from transformers import Qwen2TokenizerFast  # type: ignore[attr-defined]
 
             return Qwen2TokenizerFast.from_pretrained(folder, local_files_only=True)
         if "custom code" in str(first) or "trust_remote_code" in str(first):
