@@ -185,8 +185,10 @@ def _accept(service: Service, kind: type[SamplingFields], raw: bytes):
     lm, options = service.lm, service.options
     if isinstance(body, ChatRequest):
         prompt = convert.chat_prompt(lm, body, options.limits)
-    else:
+    elif isinstance(body, CompletionRequest):
         prompt = convert.completion_prompt(lm, body)
+    else:  # the endpoints pass only these two
+        raise TypeError(f"no endpoint takes a {type(body).__name__}")
     # resolved once: defaults, rules, Seer; the stop strings encoded
     return body, prompt, convert.request_for(lm, body, options.seer)
 

@@ -79,7 +79,8 @@ def request_for(lm: DiffusionLM, body: SamplingFields, seer_on: bool) -> Request
         except SeerError as e:
             raise bad_request(str(e), "stop") from None
     try:
-        return resolve(lm, Request(None, seer=body.seer), seer_on=seer_on, **options)
+        # the prompt comes later (`prepare`); `resolve` reads the options alone
+        return resolve(lm, Request("", seer=body.seer), seer_on=seer_on, **options)
     except SeerOptionError as e:
         raise bad_request(f"bad seer options: {e}", "seer") from None
     except (SeerError, TypeError, ValueError) as e:

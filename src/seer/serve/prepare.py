@@ -123,7 +123,10 @@ class Preparer:
                 raise bad_request(f"the prompt has {len(p):,} token ids; the model's context is "
                                   f"{context:,} tokens", "prompt")  # fmt: skip
             return
-        chars = len(p) if isinstance(p, str) else sum(len(t["content"]) for t in p)
+        if isinstance(p, str):
+            chars = len(p)
+        else:  # chat turns
+            chars = sum(len(t["content"]) for t in p if isinstance(t, dict))
         limit = self.limits.chars_per_token * context
         if chars > limit:
             raise bad_request(

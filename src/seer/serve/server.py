@@ -42,7 +42,7 @@ from seer.serve.config import DEFAULTS
 
 log = logging.getLogger("seer.serve")
 
-CLOSE_GRACE = 10.0  # seconds the ended requests get to send their 503 or last chunk
+CLOSE_GRACE = 10  # seconds the ended requests get to send their 503 or last chunk
 
 
 class DrainingServer(uvicorn.Server):
