@@ -22,8 +22,14 @@ TYPES = {
 class APIError(Exception):
     """An error the client gets as an HTTP status and an OpenAI-style body."""
 
-    def __init__(self, status: int, message: str, code: str | None = None, param=None,
-                 headers: dict[str, str] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: str | None = None,
+        param=None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
@@ -32,8 +38,11 @@ class APIError(Exception):
         self.headers = headers  # e.g. Retry-After on a 429
 
     def response(self) -> JSONResponse:
-        return JSONResponse(body(self.status, self.message, self.code, self.param), self.status,
-                            headers=self.headers)  # fmt: skip
+        return JSONResponse(
+            body(self.status, self.message, self.code, self.param),
+            self.status,
+            headers=self.headers,
+        )
 
 
 def body(status: int, message: str, code: str | None = None, param=None) -> dict:

@@ -120,8 +120,11 @@ class Preparer:
         p = prompt.prompt
         if isinstance(p, list) and p and isinstance(p[0], int):
             if len(p) > context:
-                raise bad_request(f"the prompt has {len(p):,} token ids; the model's context is "
-                                  f"{context:,} tokens", "prompt")  # fmt: skip
+                raise bad_request(
+                    f"the prompt has {len(p):,} token ids; the model's context is "
+                    f"{context:,} tokens",
+                    "prompt",
+                )
             return
         if isinstance(p, str):
             chars = len(p)
@@ -204,8 +207,9 @@ class Preparer:
         if source.startswith("data:"):
             head, _, data = source.partition(",")
             if not head.startswith("data:image/") or ";base64" not in head:
-                raise bad_request("a data URI image must look like data:image/png;base64,...",
-                                  "image_url")  # fmt: skip
+                raise bad_request(
+                    "a data URI image must look like data:image/png;base64,...", "image_url"
+                )
             try:
                 return base64.b64decode(data, validate=True)
             except (binascii.Error, ValueError):
@@ -274,5 +278,6 @@ def _trim() -> None:
 def _undecodable(e: Exception) -> APIError:
     detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     detail = re.sub(r" <[^<>]* at 0x[0-9a-fA-F]+>", "", detail)  # no object reprs for the client
-    return bad_request(f"the image cannot be decoded (damaged, or not an image): {detail}",
-                       "image_url")  # fmt: skip
+    return bad_request(
+        f"the image cannot be decoded (damaged, or not an image): {detail}", "image_url"
+    )

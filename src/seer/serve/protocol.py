@@ -129,8 +129,13 @@ class Message(BaseModel):
 
 def _json(value) -> str:
     """A JSON value's JSON type name (null, number, object, ...), as the client wrote it."""
-    names = {type(None): "null", bool: "a boolean", int: "a number", float: "a number",
-             dict: "an object"}  # fmt: skip
+    names = {
+        type(None): "null",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        dict: "an object",
+    }
     return names.get(type(value), type(value).__name__)
 
 
@@ -154,8 +159,9 @@ _TYPES: dict[type | None, Any] = {
     bool: StrictBool,
 }
 # request field -> SamplingParams field, for every field that declares `api`
-API_NAMES = {(s.api if isinstance(s.api, str) else f.name): f.name
-             for f, s in specs(SamplingParams) if s.api}  # fmt: skip
+API_NAMES = {
+    (s.api if isinstance(s.api, str) else f.name): f.name for f, s in specs(SamplingParams) if s.api
+}
 _SPECS = {f.name: (f, s) for f, s in specs(SamplingParams)}
 
 
