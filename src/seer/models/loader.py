@@ -51,6 +51,8 @@ class ArchitectureConfig(Protocol):
 
 @runtime_checkable
 class _HasBuffers(Protocol):
+    """A module that refills its own non-persistent buffers (`init_buffers`)."""
+
     def init_buffers(self) -> None: ...
 
 
