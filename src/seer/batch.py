@@ -89,8 +89,13 @@ def output_row(ex: Example, res) -> dict:
     """The output line of one answered row, or of a `RowError` (see the module docstring)."""
     row: dict[str, object]
     if isinstance(res, RowError):
-        row = {"id": ex.id, "answer": None, "tokens": 0, "finish_reason": "error",
-               "error": res.reason}  # fmt: skip
+        row = {
+            "id": ex.id,
+            "answer": None,
+            "tokens": 0,
+            "finish_reason": "error",
+            "error": res.reason,
+        }
         if ex.family is not None:
             row["family"] = ex.family
         return row
@@ -397,8 +402,11 @@ def _said(out: Path, failed: list[str], rows: int, fresh: bool) -> None:
     """One warning line for the error rows of a run; a run whose every row failed is an error
     (a fresh output of error rows only is removed, so the same command can run again)."""
     if len(failed) < rows:
-        log.warning("%d row(s) could not be answered (their output rows say why), e.g. %s",
-                    len(failed), failed[0])  # fmt: skip
+        log.warning(
+            "%d row(s) could not be answered (their output rows say why), e.g. %s",
+            len(failed),
+            failed[0],
+        )
         return
     if fresh:
         out.unlink(missing_ok=True)

@@ -34,8 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         import_module(f"seer.commands.{name}").add_parser(sub)
     for p in sub.choices.values():  # `seer demo --quiet` as well as `seer --quiet demo`
-        p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
-                       help="no progress bars or spinners")  # fmt: skip
+        p.add_argument(
+            "-q",
+            "--quiet",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="no progress bars or spinners",
+        )
     return ap
 
 

@@ -100,9 +100,17 @@ def draw_samples(folder, source: str = "builtin-vqa", families=IMAGE_FAMILIES) -
         assert ex.image is not None and not isinstance(ex.image, str)  # the task draws PIL images
         ex.image.save(path, optimize=True)
         paths.append(path)
-        records.append({"file": path.name, "family": family, "question": ex.prompt,
-                        "prompt": f"{IMAGE_TOKEN}\n{ex.prompt}", "answer": ex.answer,
-                        "metric": ex.metric, "reference": ex.reference})  # fmt: skip
+        records.append(
+            {
+                "file": path.name,
+                "family": family,
+                "question": ex.prompt,
+                "prompt": f"{IMAGE_TOKEN}\n{ex.prompt}",
+                "answer": ex.answer,
+                "metric": ex.metric,
+                "reference": ex.reference,
+            }
+        )
     listing.write_text(json.dumps(records, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return paths
 
@@ -140,8 +148,9 @@ def run_demo(
     sp_cfg = resolve(lm, SeerConfig.from_dict(lm.meta.get("seer", {}).get("sparsity_config", {})))
     g = lm.sampling().gen_length  # the model's default window
     if lm.multimodal:  # (label, prompt, image, reference: its answer, or an Example to score)
-        requests = [(s["question"], s["question"], s["file"], _reference(s))
-                    for s in sample_images(name)]  # fmt: skip
+        requests = [
+            (s["question"], s["question"], s["file"], _reference(s)) for s in sample_images(name)
+        ]
     else:  # a chat's prompt is its ids (the in-context turn too); the reference is its Example
         from seer.batch import encoder
 
@@ -153,8 +162,12 @@ def run_demo(
         blocks = -(-length // (lm.sampling(gen_length=length).block_length or length))
         lm.generate(requests[0][1], image=requests[0][2], gen_length=length, steps=blocks)
     wide = console.width >= 100
-    table = Table(title=f"Seer on {lm.name} (greedy, steps = gen_length)", box=box.SIMPLE_HEAD,
-                  caption=LEGEND, caption_justify="left")  # fmt: skip
+    table = Table(
+        title=f"Seer on {lm.name} (greedy, steps = gen_length)",
+        box=box.SIMPLE_HEAD,
+        caption=LEGEND,
+        caption_justify="left",
+    )
     table.add_column("request", ratio=1, overflow="fold")
     table.add_column("answer (Seer)", ratio=1, overflow="fold")
     numbers = ("end", "L*", "win") + (("base s",) if wide else ()) + ("Seer s", "speed")
@@ -210,8 +223,11 @@ def run_demo(
 def _detector(cfg) -> dict:
     """What sets the red line, for the figure's legend: the signal and its threshold."""
     if cfg.signal == "eos_prob":
-        return {"signal": "second", "threshold": cfg.eos_tau,
-                "label": f"P(end) ≥ {cfg.eos_tau:g} for {cfg.eos_run} positions"}  # fmt: skip
+        return {
+            "signal": "second",
+            "threshold": cfg.eos_tau,
+            "label": f"P(end) ≥ {cfg.eos_tau:g} for {cfg.eos_run} positions",
+        }
     if cfg.signal == "sparsity":
         return {"signal": "profile", "threshold": None, "label": f"sparsity {cfg.rule} rule"}
     return {"signal": "both", "threshold": cfg.eos_tau, "label": "sparsity and P(end)"}
@@ -223,8 +239,13 @@ def _reference(sample: dict):
         return sample["answer"]
     from seer.data import Example
 
-    return Example(sample["file"].stem, sample["question"], answer=sample["answer"],
-                   metric=sample["metric"], reference=sample["reference"])  # fmt: skip
+    return Example(
+        sample["file"].stem,
+        sample["question"],
+        answer=sample["answer"],
+        metric=sample["metric"],
+        reference=sample["reference"],
+    )
 
 
 def _right(text: str, reference) -> bool:
@@ -246,8 +267,15 @@ def _profile_row(
     """Step-0 sparsity (the calibrated sparsity setting) and P(end token) for one request."""
     from seer.boundary.probe import step0
 
-    prof = step0(lm, prompt, g, layers=(sp_cfg.layer,), thetas=(sp_cfg.theta,),
-                 tensors=(sp_cfg.tensor,), image=image)  # fmt: skip
+    prof = step0(
+        lm,
+        prompt,
+        g,
+        layers=(sp_cfg.layer,),
+        thetas=(sp_cfg.theta,),
+        tensors=(sp_cfg.tensor,),
+        image=image,
+    )
     return {
         "label": f"{shorten(label, 70)}  (true end {true_end})",
         "image": None if image is None else str(image),

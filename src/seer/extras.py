@@ -49,8 +49,9 @@ def require(extra: str, what: str, modules: tuple[str, ...] | None = None) -> No
     command or feature) needs the extra, and how to install it."""
     name = missing(extra, modules)
     if name is not None:
-        raise SeerError(f"{what} needs the {extra} extra ({name} is not installed): "
-                        f"{install_hint(extra)}")  # fmt: skip
+        raise SeerError(
+            f"{what} needs the {extra} extra ({name} is not installed): {install_hint(extra)}"
+        )
 
 
 def import_failed(

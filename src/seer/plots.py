@@ -82,8 +82,13 @@ def profiles(
             (h,) = ax2.plot(row["second"], color="tab:green", lw=1.6, label=second)
             handles.setdefault(second, h)
             if det.get("threshold") is not None:
-                h = ax2.axhline(det["threshold"], color="tab:green", ls=":", lw=1,
-                                label=f"{row['second_label']} threshold")  # fmt: skip
+                h = ax2.axhline(
+                    det["threshold"],
+                    color="tab:green",
+                    ls=":",
+                    lw=1,
+                    label=f"{row['second_label']} threshold",
+                )
                 handles.setdefault(h.get_label(), h)
             ax2.set_ylim(-0.05, 1.05)
             ax2.set_ylabel(row["second_label"], fontsize=8, color="tab:green")
@@ -92,8 +97,15 @@ def profiles(
         ax.set_title(row["label"], fontsize=9, loc="left")
         ax.set_ylabel(ylabel, fontsize=8, color="tab:blue")
     axes[-1, 0].set_xlabel("answer position")
-    fig.legend(handles.values(), handles.keys(), loc="upper center", ncol=2, fontsize=8,
-               frameon=False, bbox_to_anchor=(0.5, 1.0))  # fmt: skip
+    fig.legend(
+        handles.values(),
+        handles.keys(),
+        loc="upper center",
+        ncol=2,
+        fontsize=8,
+        frameon=False,
+        bbox_to_anchor=(0.5, 1.0),
+    )
     top = 1 - (0.1 + 0.2 * ((len(handles) + 1) // 2)) / fig.get_size_inches()[1]
     return _save(fig, out, rect=(0, 0, 1, top))
 
@@ -116,12 +128,16 @@ def _marks(ax, boundary: int | None, true_end: int | None) -> list:
     """The detected boundary (red) and the true end (dashed); returns the lines drawn."""
     lines = []
     if boundary is not None:
-        lines.append(ax.axvline(boundary, color="red", ls="-", lw=3, alpha=0.5,
-                                label="Seer's boundary (L* - 1)"))  # fmt: skip
+        lines.append(
+            ax.axvline(
+                boundary, color="red", ls="-", lw=3, alpha=0.5, label="Seer's boundary (L* - 1)"
+            )
+        )
     if true_end is not None:  # drawn on top: the two often coincide
         color = "white" if ax.images else "k"
-        lines.append(ax.axvline(true_end, color=color, ls="--", lw=1.2,
-                                label="true end token", zorder=5))  # fmt: skip
+        lines.append(
+            ax.axvline(true_end, color=color, ls="--", lw=1.2, label="true end token", zorder=5)
+        )
     return lines
 
 

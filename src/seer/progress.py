@@ -131,9 +131,15 @@ def bar(description: str, total: int | None = None) -> Iterator[Callable[..., No
         TimeRemainingColumn,
     )
 
-    columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-               MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
-               TextColumn("{task.fields[info]}")]  # fmt: skip
+    columns = [
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[info]}"),
+    ]
     with _showing(), Progress(*columns, console=_console()) as p:
         task = p.add_task(description, total=total, info="")
 
@@ -283,5 +289,7 @@ def one_line_per_kind(logger: str = "seer.models") -> Iterator[None]:
         for kind, (rows, pieces, examples, unk) in repeats.kinds.items():
             if rows > 1 and kind == "unknown words":
                 shown = ", ".join(repr(w) for w in examples)
-                log.warning(f"seer: warning: in all, {rows} prompts held {pieces} piece(s) outside "
-                            f"the model's vocabulary, read as {unk} (e.g. {shown})")  # fmt: skip
+                log.warning(
+                    f"seer: warning: in all, {rows} prompts held {pieces} piece(s) outside "
+                    f"the model's vocabulary, read as {unk} (e.g. {shown})"
+                )

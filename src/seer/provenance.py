@@ -41,8 +41,15 @@ if TYPE_CHECKING:
 
 FORMAT = 1  # the record's layout version
 # dotted keys that describe the run without changing its answers: never compared
-INFO = ("format", "seer_version", "created", "model.path", "model.device", "model.files",
-        "data.source")  # fmt: skip
+INFO = (
+    "format",
+    "seer_version",
+    "created",
+    "model.path",
+    "model.device",
+    "model.files",
+    "data.source",
+)
 
 
 def sidecar(out: str | Path) -> Path:
@@ -104,8 +111,17 @@ def data_identity(source: str | Path) -> dict:
 
 
 # -- the record -----------------------------------------------------------------------------------
-def batch_record(lm: DiffusionLM, params, seer, *, folder=None, dtype=None, device=None, data=None,
-                 known: dict | None = None) -> dict:  # fmt: skip
+def batch_record(
+    lm: DiffusionLM,
+    params,
+    seer,
+    *,
+    folder=None,
+    dtype=None,
+    device=None,
+    data=None,
+    known: dict | None = None,
+) -> dict:
     """The record of a batch run of `lm` (a loaded model, or `seer.load(..., weights=False)`'s
     skeleton) with `params` (SamplingParams), `seer` (None, True, a dict or a SeerConfig) over
     `data` (a source name or path; None: not recorded). `folder`, `dtype`, `device` default to
@@ -139,8 +155,9 @@ def batch_record(lm: DiffusionLM, params, seer, *, folder=None, dtype=None, devi
     return record
 
 
-def unloaded_record(model, sampling: dict, seer, dtype=None, device=None, data=None,
-                    known: dict | None = None) -> dict:  # fmt: skip
+def unloaded_record(
+    model, sampling: dict, seer, dtype=None, device=None, data=None, known: dict | None = None
+) -> dict:
     """`batch_record` of `model` (a folder or shipped name) without loading its weights (its
     defaults and settings resolve on `seer.load(..., weights=False)`), as a loaded model with
     `lm.sampling(**sampling)` would give it."""
@@ -148,8 +165,15 @@ def unloaded_record(model, sampling: dict, seer, dtype=None, device=None, data=N
     from seer.models.loader import resolve_dtype
 
     skeleton = seer_pkg.load(model, weights=False)
-    return batch_record(skeleton, skeleton.sampling(**sampling), seer, dtype=resolve_dtype(dtype),
-                        device=device or "cpu", data=data, known=known)  # fmt: skip
+    return batch_record(
+        skeleton,
+        skeleton.sampling(**sampling),
+        seer,
+        dtype=resolve_dtype(dtype),
+        device=device or "cpu",
+        data=data,
+        known=known,
+    )
 
 
 def check_resume(out: Path, done: int, model, sampling: dict, seer, dtype=None, data=None) -> None:
@@ -182,8 +206,11 @@ def flatten(record: dict, prefix: str = "") -> dict:
 
 def compared(record: dict) -> dict:
     flat = flatten(record)
-    return {k: v for k, v in flat.items() if k not in INFO or (k == "data.source"
-            and "data.sha256" not in flat)}  # fmt: skip
+    return {
+        k: v
+        for k, v in flat.items()
+        if k not in INFO or (k == "data.source" and "data.sha256" not in flat)
+    }
 
 
 ROW_KEY = "settings"  # the output rows' copy of their run's settings hash

@@ -130,8 +130,16 @@ def synthetic(held: Workload, gen_length: int, seed: int) -> Workload:
 MIN_REQUESTS = 16  # requests each batch size runs at least (smaller batches run several)
 
 
-def run(lm: DiffusionLM, *, n: int, batches: tuple[int, ...], gen_length: int, tau_pad: float,
-        seed: int, progress=print) -> dict:  # fmt: skip
+def run(
+    lm: DiffusionLM,
+    *,
+    n: int,
+    batches: tuple[int, ...],
+    gen_length: int,
+    tau_pad: float,
+    seed: int,
+    progress=print,
+) -> dict:
     """All workloads x batch sizes x methods; returns the JSON-ready record."""
     torch.manual_seed(seed)
     p = lm.sampling(gen_length=gen_length, steps=gen_length, temperature=0.0)  # greedy
@@ -177,10 +185,24 @@ def show(record: dict) -> None:
     from seer.progress import console
 
     c = console()
-    t = Table(title=f"Engine on {record['model']}: gen_length {record['gen_length']}, "
-              f"tau_pad {record['tau_pad']}, {record['machine']}")  # fmt: skip
-    cols = ("workload", "batch", "method", "valid tok/s", "speedup", "p50 s", "p95 s",
-            "computed", "paths (rows)", "rho groups", "same", "% model/det/route/pack")  # fmt: skip
+    t = Table(
+        title=f"Engine on {record['model']}: gen_length {record['gen_length']}, "
+        f"tau_pad {record['tau_pad']}, {record['machine']}"
+    )
+    cols = (
+        "workload",
+        "batch",
+        "method",
+        "valid tok/s",
+        "speedup",
+        "p50 s",
+        "p95 s",
+        "computed",
+        "paths (rows)",
+        "rho groups",
+        "same",
+        "% model/det/route/pack",
+    )
     for col in cols:
         t.add_column(col, justify="right")
     base: dict = {}
@@ -195,12 +217,22 @@ def show(record: dict) -> None:
         rho = r["rho"]
         rho_s = f"{len(rho)}: {min(rho):.2f}-{max(rho):.2f}" if rho else "-"
         t.add_row(
-            r["workload"], str(r["batch"]), r["method"], f"{r['tok_s']:.1f}",
-            f"{r['tok_s'] / base[key]:.2f}x", f"{r['p50']:.2f}", f"{r['p95']:.2f}",
-            str(r["computed"]), " ".join(f"{k}:{v}" for k, v in r["paths"].items()), rho_s,
-            f"{r['same']:.0%}", share,
-        )  # fmt: skip
+            r["workload"],
+            str(r["batch"]),
+            r["method"],
+            f"{r['tok_s']:.1f}",
+            f"{r['tok_s'] / base[key]:.2f}x",
+            f"{r['p50']:.2f}",
+            f"{r['p95']:.2f}",
+            str(r["computed"]),
+            " ".join(f"{k}:{v}" for k, v in r["paths"].items()),
+            rho_s,
+            f"{r['same']:.0%}",
+            share,
+        )
     c.print(t)
-    c.print("valid tok/s: reference answer tokens (heldout) or drawn L* (synthetic) per second; "
-            "computed: positions per forward summed over groups; same: answers equal to "
-            "no-trunc's; time shares in %.")  # fmt: skip
+    c.print(
+        "valid tok/s: reference answer tokens (heldout) or drawn L* (synthetic) per second; "
+        "computed: positions per forward summed over groups; same: answers equal to "
+        "no-trunc's; time shares in %."
+    )

@@ -18,7 +18,7 @@ from seer.lm import load
 from seer.models import loader
 from seer.models.configs import magvit_config, mmada_config
 from seer.models.factory import random_magvit, save_magvit
-from seer.models.magvit import load_magvit, preprocess
+from seer.models.magvit import MagvitConfig, load_magvit, preprocess
 from seer.models.mmada import (
     MMaDAConfig,
     MMaDAModelLM,
@@ -243,3 +243,10 @@ def test_the_vq_folder_may_hold_a_pytorch_bin_instead_of_safetensors(tmp_path):
     a, b = load_magvit(src), load_magvit(tmp_path)
     pixels = torch.rand(1, 3, 16, 16) * 2 - 1
     assert torch.equal(a.encode(pixels), b.encode(pixels))
+
+
+def test_a_magvit_config_without_sizes_takes_the_release_ones():
+    """config.json with no encoder z_channels and no quantize codebook_dim: the released sizes
+    (the defaults were once read off the slotted class, a descriptor, not 13)."""
+    cfg = MagvitConfig.from_dict({})
+    assert (cfg.z_channels, cfg.codebook_dim) == (13, 13)

@@ -219,7 +219,11 @@ def summary(reports) -> str | None:
     if len(fell) == len(missed):
         kept = sorted(set(fell))
         shown = str(kept[0]) if len(kept) == 1 else f"{kept[0]}-{kept[-1]}"
-        return (f"{head}; they kept the calibrated fallback window ({shown} positions; the guard "
-                "grows it where an answer reaches it)")  # fmt: skip
-    return (f"{head}; {len(missed) - len(fell)} kept the full window (no fallback window set: "
-            "`seer calibrate --write` sets one)")  # fmt: skip
+        return (
+            f"{head}; they kept the calibrated fallback window ({shown} positions; the guard "
+            "grows it where an answer reaches it)"
+        )
+    return (
+        f"{head}; {len(missed) - len(fell)} kept the full window (no fallback window set: "
+        "`seer calibrate --write` sets one)"
+    )

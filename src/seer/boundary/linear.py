@@ -202,9 +202,14 @@ def _logistic(
     d = x.shape[1]
     theta = torch.zeros(d + 1, dtype=x.dtype, requires_grad=True)  # [weight, bias]
     opt = torch.optim.LBFGS(
-        [theta], lr=1, max_iter=max_iter, history_size=20, tolerance_grad=1e-9,
-        tolerance_change=1e-12, line_search_fn="strong_wolfe",
-    )  # fmt: skip
+        [theta],
+        lr=1,
+        max_iter=max_iter,
+        history_size=20,
+        tolerance_grad=1e-9,
+        tolerance_change=1e-12,
+        line_search_fn="strong_wolfe",
+    )
 
     def closure() -> torch.Tensor:
         opt.zero_grad()

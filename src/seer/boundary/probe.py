@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from seer.boundary.model import ProbedModel
 
 
-def n_layers(model: nn.Module) -> int:
+def n_layers(model: DiffusionModel) -> int:
     """Transformer blocks of `model` (the probe's layer range is [0, n_layers))."""
     return len(model.layers)
 
@@ -226,7 +226,7 @@ class StepZeroProbe:
         return hook
 
 
-def _layer(model: nn.Module, layer: int) -> int:
+def _layer(model: DiffusionModel, layer: int) -> int:
     n = n_layers(model)
     if not 0 <= layer < n:
         raise SeerError(f"hidden-state layer {layer} does not exist; the model has {n} layers")
@@ -297,7 +297,7 @@ def step0(
 
 
 def sparsity_profiles(
-    model: nn.Module,
+    model: DiffusionModel,
     input_ids: torch.Tensor,
     start: int,
     width: int,

@@ -6,6 +6,14 @@ transformers and the library come inside `main`, so `seer --help` and option err
 """
 
 COMMANDS = (
-    "generate", "demo", "profile", "calibrate", "bench", "batch", "serve", "ui", "make_checkpoint",
+    "generate",
+    "demo",
+    "profile",
+    "calibrate",
+    "bench",
+    "batch",
+    "serve",
+    "ui",
+    "make_checkpoint",
     "simulate",
-)  # fmt: skip
+)

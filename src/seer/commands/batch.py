@@ -31,12 +31,15 @@ if TYPE_CHECKING:
 def add_parser(sub) -> None:
     p = sub.add_parser("batch", help="answer every row of a dataset (JSON Lines out)")
     options.add_model(p, default=None)
-    p.add_argument("--data", required=True,
-                   help="dataset: .jsonl, .csv, .parquet, .arrow, a save_to_disk folder, "
-                   "builtin / builtin-vqa / builtin-v1 / builtin-vqa-v1 (also builtin-v2 / "
-                   "builtin-vqa2 for the first two), or "
-                   "parallelbench:ROOT[/GROUP[/TASK]] (a ParallelBench checkout's test "
-                   "files)")  # fmt: skip
+    p.add_argument(
+        "--data",
+        required=True,
+        help="dataset: .jsonl, .csv, .parquet, .arrow, a save_to_disk folder, "
+        "builtin / builtin-vqa / builtin-v1 / builtin-vqa-v1 (also builtin-v2 / "
+        "builtin-vqa2 for the first two), or "
+        "parallelbench:ROOT[/GROUP[/TASK]] (a ParallelBench checkout's test "
+        "files)",
+    )
     p.add_argument(
         "--out",
         required=True,
@@ -47,10 +50,16 @@ def add_parser(sub) -> None:
     p.add_argument("--resume", action="store_true", help="skip the ids already in --out")
     options.add_engine(p, ("max_batch",))  # rows per engine batch (and per Ray actor call)
     g = p.add_argument_group("Ray (the ray extra)")
-    g.add_argument("--ray", type=options.POSITIVE, default=None, metavar="N",
-                   help="run N Ray actors, each with its own model and engine")  # fmt: skip
-    g.add_argument("--ray-address", default=None,
-                   help="join this Ray cluster (default: start a local one)")  # fmt: skip
+    g.add_argument(
+        "--ray",
+        type=options.POSITIVE,
+        default=None,
+        metavar="N",
+        help="run N Ray actors, each with its own model and engine",
+    )
+    g.add_argument(
+        "--ray-address", default=None, help="join this Ray cluster (default: start a local one)"
+    )
     options.add_sampling(p)
     options.add_seer(p)
     p.set_defaults(func=main)
@@ -114,11 +123,22 @@ def main(args) -> int:
             from seer.distributed import batch
 
             device = args.device or "cpu"
-            s = batch(options.model_path(args.model), examples, out, actors=args.ray,
-                      sampling=options.sampling(args), seer=options.seer(args),
-                      resume=args.resume, max_batch=max_batch, address=args.ray_address,
-                      gpus_per_actor=1 if device.startswith("cuda") else 0, device=device,
-                      dtype=args.dtype, progress=on_rows, data=args.data)  # fmt: skip
+            s = batch(
+                options.model_path(args.model),
+                examples,
+                out,
+                actors=args.ray,
+                sampling=options.sampling(args),
+                seer=options.seer(args),
+                resume=args.resume,
+                max_batch=max_batch,
+                address=args.ray_address,
+                gpus_per_actor=1 if device.startswith("cuda") else 0,
+                device=device,
+                dtype=args.dtype,
+                progress=on_rows,
+                data=args.data,
+            )
         else:
             from seer.batch import run_batch
 
@@ -138,8 +158,11 @@ def main(args) -> int:
     rate = f"{s.rows / s.seconds:.2f} rows/s, {s.tokens / s.seconds:.1f} tok/s" if s.seconds else ""
     n_failed = getattr(s, "failed", 0)  # a Ray batch writes no error rows
     failed = f", {n_failed} could not be answered" if n_failed else ""
-    print(f"{s.rows} rows ({s.skipped} already in {out}{failed}), {s.tokens} tokens in "
-          f"{s.seconds:.1f} s ({rate}) -> {out}", file=sys.stderr)  # fmt: skip
+    print(
+        f"{s.rows} rows ({s.skipped} already in {out}{failed}), {s.tokens} tokens in "
+        f"{s.seconds:.1f} s ({rate}) -> {out}",
+        file=sys.stderr,
+    )
     if options.seer(args):
         _no_boundary(out, {ex.id for ex in examples})
     print_scores(examples, out)
@@ -152,8 +175,12 @@ def _no_boundary(out, ids: set) -> None:
     from seer.boundary.detector import BoundaryReport, summary
 
     rows = [r for r in read_rows(out) if r.get("id") in ids and r.get("answer") is not None]
-    reports = [BoundaryReport(r.get("detected"), None, None, None, "", r.get("window", 0),
-                              bool(r.get("fallback"))) for r in rows]  # fmt: skip
+    reports = [
+        BoundaryReport(
+            r.get("detected"), None, None, None, "", r.get("window", 0), bool(r.get("fallback"))
+        )
+        for r in rows
+    ]
     if (line := summary(reports)) is not None:
         print(line, file=sys.stderr)
 

@@ -25,8 +25,9 @@ def add_parser(sub) -> None:
         help="held-out prompts (>= the largest batch, and >= 16: each batch size "
         "runs at least 16 requests)",
     )
-    p.add_argument("--batches", type=options.POSITIVE, nargs="+", default=[8, 32, 64],
-                   help="batch sizes")  # fmt: skip
+    p.add_argument(
+        "--batches", type=options.POSITIVE, nargs="+", default=[8, 32, 64], help="batch sizes"
+    )
     options.add_sampling_flags(p, "gen_length")
     options.add_engine(p, ("tau_pad",))
     p.add_argument("--threads", type=options.POSITIVE, default=1, help="torch CPU threads")

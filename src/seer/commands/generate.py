@@ -14,11 +14,19 @@ def add_parser(sub) -> None:
     p.add_argument("--prompt", required=True, type=options.prompt)
     p.add_argument("--image", default=None, help=options.IMAGE_HELP)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--stream", action="store_true",
-                   help="print the answer block by block as each becomes final")  # fmt: skip
+    p.add_argument(
+        "--stream",
+        action="store_true",
+        help="print the answer block by block as each becomes final",
+    )
     p.add_argument("--no-chat", action="store_true", help="do not apply the chat template")
-    p.add_argument("--stop", action="append", default=None, type=options.nonempty,
-                   help="stop string (repeatable; LLaDA-V style)")  # fmt: skip
+    p.add_argument(
+        "--stop",
+        action="append",
+        default=None,
+        type=options.nonempty,
+        help="stop string (repeatable; LLaDA-V style)",
+    )
     options.add_sampling(p)
     options.add_seer(p)
     p.set_defaults(func=main)
@@ -41,8 +49,10 @@ def main(args) -> int:
 
         p = replace(p, stop=stop_ids(lm.tokenizer, args.stop))
     if args.no_chat and lm.defaults.seer.chat_only:
-        options.log.warning(f"seer: warning: {lm.name} answers only inside its chat template "
-                            "(seer.json: chat_only); --no-chat gets an empty answer")  # fmt: skip
+        options.log.warning(
+            f"seer: warning: {lm.name} answers only inside its chat template "
+            "(seer.json: chat_only); --no-chat gets an empty answer"
+        )
     answer = lm.stream if args.stream else lm.generate
     g = answer(args.prompt, p, seer=seer_arg, image=args.image, chat=not args.no_chat)
     if args.stream:

@@ -12,8 +12,12 @@ def add_parser(sub) -> None:
     p.add_argument("--arch", default="llada", help=ARCHS_HELP)
     p.add_argument("--out", required=True, type=options.folder_out, help="folder to create")
     p.add_argument("--layers", type=options.number(int, 1, 32), default=2, help="1..32")
-    p.add_argument("--width", type=options.number(int, 8, 1024), default=64,
-                   help="hidden size, 8..1024 (a tiny model for tests)")  # fmt: skip
+    p.add_argument(
+        "--width",
+        type=options.number(int, 8, 1024),
+        default=64,
+        help="hidden size, 8..1024 (a tiny model for tests)",
+    )
     p.add_argument("--seed", type=options.number(int), default=0)
     p.add_argument(
         "--force",

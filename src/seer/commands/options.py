@@ -243,12 +243,16 @@ def params(lm: DiffusionLM, args):
     p = lm.sampling(**sampling(args))
     block = p.block_length or p.gen_length
     if p.early_stop and not p.sets_length and block >= p.gen_length:
-        log.warning(f"seer: warning: --early-stop does nothing here: it ends a row after a "
-                    f"finished block, and the window ({p.gen_length}) is one block ({block}); "
-                    "give --block-length below --gen-length")  # fmt: skip
+        log.warning(
+            f"seer: warning: --early-stop does nothing here: it ends a row after a "
+            f"finished block, and the window ({p.gen_length}) is one block ({block}); "
+            "give --block-length below --gen-length"
+        )
     if getattr(args, "dpad_window", None) is not None and p.cache != "dpad":
-        log.warning(f"seer: warning: --dpad-window does nothing under --cache {p.cache}; "
-                    "it sets DPad's suffix, so add --cache dpad")  # fmt: skip
+        log.warning(
+            f"seer: warning: --dpad-window does nothing under --cache {p.cache}; "
+            "it sets DPad's suffix, so add --cache dpad"
+        )
     return p
 
 
@@ -265,9 +269,10 @@ SEER_FLAGS = tuple(
 def add_seer(p: argparse.ArgumentParser, switch: bool = True) -> None:
     """The Seer group. `switch`: add --seer (commands where Seer is optional)."""
     g = p.add_argument_group(
-        "Seer", "boundary detection and truncation; each option overrides the model's seer.json "
-        "(or the paper's defaults) and turns Seer on"
-    )  # fmt: skip
+        "Seer",
+        "boundary detection and truncation; each option overrides the model's seer.json "
+        "(or the paper's defaults) and turns Seer on",
+    )
     if switch:
         g.add_argument("--seer", action="store_true", help="truncate the window at the boundary")
     for f, s in spec.specs(SeerConfig):

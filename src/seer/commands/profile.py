@@ -7,8 +7,9 @@ from seer.commands import options
 
 def add_parser(sub) -> None:
     p = sub.add_parser("profile", help="step-0 sparsity heatmap (layers x positions) as a PNG")
-    options.add_model(p, default="", help="model folder (default: builtin; with --image "
-                      "builtin-vqa)")  # fmt: skip
+    options.add_model(
+        p, default="", help="model folder (default: builtin; with --image builtin-vqa)"
+    )
     p.add_argument("--prompt", required=True, type=options.prompt)
     p.add_argument("--image", default=None, help=options.IMAGE_HELP)
     p.add_argument("--out", default="seer-profile.png", type=options.file_out)

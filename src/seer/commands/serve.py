@@ -20,21 +20,35 @@ SERVE_LIMITS = (
 
 def add_parser(sub) -> None:
     p = sub.add_parser("serve", help="OpenAI-compatible HTTP server (chat, completions, images)")
-    options.add_model(p, default="builtin-vqa", help="model folder, or a built-in model's name "
-                      "(default builtin-vqa: the multimodal model)")  # fmt: skip
+    options.add_model(
+        p,
+        default="builtin-vqa",
+        help="model folder, or a built-in model's name (default builtin-vqa: the multimodal model)",
+    )
     options.add_server(p, ("host", "port"))
-    p.add_argument("--api-key", default=None,
-                   help="require 'Authorization: Bearer KEY' on /v1/* and /metrics")  # fmt: skip
-    p.add_argument("--public-metrics", action="store_true",
-                   help="serve /metrics without the key (for a scraper)")  # fmt: skip
-    p.add_argument("--served-model-name", default=None,
-                   help="the model id clients send (default: the model folder's name)")  # fmt: skip
-    p.add_argument("--no-seer", action="store_true",
-                   help="full windows unless a request sends \"seer\": true")  # fmt: skip
+    p.add_argument(
+        "--api-key", default=None, help="require 'Authorization: Bearer KEY' on /v1/* and /metrics"
+    )
+    p.add_argument(
+        "--public-metrics",
+        action="store_true",
+        help="serve /metrics without the key (for a scraper)",
+    )
+    p.add_argument(
+        "--served-model-name",
+        default=None,
+        help="the model id clients send (default: the model folder's name)",
+    )
+    p.add_argument(
+        "--no-seer", action="store_true", help='full windows unless a request sends "seer": true'
+    )
     options.add_engine(p)
-    p.add_argument("--allow-local-images", default=None, metavar="DIR",
-                   help="image_url may name a file under DIR, relative to it (default: data: "
-                   "URIs only)")  # fmt: skip
+    p.add_argument(
+        "--allow-local-images",
+        default=None,
+        metavar="DIR",
+        help="image_url may name a file under DIR, relative to it (default: data: URIs only)",
+    )
     options.add_server(p, SERVE_LIMITS)
     p.add_argument(
         "--ui",
@@ -67,10 +81,14 @@ def _build(args) -> dict:
     read from the option specs (`EngineConfig`, `ServerConfig`)."""
     cfg = options.server_config(args)
     engine = options.engine_options(args)
-    return dict(api_key=args.api_key, public_metrics=args.public_metrics, seer=not args.no_seer,
-                image_root=args.allow_local_images,
-                **{k: engine[k] for k in options.ENGINE_FLAGS},
-                **{k: getattr(cfg, k) for k in BUILD_LIMITS})  # fmt: skip
+    return dict(
+        api_key=args.api_key,
+        public_metrics=args.public_metrics,
+        seer=not args.no_seer,
+        image_root=args.allow_local_images,
+        **{k: engine[k] for k in options.ENGINE_FLAGS},
+        **{k: getattr(cfg, k) for k in BUILD_LIMITS},
+    )
 
 
 BUILD_LIMITS = (
@@ -91,20 +109,35 @@ def _replicas(args) -> int:
     from seer.models.loader import read_config
 
     def ready(url: str, n: int, device: str) -> None:
-        print(f"seer: serving {args.model} on {url} with {n} Ray Serve replica(s) on {device}; "
-              "Ctrl-C stops", file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"seer: serving {args.model} on {url} with {n} Ray Serve replica(s) on {device}; "
+            "Ctrl-C stops",
+            file=sys.stderr,
+            flush=True,
+        )
 
     model, cfg = args.model, options.server_config(args)
     if model not in options.BUILTIN:
         if not args.ray_address:  # a local cluster: a bad folder is an error here, not in Ray
             read_config(model)
         model = str(Path(model).expanduser().resolve())  # the replicas' working folder differs
-    serve(model,
-          replicas=args.replicas, min_replicas=args.min_replicas, max_replicas=args.max_replicas,
-          address=args.ray_address, host=cfg.host, port=cfg.port, device=args.device,
-          dtype=args.dtype, model_arg=args.model, served_model_name=args.served_model_name,
-          drain_timeout=cfg.drain_timeout, log_level=cfg.log_level, ready=ready,
-          **_build(args))  # fmt: skip
+    serve(
+        model,
+        replicas=args.replicas,
+        min_replicas=args.min_replicas,
+        max_replicas=args.max_replicas,
+        address=args.ray_address,
+        host=cfg.host,
+        port=cfg.port,
+        device=args.device,
+        dtype=args.dtype,
+        model_arg=args.model,
+        served_model_name=args.served_model_name,
+        drain_timeout=cfg.drain_timeout,
+        log_level=cfg.log_level,
+        ready=ready,
+        **_build(args),
+    )
     return 0
 
 

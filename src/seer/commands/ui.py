@@ -8,12 +8,18 @@ from seer.commands import options
 
 def add_parser(sub) -> None:
     p = sub.add_parser("ui", help="web page: watch denoising step by step, with and without Seer")
-    options.add_model(p, default="builtin", help="model folder, or a built-in model's name "
-                      "(default builtin; builtin-vqa takes images)")  # fmt: skip
+    options.add_model(
+        p,
+        default="builtin",
+        help="model folder, or a built-in model's name (default builtin; builtin-vqa takes images)",
+    )
     options.add_server(p, ("host", "port"))
-    p.add_argument("--api-key", default=None,
-                   help="require 'Authorization: Bearer KEY' on the API (/v1/*, /metrics); the "
-                   "page asks for the key as its password")  # fmt: skip
+    p.add_argument(
+        "--api-key",
+        default=None,
+        help="require 'Authorization: Bearer KEY' on the API (/v1/*, /metrics); the "
+        "page asks for the key as its password",
+    )
     options.add_server(p, ("log_level",))
     p.set_defaults(func=main)
 
@@ -37,7 +43,10 @@ def main(args) -> int:
     lm = options.load(args)
     app = build(lm, model_names=model_names(lm, args.model), api_key=args.api_key)
     mount(app, lm, api_key=args.api_key)
-    print(f"seer: the page for {args.model} is at http://{cfg.host}:{cfg.port}{PATH}/ "
-          "(Ctrl-C stops)", file=sys.stderr, flush=True)  # fmt: skip
+    print(
+        f"seer: the page for {args.model} is at http://{cfg.host}:{cfg.port}{PATH}/ (Ctrl-C stops)",
+        file=sys.stderr,
+        flush=True,
+    )
     run(app, sock, log_level=cfg.log_level)
     return 0

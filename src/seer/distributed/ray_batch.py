@@ -73,8 +73,17 @@ def _encode(ex: Example) -> str:
 class SeerActor:
     """Ray Data callable class: one model and one engine per actor, loaded once."""
 
-    def __init__(self, model, sampling: dict, seer, max_batch: int, device: str, threads: int,
-                 dtype: str | None = None, fault: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        model,
+        sampling: dict,
+        seer,
+        max_batch: int,
+        device: str,
+        threads: int,
+        dtype: str | None = None,
+        fault: str | None = None,
+    ) -> None:
         import torch
 
         import seer as seer_pkg
@@ -97,8 +106,11 @@ class SeerActor:
         for ex, res in answers(self.lm, examples, self.params, self.seer, self.max_batch):
             lines[ex.id] = json.dumps(output_row(ex, res), ensure_ascii=False)
         busy = (time.perf_counter() - t0) / len(examples)  # the batch's time, shared per row
-        return {"index": index, "row": [lines[ex.id] for ex in examples],
-                "busy": [busy] * len(examples)}  # fmt: skip
+        return {
+            "index": index,
+            "row": [lines[ex.id] for ex in examples],
+            "busy": [busy] * len(examples),
+        }
 
 
 def _claim(marker: str) -> bool:
@@ -157,8 +169,21 @@ def batch(
     try:
         t0 = time.perf_counter()
         load = dict(model=str(model), device=device, dtype=dtype, threads=threads)
-        rows, busy = _run(ray, load, todo, out, parquet, actors, sampling or {}, seer,
-                          max_batch, gpus_per_actor, progress, _fault, record)  # fmt: skip
+        rows, busy = _run(
+            ray,
+            load,
+            todo,
+            out,
+            parquet,
+            actors,
+            sampling or {},
+            seer,
+            max_batch,
+            gpus_per_actor,
+            progress,
+            _fault,
+            record,
+        )
         seconds = time.perf_counter() - t0
     finally:
         if started:
@@ -185,8 +210,9 @@ def _connect(ray, address: str | None, num_cpus: int) -> bool:
     if address:
         ray.init(address=address, logging_level="WARNING", log_to_driver=False)
         return False
-    ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level="WARNING",
-             log_to_driver=False)  # fmt: skip
+    ray.init(
+        num_cpus=num_cpus, include_dashboard=False, logging_level="WARNING", log_to_driver=False
+    )
     return True
 
 
@@ -198,8 +224,9 @@ def _local_env() -> None:
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 
-def _run(ray, load, todo, out, parquet, actors, sampling, seer, max_batch, gpus, progress,
-         fault, record) -> tuple[list[dict], float]:  # fmt: skip
+def _run(
+    ray, load, todo, out, parquet, actors, sampling, seer, max_batch, gpus, progress, fault, record
+) -> tuple[list[dict], float]:
     if not todo:
         return [], 0.0
     ctx = ray.data.DataContext.get_current()
@@ -249,6 +276,7 @@ def _write_parquet(out: Path, rows: list[dict], record: dict) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     stamp = {provenance.ROW_KEY: provenance.settings_hash(record)}
     table = pa.Table.from_pylist([{**row, **stamp} for row in rows])
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
-                                           b"seer": json.dumps(record).encode()})  # fmt: skip
+    table = table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), b"seer": json.dumps(record).encode()}
+    )
     pq.write_table(table, out)

@@ -23,8 +23,16 @@ log = logging.getLogger("seer.serve")
 
 @serve.ingress()
 class SeerReplica:
-    def __init__(self, model: str, load: dict, build: dict, model_arg: str | None,
-                 served: str | None, threads: int | None, board=None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        model: str,
+        load: dict,
+        build: dict,
+        model_arg: str | None,
+        served: str | None,
+        threads: int | None,
+        board=None,
+    ) -> None:
         import torch
 
         import seer

@@ -57,8 +57,9 @@ def _check(replicas: int, lo: int | None, hi: int | None) -> tuple[int, int]:
     if replicas < 1 or lo < 1:
         raise SeerError(f"--replicas and --min-replicas must be >= 1, got {min(replicas, lo)}")
     if not lo <= replicas <= hi:
-        raise SeerError(f"need --min-replicas <= --replicas <= --max-replicas, got "
-                        f"{lo} <= {replicas} <= {hi}")  # fmt: skip
+        raise SeerError(
+            f"need --min-replicas <= --replicas <= --max-replicas, got {lo} <= {replicas} <= {hi}"
+        )
     return lo, hi
 
 
@@ -82,8 +83,15 @@ def _import_serve():
     return ray, serve
 
 
-def deployment_options(replicas: int, lo: int, hi: int, gpu: bool, max_batch: int,
-                       max_queue: int | None, drain_timeout: float) -> dict:  # fmt: skip
+def deployment_options(
+    replicas: int,
+    lo: int,
+    hi: int,
+    gpu: bool,
+    max_batch: int,
+    max_queue: int | None,
+    drain_timeout: float,
+) -> dict:
     """Ray Serve deployment options (see the module docstring)."""
     opts = {
         "ray_actor_options": {"num_gpus": 1} if gpu else {"num_cpus": 1},
@@ -106,13 +114,24 @@ def deployment_options(replicas: int, lo: int, hi: int, gpu: bool, max_batch: in
     return opts
 
 
-def serve(model: str, *, replicas: int = 2, min_replicas: int | None = None,
-          max_replicas: int | None = None, address: str | None = None,
-          host: str = _S["host"], port: int = _S["port"], device: str | None = None,
-          dtype: str | None = None, model_arg: str | None = None,
-          served_model_name: str | None = None, drain_timeout: float = _S["drain_timeout"],
-          log_level: str = _S["log_level"], ready=None,
-          **build) -> None:  # fmt: skip
+def serve(
+    model: str,
+    *,
+    replicas: int = 2,
+    min_replicas: int | None = None,
+    max_replicas: int | None = None,
+    address: str | None = None,
+    host: str = _S["host"],
+    port: int = _S["port"],
+    device: str | None = None,
+    dtype: str | None = None,
+    model_arg: str | None = None,
+    served_model_name: str | None = None,
+    drain_timeout: float = _S["drain_timeout"],
+    log_level: str = _S["log_level"],
+    ready=None,
+    **build,
+) -> None:
     """Serve `model` (a folder every node can read, or a built-in model's name) with Ray Serve
     replicas until SIGINT / SIGTERM. `build`: `seer.serve.build`'s options (max_batch, api_key,
     ...); `ready(url, replicas, device)` is called once the replicas answer."""
@@ -135,8 +154,15 @@ def serve(model: str, *, replicas: int = 2, min_replicas: int | None = None,
         )
         device = device or ("cuda" if gpu else "cpu")
         load = {"device": device, **({"dtype": dtype} if dtype else {})}
-        opts = deployment_options(replicas, lo, hi, gpu, build.get("max_batch", _E.max_batch),
-                                  build.get("max_queue"), drain_timeout)  # fmt: skip
+        opts = deployment_options(
+            replicas,
+            lo,
+            hi,
+            gpu,
+            build.get("max_batch", _E.max_batch),
+            build.get("max_queue"),
+            drain_timeout,
+        )
         rserve.start(http_options={"host": host, "port": port}, logging_config=logs)
         board = ray.remote(num_cpus=0)(MetricsBoard).remote()
         deployment = rserve.deployment(SeerReplica, name="SeerReplica", logging_config=logs, **opts)

@@ -129,7 +129,7 @@ class SeerLM(TemplateLM):
                 continuation,
                 mask_id=self.lm.tokens.mask,
                 mc_num=self.opts.mc_num,
-                batch_size=self.opts.mc_batch,
+                batch_size=self.opts.mc_samples_per_forward,
                 cfg_scale=self.opts.cfg,
                 generator=torch.Generator().manual_seed(self.opts.mc_seed),
             )

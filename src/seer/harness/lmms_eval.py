@@ -37,8 +37,10 @@ try:
         raise ImportError(name=extras.missing("eval"))
     from lmms_eval.api.model import lmms
 except ImportError as e:
-    hint = ('pip install -e ".[eval]" (in the seer checkout), then pip install --no-deps '
-            '"lmms-eval==0.7.3"')  # fmt: skip
+    hint = (
+        'pip install -e ".[eval]" (in the seer checkout), then pip install --no-deps '
+        '"lmms-eval==0.7.3"'
+    )
     extras.import_failed("eval", "model seer for lmms-eval", e, __name__, hint)
 
 

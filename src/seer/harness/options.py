@@ -16,8 +16,8 @@ else the task's `max_gen_toks`, else the model's default. The answer is then cut
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING
+from dataclasses import MISSING, dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
 from seer.engine.config import DEFAULTS as ENGINE
 from seer.errors import SeerError
@@ -25,6 +25,7 @@ from seer.sampling import SamplingParams
 from seer.spec import check, check_type, implied, kind, specs
 
 if TYPE_CHECKING:
+    from seer.engine.inputs import SeerOption
     from seer.lm import DiffusionLM
 
 CHUNK = 256  # requests handed to one engine run (the progress bar moves between them)
@@ -37,12 +38,20 @@ MC_SEED = 1234
 SAMPLING = {f.name: (f, s) for f, s in specs(SamplingParams) if kind(f) is not None}
 
 
+def _default(name: str) -> Any:
+    """`SamplingParams`' default of option `name`."""
+    default = SAMPLING[name][0].default
+    if default is MISSING:
+        raise TypeError(f"SamplingParams.{name} has no plain default")
+    return default
+
+
 @dataclass(slots=True)
 class HarnessOptions:
     """The `--model_args` of model `seer` (both harnesses)."""
 
     pretrained: str = "builtin"  # a model folder, or a built-in model's name
-    seer: object = None  # Seer's truncation: None/False off, True on, or a dict of options
+    seer: SeerOption = None  # Seer's truncation: None off, True on, or a dict of options
     gen_length: int | None = None  # answer window (default: max_gen_toks, else the model's)
     dtype: str | None = None  # float32 | bfloat16 | float16 (default: the checkpoint's)
     device: str = "cpu"  # cpu | cuda | cuda:N
@@ -51,7 +60,7 @@ class HarnessOptions:
     mc_batch: int | None = None  # loglikelihood: samples per forward (default: min(mc_num, 32))
     cfg: float = 0.0  # loglikelihood: classifier-free guidance scale
     check_greedy: bool = False  # loglikelihood: compute is_greedy (one more decode per request)
-    seed: int | None = SAMPLING["seed"][0].default  # seeds sampling and the Monte-Carlo draws
+    seed: int | None = _default("seed")  # seeds sampling and the Monte-Carlo draws
     # (None: sampling unseeded, as in the library; the draws from MC_SEED)
     sampling: dict = field(default_factory=dict)  # other SamplingParams fields given as model
     # arguments (steps, block_length, cache, remasking, cfg_scale, schedule, ...), checked as
@@ -101,6 +110,11 @@ class HarnessOptions:
         return opts
 
     @property
+    def mc_samples_per_forward(self) -> int:
+        """`mc_batch` (`from_args` fills in its default, min(mc_num, 32))."""
+        return min(self.mc_num, 32) if self.mc_batch is None else self.mc_batch
+
+    @property
     def mc_seed(self) -> int:
         """The seed of each request's Monte-Carlo draws (`seed`, else `MC_SEED`)."""
         return MC_SEED if self.seed is None else self.seed
@@ -137,7 +151,7 @@ def _scalar(value):
     return value
 
 
-def _seer_value(value, options: dict):
+def _seer_value(value: object, options: dict[str, Any]) -> SeerOption:
     """`seer=` as the library takes it: None, True, or a dict of SeerConfig options."""
     if isinstance(value, str):
         low = value.lower()

@@ -24,11 +24,34 @@ BLOCK = 64  # columns handled per inner iteration
 
 
 def _compact_rows(
-    x_ptr, plen_ptr, win_ptr, rows_ptr, off_ptr,  # inputs
-    out_x_ptr, am_ptr, src_ptr, pos_ptr, seg_ptr, cols_ptr, cu_ptr, rec_ptr,  # outputs
-    n, in_width, p_in, p_out, width, shift, pad_id, eos_id,
-    PACKED: tl.constexpr, BLOCK: tl.constexpr, BLOCK_N: tl.constexpr,
-):  # fmt: skip
+    # inputs
+    x_ptr,
+    plen_ptr,
+    win_ptr,
+    rows_ptr,
+    off_ptr,
+    # outputs
+    out_x_ptr,
+    am_ptr,
+    src_ptr,
+    pos_ptr,
+    seg_ptr,
+    cols_ptr,
+    cu_ptr,
+    rec_ptr,
+    # sizes and ids
+    n,
+    in_width,
+    p_in,
+    p_out,
+    width,
+    shift,
+    pad_id,
+    eos_id,
+    PACKED: tl.constexpr,
+    BLOCK: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+):
     i = tl.program_id(0)
     r = tl.load(rows_ptr + i)
     pl = tl.load(plen_ptr + r)
@@ -103,8 +126,9 @@ def compact_triton(
     n, dev = rows.numel(), x.device
     kw = dict(p_in=p_in, p_out=p_out, width=width, capacity=capacity, n_packs=n_packs)
     if n == 0:  # nothing to launch
-        return compact_reference(x, plen, window, rows, offsets, **kw, shift=shift,
-                                 pad_id=pad_id, eos_id=eos_id)  # fmt: skip
+        return compact_reference(
+            x, plen, window, rows, offsets, **kw, shift=shift, pad_id=pad_id, eos_id=eos_id
+        )
     slots = n_packs * capacity if capacity else 0
     out = Compacted(
         x=torch.empty((n, p_out + width), dtype=torch.long, device=dev),
@@ -121,10 +145,32 @@ def compact_triton(
         raise ValueError("packed compaction (capacity > 0) needs the segment offsets")
     off = rows if offsets is None or not packed else offsets.contiguous()  # rows: any long tensor
     _kernel()[(n,)](
-        x.contiguous(), plen.contiguous(), window.contiguous(), rows.contiguous(), off,
-        out.x, out.attention_mask, out.src, out.pos, out.seg, out.cols, out.cu_seqlens,
+        # inputs
+        x.contiguous(),
+        plen.contiguous(),
+        window.contiguous(),
+        rows.contiguous(),
+        off,
+        # outputs
+        out.x,
+        out.attention_mask,
+        out.src,
+        out.pos,
+        out.seg,
+        out.cols,
+        out.cu_seqlens,
         out.record,
-        n, x.shape[1], p_in, p_out, width, shift, pad_id, eos_id,
-        PACKED=packed, BLOCK=BLOCK, BLOCK_N=triton.next_power_of_2(n),
-    )  # fmt: skip
+        # sizes and ids
+        n,
+        x.shape[1],
+        p_in,
+        p_out,
+        width,
+        shift,
+        pad_id,
+        eos_id,
+        PACKED=packed,
+        BLOCK=BLOCK,
+        BLOCK_N=triton.next_power_of_2(n),
+    )
     return out

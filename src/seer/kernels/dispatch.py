@@ -54,8 +54,10 @@ def use_backend(name: str | None):
     if name is not None and name not in BACKENDS:
         raise SeerError(f"unknown kernel backend {name!r}; choose {', '.join(BACKENDS)}")
     if name == "triton" and not triton_available():
-        raise SeerError(f"the triton kernel backend needs the kernels extra (triton is not "
-                        f"installed): {install_hint('kernels')}")  # fmt: skip
+        raise SeerError(
+            f"the triton kernel backend needs the kernels extra (triton is not "
+            f"installed): {install_hint('kernels')}"
+        )
     token = _forced.set(name)
     try:
         yield

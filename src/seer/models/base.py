@@ -15,6 +15,7 @@ how it differs:
 | `forward_kwargs` | loop, engine | keyword arguments `forward` accepts besides `input_ids` |
 | `probe_point(layer, tensor)` | probe | module read: input ("down"), output ("gate", "act") |
 | `layers` | probe, calibration | the decoder blocks, in order |
+| `register_forward_(pre_)hook` | probe | nn.Module's: the columns each forward computes |
 | `context_length` | DiffusionLM | the longest prompt + answer window the model takes |
 | `banned_token_names` | loader | tokens the official sampler never proposes (-> TokenIds) |
 | `sampling_defaults(raw, tok)` | loader | the official README call's SamplingParams fields |
@@ -24,11 +25,12 @@ how it differs:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import ClassVar, Protocol, runtime_checkable
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import torch
 from torch import nn
+from torch.utils.hooks import RemovableHandle
 
 # what `BidirectionalLM.forward` accepts (see its docstring); the loop passes only these
 FORWARD_KWARGS = frozenset(
@@ -50,7 +52,6 @@ FORWARD_KWARGS = frozenset(
 class DiffusionModel(Protocol):
     """A masked-diffusion LM as the loop, the probe and the loader use it."""
 
-    config: object  # the architecture's typed config (its config.json fields)
     logits_shift: int  # 1: the logit for token j is read at position j-1 (Dream); else 0
     confidence_dtype: torch.dtype | None  # unmasking confidences' dtype; None: the logits'
     compact_topk: bool  # top-k over the masked confidences alone (ties: see unmask.select)
@@ -58,10 +59,16 @@ class DiffusionModel(Protocol):
     forward_kwargs: frozenset[str]  # keyword arguments `forward` accepts (FORWARD_KWARGS)
     banned_token_names: tuple[str, ...]  # never proposed at masked positions (LLaDA-V)
     official_defaults: ClassVar[dict]  # see `sampling_defaults`
-    vision: object | None  # the LLaVA-NeXT vision path (continuous image features) or None
     system_prompt: str | None  # the official conversation template's system prompt, or None
     image_codes: bool  # images enter as discrete VQ codes (MMaDA)
     resize_to_tokenizer: bool  # the official loader cuts the vocabulary to len(tokenizer)
+
+    # read-only here, so an architecture may declare its own config / vision types
+    @property
+    def config(self) -> object: ...  # the architecture's typed config (its config.json fields)
+
+    @property
+    def vision(self) -> object | None: ...  # the LLaVA-NeXT vision path (image features) or None
 
     def keep_token_rows(self, n: int) -> None: ...  # embedding + head keep their first n rows
 
@@ -76,6 +83,20 @@ class DiffusionModel(Protocol):
     def get_input_embeddings(self) -> nn.Embedding: ...
 
     def parameters(self, recurse: bool = True) -> Iterator[nn.Parameter]: ...  # nn.Module's
+
+    # nn.Module's (the probe hooks the whole forward to see which columns it computes)
+    def register_forward_pre_hook(
+        self, hook: Callable[..., Any], *, prepend: bool = False, with_kwargs: bool = False
+    ) -> RemovableHandle: ...
+
+    def register_forward_hook(
+        self,
+        hook: Callable[..., Any],
+        *,
+        prepend: bool = False,
+        with_kwargs: bool = False,
+        always_call: bool = False,
+    ) -> RemovableHandle: ...
 
     @classmethod
     def sampling_defaults(cls, raw: dict, tokenizer) -> dict: ...

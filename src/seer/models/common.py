@@ -16,13 +16,16 @@ and the fresh rest this is Fast-dLLM's prefix cache; with a cached suffix too, i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from seer.models.base import FORWARD_KWARGS
+
+if TYPE_CHECKING:
+    from seer.models.vision import VisionEncoder
 
 
 @dataclass(slots=True)
@@ -96,7 +99,7 @@ class Rotary(nn.Module):
         emb = torch.cat((freqs, freqs), dim=-1)[:, None]
         return emb.cos(), emb.sin()
 
-    def apply(
+    def rotate(
         self, q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         dtype = q.dtype
@@ -177,7 +180,7 @@ def self_attention(
     q = q_proj(x).view(b, n, n_heads, -1).transpose(1, 2)  # (B, H, L, D)
     k = k_proj(x).view(b, n, n_kv_heads, -1).transpose(1, 2)  # (B, H_kv, L, D)
     v = v_proj(x).view(b, n, n_kv_heads, -1).transpose(1, 2)
-    q, k = rotary.apply(q, k, *cos_sin)
+    q, k = rotary.rotate(q, k, *cos_sin)
     if kv is not None:
         k, v = kv(k, v)
     y = sdpa(q, k, v, mask)
@@ -213,6 +216,26 @@ class CacheIO:
         return kv
 
 
+class LMConfig(Protocol):
+    """What the shared forward's owner reads of an architecture's config."""
+
+    vocab_size: int
+
+
+@runtime_checkable
+class ProbedBlock(Protocol):
+    """A decoder block's probe points (`BidirectionalLM.probe_point`)."""
+
+    @property
+    def down_proj(self) -> nn.Linear: ...  # input: act(gate) * up
+
+    @property
+    def gate_proj(self) -> nn.Linear: ...
+
+    @property
+    def mlp_act(self) -> nn.Module: ...  # the activation applied to gate_proj's output
+
+
 class BidirectionalLM(nn.Module):
     """Shared forward of the non-causal decoders: embed -> blocks -> norm -> head.
 
@@ -234,7 +257,7 @@ class BidirectionalLM(nn.Module):
     """
 
     rotary: Rotary
-    config: object
+    config: LMConfig
     # -- the `seer.models.base.DiffusionModel` protocol, with the LLaDA family's values --------
     logits_shift: int = 0  # Dream predicts token j from position j-1: the loop applies the shift
     confidence_dtype: torch.dtype | None = None  # unmasking confidences in the logits' dtype
@@ -242,7 +265,7 @@ class BidirectionalLM(nn.Module):
     default_rule: str = "low_confidence"  # the official sampler's unmasking rule
     forward_kwargs: frozenset[str] = FORWARD_KWARGS
     banned_token_names: tuple[str, ...] = ()
-    vision = None  # the LLaVA-NeXT vision path, for models that splice image features
+    vision: VisionEncoder | None = None  # the LLaVA-NeXT vision path (spliced image features)
     system_prompt: str | None = None  # None: the prompt processor's own system prompt
     image_codes: bool = False  # images enter as discrete VQ codes (MMaDA)
     # SamplingParams fields of the official sampler called as the official README shows
@@ -271,6 +294,8 @@ class BidirectionalLM(nn.Module):
         """The module whose input ("down": act(gate) * up) or output ("gate": gate(x); "act":
         act(gate(x)), the block's own activation module) the probe reads."""
         block = self.layers[layer]
+        if not isinstance(block, ProbedBlock):
+            raise TypeError(f"{type(block).__name__} has no probe points")
         if tensor == "act":
             return block.mlp_act
         return block.down_proj if tensor == "down" else block.gate_proj
@@ -281,6 +306,14 @@ class BidirectionalLM(nn.Module):
         return dict(cls.official_defaults)
 
     def _parts(self) -> tuple[nn.Embedding, nn.ModuleList, nn.Module, nn.Linear | None]:
+        raise NotImplementedError
+
+    @property
+    def layers(self) -> nn.ModuleList:
+        return self._parts()[1]
+
+    @property
+    def context_length(self) -> int:
         raise NotImplementedError
 
     def _scale_embeddings(self, h: torch.Tensor) -> torch.Tensor:

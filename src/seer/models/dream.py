@@ -49,8 +49,13 @@ class DreamConfig:
         require_fields(raw, "Dream")
         known = {k: v for k, v in raw.items() if k in names}
         cfg = cls(**known, extra={k: v for k, v in raw.items() if k not in names})
-        for name in ("hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size",
-                     "intermediate_size"):  # fmt: skip
+        for name in (
+            "hidden_size",
+            "num_attention_heads",
+            "num_hidden_layers",
+            "vocab_size",
+            "intermediate_size",
+        ):
             if getattr(cfg, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(cfg, name)}")
         check_heads_and_act(cfg, "Dream config")

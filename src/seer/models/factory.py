@@ -66,8 +66,15 @@ def random_model(raw: dict, seed: int = 0, std: float = 0.02):
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, t in model.state_dict(keep_vars=True).items():
-            if name.endswith(("norm.weight", "ln_f.weight", "layer_norm1.weight",
-                              "layer_norm2.weight", "post_layernorm.weight")):  # fmt: skip
+            if name.endswith(
+                (
+                    "norm.weight",
+                    "ln_f.weight",
+                    "layer_norm1.weight",
+                    "layer_norm2.weight",
+                    "post_layernorm.weight",
+                )
+            ):
                 t.fill_(1.0)
             elif name.endswith("bias"):
                 t.zero_()

@@ -13,36 +13,46 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import TYPE_CHECKING, Any
 
 import torch
 from PIL import Image
 
 from seer.models.vision import VisionConfig, best_resolution, pinpoints
 
+if TYPE_CHECKING:
+    from transformers.image_processing_utils import BaseImageProcessor
+
 
 class ImageProcessor:
     """One PIL image -> (T, 3, S, S) float tiles for the tower, and its (width, height)."""
 
     def __init__(self, cfg: VisionConfig) -> None:
+        processor: type[BaseImageProcessor]
         try:  # transformers 5: the PIL backend by name (the default one wants torchvision)
-            from transformers import SiglipImageProcessorPil as SiglipImageProcessor
+            from transformers import SiglipImageProcessorPil
+
+            processor = SiglipImageProcessorPil
         except ImportError:  # transformers 4.x
             from transformers import SiglipImageProcessor
 
+            processor = SiglipImageProcessor
+
         s = cfg.image_size
-        fields = {"size": {"height": s, "width": s}, "image_mean": [0.5] * 3}
+        # preprocessor_config.json's fields (JSON values), over SigLIP's published ones
+        fields: dict[str, Any] = {"size": {"height": s, "width": s}, "image_mean": [0.5] * 3}
         fields["image_std"] = [0.5] * 3
         fields.update({k: v for k, v in cfg.processor.items() if not k.startswith("_")})
         fields.pop("image_processor_type", None)
         fields.pop("processor_class", None)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self.hf = SiglipImageProcessor(**fields)
+            self.hf = processor(**fields)
         self.cfg = cfg
         self.side = s
 
     @property
-    def mean_colour(self) -> tuple[int, int, int]:
+    def mean_colour(self) -> tuple[int, ...]:
         return tuple(int(m * 255) for m in self.hf.image_mean)
 
     def _pixels(self, tiles: list[Image.Image]) -> torch.Tensor:
@@ -52,7 +62,7 @@ class ImageProcessor:
         image = image.convert("RGB")
         cfg, s = self.cfg, self.side
         if cfg.anyres:
-            w, h = best_resolution(image.size, pinpoints(cfg, s))
+            w, h = best_resolution(image.size, pinpoints(cfg.grid_pinpoints, s))
             padded = resize_and_pad(image, (w, h))
             tiles = [
                 padded.crop((x, y, x + s, y + s)) for y in range(0, h, s) for x in range(0, w, s)
@@ -79,7 +89,7 @@ def resize_and_pad(image: Image.Image, target: tuple[int, int]) -> Image.Image:
     return out
 
 
-def expand_to_square(image: Image.Image, colour: tuple[int, int, int]) -> Image.Image:
+def expand_to_square(image: Image.Image, colour: tuple[int, ...]) -> Image.Image:
     w, h = image.size
     if w == h:
         return image

@@ -218,8 +218,14 @@ def _llada_sampling(kw: dict, ratio, extra: dict) -> SamplingParams:
     if remasking not in ("low_confidence", "random"):
         raise SeerError(f"LaViDa remasking {remasking!r} is not supported")
     temperature = float(kw.pop("temperature", 0.0))
-    return SamplingParams(gen_length=n, steps=max(1, spb) * blocks, block_length=block,
-                          temperature=temperature, remasking=remasking, **extra)  # fmt: skip
+    return SamplingParams(
+        gen_length=n,
+        steps=max(1, spb) * blocks,
+        block_length=block,
+        temperature=temperature,
+        remasking=remasking,
+        **extra,
+    )
 
 
 def _dream_sampling(kw: dict, ratio, extra: dict) -> SamplingParams:

@@ -155,20 +155,23 @@ class LLaDABlock(nn.Module):
         return h + self.ff_out(self.act(self.ff_proj(u)) * self.up_proj(u))
 
 
+class _Trunk(nn.Module):
+    """`model.transformer.*`: the published keys, in the published order."""
+
+    def __init__(self, cfg: LLaDAConfig) -> None:
+        super().__init__()
+        self.wte = nn.Embedding(cfg.num_embeddings, cfg.d_model)
+        self.blocks = nn.ModuleList(LLaDABlock(cfg) for _ in range(cfg.n_layers))
+        self.ln_f = RMSNorm(cfg.d_model, cfg.rms_norm_eps, cfg.layer_norm_with_affine)
+        self.ff_out: nn.Linear | None = None  # the LM head, absent when weight_tying
+        if not cfg.weight_tying:
+            self.ff_out = nn.Linear(cfg.d_model, cfg.num_embeddings, bias=cfg.include_bias)
+
+
 class _Transformer(nn.Module):
     def __init__(self, cfg: LLaDAConfig) -> None:
         super().__init__()
-        self.transformer = nn.ModuleDict(
-            {
-                "wte": nn.Embedding(cfg.num_embeddings, cfg.d_model),
-                "blocks": nn.ModuleList(LLaDABlock(cfg) for _ in range(cfg.n_layers)),
-                "ln_f": RMSNorm(cfg.d_model, cfg.rms_norm_eps, cfg.layer_norm_with_affine),
-            }
-        )
-        if not cfg.weight_tying:
-            self.transformer["ff_out"] = nn.Linear(
-                cfg.d_model, cfg.num_embeddings, bias=cfg.include_bias
-            )
+        self.transformer = _Trunk(cfg)
 
 
 class LLaDAModelLM(BidirectionalLM):
@@ -179,26 +182,24 @@ class LLaDAModelLM(BidirectionalLM):
     # (its __main__ and chat.py pass block_length=32 instead: give block_length=32 for that).
     official_defaults = {"gen_length": 128, "temperature": 0.0, "remasking": "low_confidence"}
 
+    config: LLaDAConfig
+
     def __init__(self, cfg: LLaDAConfig) -> None:
         super().__init__()
         self.config = cfg
         self.model = _Transformer(cfg)
         rotary = Rotary(cfg.d_model // cfg.n_heads, cfg.rope_theta, cfg.rope_full_precision)
         self.rotary = rotary
-        for block in self.model.transformer["blocks"]:
+        for block in self.model.transformer.blocks:
             object.__setattr__(block, "_rot", rotary)  # shared, not registered twice
-
-    @property
-    def layers(self) -> nn.ModuleList:
-        return self.model.transformer["blocks"]
 
     @property
     def context_length(self) -> int:
         return self.config.max_sequence_length
 
-    def _parts(self):
+    def _parts(self) -> tuple[nn.Embedding, nn.ModuleList, nn.Module, nn.Linear | None]:
         t = self.model.transformer
-        return t["wte"], t["blocks"], t["ln_f"], None if self.config.weight_tying else t["ff_out"]
+        return t.wte, t.blocks, t.ln_f, t.ff_out
 
     def _scale_embeddings(self, h: torch.Tensor) -> torch.Tensor:
         return h * (self.config.d_model**0.5) if self.config.input_emb_norm else h

@@ -40,6 +40,7 @@ class LlamaLayoutConfig(Protocol):
     rms_norm_eps: float
     rope_theta: float
     tie_word_embeddings: bool
+    max_position_embeddings: int
 
     @property
     def kv_heads(self) -> int: ...
@@ -159,6 +160,8 @@ class LlamaTrunk(nn.Module):
 class LlamaLayoutLM(BidirectionalLM):
     """`model.*` + `lm_head` (unless tied) + one rotary embedding shared by the layers."""
 
+    config: LlamaLayoutConfig
+
     def __init__(self, cfg: LlamaLayoutConfig, bias: ProjBias) -> None:
         super().__init__()
         self.config = cfg
@@ -169,10 +172,6 @@ class LlamaLayoutLM(BidirectionalLM):
         self.rotary = Rotary(head_dim, cfg.rope_theta, full_precision=False)
         for layer in self.model.layers:
             object.__setattr__(layer, "_rot", self.rotary)  # shared, not registered twice
-
-    @property
-    def layers(self) -> nn.ModuleList:
-        return self.model.layers
 
     @property
     def context_length(self) -> int:

@@ -21,6 +21,7 @@ import json
 import re
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import torch
 from safetensors import safe_open
@@ -34,6 +35,26 @@ from seer.models.defaults import (
     read_json_object,
 )
 from seer.sampling import BUILTIN_MODELS
+
+if TYPE_CHECKING:
+    from seer.models.common import BidirectionalLM
+
+M = TypeVar("M", bound=torch.nn.Module)
+
+
+class ArchitectureConfig(Protocol):
+    """An architecture's config class (`ARCHITECTURES`): built from a config.json dict."""
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> Any: ...
+
+
+@runtime_checkable
+class _HasBuffers(Protocol):
+    """A module that refills its own non-persistent buffers (`init_buffers`)."""
+
+    def init_buffers(self) -> None: ...
+
 
 # model_type / architectures name (lower case) -> (module under seer.models, config class,
 # model class); a module is imported only when a checkpoint of its architecture is loaded
@@ -182,8 +203,6 @@ def check_pinpoints(raw: dict) -> None:
     """config.json's `image_grid_pinpoints`, when given, reads as anyres candidates: a list of
     [width, height] pairs, each side at least one tile of the tower, or the "(1x1),...,(NxN)"
     form (as published), else one line naming the field."""
-    from types import SimpleNamespace
-
     from seer.models.vision import pinpoints
 
     value = raw.get("image_grid_pinpoints")
@@ -195,7 +214,7 @@ def check_pinpoints(raw: dict) -> None:
     try:
         if any(int(n) > 64 for n in grids):  # "(1x1),...,(NxN)" is N * N candidates
             raise ValueError("too many grids")
-        sizes = pinpoints(SimpleNamespace(grid_pinpoints=value), side)
+        sizes = pinpoints(value, side)
         ok = bool(sizes) and all(min(w, h) >= side for w, h in sizes)
     except (ValueError, TypeError, IndexError, SyntaxError, MemoryError, RecursionError):
         ok = False
@@ -223,7 +242,7 @@ def architecture(raw: dict) -> str:
     )
 
 
-def get_classes(raw: dict) -> tuple[type, type[DiffusionModel]]:
+def get_classes(raw: dict) -> tuple[type[ArchitectureConfig], type[BidirectionalLM]]:
     """(config class, model class) of a config dict, found by its architecture name."""
     module, cfg_name, model_name = ARCHITECTURES[architecture(raw)]
     mod = importlib.import_module(f"seer.models.{module}")
@@ -257,7 +276,7 @@ def _check_types(cfg, raw: dict | None = None) -> None:
             raise CheckpointError(f"config.json: {f.name} must be {kind}, got {value!r}")
 
 
-def build_model(raw: dict, folder: Path | None = None) -> DiffusionModel:
+def build_model(raw: dict, folder: Path | None = None) -> BidirectionalLM:
     """An un-initialised model (on the meta device) for a config dict; `folder`: the model
     folder whose weights' headers bound it (module docstring), if it has weights."""
     cfg_cls, model_cls = get_classes(raw)
@@ -424,11 +443,11 @@ def _check_shapes(model: torch.nn.Module, shards: dict[str, Path]) -> None:
 def init_buffers(model: torch.nn.Module) -> None:
     """Refill non-persistent buffers after `to_empty` (modules that have any say how)."""
     for m in model.modules():
-        if hasattr(m, "init_buffers"):
+        if isinstance(m, _HasBuffers):
             m.init_buffers()
 
 
-def load_weights(model: torch.nn.Module, folder: Path, dtype, device) -> torch.nn.Module:
+def load_weights(model: M, folder: Path, dtype, device) -> M:
     shards = weight_files(folder)
     _check_keys(model, shards)
     _check_shapes(model, shards)  # before allocating: config.json may claim any size

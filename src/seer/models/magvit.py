@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -55,6 +56,9 @@ IGNORED_PREFIX = "decoder."  # the image decoder: generation only, not built her
 GROUPS = 32  # GroupNorm groups of the official `Normalize`
 
 
+Z_CHANNELS = 13  # the release's latent channels (= LFQ bits)
+
+
 @dataclass(slots=True)
 class MagvitConfig:
     """Sizes of the MAGVIT-v2 encoder and quantizer; defaults are the released model's."""
@@ -65,19 +69,21 @@ class MagvitConfig:
     attn_resolutions: list[int] = field(default_factory=lambda: [5])  # nominal sizes with attn
     in_ch: int = 3  # image channels
     resolution: int = 256  # nominal input size (only decides where attention sits)
-    z_channels: int = 13  # latent channels = bits per code
+    z_channels: int = Z_CHANNELS  # latent channels = bits per code
     double_z: bool = False  # must be False (quant_conv takes z_channels)
-    codebook_dim: int = 13  # LFQ bits; codebook size 2^codebook_dim
+    codebook_dim: int = Z_CHANNELS  # LFQ bits; codebook size 2^codebook_dim
     extra: dict = field(default_factory=dict)  # other fields of config.json, kept verbatim
 
     @classmethod
     def from_dict(cls, raw: dict) -> MagvitConfig:
-        enc = dict(raw.get("encoder") or {})
+        enc: dict[str, Any] = dict(raw.get("encoder") or {})  # config.json values
         names = {f.name for f in fields(cls)} - {"extra", "codebook_dim"}
-        known = {k: (list(v) if isinstance(v, list | tuple) else v) for k, v in enc.items()}
+        known: dict[str, Any] = {
+            k: (list(v) if isinstance(v, list | tuple) else v) for k, v in enc.items()
+        }
         known = {k: v for k, v in known.items() if k in names}
-        quant = raw.get("quantize") or {}
-        z = known.get("z_channels", cls.z_channels)
+        quant: dict[str, Any] = raw.get("quantize") or {}
+        z = known.get("z_channels", Z_CHANNELS)
         cfg = cls(**known, codebook_dim=int(quant.get("codebook_dim", z)), extra=dict(raw))
         cfg.validate()
         return cfg
@@ -169,6 +175,14 @@ class _Level(nn.Module):
         return self.downsample(h) if hasattr(self, "downsample") else h
 
 
+class _Mid(nn.Module):
+    """`encoder.mid.*`: block, attention, block at the lowest resolution."""
+
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        self.block_1, self.attn_1, self.block_2 = _ResBlock(c, c), _Attn(c), _ResBlock(c, c)
+
+
 class MagvitEncoder(nn.Module):
     """(B, 3, R, R) pixels in [-1, 1] -> (B, z_channels, R/d, R/d) latent (after quant_conv)."""
 
@@ -183,12 +197,7 @@ class MagvitEncoder(nn.Module):
             self.down.append(_Level(widths[i], widths[i + 1], blocks, attn, down=i != last))
             size = size // 2 if i != last else size
         c = widths[-1]
-        self.mid = nn.Module()
-        self.mid.block_1, self.mid.attn_1, self.mid.block_2 = (
-            _ResBlock(c, c),
-            _Attn(c),
-            _ResBlock(c, c),
-        )
+        self.mid = _Mid(c)
         self.norm_out = _norm(c)
         self.conv_out = _conv(c, cfg.z_channels)
         self.quant_conv = _conv(cfg.z_channels, cfg.z_channels, k=1)
@@ -203,6 +212,9 @@ class MagvitEncoder(nn.Module):
 
 class LookupFreeQuantizer(nn.Module):
     """Sign quantizer: a latent vector's code id is its channel signs read as binary digits."""
+
+    embedding: torch.Tensor  # buffers (registered below)
+    power_vals: torch.Tensor
 
     def __init__(self, dim: int) -> None:
         super().__init__()

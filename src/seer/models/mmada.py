@@ -45,7 +45,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch import nn
 
 from seer.errors import CheckpointError, SeerError
 from seer.models.defaults import SeerSettings
@@ -112,7 +111,7 @@ def find_vq_folder(checkpoint: str | Path) -> Path | None:
     return sub if sub.is_dir() else None
 
 
-def load_vq_model(checkpoint_folder: str | Path, dtype=None, device="cpu") -> nn.Module:
+def load_vq_model(checkpoint_folder: str | Path, dtype=None, device="cpu") -> MagvitV2:
     """The MAGVIT-v2 tokenizer that goes with an MMaDA checkpoint (a `MagvitV2`)."""
     import torch
 

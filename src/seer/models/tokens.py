@@ -36,8 +36,10 @@ def image_marks(text: str, images: int) -> int:
     n = text.count(IMAGE_TOKEN)
     if n and n != images:
         given = "no image was given" if not images else f"{images} image(s) were given"
-        raise SeerError(f"the prompt has {n} {IMAGE_TOKEN} placeholder(s) but {given}: put one "
-                        f"{IMAGE_TOKEN} per image where it goes, or none")  # fmt: skip
+        raise SeerError(
+            f"the prompt has {n} {IMAGE_TOKEN} placeholder(s) but {given}: put one "
+            f"{IMAGE_TOKEN} per image where it goes, or none"
+        )
     return n
 
 
@@ -69,7 +71,9 @@ def load_tokenizer(folder: Path):
             )
     except Exception as first:  # e.g. Dream's tokenizer_class names its remote-code class
         if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
-            from transformers import Qwen2TokenizerFast
+            # transformers 5 keeps the name as an alias of Qwen2Tokenizer (its fast tokenizer)
+            # that its stubs do not declare
+            from transformers import Qwen2TokenizerFast  # type: ignore[attr-defined]
 
             return Qwen2TokenizerFast.from_pretrained(folder, local_files_only=True)
         if "custom code" in str(first) or "trust_remote_code" in str(first):
@@ -134,10 +138,11 @@ def warn_unknown(tokenizer, text: str, ids: list[int]) -> None:
     words = unknown_words(tokenizer, text)
     if words:
         shown = ", ".join(repr(w) for w in words[:5]) + (", ..." if len(words) > 5 else "")
-        log.warning(f"seer: warning: {len(words)} piece(s) of the prompt are not in the model's "
-                    f"vocabulary and are read as {tokenizer.unk_token}: {shown}",
-                    extra={"seer_repeat": ("unknown words", len(words), words[:5],
-                                           tokenizer.unk_token)})  # fmt: skip
+        log.warning(
+            f"seer: warning: {len(words)} piece(s) of the prompt are not in the model's "
+            f"vocabulary and are read as {tokenizer.unk_token}: {shown}",
+            extra={"seer_repeat": ("unknown words", len(words), words[:5], tokenizer.unk_token)},
+        )
 
 
 def plain_ids(tokenizer, text: str, prompt: bool = False) -> list[int]:

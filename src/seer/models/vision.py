@@ -29,6 +29,7 @@ import ast
 import math
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import torch
 import torch.nn.functional as F
@@ -36,9 +37,12 @@ from torch import nn
 
 from seer.errors import CheckpointError
 
+if TYPE_CHECKING:
+    from transformers.models.siglip.modeling_siglip import SiglipEncoder, SiglipVisionEmbeddings
+
 # google/siglip-so400m-patch14-384 (the tower LaViDa names) and siglip2-so400m-patch14-384 share
 # this architecture; used when the checkpoint names a hub tower instead of a local folder.
-SO400M = dict(
+SO400M: dict[str, Any] = dict(
     hidden_size=1152,
     intermediate_size=4304,
     num_hidden_layers=27,
@@ -68,7 +72,7 @@ class VisionConfig:
 
     @classmethod
     def from_dict(cls, raw: dict, pool_stride: int = 1) -> VisionConfig:
-        tower = dict(raw.get("vision_config") or SO400M)
+        tower: dict[str, Any] = dict(raw.get("vision_config") or SO400M)
         cfg = cls(
             tower=tower,
             select_layer=int(raw.get("mm_vision_select_layer", -2)),
@@ -120,6 +124,14 @@ class VisionConfig:
         return self.aspect_ratio == "anyres" or self.max_tiles is not None
 
 
+class _SiglipTransformer(Protocol):
+    """The published `vision_model` level: transformers' SiglipVisionTransformer (4.x) or the
+    flattened SiglipVisionModel (5.x); the parts the tower runs."""
+
+    embeddings: SiglipVisionEmbeddings
+    encoder: SiglipEncoder
+
+
 class SiglipTower(nn.Module):
     """LLaVA's `SigLipVisionTower`: `.vision_tower.vision_model` is the SigLIP transformer."""
 
@@ -133,21 +145,27 @@ class SiglipTower(nn.Module):
         fields.update(num_hidden_layers=cfg.kept_layers, vision_use_head=False)
         fields.update(attn_implementation="eager")
         model = SiglipVisionModel(SiglipVisionConfig(**fields))
+        self.vision_tower: nn.Module
         if hasattr(model, "vision_model"):  # transformers 4.x keeps the inner transformer
             self.vision_tower = model
         else:  # 5.x flattened it: restore the published `vision_model.` level
             self.vision_tower = nn.Module()
             self.vision_tower.vision_model = model
 
+    @property
+    def vision_model(self) -> _SiglipTransformer:
+        # a submodule attribute (registered above, either way), typed by what it is
+        return cast(_SiglipTransformer, self.vision_tower.vision_model)
+
     @torch.no_grad()
     def init_buffers(self) -> None:
         """Refill SigLIP's non-persistent `position_ids` (garbage after `to_empty`)."""
-        emb = self.vision_tower.vision_model.embeddings
+        emb = self.vision_model.embeddings
         emb.position_ids.copy_(torch.arange(emb.position_ids.shape[-1]).expand_as(emb.position_ids))
 
     def forward(self, pixels: torch.Tensor) -> torch.Tensor:
         """(T, 3, S, S) tiles -> (T, (S/patch)^2, C) features of the last kept layer."""
-        vm = self.vision_tower.vision_model
+        vm = self.vision_model
         h = vm.embeddings(pixels.to(vm.embeddings.patch_embedding.weight.dtype))
         for layer in vm.encoder.layers:
             h = layer(h, None)
@@ -184,7 +202,8 @@ class VisionEncoder:
     ) -> list[torch.Tensor]:
         """`features` of several images with one tower call (training, batched prompts)."""
         o, counts = self.owner, [t.shape[0] for t in tiles]
-        f = o.mm_projector(o.vision_tower(torch.cat(tiles)))  # (sum T, n, D)
+        tower, projector = o.get_submodule("vision_tower"), o.get_submodule("mm_projector")
+        f = projector(tower(torch.cat(tiles)))  # (sum T, n, D)
         if self.cfg.pool_stride > 1:
             f = self._pool(f)
         newline = getattr(o, "image_newline", None)
@@ -257,9 +276,10 @@ def unpad_features(t: torch.Tensor, image_size: tuple[int, int]) -> torch.Tensor
     return t[:, :, pad : w - pad]
 
 
-def pinpoints(cfg: VisionConfig, side: int) -> list[tuple[int, int]]:
-    """The candidate (width, height) resolutions of anyres tiling."""
-    pp = cfg.grid_pinpoints
+def pinpoints(grid_pinpoints: object, side: int) -> list[tuple[int, int]]:
+    """The candidate (width, height) resolutions of anyres tiling (`grid_pinpoints`: the config's
+    image_grid_pinpoints, see `VisionConfig`)."""
+    pp: Any = grid_pinpoints  # a JSON value: a list of [w, h] or one of its string forms
     if isinstance(pp, str) and "x" in pp:  # "(1x1),...,(6x6)": a range of grids of `side` tiles
         m = re.findall(r"\((\d+)x(\d+)\)", pp)
         (a0, a1), (b0, b1) = map(int, m[0]), map(int, m[-1])
@@ -286,5 +306,5 @@ def best_resolution(size: tuple[int, int], options: list[tuple[int, int]]) -> tu
 
 def grid_shape(size: tuple[int, int], cfg: VisionConfig) -> tuple[int, int]:
     """(tiles across, tiles down) anyres uses for an image of `size` (width, height)."""
-    w, h = best_resolution(size, pinpoints(cfg, cfg.image_size))
+    w, h = best_resolution(size, pinpoints(cfg.grid_pinpoints, cfg.image_size))
     return w // cfg.image_size, h // cfg.image_size

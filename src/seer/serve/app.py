@@ -90,8 +90,9 @@ class Service:
         # seer.distributed.ray_serve) the sum over every replica
         self.gather = None
         # read from the engine's thread's objects at scrape time: plain ints, a stale value at worst
-        self.metrics.watch(lambda: engine_counts(engine)[0] + self.worker.pending,
-                           lambda: engine_counts(engine)[1])  # fmt: skip
+        self.metrics.watch(
+            lambda: engine_counts(engine)[0] + self.worker.pending, lambda: engine_counts(engine)[1]
+        )
 
     def count(self, endpoint: str, status: int | str) -> None:
         self.metrics.requests.labels(endpoint, str(status)).inc()
@@ -133,8 +134,9 @@ def create_app(lm: DiffusionLM, engine, options: ServeOptions) -> FastAPI:
             if path in API_PATHS:
                 service.count(path, 401)
 
-        app.add_middleware(APIKey, key=options.api_key, public_metrics=options.public_metrics,
-                           refused=refused)  # fmt: skip
+        app.add_middleware(
+            APIKey, key=options.api_key, public_metrics=options.public_metrics, refused=refused
+        )
 
     @app.get("/health")
     async def health():
@@ -153,8 +155,10 @@ def create_app(lm: DiffusionLM, engine, options: ServeOptions) -> FastAPI:
     async def models(request: Request):
         service.count("/v1/models", 200)
         name = options.model_names[0]
-        return {"object": "list", "data": [{"id": name, "object": "model", "created": 0,
-                                            "owned_by": "seer"}]}  # fmt: skip
+        return {
+            "object": "list",
+            "data": [{"id": name, "object": "model", "created": 0, "owned_by": "seer"}],
+        }
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request):
@@ -185,8 +189,10 @@ def _accept(service: Service, kind: type[SamplingFields], raw: bytes):
     lm, options = service.lm, service.options
     if isinstance(body, ChatRequest):
         prompt = convert.chat_prompt(lm, body, options.limits)
-    else:
+    elif isinstance(body, CompletionRequest):
         prompt = convert.completion_prompt(lm, body)
+    else:  # the endpoints pass only these two
+        raise TypeError(f"no endpoint takes a {type(body).__name__}")
     # resolved once: defaults, rules, Seer; the stop strings encoded
     return body, prompt, convert.request_for(lm, body, options.seer)
 
@@ -226,8 +232,9 @@ def json_items(raw: bytes, chunk: int = 1 << 20) -> int:
 
 def _check_open(service: Service) -> None:
     if service.draining:
-        raise APIError(503, "the server is shutting down; retry on another replica",
-                       "shutting_down")  # fmt: skip
+        raise APIError(
+            503, "the server is shutting down; retry on another replica", "shutting_down"
+        )
 
 
 def _check_model(service: Service, body: SamplingFields) -> None:
@@ -267,8 +274,12 @@ async def _answer(service: Service, request: Request, body, prompt, req, envelop
         gen = _stream(service, ticket, envelope, params.gen_length, usage, endpoint, state)
         # the cleanup also runs when the client left before the stream's first chunk
         cleanup = BackgroundTask(_stream_cleanup, service, ticket, endpoint, state)
-        return StreamingResponse(gen, media_type="text/event-stream", background=cleanup,
-                                 headers={"Cache-Control": "no-cache"})  # fmt: skip
+        return StreamingResponse(
+            gen,
+            media_type="text/event-stream",
+            background=cleanup,
+            headers={"Cache-Control": "no-cache"},
+        )
     try:
         result = await _result(service, request, ticket)
     finally:

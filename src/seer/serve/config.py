@@ -28,26 +28,51 @@ class ServerConfig:
     # `seer ui` listens on the same port as `seer serve` (it serves the same API beside its page)
     port: int = _server(8000, "port to listen on", lo=0, hi=65535, flag="--port")
     max_body_bytes: int = _server(
-        32 * MB, "largest request body accepted, in MB", lo=0, open_lo=True, scale=MB,
-        flag="--max-body-mb", metavar="MB",
-    )  # fmt: skip
+        32 * MB,
+        "largest request body accepted, in MB",
+        lo=0,
+        open_lo=True,
+        scale=MB,
+        flag="--max-body-mb",
+        metavar="MB",
+    )
     max_image_bytes: int = _server(
-        8 * MB, "largest image accepted, in MB", lo=0, open_lo=True, scale=MB,
-        flag="--max-image-mb", metavar="MB",
-    )  # fmt: skip
+        8 * MB,
+        "largest image accepted, in MB",
+        lo=0,
+        open_lo=True,
+        scale=MB,
+        flag="--max-image-mb",
+        metavar="MB",
+    )
     max_image_pixels: int = _server(
-        16 * MP, "largest image accepted, in megapixels", lo=0, open_lo=True, scale=MP,
-        flag="--max-image-mp", metavar="MP",
-    )  # fmt: skip
+        16 * MP,
+        "largest image accepted, in megapixels",
+        lo=0,
+        open_lo=True,
+        scale=MP,
+        flag="--max-image-mp",
+        metavar="MP",
+    )
     pixel_budget: int = _server(
-        32 * MP, "megapixels of images decoded at once over all requests; the rest wait "
-        "(~40 bytes a pixel at the peak)", lo=0, open_lo=True, scale=MP,
-        flag="--image-pixel-budget", metavar="MP",
-    )  # fmt: skip
+        32 * MP,
+        "megapixels of images decoded at once over all requests; the rest wait "
+        "(~40 bytes a pixel at the peak)",
+        lo=0,
+        open_lo=True,
+        scale=MP,
+        flag="--image-pixel-budget",
+        metavar="MP",
+    )
     prepare_timeout: float = _server(
-        30.0, "seconds one request may spend waiting, decoding its image and being tokenized "
-        "before a 503", lo=0, open_lo=True, flag="--prepare-timeout", metavar="S",
-    )  # fmt: skip
+        30.0,
+        "seconds one request may spend waiting, decoding its image and being tokenized "
+        "before a 503",
+        lo=0,
+        open_lo=True,
+        flag="--prepare-timeout",
+        metavar="S",
+    )
     # a text prompt holds at most this x the model's context in characters (checked before
     # tokenizing: real tokenizers average 3-5 characters a token)
     chars_per_token: int = _server(32, "prompt characters allowed per token of context", lo=1)
@@ -68,9 +93,12 @@ class ServerConfig:
         metavar="N",
     )
     drain_timeout: float = _server(
-        60.0, "seconds SIGTERM waits for running requests", lo=0, flag="--drain-timeout",
+        60.0,
+        "seconds SIGTERM waits for running requests",
+        lo=0,
+        flag="--drain-timeout",
         metavar="S",
-    )  # fmt: skip
+    )
     log_level: str = _server(
         "info", "server log level", choices=LOG_LEVELS, noun="log level", flag="--log-level"
     )

@@ -26,8 +26,13 @@ if TYPE_CHECKING:
 
 def chat_prompt(lm: DiffusionLM, body: ChatRequest, limits: Limits) -> Prompt:
     messages = body.messages
-    images = [p for m in messages if not isinstance(m.content, str) for p in m.content
-              if isinstance(p, ImagePart)]  # fmt: skip
+    images = [
+        p
+        for m in messages
+        if not isinstance(m.content, str)
+        for p in m.content
+        if isinstance(p, ImagePart)
+    ]
     if len(images) > 1:
         raise bad_request("one image per request: this model takes a single image", "messages")
     image = _image_source(images[0].image_url.url, limits) if images else None
@@ -79,7 +84,8 @@ def request_for(lm: DiffusionLM, body: SamplingFields, seer_on: bool) -> Request
         except SeerError as e:
             raise bad_request(str(e), "stop") from None
     try:
-        return resolve(lm, Request(None, seer=body.seer), seer_on=seer_on, **options)
+        # the prompt comes later (`prepare`); `resolve` reads the options alone
+        return resolve(lm, Request("", seer=body.seer), seer_on=seer_on, **options)
     except SeerOptionError as e:
         raise bad_request(f"bad seer options: {e}", "seer") from None
     except (SeerError, TypeError, ValueError) as e:
@@ -101,8 +107,10 @@ def _image_source(url: str, limits: Limits) -> str:
     if url.startswith("data:"):
         payload = url.partition(",")[2]
         if len(payload) * 3 // 4 > limits.max_image_bytes:
-            raise too_large(f"the image is over the server's limit of {limits.max_image_bytes:,} "
-                            "bytes; send a smaller image")  # fmt: skip
+            raise too_large(
+                f"the image is over the server's limit of {limits.max_image_bytes:,} "
+                "bytes; send a smaller image"
+            )
         return url
     if url.startswith(("http://", "https://")):
         raise bad_request("image URLs are not fetched; send the image as a data: URI", "image_url")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from fastapi.responses import JSONResponse
 
 TYPES = {
@@ -19,8 +22,14 @@ TYPES = {
 class APIError(Exception):
     """An error the client gets as an HTTP status and an OpenAI-style body."""
 
-    def __init__(self, status: int, message: str, code: str | None = None, param=None,
-                 headers: dict[str, str] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: str | None = None,
+        param=None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
@@ -29,8 +38,11 @@ class APIError(Exception):
         self.headers = headers  # e.g. Retry-After on a 429
 
     def response(self) -> JSONResponse:
-        return JSONResponse(body(self.status, self.message, self.code, self.param), self.status,
-                            headers=self.headers)  # fmt: skip
+        return JSONResponse(
+            body(self.status, self.message, self.code, self.param),
+            self.status,
+            headers=self.headers,
+        )
 
 
 def body(status: int, message: str, code: str | None = None, param=None) -> dict:
@@ -46,11 +58,11 @@ def too_large(message: str) -> APIError:
     return APIError(413, message, "too_large")
 
 
-def validation_message(errors: list) -> tuple[str, str | None]:
+def validation_message(errors: Sequence[Any]) -> tuple[str, str | None]:
     """The one line of a request body pydantic refused, and the field it names: the first
     error, as "field: what is wrong" (the text our validators give, e.g. "steps: must be >= 1,
     got 0", the library's words after the field's name)."""
-    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+    first: dict[str, Any] = errors[0] if errors else {"loc": (), "msg": "invalid request"}
     loc = ".".join(str(x) for x in first.get("loc", ()) if x != "body")
     msg = first.get("msg", "invalid request").removeprefix("Value error, ")
     return (f"{loc}: {msg}" if loc else msg), (loc or None)

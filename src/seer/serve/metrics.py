@@ -19,9 +19,11 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = r = CollectorRegistry()
         self.requests = Counter(
-            "seer_requests", "HTTP API requests by endpoint and final status",
-            ["endpoint", "status"], registry=r,
-        )  # fmt: skip
+            "seer_requests",
+            "HTTP API requests by endpoint and final status",
+            ["endpoint", "status"],
+            registry=r,
+        )
         self.queue_depth = Gauge(
             "seer_queue_depth", "requests waiting for the engine (not yet running)", registry=r
         )
@@ -32,17 +34,23 @@ class Metrics:
         self.prompt_tokens = Counter("seer_prompt_tokens", "prompt tokens answered", registry=r)
         self.nfe = Counter("seer_nfe", "forward passes spent on answered requests", registry=r)
         self.latency = Histogram(
-            "seer_request_latency_seconds", "engine latency of answered requests",
-            buckets=LATENCY_BUCKETS, registry=r,
-        )  # fmt: skip
+            "seer_request_latency_seconds",
+            "engine latency of answered requests",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         self.first_block = Histogram(
-            "seer_time_to_first_block_seconds", "time until a request's first block was final",
-            buckets=LATENCY_BUCKETS, registry=r,
-        )  # fmt: skip
+            "seer_time_to_first_block_seconds",
+            "time until a request's first block was final",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         self.window_ratio = Histogram(
-            "seer_window_ratio", "denoised window / gen_length (Seer's cut; 1 = no cut)",
-            buckets=RATIO_BUCKETS, registry=r,
-        )  # fmt: skip
+            "seer_window_ratio",
+            "denoised window / gen_length (Seer's cut; 1 = no cut)",
+            buckets=RATIO_BUCKETS,
+            registry=r,
+        )
         self.rows = Counter(
             "seer_rows", "answered requests by execution path", ["path"], registry=r
         )
@@ -54,7 +62,7 @@ class Metrics:
             "answered Seer requests whose detector found no boundary (the fallback or the "
             "full window was kept)",
             registry=r,
-        )  # fmt: skip
+        )
 
     def answered(self, result, gen_length: int) -> None:
         self.answer_tokens.inc(result.tokens)

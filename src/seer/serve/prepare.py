@@ -120,10 +120,16 @@ class Preparer:
         p = prompt.prompt
         if isinstance(p, list) and p and isinstance(p[0], int):
             if len(p) > context:
-                raise bad_request(f"the prompt has {len(p):,} token ids; the model's context is "
-                                  f"{context:,} tokens", "prompt")  # fmt: skip
+                raise bad_request(
+                    f"the prompt has {len(p):,} token ids; the model's context is "
+                    f"{context:,} tokens",
+                    "prompt",
+                )
             return
-        chars = len(p) if isinstance(p, str) else sum(len(t["content"]) for t in p)
+        if isinstance(p, str):
+            chars = len(p)
+        else:  # chat turns
+            chars = sum(len(t["content"]) for t in p if isinstance(t, dict))
         limit = self.limits.chars_per_token * context
         if chars > limit:
             raise bad_request(
@@ -201,8 +207,9 @@ class Preparer:
         if source.startswith("data:"):
             head, _, data = source.partition(",")
             if not head.startswith("data:image/") or ";base64" not in head:
-                raise bad_request("a data URI image must look like data:image/png;base64,...",
-                                  "image_url")  # fmt: skip
+                raise bad_request(
+                    "a data URI image must look like data:image/png;base64,...", "image_url"
+                )
             try:
                 return base64.b64decode(data, validate=True)
             except (binascii.Error, ValueError):
@@ -271,5 +278,6 @@ def _trim() -> None:
 def _undecodable(e: Exception) -> APIError:
     detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     detail = re.sub(r" <[^<>]* at 0x[0-9a-fA-F]+>", "", detail)  # no object reprs for the client
-    return bad_request(f"the image cannot be decoded (damaged, or not an image): {detail}",
-                       "image_url")  # fmt: skip
+    return bad_request(
+        f"the image cannot be decoded (damaged, or not an image): {detail}", "image_url"
+    )

@@ -24,7 +24,7 @@ prompt-length check made before tokenizing (`seer.serve.prepare`), image URLs by
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -129,8 +129,13 @@ class Message(BaseModel):
 
 def _json(value) -> str:
     """A JSON value's JSON type name (null, number, object, ...), as the client wrote it."""
-    names = {type(None): "null", bool: "a boolean", int: "a number", float: "a number",
-             dict: "an object"}  # fmt: skip
+    names = {
+        type(None): "null",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        dict: "an object",
+    }
     return names.get(type(value), type(value).__name__)
 
 
@@ -147,20 +152,36 @@ def _valid(spec: Spec):
 
 
 # strict: no bool for a number, no "8" for 8 (JSON has numbers); a float field takes an int
-_TYPES = {int: StrictInt, float: Annotated[float, Strict()], str: str, bool: StrictBool}
+_TYPES: dict[type | None, Any] = {
+    int: StrictInt,
+    float: Annotated[float, Strict()],
+    str: str,
+    bool: StrictBool,
+}
 # request field -> SamplingParams field, for every field that declares `api`
-API_NAMES = {(s.api if isinstance(s.api, str) else f.name): f.name
-             for f, s in specs(SamplingParams) if s.api}  # fmt: skip
+API_NAMES = {
+    (s.api if isinstance(s.api, str) else f.name): f.name for f, s in specs(SamplingParams) if s.api
+}
 _SPECS = {f.name: (f, s) for f, s in specs(SamplingParams)}
-SamplingOptions = create_model(
-    "SamplingOptions",
-    __base__=_Strict,
-    __doc__="Seer's sampling options, generated from SamplingParams' fields (`seer.spec`).",
-    **{
+
+
+def _sampling_options() -> type[_Strict]:
+    fields: dict[str, Any] = {
         api: (Annotated[_TYPES[kind(f)] | None, _valid(s)], Field(None, description=s.help))
         for api, (f, s) in ((api, _SPECS[name]) for api, name in API_NAMES.items())
-    },
-)
+    }
+    return create_model(
+        "SamplingOptions",
+        __base__=_Strict,
+        __doc__="Seer's sampling options, generated from SamplingParams' fields (`seer.spec`).",
+        **fields,
+    )
+
+
+if TYPE_CHECKING:  # the fields are generated from `seer.spec` at import: a checker sees the base
+    SamplingOptions = _Strict
+else:
+    SamplingOptions = _sampling_options()
 
 
 class SamplingFields(SamplingOptions):

@@ -60,8 +60,13 @@ class Envelope:
             choice = {"index": 0, "message": message, "finish_reason": reason, "seer": info}
             obj = "chat.completion"
         else:
-            choice = {"index": 0, "text": text, "finish_reason": reason, "logprobs": None,
-                      "seer": info}  # fmt: skip
+            choice = {
+                "index": 0,
+                "text": text,
+                "finish_reason": reason,
+                "logprobs": None,
+                "seer": info,
+            }
             obj = "text_completion"
         return {**self._head(obj), "choices": [choice], "usage": usage(result)}
 

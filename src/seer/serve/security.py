@@ -31,8 +31,13 @@ REFUSED = (
 class APIKey:
     """401 for a request to a protected path without the key (see the module docstring)."""
 
-    def __init__(self, app, key: str, public_metrics: bool = False,
-                 refused: Callable[[str], None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        app,
+        key: str,
+        public_metrics: bool = False,
+        refused: Callable[[str], None] | None = None,
+    ) -> None:
         self.app = app
         self.key = key.encode("utf-8")
         self.public_metrics = public_metrics

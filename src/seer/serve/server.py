@@ -42,7 +42,7 @@ from seer.serve.config import DEFAULTS
 
 log = logging.getLogger("seer.serve")
 
-CLOSE_GRACE = 10.0  # seconds the ended requests get to send their 503 or last chunk
+CLOSE_GRACE = 10  # seconds the ended requests get to send their 503 or last chunk
 
 
 class DrainingServer(uvicorn.Server):
@@ -72,8 +72,11 @@ class DrainingServer(uvicorn.Server):
         while self.service.live and loop.time() < deadline:
             await asyncio.sleep(0.05)
         if self.service.live:
-            log.warning("drain timeout (%g s) passed with %d request(s) running",
-                        self.drain_timeout, len(self.service.live))  # fmt: skip
+            log.warning(
+                "drain timeout (%g s) passed with %d request(s) running",
+                self.drain_timeout,
+                len(self.service.live),
+            )
         self.should_exit = True
 
     async def shutdown(self, sockets=None) -> None:
@@ -100,8 +103,10 @@ def bind(host: str, port: int) -> socket.socket:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (socket.gaierror, UnicodeError) as e:
         why = getattr(e, "strerror", None) or str(e)
-        raise SeerError(f"cannot listen on --host {host}: not an address of this machine nor a "
-                        f"name it resolves ({why})") from None  # fmt: skip
+        raise SeerError(
+            f"cannot listen on --host {host}: not an address of this machine nor a "
+            f"name it resolves ({why})"
+        ) from None
     family, kind, proto, _, addr = infos[0]
     sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
@@ -110,14 +115,19 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as e:
         sock.close()
         if e.errno == errno.EADDRINUSE:
-            raise SeerError(f"cannot listen on {where}: the port is in use (another server?); "
-                            "stop it or pick another --port") from None  # fmt: skip
+            raise SeerError(
+                f"cannot listen on {where}: the port is in use (another server?); "
+                "stop it or pick another --port"
+            ) from None
         if e.errno == errno.EADDRNOTAVAIL:
-            raise SeerError(f"cannot listen on --host {host}: it is not an address of this "
-                            "machine") from None  # fmt: skip
+            raise SeerError(
+                f"cannot listen on --host {host}: it is not an address of this machine"
+            ) from None
         if e.errno == errno.EACCES:
-            raise SeerError(f"cannot listen on {where}: permission denied (ports below 1024 "
-                            "need privileges); pick another --port") from None  # fmt: skip
+            raise SeerError(
+                f"cannot listen on {where}: permission denied (ports below 1024 "
+                "need privileges); pick another --port"
+            ) from None
         raise SeerError(f"cannot listen on {where}: {e.strerror or e}") from None
     return sock
 
@@ -180,10 +190,16 @@ def run(
     # The graceful timeout covers only the responses ended by `_end_live` (the drain came first).
     host, port = sock.getsockname()[:2]
     config = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=CLOSE_GRACE,
-        loop="asyncio", http=protocol(read_timeout), ws="none",
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        timeout_graceful_shutdown=CLOSE_GRACE,
+        loop="asyncio",
+        http=protocol(read_timeout),
+        ws="none",
         limit_concurrency=max_connections,
-    )  # fmt: skip
+    )
     server = DrainingServer(config, app.state.service, drain_timeout)
     server.run(sockets=[sock])
     if not server.started:  # the app's startup failed: uvicorn logged why

@@ -173,10 +173,10 @@ class EngineWorker:
             self._live.clear()
             return
         for result in done:
-            ticket = self._live.pop(result.request_id, None)
-            if ticket is not None:
-                ticket.finished = True
-                ticket.post(Done(result))
+            found = self._live.pop(result.request_id, None)
+            if found is not None:
+                found.finished = True
+                found.post(Done(result))
 
     def _abort_all(self) -> None:
         for rid, ticket in list(self._live.items()):

@@ -31,8 +31,9 @@ def mount(app, lm: DiffusionLM, path: str = PATH, api_key: str | None = None):
     try:
         import gradio as gr
     except ImportError as e:
-        raise SeerError(f"the page needs the ui extra ({e.name} is missing): "
-                        "pip install 'seer[ui]'") from None  # fmt: skip
+        raise SeerError(
+            f"the page needs the ui extra ({e.name} is missing): pip install 'seer[ui]'"
+        ) from None
     from fastapi.responses import RedirectResponse
 
     from seer.ui import page, render

@@ -62,9 +62,13 @@ class Options:
             if k < 1 or g % k:
                 raise SeerError(f"tokens per step must divide the window ({g}); got {k}")
             steps = g // k
-        return lm.sampling(gen_length=self.gen_length, steps=steps,
-                           block_length=self.block_length, threshold=self.threshold or None,
-                           cache=self.cache or None)  # fmt: skip
+        return lm.sampling(
+            gen_length=self.gen_length,
+            steps=steps,
+            block_length=self.block_length,
+            threshold=self.threshold or None,
+            cache=self.cache or None,
+        )
 
 
 class Page:
@@ -163,28 +167,35 @@ def build(lm: DiffusionLM, service) -> gr.Blocks:
         with gr.Row():
             with gr.Column(scale=3):
                 prompt = gr.Textbox(label="Prompt", value=example, lines=2, elem_id="seer-prompt")
-                image = gr.File(label="Image (multimodal models)", type="filepath",
-                                value=example_image, visible=lm.multimodal,
-                                elem_id="seer-image")  # fmt: skip
+                image = gr.File(
+                    label="Image (multimodal models)",
+                    type="filepath",
+                    value=example_image,
+                    visible=lm.multimodal,
+                    elem_id="seer-image",
+                )
                 with gr.Row():
                     run_base = gr.Checkbox(value=True, label="run the baseline")
                     run_seer = gr.Checkbox(value=True, label="run Seer", elem_id="seer-on")
                 go = gr.Button("Run", variant="primary", elem_id="seer-run")
             with gr.Column(scale=2), gr.Accordion("Decoding options (the model's defaults)"):
                 with gr.Row():  # each from its option's spec, showing the model's default
-                    gen_length = widget(SamplingParams, "gen_length", d.gen_length,
-                                        elem_id="seer-window")  # fmt: skip
+                    gen_length = widget(
+                        SamplingParams, "gen_length", d.gen_length, elem_id="seer-window"
+                    )
                     steps = widget(SamplingParams, "steps", d.total_steps, elem_id="seer-steps")
                     per_step = gr.Number(0, label="or tokens per step (0: steps)", precision=0)
                 with gr.Row():
                     block = widget(SamplingParams, "block_length", d.block)
-                    threshold = widget(SamplingParams, "threshold", d.threshold or 0,
-                                       label="threshold (0: off)")  # fmt: skip
+                    threshold = widget(
+                        SamplingParams, "threshold", d.threshold or 0, label="threshold (0: off)"
+                    )
                 with gr.Row():
                     cache = widget(SamplingParams, "cache", d.cache)
                     signal = widget(SeerConfig, "signal", seer_default.signal)
-                    delay = gr.Slider(0, 0.5, value=0.0, step=0.05,
-                                      label="display pause per step (s)")  # fmt: skip
+                    delay = gr.Slider(
+                        0, 0.5, value=0.0, step=0.05, label="display pause per step (s)"
+                    )
         message = gr.HTML("", elem_id="seer-message")
         gr.HTML(render.LEGEND)
         with gr.Row(equal_height=False):
@@ -195,9 +206,13 @@ def build(lm: DiffusionLM, service) -> gr.Blocks:
                 seer_canvas = gr.HTML("", elem_id="seer-seer-canvas")
                 seer_stats = gr.Markdown("", elem_id="seer-seer-stats")
         verdict = gr.Markdown("", elem_id="seer-compare")
-        plot = gr.Image(label="Step-0 profile: the signal Seer's detector read, its boundary "
-                        "(red) and the true end (dashed)", type="filepath", interactive=False,
-                        elem_id="seer-profile")  # fmt: skip
+        plot = gr.Image(
+            label="Step-0 profile: the signal Seer's detector read, its boundary "
+            "(red) and the true end (dashed)",
+            type="filepath",
+            interactive=False,
+            elem_id="seer-profile",
+        )
         outputs = [message, base_canvas, base_stats, seer_canvas, seer_stats, verdict, plot]
 
         async def run(text, upload, g, n, k, b, t, c, sig, on_base, on_seer, pause):
@@ -211,8 +226,10 @@ def build(lm: DiffusionLM, service) -> gr.Blocks:
                 if on_seer:
                     sides.append(("Seer", {"signal": opts.signal}, seer_canvas, seer_stats))
                 # each side resolved once, as the server resolves a request (rules, Seer fit)
-                reqs = {name: resolve_request(lm, Request(None, p, seer=seer))
-                        for name, seer, _, _ in sides}  # fmt: skip
+                reqs = {
+                    name: resolve_request(lm, Request(None, p, seer=seer))
+                    for name, seer, _, _ in sides
+                }
                 done, end = {}, None
                 params = next(iter(reqs.values())).params  # both sides share them
                 ready = await page.prompt(text, upload, params)  # checked and prepared once
@@ -229,8 +246,9 @@ def build(lm: DiffusionLM, service) -> gr.Blocks:
                         update = {canvas: html}
                         if seer and not drawn and ev.boundary is not None:
                             drawn = True
-                            png = await asyncio.to_thread(page.profile, ev.boundary, end, text,
-                                                          upload)  # fmt: skip
+                            png = await asyncio.to_thread(
+                                page.profile, ev.boundary, end, text, upload
+                            )
                             update[plot] = png
                         yield update
                         before = ev.token_ids
@@ -247,8 +265,20 @@ def build(lm: DiffusionLM, service) -> gr.Blocks:
                     text = text.replace(str(upload), Path(upload).name)
                 yield {message: render.message(text)}
 
-        inputs = [prompt, image, gen_length, steps, per_step, block, threshold, cache, signal,
-                  run_base, run_seer, delay]  # fmt: skip
+        inputs = [
+            prompt,
+            image,
+            gen_length,
+            steps,
+            per_step,
+            block,
+            threshold,
+            cache,
+            signal,
+            run_base,
+            run_seer,
+            delay,
+        ]
         go.click(run, inputs, outputs, concurrency_limit=4)
         prompt.submit(run, inputs, outputs, concurrency_limit=4)
     return blocks
@@ -256,8 +286,9 @@ def build(lm: DiffusionLM, service) -> gr.Blocks:
 
 def theme():
     """Gradio's default theme with the system's fonts (the page fetches nothing)."""
-    return gr.themes.Default(font=["system-ui", "sans-serif"],
-                             font_mono=["ui-monospace", "monospace"])  # fmt: skip
+    return gr.themes.Default(
+        font=["system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"]
+    )
 
 
 def _int(value) -> int | None:

@@ -70,11 +70,14 @@ def canvas(view, before: list[int] | None, labels: dict[int, str], tokens, title
         chips.append(f'<span class="chip {kind}" data-pos="{i}">{html.escape(text)}</span>')
     masks = sum(t == tokens.mask for t in ids[:w])
     b = view.boundary
-    found = "" if b is None else (
-        f" · Seer: L* = {b.length}, kept {w} of {view.gen_length} positions" if b.length
-        else f" · Seer: no boundary, kept the fallback window of {b.window}" if b.fallback
-        else " · Seer: no boundary (full window)"
-    )  # fmt: skip
+    if b is None:
+        found = ""
+    elif b.length:
+        found = f" · Seer: L* = {b.length}, kept {w} of {view.gen_length} positions"
+    elif b.fallback:
+        found = f" · Seer: no boundary, kept the fallback window of {b.window}"
+    else:
+        found = " · Seer: no boundary (full window)"
     head = (
         f'<div class="seer-head"><b>{html.escape(title)}</b> · step <b>{view.step}</b>'
         f" · {masks} masked of {w}{found}{' · done' if view.final else ''}</div>"

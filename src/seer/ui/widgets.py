@@ -40,8 +40,9 @@ def widget(cls, name: str, value=MISSING, label: str | None = None, **kw) -> gr.
         return _tag(gr.Checkbox(value=value, **common), cls, name)
     if k in (int, float):
         low, high = bounds(s)
-        number = gr.Number(value, precision=0 if k is int else None, minimum=low,
-                           maximum=high, **common)  # fmt: skip
+        number = gr.Number(
+            value, precision=0 if k is int else None, minimum=low, maximum=high, **common
+        )
         number.preprocess = _unbounded(number)  # type: ignore[method-assign]
         return _tag(number, cls, name)
     raise TypeError(f"{cls.__name__}.{name} has no field on the page (not a scalar option)")
