@@ -63,6 +63,7 @@ from seer.models.llama_layout import (
 )
 from seer.models.tokens import stop_ids, word_ids
 from seer.models.vision import VisionConfig, attach_vision
+from seer.policies.stop import Stop
 from seer.sampling import SamplingParams
 
 LLADA_V_SYSTEM = LAVIDA_SYSTEM  # conv_templates["llava_llada"].system: LaViDa's text, word for word
@@ -205,7 +206,7 @@ def official_sampling(tokenizer, **kw) -> SamplingParams:
         temperature=float(kw.pop("temperature", 0.0)),
         cfg_scale=float(kw.pop("cfg_scale", 0.0)),
         remasking=remasking,
-        stop=stop_ids(tokenizer, stops),
+        policies=(Stop(stop=ids),) if (ids := stop_ids(tokenizer, stops)) else (),
         suffix=tuple(word_ids(tokenizer, suffix)) if suffix else (),
     )
     if kw:
