@@ -393,7 +393,8 @@ class Engine:
 
 
 def _by_kind(seqs: list[Sequence], alone: bool = False) -> list[list[Sequence]]:
-    """Arrivals of one kind (same layout, gen_length and window policy) share their step 0.
+    """Arrivals of one kind (same layout and window policy, and gen_length unless the policy
+    cuts each row over its own, `Window.any_cap`) share their step 0.
     `alone`: each arrival has its own, but the rows of a caller's policy object (one
     `generate(policy=...)` call) still share theirs: the policy holds all of them."""
     kinds: dict[tuple[int, int], list[Sequence]] = {}
