@@ -1,7 +1,7 @@
 """Forwards per engine tick on the `--trace` traffic of `bench_serving.py`, through the engine
-alone (no HTTP, no clock in the figures: they are counts, the same on any machine).
+alone (no HTTP; counts, the same on any machine, and with `--time` the wall of each grouping).
 
-    python benchmarks/bench_trace_ticks.py --models builtin --concurrency 8 32
+    python benchmarks/bench_trace_ticks.py --concurrency 8 32 --time 3
 
 Each trace (`seerbench.traffic.trace`, its generator and seed unchanged) is served by closed-loop
 clients: `c` requests are added at once, and each request that finishes is replaced by the next
@@ -13,13 +13,17 @@ per forward; the hook's batch rows, which count a packed varlen row once, are in
 one forward. Ticks are set by the trace: no row takes more than one step per tick, so the
 request that arrives last with the most steps runs its last steps alone, whatever the engine
 does. One line per tick lists its forwards (`p<rows>`: a step 0 apart; `d<rows>/<path><bucket>`:
-running rows, joining arrivals included).
+running rows, joining arrivals included). `--time R` also times every case R times through the
+engine, the groupings interleaved in one process, and reports each grouping's median wall over
+the first grouping's (the CPU cost of a grouping; no HTTP).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import statistics
+import time
 
 import seer
 from seer.data import load_examples
@@ -91,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-batch", type=int, default=64)
     ap.add_argument("--groupings", nargs="+", default=["apart", "layout"],
                     choices=["params", "apart", "layout"])  # fmt: skip
+    ap.add_argument("--time", type=int, default=0, metavar="R",
+                    help="also time every case R times, the groupings interleaved, and report "
+                    "each grouping's median wall over the first's (0: counts only)")  # fmt: skip
     args = ap.parse_args(argv)
     session = runs.Session("trace_ticks", args)
     results = []
@@ -120,6 +127,24 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     print(f"  {r['per_tick']}", flush=True)
                     results.append(r)
+        for kind, reqs in traces.items():  # timing: the groupings interleaved, R times
+            for c in args.concurrency if args.time else ():
+                walls: dict[str, list[float]] = {g: [] for g in args.groupings}
+                for _ in range(args.time):
+                    for g in args.groupings:
+                        cfg = EngineConfig(max_batch=args.max_batch, grouping=g)
+                        t0 = time.perf_counter()
+                        serve(lm, reqs, c, cfg, fwd)
+                        walls[g].append(time.perf_counter() - t0)
+                first = statistics.median(walls[args.groupings[0]])
+                for r in results:
+                    if (r["model"], r["traffic"], r["concurrency"]) == (name, kind, c):
+                        r["walls"] = walls[r["grouping"]]
+                        r["wall_over_first"] = statistics.median(r["walls"]) / first
+                print(f"{name:<12} {kind:<8} c={c:<3} median wall, each grouping over "
+                      f"{args.groupings[0]}: " + ", ".join(
+                          f"{g} {statistics.median(w) / first:.3f}" for g, w in walls.items()),
+                      flush=True)  # fmt: skip
     at = {(r["model"], r["grouping"], r["traffic"], r["concurrency"]): r for r in results}
     ratios = {}
     for (m, g, t, c), r in at.items():

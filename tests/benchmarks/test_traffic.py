@@ -52,13 +52,16 @@ def test_ticks_count_every_row_step_and_joined_arrivals_save_forwards(capsys):
     """`bench_trace_ticks.py` on a few mixed requests: its forwards hold every row-step, the
     bound is row-steps per tick, and arrivals that join save forwards without adding any."""
     with benchmark("bench_trace_ticks") as ticks:
-        ticks.main(["--models", "builtin", "--n", "6", "--concurrency", "3"])
+        ticks.main(["--models", "builtin", "--n", "6", "--concurrency", "3", "--time", "1"])
     lines = capsys.readouterr().out.splitlines()
     got = {(r["grouping"], r["traffic"]): r for r in json.loads(lines[-1])["results"]}
     for r in got.values():
         assert r["forwards"] >= r["ticks"] and r["bound"] == r["row_steps"] / r["ticks"]
         assert r["rows_per_forward"] == r["row_steps"] / r["forwards"]
         assert r["model_rows_per_forward"] <= r["rows_per_forward"]  # varlen packs rows
+        assert len(r["walls"]) == 1 and r["wall_over_first"] > 0
+        if r["grouping"] == "apart":  # the first grouping: the timings' reference
+            assert r["wall_over_first"] == 1.0
     apart, layout = got[("apart", "mixed")], got[("layout", "mixed")]
     assert layout["row_steps"] == apart["row_steps"]  # the same work, as many ticks
     assert layout["forwards"] < apart["forwards"]  # in fewer forwards
