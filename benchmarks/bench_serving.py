@@ -28,7 +28,9 @@ of stdout is the JSON record (`seerbench.runs`; results: one row per case);
 `--trace`: mixed against uniform OpenAI-style traffic through the HTTP server instead
 (`seerbench.traffic`), at each `--concurrency`, under each engine `--groupings` (`params`: rows
 share a forward only when all their options agree, the engine before mixed batching; `layout`:
-when the forward's layout does). Reported per case: model forwards and mean rows per forward
+when the forward's layout does, and an arrival with no window policy takes its step 0 in the
+running rows' forward; `apart`: the same, but every arrival's step 0 is a forward of its kind,
+the engine before those joins). Reported per case: model forwards and mean rows per forward
 (a forward hook), throughput (answer tokens/s, and row-steps/s: every request's forwards per
 second, the work whatever the answers' lengths), p50 / p99 latency, and how many fixed answers
 (greedy, or seeded) equal the answers at concurrency 1 (each request alone).
@@ -276,14 +278,15 @@ def trace_verdicts(rows: list[dict]) -> dict:
         if grouping == "layout":
             v["meets"] = min(v["mixed_over_uniform_rows_per_forward"],
                              v.get("mixed_over_uniform_speedup", 0.0)) >= TRACE_MARGIN  # fmt: skip
-            old = at.get((model, "params", "mixed", c))
-            if old is not None:
-                v["mixed_layout_over_params_rows_per_forward"] = (
-                    r["rows_per_forward"] / old["rows_per_forward"]
-                )
-                v["mixed_layout_over_params_row_steps_per_s"] = (
-                    r["row_steps_per_s"] / old["row_steps_per_s"]
-                )
+            for before in ("params", "apart"):
+                old = at.get((model, before, "mixed", c))
+                if old is not None:
+                    v[f"mixed_layout_over_{before}_rows_per_forward"] = (
+                        r["rows_per_forward"] / old["rows_per_forward"]
+                    )
+                    v[f"mixed_layout_over_{before}_row_steps_per_s"] = (
+                        r["row_steps_per_s"] / old["row_steps_per_s"]
+                    )
         out[f"{model}/{grouping}/c{c}"] = v
     return out
 
@@ -336,8 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--groupings",
         nargs="+",
-        default=["params", "layout"],
-        choices=["params", "layout"],
+        default=["params", "apart", "layout"],
+        choices=["params", "apart", "layout"],
         help="--trace: the engine's groupings",
     )
     args = ap.parse_args(argv)

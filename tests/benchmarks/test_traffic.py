@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from types import SimpleNamespace
 
@@ -38,9 +39,29 @@ def test_verdicts_compare_mixed_with_uniform_and_the_old_grouping():
 
     rows = [row("layout", "uniform", 1, 1, 10), row("layout", "mixed", 1, 1, 5),
             row("layout", "uniform", 8, 4, 20), row("layout", "mixed", 8, 3.8, 9),
-            row("params", "mixed", 8, 1, 6)]  # fmt: skip
+            row("params", "mixed", 8, 1, 6), row("apart", "mixed", 8, 3.04, 8)]  # fmt: skip
     with benchmark("bench_serving") as bench:
         v = bench.trace_verdicts(rows)["m/layout/c8"]
     assert v["mixed_over_uniform_rows_per_forward"] == 3.8 / 4
     assert v["mixed_over_uniform_speedup"] == (9 / 5) / (20 / 10)  # 0.9: meets, just
     assert v["meets"] and v["mixed_layout_over_params_rows_per_forward"] == 3.8
+    assert v["mixed_layout_over_apart_rows_per_forward"] == 3.8 / 3.04
+
+
+def test_ticks_count_every_row_step_and_joined_arrivals_save_forwards(capsys):
+    """`bench_trace_ticks.py` on a few mixed requests: its forwards hold every row-step, the
+    bound is row-steps per tick, and arrivals that join save forwards without adding any."""
+    with benchmark("bench_trace_ticks") as ticks:
+        ticks.main(["--models", "builtin", "--n", "6", "--concurrency", "3", "--time", "1"])
+    lines = capsys.readouterr().out.splitlines()
+    got = {(r["grouping"], r["traffic"]): r for r in json.loads(lines[-1])["results"]}
+    for r in got.values():
+        assert r["forwards"] >= r["ticks"] and r["bound"] == r["row_steps"] / r["ticks"]
+        assert r["rows_per_forward"] == r["row_steps"] / r["forwards"]
+        assert r["model_rows_per_forward"] <= r["rows_per_forward"]  # varlen packs rows
+        assert len(r["walls"]) == 1 and r["wall_over_first"] > 0
+        if r["grouping"] == "apart":  # the first grouping: the timings' reference
+            assert r["wall_over_first"] == 1.0
+    apart, layout = got[("apart", "mixed")], got[("layout", "mixed")]
+    assert layout["row_steps"] == apart["row_steps"]  # the same work, as many ticks
+    assert layout["forwards"] < apart["forwards"]  # in fewer forwards

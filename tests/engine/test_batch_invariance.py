@@ -295,16 +295,39 @@ def test_mixed_image_rows_equal_their_solo_runs(vqa, rows):
 
 def test_mixed_traffic_shares_forwards_as_uniform_traffic_does(text):
     """Nine requests, each with other sampling options, arriving together: under the layout
-    grouping a step 0 per window cap (its canvas width), then forwards of all the unfinished
-    rows (as for nine equal requests); under the old grouping by every option, no forward
-    holds two."""
+    grouping one step 0 for both window caps (each row cut over its own), then forwards of all
+    the unfinished rows (as for nine equal requests); under the old grouping by every option,
+    no forward holds two."""
     lm, ex = text
     reqs = [_mixed_request(lm, e, k, "seer") for k, e in enumerate(list(ex.values())[:9])]
     naive = EngineConfig(routing="naive", kernel="reference")  # one group, whatever windows
     rows = _check_mixed(lm, reqs, [0] * len(reqs), "share", naive)
-    assert sorted(rows[:2]) == [2, 7]  # step 0: the two rows capped at 32, the seven at 64
-    assert rows[2] >= len(reqs) - 1  # then steps of every unfinished row (one ended at once)
-    assert rows[2:] == sorted(rows[2:], reverse=True)  # in one forward each: rows only leave
+    assert rows[0] == len(reqs)  # step 0: the two rows capped at 32 and the seven at 64
+    assert rows[1] >= len(reqs) - 1  # then steps of every unfinished row (one ended at once)
+    assert rows[1:] == sorted(rows[1:], reverse=True)  # in one forward each: rows only leave
     old = _check_mixed(lm, reqs, [0] * len(reqs), "share", replace(naive, grouping="params"))
     assert max(old) == 1  # every request alone: the grouping the option keeps for comparisons
     assert len(old) > 2 * len(rows)
+
+
+@pytest.mark.parametrize("model", ["text", "vqa"])
+def test_arrivals_share_step_0_across_window_caps_and_with_running_rows(model, request):
+    """Seer rows of different window caps (max_tokens) arriving together share one step-0
+    forward, each cut over its own cap; requests with no window policy (Seer off), whatever
+    their cap and sampling options, arriving while those run take their step 0 in the running
+    rows' forward. Every request keeps its solo answer; `apart` gives each kind of arrival a
+    step-0 forward of its own."""
+    lm, ex = request.getfixturevalue(model)
+    ex = list(ex.values()) if isinstance(ex, dict) else list(ex)
+    opts = [0, 1, 5, 6] if model == "text" else [0, 2, 5, 6]  # greedy, seeded, capped at 32
+    reqs = [_mixed_request(lm, ex[0], 0, "seer", ex[0].image),
+            _mixed_request(lm, ex[1], 5, "seer", ex[1].image)]  # fmt: skip  # caps 64 and 32
+    reqs += [_mixed_request(lm, e, o, "full", e.image) for e, o in zip(ex[2:], opts, strict=False)]
+    ticks = [0, 0, 1, 1, 2, 3]
+    naive = EngineConfig(routing="naive", kernel="reference")  # one forward per tick
+    rows = _check_mixed(lm, reqs, ticks, f"join-{model}", naive)
+    apart = _check_mixed(lm, reqs, ticks, f"join-{model}", replace(naive, grouping="apart"))
+    assert rows[:2] == [2, 4]  # one step 0 of both caps; then theirs and the arrivals' steps
+    assert apart[:4] == [1, 1, 2, 2]  # apart: a step 0 per cap, then one per kind of arrival
+    assert sum(apart) == sum(rows)  # the same row-steps ...
+    assert len(apart) == len(rows) + 4  # ... in a forward more per step 0 apart

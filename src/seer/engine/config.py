@@ -17,7 +17,7 @@ from seer.spec import defaults, option, validate
 ROUTINGS = ("hybrid", "naive", "static", "varlen", "eager")
 Policy = Literal["fcfs", "shortest_first"]  # admission order (seer.engine.scheduler)
 POLICIES: tuple[Policy, ...] = get_args(Policy)
-GROUPINGS = ("layout", "params")  # which rows may share a forward (seer.engine.engine)
+GROUPINGS = ("layout", "apart", "params")  # which rows may share a forward (seer.engine.engine)
 KERNELS = ("reference", "triton")  # compaction backends (seer.kernels.dispatch); None: auto
 ENGINE = "engine"  # the CLI group of the engine's options
 
@@ -66,8 +66,11 @@ class EngineConfig:
     # in any dtype (batched forwards sum in another order), at the cost of batching
     batch_invariant: bool = _engine(False, "every row in a forward of its own (bit-exact)")
     # layout: rows share a forward when they agree on what changes it (cache, guidance, suffix;
-    # SamplingParams.layout_key), each with its own sampling options; params: only rows with
-    # equal options and window policy do (the grouping before mixed batching, for comparisons)
+    # SamplingParams.layout_key), each with its own sampling options, and an arrival with no
+    # window policy takes its step 0 in the running rows' forward; apart: the same, but every
+    # arrival's step 0 is a forward of its kind (gen_length, window policy); params: only rows
+    # with equal options and window policy share (the grouping before mixed batching). apart
+    # and params are kept for comparisons
     grouping: str = _engine(
         "layout",
         "which rows may share a forward",

@@ -17,8 +17,12 @@ Rows share a forward when they agree on its layout (`SamplingParams.layout_key`:
 classifier-free guidance, a suffix): mixed traffic batches as uniform traffic does, each row
 with its own temperature, top-p/top-k, seed (a generator of its own), threshold, stop
 sequences, window cap (`gen_length`) and window policy. Arrivals share a step 0 when their
-gen_length and window policy agree too. `EngineConfig.grouping="params"` groups by every option
-instead (the engine before mixed batching, kept for comparisons).
+window policy agrees too, and their gen_length unless Seer decides each row's window from the
+logits over its own cap's columns (`runner.CapWindows`); an arrival with no window policy
+takes its step 0 in the running rows' forward, as an ordinary step.
+`EngineConfig.grouping="params"` groups by every option instead (the engine before mixed
+batching), and `"apart"` gives every kind of arrival (layout, gen_length, window policy) a
+step-0 forward of its own (the engine before those joins); both are kept for comparisons.
 
 A request is resolved once, at the front end's boundary (`seer.engine.request.resolve`: the
 model's defaults, Seer's settings fitted, the rules between options), and the engine takes only
@@ -76,7 +80,8 @@ class EngineStats:
     ticks: int = 0  # step() calls
     peak_bytes: int = 0  # most bytes the running rows' canvases and KV caches held at once
     rows: dict[str, int] = field(default_factory=dict)  # requests per path, as routed after step 0
-    plans: list[BatchPlan] = field(default_factory=list)  # the routing of each step-0 batch
+    plans: list[BatchPlan] = field(default_factory=list)  # each step-0 batch's routing (a
+    # joining arrival's: the plan of the forward it took its step 0 in)
 
     @property
     def model(self) -> float:
@@ -216,7 +221,8 @@ class Engine:
             layout = step0 = (p, window)
         else:  # the forward's layout alike; step 0 also the window policy and gen_length
             layout = ("layout", p.layout_key)
-            step0 = (layout, p.gen_length, window)
+            any_cap = self.config.grouping == "layout" and q.policy.any_cap
+            step0 = (layout, None if any_cap else p.gen_length, window)
         q.kind = self._kinds.setdefault(step0, len(self._kinds))
         q.layout = self._kinds.setdefault(layout, len(self._kinds))
         q.id, q.arrival, q.tick = self._next_id, t0, self._tick
@@ -240,7 +246,8 @@ class Engine:
     # -- execute ------------------------------------------------------------------------------
     def _execute(self, sched: SchedulerOutput) -> list[tuple[LoopState, list[Sequence]]]:
         tr = time.perf_counter()
-        groups = self.runner.groups(sched.decode)
+        joined, apart = self._arrivals(sched.prefill)
+        groups = self.runner.groups(sched.decode + joined)
         self.stats.route += time.perf_counter() - tr
         touched: list[tuple[LoopState, list[Sequence]]] = []
         compact0 = self.runner.compact_seconds
@@ -248,11 +255,15 @@ class Engine:
             state = seqs[0].state
             assert state is not None  # running rows (past step 0) hold a state
             before = state.policy_seconds
+            arrived = sum(q.path == "" for q in seqs)  # joining arrivals, at their step 0
             s, new = self.runner.run(plan, seqs)
             self.stats.detect += s.policy_seconds - (0.0 if new else before)
             touched.append((s, seqs))
-        for seqs in _by_kind(sched.prefill, self.config.batch_invariant):
-            s = self.runner.prefill(seqs)
+            if arrived:  # the path they took
+                self.stats.plans.append(plan)
+                self.stats.rows[plan.path] = self.stats.rows.get(plan.path, 0) + arrived
+        for seqs, began in apart:
+            s = self.runner.prefill(seqs, began)
             self.stats.detect += s.policy_seconds
             tr = time.perf_counter()
             for plan, rows in self.runner.groups(seqs):  # the path each arrival is routed to
@@ -265,6 +276,27 @@ class Engine:
             touched.append((s, seqs))
         self.stats.compact += self.runner.compact_seconds - compact0
         return touched
+
+    def _arrivals(
+        self, prefill: list[Sequence]
+    ) -> tuple[list[Sequence], list[tuple[list[Sequence], LoopState | None]]]:
+        """This tick's arrivals: those that join the running rows, whatever their window cap
+        (no window policy: their step 0 is an ordinary step, `Runner.joins`; begun here, they
+        run it in this tick's forwards beside the running rows), and per kind the others, whose
+        step 0 is a forward of its own (with the run already begun, if it was)."""
+        joined: list[Sequence] = []
+        apart: list[tuple[list[Sequence], LoopState | None]] = []
+        join = self.config.grouping == "layout" and not self.config.batch_invariant
+        for seqs in _by_kind(prefill, self.config.batch_invariant):
+            s = None
+            if join and seqs[0].policy.kind is WindowKind.FULL:
+                s = self.runner.begin(seqs)
+                if self.runner.joins(s):
+                    self.scheduler.started(seqs)
+                    joined += seqs
+                    continue
+            apart.append((seqs, s))
+        return joined, apart
 
     def _masks_left(self) -> dict[Sequence, int]:
         """Masks left in each running row's window (shortest_first's remaining work)."""
@@ -361,7 +393,8 @@ class Engine:
 
 
 def _by_kind(seqs: list[Sequence], alone: bool = False) -> list[list[Sequence]]:
-    """Arrivals of one kind (same layout, gen_length and window policy) share their step 0.
+    """Arrivals of one kind (same layout and window policy, and gen_length unless the policy
+    cuts each row over its own, `Window.any_cap`) share their step 0.
     `alone`: each arrival has its own, but the rows of a caller's policy object (one
     `generate(policy=...)` call) still share theirs: the policy holds all of them."""
     kinds: dict[tuple[int, int], list[Sequence]] = {}

@@ -2,7 +2,9 @@
 
 - `prefill`: the step 0 of arrivals of one kind, batched over the full window with the one
   loop; the window policy (Seer's probe and detector, or a fixed window) decides each row's
-  window and its `BoundaryReport`.
+  window and its `BoundaryReport`. Arrivals whose step 0 is an ordinary step (no window
+  policy, no cache to fill: `joins`) are only `begin`-ned: they take their step 0 in `run`,
+  in the running rows' forward.
 - `run`: one step of a group of running rows that the scheduler routed to one path. The rows
   are laid into the path's layout (`state.gather`), unless they already form exactly that
   state from the last tick, and the loop steps them with the path's `Forward`:
@@ -17,11 +19,13 @@ can flip a near-tie between two confidences; a row alone cannot.
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, cast
 
+import torch
+
 from seer.boundary.truncation import FixedWindowPolicy, SeerPolicy
-from seer.diffusion.canvas import make_canvas
+from seer.diffusion.canvas import Canvas, make_canvas, resize
 from seer.diffusion.forward import Forward, PackedForward
 from seer.diffusion.graphs import GraphedForward
 from seer.diffusion.state import LoopState, WindowPolicy, gather
@@ -32,6 +36,7 @@ from seer.engine.sequence import Sequence, WindowKind
 
 if TYPE_CHECKING:
     from seer.boundary.config import SeerConfig
+    from seer.boundary.detector import BoundaryReport
 
 
 class Runner:
@@ -45,29 +50,60 @@ class Runner:
         self.compact_seconds = 0.0  # time laying rows out (gather, packing)
 
     # -- step 0 -------------------------------------------------------------------------------
-    def prefill(self, seqs: list[Sequence]) -> LoopState:
+    def prefill(self, seqs: list[Sequence], s: LoopState | None = None) -> LoopState:
         """Step 0 of `seqs` (one kind), batched over the full window; the policy cuts. Each
-        row keeps its own sampling options and generator (`DenoisingLoop.begin(rows=...)`)."""
-        lm, p, t0 = self.lm, seqs[0].params, time.perf_counter()
-        emb = lm.model.get_input_embeddings()
-        ids, embeds = [q.prompt.ids for q in seqs], [q.prompt.embeds for q in seqs]
-        canvas = make_canvas(ids, p.gen_length, lm.tokens, lm.device, embeds, emb)
-        policy = self._policy(seqs)
-        s = self.loop.begin(canvas, p, policy, rows=[q.params for q in seqs])
+        row keeps its own sampling options and generator (`DenoisingLoop.begin(rows=...)`).
+        `s`: their run, if `begin` made it already."""
+        s = s if s is not None else self.begin(seqs)
         self.loop.step(s)
-        reports = policy.reports if isinstance(policy, SeerPolicy) else None
+        policy = s.policy
+        reports = policy.reports if isinstance(policy, (SeerPolicy, CapWindows)) else None
         windows = s.canvas.window.tolist()  # Seer's predicted cost of every arrival
         for k, q in enumerate(seqs):
-            q.state, q.row, q.started, q._window = s, k, t0, windows[k]
+            q._window = windows[k]
             q.detect_seconds = s.policy_seconds
             if reports and len(reports) == len(seqs):
                 q.boundary = reports[k]
         return s
 
+    def begin(self, seqs: list[Sequence]) -> LoopState:
+        """The run of `seqs` (one kind) begun over the full window, before its step 0. Rows of
+        different window caps (a kind that allows it, `Window.any_cap`) are laid over the
+        longest, each row's columns past its own cap hidden, as padding is."""
+        lm, t0 = self.lm, time.perf_counter()
+        caps = [q.params.gen_length for q in seqs]
+        p = seqs[caps.index(max(caps))].params
+        emb = lm.model.get_input_embeddings()
+        ids, embeds = [q.prompt.ids for q in seqs], [q.prompt.embeds for q in seqs]
+        canvas = make_canvas(ids, p.gen_length, lm.tokens, lm.device, embeds, emb)
+        if len(set(caps)) > 1:
+            canvas = resize(canvas, torch.tensor(caps, device=canvas.x.device), lm.tokens)
+        s = self.loop.begin(canvas, p, self._policy(seqs), rows=[q.params for q in seqs])
+        windows = s.canvas.window.tolist()
+        for k, q in enumerate(seqs):
+            q.state, q.row, q.started, q._window = s, k, t0, windows[k]
+        return s
+
+    @staticmethod
+    def joins(s: LoopState) -> bool:
+        """Whether a begun run's step 0 is an ordinary step, which its rows may take in any
+        layout beside running rows: no window policy (nothing probes or cuts at step 0), no
+        KV cache to fill, no decoding policy that sets the length."""
+        return (
+            s.policy is None
+            and s.first_kw is None
+            and s.params.cache == "none"
+            and not any(d.traits.sets_length for d in s.decoders)
+        )
+
     def _policy(self, seqs: list[Sequence]) -> WindowPolicy | None:
         window = seqs[0].policy
         if window.kind is WindowKind.SEER:
-            return SeerPolicy(cast("SeerConfig", window.value), self.lm.tokens, fitted=True)
+            cfg, tokens = cast("SeerConfig", window.value), self.lm.tokens
+            caps = [q.params.gen_length for q in seqs]
+            if len(set(caps)) > 1:
+                return CapWindows(lambda: SeerPolicy(cfg, tokens, fitted=True), caps)
+            return SeerPolicy(cfg, tokens, fitted=True)
         if window.kind is WindowKind.FIXED:
             return FixedWindowPolicy([cast(int, q.policy.value) for q in seqs])
         return cast(WindowPolicy, window.value) if window.kind is WindowKind.CUSTOM else None
@@ -128,3 +164,55 @@ class Runner:
         if path == "static" and self.graphs is not None:
             return GraphedForward(self.loop.cached, self.graphs)
         return None  # the loop's own (cached) forward
+
+
+class CapWindows:
+    """The `WindowPolicy` of one step 0 shared by rows of different window caps (gen_length):
+    one policy per cap (Seer's, deciding from the logits after the forward), each cutting its
+    rows over their own cap's columns of the shared forward's logits, as it does alone
+    (columns past a row's cap are hidden from its attention), and growing them up to that cap
+    (the loop's guard asks per row policy and cap)."""
+
+    def __init__(self, make: Callable[[], SeerPolicy], caps: list[int]) -> None:
+        self.caps = caps
+        self.by = {g: make() for g in sorted(set(caps))}
+        self.reports: list[BoundaryReport] = []
+
+    def start(self, model: object, canvas: Canvas) -> dict[str, object]:
+        for pol in self.by.values():
+            if pol.start(model, canvas):  # Window.any_cap lets in none that hooks step 0
+                raise AssertionError("a window policy hooked into a shared step 0")
+        self.reports = []
+        return {}
+
+    def cut(self, canvas: Canvas, logits: torch.Tensor) -> torch.Tensor | None:
+        pp, window = canvas.prompt_len, canvas.window.clone()
+        reports: list[BoundaryReport | None] = [None] * len(self.caps)
+        for g, pol in self.by.items():
+            rows = [r for r, c in enumerate(self.caps) if c == g]
+            idx = torch.tensor(rows, device=canvas.x.device)
+            pe = canvas.prompt_embeds
+            part = Canvas(canvas.x[idx, : pp + g], canvas.attention_mask[idx, : pp + g], pp,
+                          canvas.window[idx], None if pe is None else pe[idx])  # fmt: skip
+            got = pol.cut(part, logits[idx, :g])
+            if got is not None:
+                window[idx] = got.to(window)
+            for k, r in enumerate(rows):
+                reports[r] = pol.reports[k]
+        self.reports = cast("list[BoundaryReport]", reports)
+        return window
+
+    def grow(
+        self, window: torch.Tensor, end_pos: torch.Tensor, gen_length: int
+    ) -> torch.Tensor | None:
+        grown: torch.Tensor | None = self.by[gen_length].grow(window, end_pos, gen_length)
+        return grown
+
+    def report(self) -> dict[str, object]:
+        parts = [pol.report() for pol in self.by.values()]
+        return {
+            "boundaries": self.reports,
+            "guard_fired": sum(r["guard_fired"] for r in parts),
+            "detect_seconds": sum(r["detect_seconds"] for r in parts),
+            "detect_cpu_seconds": sum(r["detect_cpu_seconds"] for r in parts),
+        }

@@ -47,6 +47,16 @@ class Window:
         return (self.kind,) if self.kind is WindowKind.FIXED else (self.kind, self.value)
 
     @property
+    def any_cap(self) -> bool:
+        """Whether arrivals of different window caps (gen_length) may share this policy's
+        step 0: Seer deciding from the logits after the forward (no probe hooked inside it,
+        no cut inside it), each row over its own cap's columns (`runner.CapWindows`)."""
+        if self.kind is not WindowKind.SEER:
+            return False
+        cfg = cast("SeerConfig", self.value)
+        return not cfg.uses_sparsity and not cfg.cut_in_step0
+
+    @property
     def seer(self) -> SeerConfig | None:
         """The SeerConfig in force, if Seer (or a caller's SeerPolicy) decides the window."""
         if self.kind is WindowKind.SEER:
