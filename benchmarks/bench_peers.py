@@ -40,8 +40,9 @@ record (and printed) before the first request.
 
 dlmserve is stopped with SIGTERM and, if it has not exited after `--stop-timeout` seconds
 (0.1.1 can hang in its drain), SIGKILL. Raw per-request records (answers, latencies, scores):
-`<out>/requests/<config>-c<N>.jsonl`; with `--resume` a point whose file holds every request is
-read back instead of being run again. A table, then the JSON record as the last line.
+`<out>/requests/<config>-c<N>.jsonl`, rewritten after every round; with `--resume` the rounds
+those files hold (the same in every file, and the same protocol) are read back and the rest are
+run, so a run the budget cut can be finished. A table, then the JSON record as the last line.
 """
 
 from __future__ import annotations
@@ -379,14 +380,40 @@ def busy(min_cpu: float = 20.0) -> list[str]:
     return rows
 
 
-def load_point(path: Path, n: int) -> tuple[list, float] | None:
-    if not path.is_file():
-        return None
-    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    head, recs = lines[0], lines[1:]
-    if len(recs) != n or head.get("n") != n:
-        return None
-    return recs, head["wall_s"]
+def rounds_done(recs: list[dict], parts: list[tuple[int, list]]) -> int | None:
+    """How many leading rounds of `parts` the records `recs` hold, every request of each in
+    order; None if they are not such a prefix (another split, another request set)."""
+    want: list[int] = []
+    for k, (offset, part) in enumerate(parts):
+        if [r["i"] for r in recs] == want:
+            return k
+        want += range(offset, offset + len(part))
+    return len(parts) if [r["i"] for r in recs] == want else None
+
+
+def resume(raw: Path, keys: list[tuple[str, int]], parts: list, n: int) -> tuple[int, dict]:
+    """The rounds every point under `raw` already holds and those points ({key: [records,
+    wall]}), or one line when their raw files disagree (a missing file counts as no round)."""
+    got, ks = {}, set()
+    for cfg, c in keys:
+        path = raw / f"{cfg}-c{c}.jsonl"
+        if not path.is_file():
+            ks.add(0)
+            continue
+        lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        head, recs = lines[0], lines[1:]
+        k = rounds_done(recs, parts) if head.get("n") == n else None
+        if k is None:
+            raise SystemExit(f"bench_peers: --resume: {path} holds other requests than this "
+                             "run's rounds (another --n, --seed or --rounds?)")  # fmt: skip
+        ks.add(k)
+        got[(cfg, c)] = [recs, head["wall_s"]]
+    if len(ks) > 1:
+        raise SystemExit(f"bench_peers: --resume: the raw files under {raw} hold different "
+                         f"numbers of rounds ({sorted(ks)}); remove them or run without "
+                         "--resume")  # fmt: skip
+    k = ks.pop() if ks else 0
+    return k, (got if k else {})
 
 
 def save_point(path: Path, recs: list, wall: float, meta: dict) -> None:
@@ -487,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--resume",
         action="store_true",
-        help="read back the points whose raw file (under --out) is complete",
+        help="read back the rounds the raw files under --out hold; run the rest",
     )
     ap.add_argument(
         "--rounds",
@@ -532,30 +559,35 @@ def main(argv: list[str] | None = None) -> int:
     print("protocol (fixed before the first request): " + json.dumps(protocol), flush=True)
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / "protocol.json").write_text(json.dumps(protocol, indent=1) + "\n")
+        fixed = Path(args.out) / "protocol.json"
+        if args.resume and fixed.is_file() and json.loads(fixed.read_text()) != protocol:
+            raise SystemExit(f"bench_peers: --resume: {fixed} states another protocol than "
+                             "this run's; remove it or run without --resume")  # fmt: skip
+        fixed.write_text(json.dumps(protocol, indent=1) + "\n")
 
-    done: dict = {}  # complete points read back with --resume
-    if args.resume:
-        for cfg in args.configs:
-            for c in args.concurrency:
-                got = load_point(raw / f"{cfg}-c{c}.jsonl", len(examples))
-                if got is not None:
-                    done[(cfg, c)] = got
+    parts = split(examples, args.rounds)
+    keys = [(cfg, c) for c in args.concurrency for cfg in args.configs]
     acc: dict = {}  # (config, concurrency) -> [records, wall]
+    first = 0  # the first round this process runs
+    if args.resume:
+        first, acc = resume(raw, keys, parts, len(examples))
+        if first:
+            print(f"[peers] read back {first} of {len(parts)} rounds", flush=True)
     stops: list = []
     load: list = [{"at": "start", "loadavg": loadavg(), "busy": busy()}]
-    parts = split(examples, args.rounds)
     rounds_run, longest, t_start = 0, 0.0, time.monotonic()
     for rnd, (offset, part) in enumerate(parts):
+        if rnd < first:
+            rounds_run += 1
+            continue
         elapsed = time.monotonic() - t_start
-        if not round_fits(rnd, elapsed, longest, args.budget_minutes):
+        if not round_fits(rnd - first, elapsed, longest, args.budget_minutes):
             print(f"[peers] stopping after {rnd} of {len(parts)} rounds: the next would end "
                   f"past the {args.budget_minutes:g}-minute budget", flush=True)  # fmt: skip
             break
         t_round = time.monotonic()
         for engine in engine_order(rnd):
-            todo = [(cfg, c) for c in args.concurrency for cfg in args.configs
-                    if CONFIGS[cfg][0] == engine and (cfg, c) not in done]  # fmt: skip
+            todo = [(cfg, c) for cfg, c in keys if CONFIGS[cfg][0] == engine]
             if not todo:
                 continue
             port = free_port()
@@ -600,17 +632,13 @@ def main(argv: list[str] | None = None) -> int:
         longest = max(longest, time.monotonic() - t_round)
     n_run = sum(len(p) for _, p in parts[:rounds_run])
     points = {k: (v[0], v[1]) for k, v in acc.items()}
-    if n_run == len(examples):  # a point read back holds every request; else it is left out
-        points.update(done)
-    elif done:
-        print(f"[peers] {len(done)} points read back are left out: they hold all "
-              f"{len(examples)} requests, this run {n_run}", flush=True)  # fmt: skip
     results = summarise(points, args.margin)
     record = session.record(
         results["rows"], model=args.model, source=args.data, n=n_run, protocol=protocol,
         ratios=results["ratios"], primary=results["primary"],
         seer_equal_vs_dlmserve_default=results["seer_equal_vs_dlmserve_default"], stops=stops,
-        rounds={"planned": len(parts), "run": rounds_run, "requests_planned": len(examples)},
+        rounds={"planned": len(parts), "run": rounds_run, "read_back": first,
+                "requests_planned": len(examples)},  # fmt: skip
         load=load,
     )  # fmt: skip
     show(results, n_run)

@@ -232,3 +232,26 @@ def test_the_load_is_read_from_the_machine():
         assert la is None or (len(la) == 3 and all(x >= 0 for x in la))
         rows = bp.busy(min_cpu=0.0)
         assert isinstance(rows, list) and all(re.match(r"\d+(\.\d+)?% \S", r) for r in rows)
+
+
+def test_resume_reads_back_the_rounds_every_raw_file_holds(tmp_path):
+    with benchmark("bench_peers") as bp:
+        parts = bp.split(list("abcdefgh"), 4)  # requests 0-1, 2-3, 4-5, 6-7
+        recs = [{"i": i, "status": 200, "text": "t", "latency_s": 1.0} for i in range(8)]
+        assert bp.rounds_done(recs[:4], parts) == 2 and bp.rounds_done(recs, parts) == 4
+        assert bp.rounds_done([], parts) == 0
+        assert bp.rounds_done(recs[:3], parts) is None  # not whole rounds
+        assert bp.rounds_done(recs[2:4], parts) is None  # not a prefix
+        keys = [("seer-equal", 1), ("dlmserve-default", 1)]
+        for cfg, _ in keys:
+            bp.save_point(tmp_path / f"{cfg}-c1.jsonl", recs[:4], 5.0,
+                          {"config": cfg, "concurrency": 1, "n": 8})  # fmt: skip
+        k, got = bp.resume(tmp_path, keys, parts, 8)
+        assert k == 2 and got[("seer-equal", 1)] == [recs[:4], 5.0]
+        bp.save_point(tmp_path / "dlmserve-default-c1.jsonl", recs[:6], 7.0,
+                      {"config": "dlmserve-default", "concurrency": 1, "n": 8})  # fmt: skip
+        with pytest.raises(SystemExit, match=re.escape("different numbers of rounds ([2, 3])")):
+            bp.resume(tmp_path, keys, parts, 8)
+        with pytest.raises(SystemExit, match="other requests than this run's rounds"):
+            bp.resume(tmp_path, keys, bp.split(list("abcdefgh"), 3), 8)
+        assert bp.resume(tmp_path / "empty", keys, parts, 8) == (0, {})
