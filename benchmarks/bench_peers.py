@@ -531,19 +531,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log-dir", type=Path, default=None, help="the servers' output (default: tmp)")
     args = ap.parse_args(argv)  # fmt: skip
     code = prerequisites(args.llada_code, args.dlmserve_python)
-    info = preflight(args.dlmserve_python)
-    args.threads = 1
-    session = runs.Session("peers", args)
 
     from seer.data import score
+    from seer.errors import SeerError
     from seer.models.loader import model_folder
     from seerbench.draws import held_out
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_peers-"))
+    try:  # the model and the requests first: a bad one is one line, before dlmserve is asked
+        folder = export_llada(model_folder(args.model), code, tmp / "llada")
+        examples = held_out(args.data, args.n, args.seed)
+    except SeerError as e:
+        raise SystemExit(f"bench_peers: {e}") from None
+    finally:
+        if not (tmp / "llada" / "config.json").is_file():
+            shutil.rmtree(tmp, ignore_errors=True)
+    info = preflight(args.dlmserve_python)
+    args.threads = 1
+    session = runs.Session("peers", args)
     logs = args.log_dir or tmp
     logs.mkdir(parents=True, exist_ok=True)
-    folder = export_llada(model_folder(args.model), code, tmp / "llada")
-    examples = held_out(args.data, args.n, args.seed)
     raw = Path(args.out) / "requests" if args.out else tmp / "requests"
     protocol = {
         "primary": f"requests/s of {PAIRS[PRIMARY][0]} / {PAIRS[PRIMARY][1]} at "

@@ -255,3 +255,16 @@ def test_resume_reads_back_the_rounds_every_raw_file_holds(tmp_path):
         with pytest.raises(SystemExit, match="other requests than this run's rounds"):
             bp.resume(tmp_path, keys, bp.split(list("abcdefgh"), 3), 8)
         assert bp.resume(tmp_path / "empty", keys, parts, 8) == (0, {})
+
+
+def test_a_bad_model_or_request_set_gets_one_line_before_dlmserve_is_asked(tmp_path):
+    for name in ("modeling_llada.py", "configuration_llada.py"):
+        (tmp_path / name).write_text("")
+    base = ["--llada-code", str(tmp_path), "--dlmserve-python", str(tmp_path / "nope")]
+    with benchmark("bench_peers") as bp:
+        with pytest.raises(SystemExit) as e:
+            bp.main([*base, "--data", str(tmp_path / "missing.jsonl")])
+        assert len(str(e.value).splitlines()) == 1 and "does not exist" in str(e.value)
+        with pytest.raises(SystemExit) as e:
+            bp.main([*base, "--model", str(tmp_path / "missing")])
+        assert len(str(e.value).splitlines()) == 1 and "has no config.json" in str(e.value)
