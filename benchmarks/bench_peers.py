@@ -422,8 +422,10 @@ def save_point(path: Path, recs: list, wall: float, meta: dict) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-VENV_RECIPE = ("python3 -m venv DIR; DIR/bin/pip install torch; "
-               "DIR/bin/pip install dlmserve==0.1.1 'transformers<5' einops")  # fmt: skip
+VENV_RECIPE = (
+    "python3 -m venv DIR; DIR/bin/pip install torch (first: on a CPU machine the CPU build); "
+    "DIR/bin/pip install dlmserve==0.1.1 'transformers<5' einops"
+)
 
 
 def prerequisites(code: Path | None, python: str | None) -> Path:
