@@ -22,10 +22,15 @@ Configs (greedy, temperature 0, every request non-streamed through `/v1/chat/com
   seer-fastest        Seer + confidence threshold 0.9
   seer-equal          Seer off, dlmserve's default steps, window and block (equal work)
 Protocol: the same held-out requests (`seerbench.draws.held_out`, the built-in task's evaluation
-part) for every config; concurrency 1 and 16 (`--concurrency`); one server at a time (for each
-concurrency: start one engine, warm it, run its configs, stop it, then the other; the order of
-the two engines alternates between concurrencies). Per config and concurrency: requests per
-second over the point's wall time, latency p50 / p90 / p99 (request sent -> answer received),
+part) for every config; concurrency 1 and 16 (`--concurrency`); one server at a time, the two
+engines interleaved in rounds so that both see the same background load: the requests are split
+into `--rounds` equal parts, and in each round one engine is started, warmed, runs its configs
+at every concurrency on that part and is stopped, then the other; the engine that goes first
+alternates between rounds. With `--budget-minutes`, no round starts that the longest round so
+far says would end past the budget; the record then holds the rounds that ran (every config on
+the same requests) and says so. The machine's load average is recorded at the start and end of
+every server's turn. Per config and concurrency: requests per second over the point's wall time
+(the sum of its rounds), latency p50 / p90 / p99 (request sent -> answer received),
 accuracy (`seer.data.score`) beside the baseline's (the engine's full-window config at
 concurrency 1, its solo answers), the paired non-inferiority at `--margin` points, and how many
 of the batched answers (concurrency > 1) equal the engine's own solo answers (concurrency 1).
@@ -35,8 +40,9 @@ record (and printed) before the first request.
 
 dlmserve is stopped with SIGTERM and, if it has not exited after `--stop-timeout` seconds
 (0.1.1 can hang in its drain), SIGKILL. Raw per-request records (answers, latencies, scores):
-`<out>/requests/<config>-c<N>.jsonl`; with `--resume` a point whose file holds every request is
-read back instead of being run again. A table, then the JSON record as the last line.
+`<out>/requests/<config>-c<N>.jsonl`, rewritten after every round; with `--resume` the rounds
+those files hold (the same in every file, and the same protocol) are read back and the rest are
+run, so a run the budget cut can be finished. A table, then the JSON record as the last line.
 """
 
 from __future__ import annotations
@@ -336,20 +342,118 @@ def show(results: dict, n: int) -> None:
 # ---- main ---------------------------------------------------------------------------------
 
 
-def load_point(path: Path, n: int) -> tuple[list, float] | None:
-    if not path.is_file():
+def split(xs: list, k: int) -> list[tuple[int, list]]:
+    """`xs` in `k` contiguous parts of near-equal size (none empty): (offset, part) pairs."""
+    k = max(1, min(k, len(xs)))
+    q, r = divmod(len(xs), k)
+    out, at = [], 0
+    for j in range(k):
+        size = q + (1 if j < r else 0)
+        out.append((at, xs[at : at + size]))
+        at += size
+    return out
+
+
+def loadavg() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
         return None
-    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    head, recs = lines[0], lines[1:]
-    if len(recs) != n or head.get("n") != n:
-        return None
-    return recs, head["wall_s"]
+
+
+def busy(min_cpu: float = 20.0) -> list[str]:
+    """The processes using at least `min_cpu` % of a core now (ps), as 'cpu% command' lines:
+    the background load the record states."""
+    try:
+        out = subprocess.run(["ps", "-eo", "pcpu,args", "--sort=-pcpu"], capture_output=True,
+                             text=True, timeout=10).stdout.splitlines()[1:]  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return []
+    rows = []
+    for line in out:
+        cpu, _, cmd = line.strip().partition(" ")
+        try:
+            if float(cpu) >= min_cpu:
+                rows.append(f"{cpu}% {cmd.strip()[:120]}")
+        except ValueError:
+            continue
+    return rows
+
+
+def rounds_done(recs: list[dict], parts: list[tuple[int, list]]) -> int | None:
+    """How many leading rounds of `parts` the records `recs` hold, every request of each in
+    order; None if they are not such a prefix (another split, another request set)."""
+    want: list[int] = []
+    for k, (offset, part) in enumerate(parts):
+        if [r["i"] for r in recs] == want:
+            return k
+        want += range(offset, offset + len(part))
+    return len(parts) if [r["i"] for r in recs] == want else None
+
+
+def resume(raw: Path, keys: list[tuple[str, int]], parts: list, n: int) -> tuple[int, dict]:
+    """The rounds every point under `raw` already holds and those points ({key: [records,
+    wall]}), or one line when their raw files disagree (a missing file counts as no round)."""
+    got, ks = {}, set()
+    for cfg, c in keys:
+        path = raw / f"{cfg}-c{c}.jsonl"
+        if not path.is_file():
+            ks.add(0)
+            continue
+        lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        head, recs = lines[0], lines[1:]
+        k = rounds_done(recs, parts) if head.get("n") == n else None
+        if k is None:
+            raise SystemExit(f"bench_peers: --resume: {path} holds other requests than this "
+                             "run's rounds (another --n, --seed or --rounds?)")  # fmt: skip
+        ks.add(k)
+        got[(cfg, c)] = [recs, head["wall_s"]]
+    if len(ks) > 1:
+        raise SystemExit(f"bench_peers: --resume: the raw files under {raw} hold different "
+                         f"numbers of rounds ({sorted(ks)}); remove them or run without "
+                         "--resume")  # fmt: skip
+    k = ks.pop() if ks else 0
+    return k, (got if k else {})
 
 
 def save_point(path: Path, recs: list, wall: float, meta: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [json.dumps({**meta, "wall_s": round(wall, 4)})] + [json.dumps(r) for r in recs]
     path.write_text("\n".join(lines) + "\n")
+
+
+VENV_RECIPE = (
+    "python3 -m venv DIR; DIR/bin/pip install torch (first: on a CPU machine the CPU build); "
+    "DIR/bin/pip install dlmserve==0.1.1 'transformers<5' einops"
+)
+
+
+def prerequisites(code: Path | None, python: str | None) -> Path:
+    """The modeling folder, or one line for each missing prerequisite (the modeling files,
+    dlmserve's Python), all at once."""
+    lines = []
+    try:
+        folder = check_llada_code(code)
+    except SystemExit as e:
+        lines.append(str(e))
+    if not python:
+        lines.append("bench_peers: --dlmserve-python PATH is required (the Python of a "
+                     "dlmserve environment, or env DLMSERVE_PYTHON; make one: "
+                     f"{VENV_RECIPE})")  # fmt: skip
+    if lines:
+        raise SystemExit("\n".join(lines))
+    return folder
+
+
+def engine_order(rnd: int) -> tuple[str, str]:
+    """The engines of round `rnd` in the order they run: the first one alternates."""
+    return ("seer", "dlmserve") if rnd % 2 == 0 else ("dlmserve", "seer")
+
+
+def round_fits(rnd: int, elapsed: float, longest: float, budget_minutes: float | None) -> bool:
+    """Whether round `rnd` may start: always the first; later ones only if the longest round
+    so far, started now, ends within the budget."""
+    return budget_minutes is None or rnd == 0 or elapsed + longest <= 60 * budget_minutes
 
 
 def preflight(python: str) -> dict:
@@ -365,11 +469,13 @@ def preflight(python: str) -> dict:
             [python, "-c", code], capture_output=True, text=True, timeout=300, env=env
         )
     except OSError as e:
-        raise SystemExit(f"bench_peers: --dlmserve-python {python}: {e.strerror}") from None
+        raise SystemExit(f"bench_peers: --dlmserve-python {python}: {e.strerror} (make a "
+                         f"dlmserve environment: {VENV_RECIPE})") from None  # fmt: skip
     if out.returncode != 0:
         last = (out.stderr.strip().splitlines() or ["?"])[-1]
         raise SystemExit(f"bench_peers: --dlmserve-python {python} cannot import dlmserve, "
-                         f"transformers<5 and einops ({last})")  # fmt: skip
+                         f"transformers<5 and einops ({last}); make one: "
+                         f"{VENV_RECIPE}")  # fmt: skip
     info = json.loads(out.stdout.strip().splitlines()[-1])
     if info["steps"] != DLM_STEPS:
         raise SystemExit(f"bench_peers: dlmserve's default steps are {info['steps']}, this "
@@ -410,27 +516,43 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--resume",
         action="store_true",
-        help="read back the points whose raw file (under --out) is complete",
+        help="read back the rounds the raw files under --out hold; run the rest",
+    )
+    ap.add_argument(
+        "--rounds",
+        type=runs.positive,
+        default=4,
+        help="split the requests into this many rounds, the engines interleaved",
+    )
+    ap.add_argument(
+        "--budget-minutes",
+        type=float,
+        default=None,
+        help="start no round that would end past this many minutes",
     )
     ap.add_argument("--log-dir", type=Path, default=None, help="the servers' output (default: tmp)")
     args = ap.parse_args(argv)  # fmt: skip
-    code = check_llada_code(args.llada_code)
-    if not args.dlmserve_python:
-        raise SystemExit("bench_peers: --dlmserve-python PATH is required (a Python with "
-                         "dlmserve==0.1.1, transformers<5 and einops)")  # fmt: skip
-    info = preflight(args.dlmserve_python)
-    args.threads = 1
-    session = runs.Session("peers", args)
+    code = prerequisites(args.llada_code, args.dlmserve_python)
 
     from seer.data import score
+    from seer.errors import SeerError
     from seer.models.loader import model_folder
     from seerbench.draws import held_out
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_peers-"))
+    try:  # the model and the requests first: a bad one is one line, before dlmserve is asked
+        folder = export_llada(model_folder(args.model), code, tmp / "llada")
+        examples = held_out(args.data, args.n, args.seed)
+    except SeerError as e:
+        raise SystemExit(f"bench_peers: {e}") from None
+    finally:
+        if not (tmp / "llada" / "config.json").is_file():
+            shutil.rmtree(tmp, ignore_errors=True)
+    info = preflight(args.dlmserve_python)
+    args.threads = 1
+    session = runs.Session("peers", args)
     logs = args.log_dir or tmp
     logs.mkdir(parents=True, exist_ok=True)
-    folder = export_llada(model_folder(args.model), code, tmp / "llada")
-    examples = held_out(args.data, args.n, args.seed)
     raw = Path(args.out) / "requests" if args.out else tmp / "requests"
     protocol = {
         "primary": f"requests/s of {PAIRS[PRIMARY][0]} / {PAIRS[PRIMARY][1]} at "
@@ -446,25 +568,40 @@ def main(argv: list[str] | None = None) -> int:
     print("protocol (fixed before the first request): " + json.dumps(protocol), flush=True)
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / "protocol.json").write_text(json.dumps(protocol, indent=1) + "\n")
+        fixed = Path(args.out) / "protocol.json"
+        if args.resume and fixed.is_file() and json.loads(fixed.read_text()) != protocol:
+            raise SystemExit(f"bench_peers: --resume: {fixed} states another protocol than "
+                             "this run's; remove it or run without --resume")  # fmt: skip
+        fixed.write_text(json.dumps(protocol, indent=1) + "\n")
 
-    points: dict = {}
+    parts = split(examples, args.rounds)
+    keys = [(cfg, c) for c in args.concurrency for cfg in args.configs]
+    acc: dict = {}  # (config, concurrency) -> [records, wall]
+    first = 0  # the first round this process runs
+    if args.resume:
+        first, acc = resume(raw, keys, parts, len(examples))
+        if first:
+            print(f"[peers] read back {first} of {len(parts)} rounds", flush=True)
     stops: list = []
-    for k, c in enumerate(args.concurrency):
-        order = ("seer", "dlmserve") if k % 2 == 0 else ("dlmserve", "seer")
-        for engine in order:
-            cfgs = [x for x in args.configs if CONFIGS[x][0] == engine]
-            todo = []
-            for cfg in cfgs:
-                done = load_point(raw / f"{cfg}-c{c}.jsonl", len(examples)) if args.resume else None
-                if done is not None:
-                    points[(cfg, c)] = done
-                else:
-                    todo.append(cfg)
+    load: list = [{"at": "start", "loadavg": loadavg(), "busy": busy()}]
+    rounds_run, longest, t_start = 0, 0.0, time.monotonic()
+    for rnd, (offset, part) in enumerate(parts):
+        if rnd < first:
+            rounds_run += 1
+            continue
+        elapsed = time.monotonic() - t_start
+        if not round_fits(rnd - first, elapsed, longest, args.budget_minutes):
+            print(f"[peers] stopping after {rnd} of {len(parts)} rounds: the next would end "
+                  f"past the {args.budget_minutes:g}-minute budget", flush=True)  # fmt: skip
+            break
+        t_round = time.monotonic()
+        for engine in engine_order(rnd):
+            todo = [(cfg, c) for cfg, c in keys if CONFIGS[cfg][0] == engine]
             if not todo:
                 continue
             port = free_port()
-            log = logs / f"{engine}-c{c}.log"
+            log = logs / f"{engine}-r{rnd}.log"
+            load_start = loadavg()
             proc = subprocess.Popen(
                 server_command(engine, folder, port, args.dlmserve_python),
                 env=server_env(engine, tmp / "modules"), stdout=log.open("w"),
@@ -477,28 +614,46 @@ def main(argv: list[str] | None = None) -> int:
                     name = str(folder)  # dlmserve's model id is the folder it was given
                 else:
                     name = httpx.get(f"{url}/v1/models", timeout=10).json()["data"][0]["id"]
-                for cfg in todo:  # warm-up: every code path of the config, batched too
-                    asyncio.run(run_point(url, name, examples[:2], CONFIGS[cfg][1],
-                                          min(c, 2), args.timeout))  # fmt: skip
-                for cfg in todo:
-                    print(f"[peers] {cfg} at concurrency {c} ...", flush=True)
-                    recs, wall = asyncio.run(run_point(url, name, examples, CONFIGS[cfg][1], c,
+                for cfg in dict.fromkeys(cfg for cfg, _ in todo):  # warm-up, batched too
+                    asyncio.run(run_point(url, name, part[:2], CONFIGS[cfg][1],
+                                          min(max(args.concurrency), 2), args.timeout))  # fmt: skip
+                for cfg, c in todo:
+                    print(f"[peers] round {rnd + 1}/{len(parts)}: {cfg} at concurrency {c} "
+                          f"({len(part)} requests) ...", flush=True)  # fmt: skip
+                    recs, wall = asyncio.run(run_point(url, name, part, CONFIGS[cfg][1], c,
                                                        args.timeout))  # fmt: skip
-                    for r, ex in zip(recs, examples, strict=True):
+                    for r, ex in zip(recs, part, strict=True):
+                        r["i"] += offset
+                        r["round"] = rnd
                         r["score"] = score(ex, r["text"]) if r.get("text") is not None else None
-                    points[(cfg, c)] = (recs, wall)
-                    save_point(raw / f"{cfg}-c{c}.jsonl", recs, wall,
-                               {"config": cfg, "concurrency": c, "n": len(examples)})  # fmt: skip
+                    got = acc.setdefault((cfg, c), [[], 0.0])
+                    got[0].extend(recs)
+                    got[1] += wall
+                    save_point(raw / f"{cfg}-c{c}.jsonl", got[0], got[1],
+                               {"config": cfg, "concurrency": c, "n": len(examples),
+                                "rounds": rnd + 1})  # fmt: skip
             finally:
-                stops.append({"engine": engine, "concurrency": c,
+                stops.append({"engine": engine, "round": rnd,
                               "stopped": stop(proc, args.stop_timeout)})  # fmt: skip
+                load.append({"at": f"round {rnd + 1} {engine}", "loadavg_start": load_start,
+                             "loadavg_end": loadavg()})  # fmt: skip
+        rounds_run += 1
+        longest = max(longest, time.monotonic() - t_round)
+    n_run = sum(len(p) for _, p in parts[:rounds_run])
+    points = {k: (v[0], v[1]) for k, v in acc.items()}
     results = summarise(points, args.margin)
     record = session.record(
-        results["rows"], model=args.model, source=args.data, n=len(examples), protocol=protocol,
+        results["rows"], model=args.model, source=args.data, n=n_run, protocol=protocol,
         ratios=results["ratios"], primary=results["primary"],
         seer_equal_vs_dlmserve_default=results["seer_equal_vs_dlmserve_default"], stops=stops,
+        rounds={"planned": len(parts), "run": rounds_run, "read_back": first,
+                "requests_planned": len(examples)},  # fmt: skip
+        load=load,
     )  # fmt: skip
-    show(results, len(examples))
+    show(results, n_run)
+    if n_run < len(examples):
+        print(f"[peers] the budget cut the run to {rounds_run} of {len(parts)} rounds: "
+              f"{n_run} of {len(examples)} requests per point", flush=True)  # fmt: skip
     session.emit(record)
     shutil.rmtree(tmp / "llada", ignore_errors=True)
     return 0 if all(r["lost"] == 0 for r in results["rows"]) else 1

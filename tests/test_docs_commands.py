@@ -112,10 +112,14 @@ NOT_RUN: dict[str, str] = {
     ),
     # bench_peers.py: dlmserve in its own environment, the official modeling files elsewhere
     "python3 -m venv ~/venvs/dlmserve": INSTALL,
-    "~/venvs/dlmserve/bin/pip install torch dlmserve==0.1.1 'transformers<5' einops": INSTALL,
-    "nice python benchmarks/bench_peers.py --llada-code ~/src/Fast-dLLM/llada/model "
-    "--dlmserve-python ~/venvs/dlmserve/bin/python --n 40 --concurrency 1 16 --stop-timeout 10 "
-    "--out docs/results/peers": (
+    "~/venvs/dlmserve/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu": (
+        INSTALL
+    ),
+    "~/venvs/dlmserve/bin/pip install dlmserve==0.1.1 'transformers<5' einops": INSTALL,
+    "git clone https://github.com/NVlabs/Fast-dLLM ~/src/Fast-dLLM": INSTALL,
+    "python benchmarks/bench_peers.py --llada-code ~/src/Fast-dLLM/llada/model "
+    "--dlmserve-python ~/venvs/dlmserve/bin/python --n 100 --rounds 4 --concurrency 1 16 "
+    "--stop-timeout 10 --budget-minutes 65 --out docs/results/peers": (
         SLOW + "; needs dlmserve's environment and the LLaDA modeling files outside the repo"
     ),
     "export OMP_NUM_THREADS=1": ENV,

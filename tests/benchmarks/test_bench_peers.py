@@ -171,3 +171,100 @@ def test_summary_ratios_accuracy_and_solo_equal_answers():
         leap = by[("dlmserve-localleap", 1)]
         assert leap["near_floor"] and leap["accuracy"] == 0.25  # below 30 %
         assert leap["baseline_accuracy"] == 0.75 and "fastest" not in res["ratios"]
+
+
+def test_each_missing_prerequisite_gets_its_own_line(tmp_path, monkeypatch):
+    monkeypatch.delenv("DLMSERVE_PYTHON", raising=False)
+    with benchmark("bench_peers") as bp:
+        with pytest.raises(SystemExit) as e:
+            bp.main([])  # a clean command line: neither the modeling files nor dlmserve
+        lines = str(e.value).splitlines()
+        assert len(lines) == 2
+        assert "--llada-code DIR is required" in lines[0]
+        assert "--dlmserve-python PATH is required" in lines[1] and "dlmserve==0.1.1" in lines[1]
+        for name in ("modeling_llada.py", "configuration_llada.py"):
+            (tmp_path / name).write_text("")
+        with pytest.raises(SystemExit) as e:
+            bp.main(["--llada-code", str(tmp_path), "--dlmserve-python", str(tmp_path / "nope")])
+        assert len(str(e.value).splitlines()) == 1 and "No such file" in str(e.value)
+
+
+def test_a_python_without_dlmserve_gets_one_line(tmp_path):
+    import sys
+
+    with benchmark("bench_peers") as bp:
+        try:  # the test environment is Seer's, which does not hold dlmserve
+            import dlmserve  # noqa: F401
+
+            pytest.skip("dlmserve is installed here")
+        except ImportError:
+            pass
+        with pytest.raises(SystemExit) as e:
+            bp.preflight(sys.executable)
+        msg = str(e.value)
+        assert len(msg.splitlines()) == 1 and "cannot import dlmserve" in msg
+        assert "No module named 'dlmserve'" in msg
+
+
+def test_rounds_split_the_requests_and_the_engines_take_turns():
+    with benchmark("bench_peers") as bp:
+        parts = bp.split(list(range(10)), 4)
+        assert [len(p) for _, p in parts] == [3, 3, 2, 2]
+        assert [o for o, _ in parts] == [0, 3, 6, 8]
+        assert sum((p for _, p in parts), []) == list(range(10))
+        assert len(bp.split([1, 2], 5)) == 2  # never an empty round
+        assert bp.engine_order(0) == ("seer", "dlmserve")
+        assert bp.engine_order(1) == ("dlmserve", "seer") and bp.engine_order(2) == bp.engine_order(
+            0
+        )
+
+
+def test_the_budget_lets_a_round_start_only_if_it_can_end_in_time():
+    with benchmark("bench_peers") as bp:
+        assert bp.round_fits(0, 1e9, 1e9, 1.0)  # the first round always runs
+        assert bp.round_fits(1, 30.0, 30.0, 1.0) and not bp.round_fits(1, 31.0, 30.0, 1.0)
+        assert bp.round_fits(3, 1e9, 1e9, None)
+
+
+def test_the_load_is_read_from_the_machine():
+    with benchmark("bench_peers") as bp:
+        la = bp.loadavg()
+        assert la is None or (len(la) == 3 and all(x >= 0 for x in la))
+        rows = bp.busy(min_cpu=0.0)
+        assert isinstance(rows, list) and all(re.match(r"\d+(\.\d+)?% \S", r) for r in rows)
+
+
+def test_resume_reads_back_the_rounds_every_raw_file_holds(tmp_path):
+    with benchmark("bench_peers") as bp:
+        parts = bp.split(list("abcdefgh"), 4)  # requests 0-1, 2-3, 4-5, 6-7
+        recs = [{"i": i, "status": 200, "text": "t", "latency_s": 1.0} for i in range(8)]
+        assert bp.rounds_done(recs[:4], parts) == 2 and bp.rounds_done(recs, parts) == 4
+        assert bp.rounds_done([], parts) == 0
+        assert bp.rounds_done(recs[:3], parts) is None  # not whole rounds
+        assert bp.rounds_done(recs[2:4], parts) is None  # not a prefix
+        keys = [("seer-equal", 1), ("dlmserve-default", 1)]
+        for cfg, _ in keys:
+            bp.save_point(tmp_path / f"{cfg}-c1.jsonl", recs[:4], 5.0,
+                          {"config": cfg, "concurrency": 1, "n": 8})  # fmt: skip
+        k, got = bp.resume(tmp_path, keys, parts, 8)
+        assert k == 2 and got[("seer-equal", 1)] == [recs[:4], 5.0]
+        bp.save_point(tmp_path / "dlmserve-default-c1.jsonl", recs[:6], 7.0,
+                      {"config": "dlmserve-default", "concurrency": 1, "n": 8})  # fmt: skip
+        with pytest.raises(SystemExit, match=re.escape("different numbers of rounds ([2, 3])")):
+            bp.resume(tmp_path, keys, parts, 8)
+        with pytest.raises(SystemExit, match="other requests than this run's rounds"):
+            bp.resume(tmp_path, keys, bp.split(list("abcdefgh"), 3), 8)
+        assert bp.resume(tmp_path / "empty", keys, parts, 8) == (0, {})
+
+
+def test_a_bad_model_or_request_set_gets_one_line_before_dlmserve_is_asked(tmp_path):
+    for name in ("modeling_llada.py", "configuration_llada.py"):
+        (tmp_path / name).write_text("")
+    base = ["--llada-code", str(tmp_path), "--dlmserve-python", str(tmp_path / "nope")]
+    with benchmark("bench_peers") as bp:
+        with pytest.raises(SystemExit) as e:
+            bp.main([*base, "--data", str(tmp_path / "missing.jsonl")])
+        assert len(str(e.value).splitlines()) == 1 and "does not exist" in str(e.value)
+        with pytest.raises(SystemExit) as e:
+            bp.main([*base, "--model", str(tmp_path / "missing")])
+        assert len(str(e.value).splitlines()) == 1 and "has no config.json" in str(e.value)
