@@ -236,8 +236,9 @@ def gather_cache(parts: list[tuple[CachePolicy, int, int, int]], width: int) -> 
         return torch.cat([rows(t, 0), rows(t, 1)]) if doubled else rows(t, 0)
 
     n_layers = len(parts[0][0].kv.keys)
-    out.kv = KVCache([layer("keys", n) for n in range(n_layers)],
-                     [layer("values", n) for n in range(n_layers)])  # fmt: skip
+    out.kv = KVCache(
+        [layer("keys", n) for n in range(n_layers)], [layer("values", n) for n in range(n_layers)]
+    )
     if any(pol.stale is not None for pol, *_ in parts):
         no = torch.zeros((), dtype=torch.bool, device=out.kv.keys[0].device)
         out.stale = torch.stack([no if pol.stale is None else pol.stale[r] for pol, r, *_ in parts])

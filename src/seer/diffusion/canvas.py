@@ -124,8 +124,13 @@ def end_positions(c: Canvas, tokens: TokenIds) -> torch.Tensor:
     return torch.where(first < c.width, first, -1)
 
 
-def place(parts: list[tuple[Canvas, int]], prompt_width: int, width: int, tokens: TokenIds,
-          embedding: torch.nn.Embedding | None = None) -> Canvas:  # fmt: skip
+def place(
+    parts: list[tuple[Canvas, int]],
+    prompt_width: int,
+    width: int,
+    tokens: TokenIds,
+    embedding: torch.nn.Embedding | None = None,
+) -> Canvas:
     """A canvas of rows taken from other canvases (`(canvas, row)` each), laid out with
     `prompt_width` prompt columns and `width` answer columns (>= each row's used columns).
     Real columns keep their tokens and positions; the rest is hidden [EOS]/pad."""

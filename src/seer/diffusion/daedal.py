@@ -114,8 +114,10 @@ class Daedal(Policy):
         eos_prob = prob[..., self.tokens.eos]
         windows, phase = c.window.tolist(), s.phase.tolist()
         rows = torch.nonzero(now.active).flatten().tolist()
-        conf = {r: self.end_confidence(pred[r], eos_prob[r], windows[r], p.daedal_eos_tokens)
-                for r in rows}  # fmt: skip
+        conf = {
+            r: self.end_confidence(pred[r], eos_prob[r], windows[r], p.daedal_eos_tokens)
+            for r in rows
+        }
         denoise = [r for r in rows if phase[r] == DENOISING]
         if denoise:
             self._denoise(s, logits, prob, conf, denoise, now)

@@ -73,8 +73,16 @@ class EagerForward:
     def relayout(self, canvas: Canvas) -> None:
         pass
 
-    def call(self, c: Canvas, p: SamplingParams, lo: int, hi: int, span: Span | None,
-             kv: KVCache | None, kw: dict) -> tuple[torch.Tensor, KVCache | None]:  # fmt: skip
+    def call(
+        self,
+        c: Canvas,
+        p: SamplingParams,
+        lo: int,
+        hi: int,
+        span: Span | None,
+        kv: KVCache | None,
+        kw: dict,
+    ) -> tuple[torch.Tensor, KVCache | None]:
         """Logits (B, hi - lo, V) for answer positions [lo, hi), and the model's cache."""
         x, pp = c.x, c.prompt_len
         pos, mask = self.positions(c.attention_mask)
@@ -173,9 +181,21 @@ class PackedForward:
         rows = torch.arange(c.rows, device=c.x.device)
         off = torch.tensor(offsets, dtype=torch.long, device=c.x.device)
         tok, shift = self.eager.tokens, self.eager.shift
-        comp = compact(c.x, plen, c.window, rows, off, p_in=c.prompt_len, p_out=c.prompt_len,
-                       width=c.width, capacity=cap, n_packs=packs, shift=shift, pad_id=tok.pad,
-                       eos_id=tok.eos)  # fmt: skip
+        comp = compact(
+            c.x,
+            plen,
+            c.window,
+            rows,
+            off,
+            p_in=c.prompt_len,
+            p_out=c.prompt_len,
+            width=c.width,
+            capacity=cap,
+            n_packs=packs,
+            shift=shift,
+            pad_id=tok.pad,
+            eos_id=tok.eos,
+        )
         seg = comp.seg.view(-1, cap)  # (packs, C)
         mask = (seg[:, :, None] == seg[:, None, :])[:, None]  # (packs, 1, C, C) block-diagonal
         self.layout = (c, comp, mask, cap)
@@ -205,6 +225,11 @@ class PackedForward:
             sel = h.reshape(1, -1, h.shape[-1])[:, take.flatten()]
             return sel, m, torch.zeros(sel.shape[:2], dtype=torch.long, device=h.device)
 
-        out = model(None if kw else ids, attention_mask=mask, position_ids=comp.pos.view(-1, cap),
-                    after_layer=gather, **kw)  # fmt: skip
+        out = model(
+            None if kw else ids,
+            attention_mask=mask,
+            position_ids=comp.pos.view(-1, cap),
+            after_layer=gather,
+            **kw,
+        )
         return out.logits.view(take.shape[0], hi - lo, -1)

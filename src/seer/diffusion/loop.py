@@ -83,9 +83,14 @@ class DenoisingLoop:
 
     # -- the run ------------------------------------------------------------------------------
     @torch.inference_mode()
-    def run(self, c: Canvas, p: SamplingParams, policy: WindowPolicy | None = None,
-            generator: torch.Generator | None = None, cache: CachePolicy | None = None,
-            ) -> LoopResult:  # fmt: skip
+    def run(
+        self,
+        c: Canvas,
+        p: SamplingParams,
+        policy: WindowPolicy | None = None,
+        generator: torch.Generator | None = None,
+        cache: CachePolicy | None = None,
+    ) -> LoopResult:
         """Denoise `c` to the end: `begin`, `step` until every row finished, `result`."""
         s = self.begin(c, p, policy, generator, cache)
         while not bool(s.finished.all()):
@@ -269,5 +274,6 @@ class DenoisingLoop:
             torch.cuda.synchronize()
         extras = s.policy.report() if s.policy is not None else {}
         seconds = time.perf_counter() - s.t0
-        return LoopResult(answer, s.canvas.window, s.nfe, seconds, s.grown, s.policy_seconds,
-                          extras, s.forwarded)  # fmt: skip
+        return LoopResult(
+            answer, s.canvas.window, s.nfe, seconds, s.grown, s.policy_seconds, extras, s.forwarded
+        )

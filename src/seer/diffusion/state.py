@@ -187,8 +187,13 @@ def seeded(seed: int | None, device) -> torch.Generator | None:
     return None if seed is None else torch.Generator(device=device).manual_seed(seed)
 
 
-def gather(parts: list[tuple[LoopState, int]], prompt_width: int, width: int,
-           tokens: TokenIds, embedding=None) -> LoopState:  # fmt: skip
+def gather(
+    parts: list[tuple[LoopState, int]],
+    prompt_width: int,
+    width: int,
+    tokens: TokenIds,
+    embedding=None,
+) -> LoopState:
     """One state of rows taken from other states (`(state, row)` each, all with the same
     `layout_key` and none at a pending step 0), laid out with `prompt_width` prompt columns and
     `width` answer columns. Each row keeps its step, stop position, cache columns, counters."""
