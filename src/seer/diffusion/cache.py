@@ -235,7 +235,9 @@ def gather_cache(parts: list[tuple[CachePolicy, int, int, int]], width: int) -> 
         doubled = t[0].shape[0] == 2 * parts[0][2]  # classifier-free guidance: two halves
         return torch.cat([rows(t, 0), rows(t, 1)]) if doubled else rows(t, 0)
 
-    n_layers = len(parts[0][0].kv.keys)
+    kv = parts[0][0].kv
+    assert kv is not None  # every part has a cache (above)
+    n_layers = len(kv.keys)
     out.kv = KVCache(
         [layer("keys", n) for n in range(n_layers)], [layer("values", n) for n in range(n_layers)]
     )

@@ -148,6 +148,8 @@ def place(
         window[r] = c.window[i]
     pe = None
     if any(c.prompt_embeds is not None for c, _ in parts):  # others: their token embeddings
+        if embedding is None:
+            raise ValueError("rows with prompt embeddings are placed with the token embedding")
         pe = embedding(x[:, :pw]).clone()  # (B, P, D)
         for r, (c, i) in enumerate(parts):
             if c.prompt_embeds is not None:
