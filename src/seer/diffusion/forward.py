@@ -1,7 +1,8 @@
 """The executor seam: how one denoising step runs the model (nano-vllm's `ModelRunner` idea).
 
-The loop asks a `Forward` for the logits of some answer positions of a state's canvas and never
-knows how they were computed. Four implementations:
+The loop asks a `Forward` (the protocol is declared beside `LoopState`, in `state.py`) for the
+logits of some answer positions of a state's canvas and never knows how they were computed.
+Four implementations:
 
 - `EagerForward`: one plain model call over the whole canvas. It owns what a model call needs
   beyond ids: classifier-free guidance (the batch doubled with an unconditional half), spliced

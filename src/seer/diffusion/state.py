@@ -91,7 +91,8 @@ class Forward(Protocol):
 @dataclass(slots=True)
 class LoopState:
     """A run in progress: what `DenoisingLoop.step` advances, one step at a time. Built complete
-    (`LoopState.new`, `gather`); the fields after `t0` are the run's progress and caches."""
+    (`LoopState.new`, `gather`): the fields from `first_kw` on are the run's progress and
+    caches, which every step may change."""
 
     canvas: Canvas  # the sequences, in their current layout
     params: SamplingParams  # the first row's options: its `layout_key` is every row's
@@ -110,7 +111,8 @@ class LoopState:
     decoders: list[DecodePolicy]  # the run's `DecodePolicy`s (`policy.py`), built once
     cache: CachePolicy  # the KV-cache policy and its cache
     t0: float  # perf_counter() when the run began
-    # each row's own generator; None: every row draws from `generator` (a run of one options)
+    # each row's own generator; None: every row draws from `generator` (a run begun without
+    # per-row options, `DenoisingLoop.begin(rows=None)`)
     generators: list[torch.Generator | None] | None = None
     first_kw: dict[str, Any] | None = None  # forward hooks of a pending step 0 under a policy
     nfe: int = 0  # forward passes of this state (a CFG pair counts once)
