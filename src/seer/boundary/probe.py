@@ -287,7 +287,7 @@ def step0(
     try:  # step 0 as the loop runs it under a window policy (`DenoisingLoop.step`)
         cache = make_cache(p.cache, p.dpad_window)
         plan = lm.loop.plan(canvas.window, p, cache.lead(model.logits_shift))
-        s = LoopState(canvas, p, plan, None, None, cache=cache)
+        s = LoopState.new(canvas, p, plan, cache=cache)
         logits = lm.loop.cached(s, s.rows_now(), 0, gen_length, {})
     finally:
         probe.detach()

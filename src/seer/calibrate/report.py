@@ -34,16 +34,20 @@ def verdict(report: dict) -> str:
     return text
 
 
-RULE = ("the cheapest setting (answer positions x forwards, the guard on) whose paired score "
-         "difference against the full window has a one-sided 95 % lower bound >= -{margin:g} "
-         "points (on fewer than {small} scored requests: at most {margin:g} % of them made "
-         "worse)")  # fmt: skip
+RULE = (
+    "the cheapest setting (answer positions x forwards, the guard on) whose paired score "
+    "difference against the full window has a one-sided 95 % lower bound >= -{margin:g} "
+    "points (on fewer than {small} scored requests: at most {margin:g} % of them made "
+    "worse)"
+)
 
 
 def held_out_summary(trials: dict, samples) -> dict:
     """The held-out trials, rounded for the report, with the rows' true ends beside them."""
-    out = {k: {f: (round(v, 4) if isinstance(v, float) else v) for f, v in asdict(t).items()}
-           for k, t in trials.items()}  # fmt: skip
+    out = {
+        k: {f: (round(v, 4) if isinstance(v, float) else v) for f, v in asdict(t).items()}
+        for k, t in trials.items()
+    }
     out["answer_length"] = {
         "mean": float(sum(s.true_len for s in samples) / max(1, len(samples))),
         "max": max((s.true_len for s in samples), default=0),
@@ -66,12 +70,15 @@ def build_report(
     cal_s, ev_s = samples["calibration"], samples["evaluation"]
     level = max_over or 0.0
     best = {
-        "best_sparsity_snr": sweep.choose([s for s in scores if "rule" not in s.setting
-                                         and s.setting["signal"] == "sparsity"], None, level),
+        "best_sparsity_snr": sweep.choose(
+            [s for s in scores if "rule" not in s.setting and s.setting["signal"] == "sparsity"],
+            None,
+            level,
+        ),
         "best_sparsity": sweep.choose(scores, "sparsity", level),
         "best_eos_prob": sweep.choose(scores, "eos_prob", level),
         "best_combined": sweep.choose(scores, "combined", level),
-    }  # fmt: skip
+    }
     paper = sweep.paper_score(scores)
     if paper is not None:
         best["paper_defaults"] = paper
@@ -106,7 +113,7 @@ def build_report(
                 for ti, t in enumerate(("down", "gate"))
             },
             "end_prob": sweep.separation(cal_s, lambda s: s.end_prob),
-        },  # fmt: skip
+        },
         "chosen": None if on_cal is None else asdict(on_cal),
         "calibration": {k: asdict(s) for k, s in best.items()},
         "evaluation": on_eval,
@@ -135,19 +142,30 @@ def draw_figures(lm: DiffusionLM, samples, report: dict, out: Path) -> list[str]
             f"layer {i}": sweep.aligned_mean(samples, lambda s, i=i: s.sparsity[0, i, theta], k)
             for i in range(n_layers)
         }
-        plots.aligned(curves, out / "sparsity_aligned.png",
-                      f"{lm.name}: step-0 sparsity (down input, θ=1e-3) around the true end",
-                      "fraction |a| < 1e-3")  # fmt: skip
+        plots.aligned(
+            curves,
+            out / "sparsity_aligned.png",
+            f"{lm.name}: step-0 sparsity (down input, θ=1e-3) around the true end",
+            "fraction |a| < 1e-3",
+        )
         best = report["calibration"]["best_sparsity"]["setting"]
         ti, hi = ("down", "gate").index(best["tensor"]), sweep.THETAS.index(best["theta"])
-        curves = {f"layer {i}": sweep.aligned_mean(samples, lambda s, i=i: s.sparsity[ti, i, hi], k)
-                  for i in range(n_layers)}  # fmt: skip
-        plots.aligned(curves, out / "sparsity_aligned_best.png",
-                      f"step-0 sparsity ({best['tensor']}, θ={best['theta']:g}) around the true "
-                      "end", "sparsity")  # fmt: skip
-        plots.aligned({"P(end token)": sweep.aligned_mean(samples, lambda s: s.end_prob, k)},
-                      out / "end_prob_aligned.png",
-                      "step-0 P(end token) around the true end", "probability")  # fmt: skip
+        curves = {
+            f"layer {i}": sweep.aligned_mean(samples, lambda s, i=i: s.sparsity[ti, i, hi], k)
+            for i in range(n_layers)
+        }
+        plots.aligned(
+            curves,
+            out / "sparsity_aligned_best.png",
+            f"step-0 sparsity ({best['tensor']}, θ={best['theta']:g}) around the true end",
+            "sparsity",
+        )
+        plots.aligned(
+            {"P(end token)": sweep.aligned_mean(samples, lambda s: s.end_prob, k)},
+            out / "end_prob_aligned.png",
+            "step-0 P(end token) around the true end",
+            "probability",
+        )
     names = ("sparsity_aligned.png", "sparsity_aligned_best.png", "end_prob_aligned.png")
     return [str(out / name) for name in names]
 

@@ -63,8 +63,10 @@ def data_for(model, data: str | None) -> str:
         return str(model)
     from seer.errors import SeerError
 
-    raise SeerError("give --data FILE (your prompts: .jsonl, .csv, .parquet or a save_to_disk "
-                    "folder; a built-in model's name; or parallelbench:ROOT/TASK)")  # fmt: skip
+    raise SeerError(
+        "give --data FILE (your prompts: .jsonl, .csv, .parquet or a save_to_disk "
+        "folder; a built-in model's name; or parallelbench:ROOT/TASK)"
+    )
 
 
 def run_calibration(
@@ -210,9 +212,13 @@ class _Sides:
             known = {id(e): q for e, q in zip(rows, self.inputs[side], strict=True)}
             with progress.bar(f"{side}: baseline answers + step-0 profiles", len(rows)) as bar:
                 self.samples[side] = sweep.collect(
-                    lm, rows, params.gen_length, progress=bar, score=_score,
+                    lm,
+                    rows,
+                    params.gen_length,
+                    progress=bar,
+                    score=_score,
                     encode=lambda lm, e, known=known: known[id(e)],
-                )  # fmt: skip
+                )
 
     def sweep(self, max_over: float | None):
         """Every detector setting scored on the calibration side's profiles."""
@@ -283,9 +289,11 @@ def _choose(sides: _Sides, scores, max_over: float | None, margin: float) -> _Ch
     fallback = tr.fallback_window(cal, g, _bucket())
     candidates = sweep.shortlist(scores, fallback, max_over)
     if not candidates:
-        raise SeerError(f"no detector setting cuts at most {max_over:g} of the calibration "
-                        "answers; raise --max-over or leave it out (the guard regrows a cut "
-                        "answer)")  # fmt: skip
+        raise SeerError(
+            f"no detector setting cuts at most {max_over:g} of the calibration "
+            "answers; raise --max-over or leave it out (the guard regrows a cut "
+            "answer)"
+        )
     oracle = sides.oracle("calibration")
     tr.pick([oracle], margin)
     predicted = {name: sweep.evaluate(st, cal, g).mean_window for name, st in candidates}
@@ -313,8 +321,16 @@ def _choose(sides: _Sides, scores, max_over: float | None, margin: float) -> _Ch
     return _Choice(fallback, best, trials, skipped, oracle, None, held_out)
 
 
-def _provenance(report: dict, best, oracle, sides: _Sides, data: str, seed: int,
-                calib_fraction: float, margin: float) -> dict:  # fmt: skip
+def _provenance(
+    report: dict,
+    best,
+    oracle,
+    sides: _Sides,
+    data: str,
+    seed: int,
+    calib_fraction: float,
+    margin: float,
+) -> dict:
     """seer.json's "calibration" entry: where the choice came from and how it did held out."""
     ev = report["held_out"]["chosen"]
     return {
@@ -327,9 +343,11 @@ def _provenance(report: dict, best, oracle, sides: _Sides, data: str, seed: int,
         "cost_ratio": round(best.cost_ratio, 4),
         "mean_window": round(best.window, 2),
         "oracle_window": round(oracle.window, 2),
-        "evaluation": {k: ev[k] for k in ("cost_ratio", "window", "no_boundary", "regrown",
-                                          "changed", "diff", "lower")},
-    }  # fmt: skip
+        "evaluation": {
+            k: ev[k]
+            for k in ("cost_ratio", "window", "no_boundary", "regrown", "changed", "diff", "lower")
+        },
+    }
 
 
 def _bucket() -> int:

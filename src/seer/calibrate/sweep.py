@@ -38,8 +38,15 @@ if TYPE_CHECKING:
     from seer.boundary.model import ProbedModel
 
 THETAS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
-PAPER = dict(signal="sparsity", tensor="down", layer=3, theta=1e-3, direction="rising",
-             tau_jump=0.03, gamma=0.6)  # fmt: skip
+PAPER = dict(
+    signal="sparsity",
+    tensor="down",
+    layer=3,
+    theta=1e-3,
+    direction="rising",
+    tau_jump=0.03,
+    gamma=0.6,
+)
 
 
 @dataclass(slots=True)
@@ -58,8 +65,15 @@ class Sample:
 
 
 @torch.inference_mode()
-def collect(lm: ProbedModel, examples, gen_length: int | None = None, batch: int = 32,
-            progress=None, encode=None, score=None) -> list[Sample]:  # fmt: skip
+def collect(
+    lm: ProbedModel,
+    examples,
+    gen_length: int | None = None,
+    batch: int = 32,
+    progress=None,
+    encode=None,
+    score=None,
+) -> list[Sample]:
     """Baseline answers and step-0 profiles of `examples` (objects with `id`, `prompt`, `image`,
     `answer`, `family`: `seer.data.Example`), `batch` requests at a time. `encode(lm, example)`
     makes a request's prompt (default: `lm.prompt(example.prompt, example.image)`); it is
@@ -77,8 +91,11 @@ def collect(lm: ProbedModel, examples, gen_length: int | None = None, batch: int
             correct = None if e.answer is None else g.text.strip() == e.answer.strip()
             sp = prof.sparsity[:, :, :, r]  # (2 tensors, n_layers, n_thetas, W)
             s = None if score is None else score(e, g.text)
-            out.append(Sample(e.id, e.family, g.stats.tokens, correct, sp, prof.end_prob[r], s,
-                              g.text, g.nfe))  # fmt: skip
+            out.append(
+                Sample(
+                    e.id, e.family, g.stats.tokens, correct, sp, prof.end_prob[r], s, g.text, g.nfe
+                )
+            )
         if progress is not None:
             progress(len(chunk))
     return out
@@ -164,14 +181,28 @@ def sweep(samples: list[Sample], g: int, bucket: int = 8, max_over: float = 0.0)
     for (tensor, layer, theta, direction), tau, gamma in itertools.product(
         points, (0.01, 0.02, 0.03, 0.05, 0.1), (0.3, 0.6, 1.0)
     ):
-        setting = dict(signal="sparsity", tensor=tensor, layer=layer, theta=theta,
-                       direction=direction, tau_jump=tau, gamma=gamma)  # fmt: skip
+        setting = dict(
+            signal="sparsity",
+            tensor=tensor,
+            layer=layer,
+            theta=theta,
+            direction=direction,
+            tau_jump=tau,
+            gamma=gamma,
+        )
         results.append(score(setting, lengths_for(setting, samples, prof), samples, g, bucket))
     for (tensor, layer, theta, direction), z in itertools.product(
         points, (2.0, 3.0, 4.0, 6.0, 8.0)
     ):
-        setting = dict(signal="sparsity", rule="changepoint", tensor=tensor, layer=layer,
-                       theta=theta, direction=direction, z=z)  # fmt: skip
+        setting = dict(
+            signal="sparsity",
+            rule="changepoint",
+            tensor=tensor,
+            layer=layer,
+            theta=theta,
+            direction=direction,
+            z=z,
+        )
         results.append(score(setting, lengths_for(setting, samples, prof), samples, g, bucket))
     eos = []
     for tau, run in itertools.product((0.2, 0.3, 0.5, 0.7, 0.9), (1, 2, 3)):
@@ -215,9 +246,12 @@ def shortlist(scores: list[Score], fallback: int, max_over: float | None = None)
     window. Returns [(family name, setting)], without repeats."""
     out, seen = [], set()
     levels = LEVELS if max_over is None else (max_over,)
-    picks = [(name, choose([s for s in scores if keep(s.setting)], None, level))
-             for name, keep in GROUPS.items() if any(keep(s.setting) for s in scores)
-             for level in levels]  # fmt: skip
+    picks = [
+        (name, choose([s for s in scores if keep(s.setting)], None, level))
+        for name, keep in GROUPS.items()
+        if any(keep(s.setting) for s in scores)
+        for level in levels
+    ]
     paper = paper_score(scores)
     if paper is not None and (max_over is None or paper.over <= max_over):
         picks.append(("paper's defaults", paper))

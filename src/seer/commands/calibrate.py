@@ -21,16 +21,27 @@ def add_parser(sub) -> None:
         help="measure every step-0 signal on your prompts and choose the model's Seer defaults",
     )
     options.add_model(p, "builtin")
-    p.add_argument("--data", default=None, help="prompts: .jsonl / .csv / .parquet / a "
-                   "save_to_disk folder, builtin / builtin-vqa / builtin-v1 / builtin-vqa-v1 (also "
-                   "builtin-v2 / builtin-vqa2 for the first two), or "
-                   "parallelbench:ROOT/TASK "
-                   "(default: the built-in model's own task)")  # fmt: skip
-    p.add_argument("--n", type=options.POSITIVE, default=None,
-                   help="use the first N rows (builtin: draw N requests; default 300)")  # fmt: skip
-    p.add_argument("--calib-fraction", type=options.number(float, 0, 1, open_lo=True),
-                   default=0.5, help="share of the unique rows used to choose (the rest "
-                   "evaluates the choice)")  # fmt: skip
+    p.add_argument(
+        "--data",
+        default=None,
+        help="prompts: .jsonl / .csv / .parquet / a "
+        "save_to_disk folder, builtin / builtin-vqa / builtin-v1 / builtin-vqa-v1 (also "
+        "builtin-v2 / builtin-vqa2 for the first two), or "
+        "parallelbench:ROOT/TASK "
+        "(default: the built-in model's own task)",
+    )
+    p.add_argument(
+        "--n",
+        type=options.POSITIVE,
+        default=None,
+        help="use the first N rows (builtin: draw N requests; default 300)",
+    )
+    p.add_argument(
+        "--calib-fraction",
+        type=options.number(float, 0, 1, open_lo=True),
+        default=0.5,
+        help="share of the unique rows used to choose (the rest evaluates the choice)",
+    )
     p.add_argument(
         "--seed",
         type=options.number(int),
@@ -55,12 +66,20 @@ def add_parser(sub) -> None:
         action="store_true",
         help="with --write: store a choice that fails its held-out check",
     )
-    p.add_argument("--margin", type=options.number(float, 0, 100), default=None,
-                   help="points of the data's score the choice may lose against the full window "
-                   "(one-sided 95 %% lower bound; default 2)")  # fmt: skip
-    p.add_argument("--max-over", type=options.number(float, 0, 1), default=None,
-                   help="share of calibration answers a setting's window may cut before the "
-                   "guard regrows them (default: no limit; 0 admits no cut)")  # fmt: skip
+    p.add_argument(
+        "--margin",
+        type=options.number(float, 0, 100),
+        default=None,
+        help="points of the data's score the choice may lose against the full window "
+        "(one-sided 95 %% lower bound; default 2)",
+    )
+    p.add_argument(
+        "--max-over",
+        type=options.number(float, 0, 1),
+        default=None,
+        help="share of calibration answers a setting's window may cut before the "
+        "guard regrows them (default: no limit; 0 admits no cut)",
+    )
     p.set_defaults(func=main)
 
 
@@ -92,10 +111,20 @@ def main(args) -> int:
 def _run(args) -> dict:
     from seer.calibrate import run_calibration
 
-    return run_calibration(args.model, args.n, args.out, args.write, args.max_over,
-                           data=args.data, calib_fraction=args.calib_fraction, seed=args.seed,
-                           gen_length=args.gen_length, margin=args.margin, force=args.force,
-                           load=lambda folder: options.load(args, folder))  # fmt: skip
+    return run_calibration(
+        args.model,
+        args.n,
+        args.out,
+        args.write,
+        args.max_over,
+        data=args.data,
+        calib_fraction=args.calib_fraction,
+        seed=args.seed,
+        gen_length=args.gen_length,
+        margin=args.margin,
+        force=args.force,
+        load=lambda folder: options.load(args, folder),
+    )
 
 
 def _console():
@@ -109,11 +138,23 @@ def _show(report: dict) -> None:
 
     n, g = report["n"], report["gen_length"]
     console = _console()
-    title = (f"{report['model']}: Seer settings run with the guard on {n['calibration']} "
-             f"calibration requests (window {g}, fallback {report['fallback']})")  # fmt: skip
+    title = (
+        f"{report['model']}: Seer settings run with the guard on {n['calibration']} "
+        f"calibration requests (window {g}, fallback {report['fallback']})"
+    )
     table = Table(title=title)
-    for col in ("detector", "setting", "cost", "window", "no boundary", "regrown", "changed",
-                "worse / better", "score diff [95 % low]", "within margin"):  # fmt: skip
+    for col in (
+        "detector",
+        "setting",
+        "cost",
+        "window",
+        "no boundary",
+        "regrown",
+        "changed",
+        "worse / better",
+        "score diff [95 % low]",
+        "within margin",
+    ):
         table.add_column(col, overflow="fold")
     chosen = report["chosen_trial"] or {}
     shown = [*report["trials"], report["oracle"]]
@@ -137,8 +178,10 @@ def _show(report: dict) -> None:
             ok,
         )
     console.print(table)
-    console.print(f"cost: answer positions x forwards against the full window's (1.00x); "
-                  f"choice: {report['rule']}")  # fmt: skip
+    console.print(
+        f"cost: answer positions x forwards against the full window's (1.00x); "
+        f"choice: {report['rule']}"
+    )
     if report.get("skipped"):
         console.print(
             f"not run (their predicted window cannot beat the choice): "
@@ -164,9 +207,11 @@ def _show(report: dict) -> None:
     em = report.get("baseline_score") or report["baseline_exact_match"]
     if em["calibration"] is not None and em["evaluation"] is not None:
         auc = report["auc"]["end_prob"]
-        console.print(f"full-window score (the data's metric, seer.data.score): calibration "
-                      f"{em['calibration']:.1%}, evaluation {em['evaluation']:.1%}; "
-                      f"end-probability AUC {auc:.3f}")  # fmt: skip
+        console.print(
+            f"full-window score (the data's metric, seer.data.score): calibration "
+            f"{em['calibration']:.1%}, evaluation {em['evaluation']:.1%}; "
+            f"end-probability AUC {auc:.3f}"
+        )
 
 
 def _setting(trial: dict) -> str:

@@ -34,10 +34,20 @@ from pathlib import Path
 from seer.data.example import Example
 from seer.errors import SeerError
 
-SOURCES = {"builtin": "lines", "builtin-vqa": "vqa2", "builtin-v1": "text", "builtin-vqa-v1": "vqa",
-           "builtin-v2": "lines", "builtin-vqa2": "vqa2"}  # fmt: skip
-FILES = {"lines": "builtin.jsonl.gz", "vqa2": "builtin-vqa.jsonl.gz",
-         "text": "builtin-v1.jsonl.gz", "vqa": "builtin-vqa-v1.jsonl.gz"}  # fmt: skip
+SOURCES = {
+    "builtin": "lines",
+    "builtin-vqa": "vqa2",
+    "builtin-v1": "text",
+    "builtin-vqa-v1": "vqa",
+    "builtin-v2": "lines",
+    "builtin-vqa2": "vqa2",
+}
+FILES = {
+    "lines": "builtin.jsonl.gz",
+    "vqa2": "builtin-vqa.jsonl.gz",
+    "text": "builtin-v1.jsonl.gz",
+    "vqa": "builtin-vqa-v1.jsonl.gz",
+}
 ROWS = {"lines": 4000, "text": 4000, "vqa2": 2000, "vqa": 2000}  # pool rows shipped per task
 DEFAULT_N = 300
 PARTS = (None, "calib", "eval")
@@ -61,8 +71,10 @@ def builtin_examples(
     if n < 1:
         raise SeerError(f"n must be >= 1, got {n}")
     if seed != 0:
-        raise SeerError(f"{source}: the package ships one draw of the built-in requests (seed 0), "
-                        f"not seed {seed}")  # fmt: skip
+        raise SeerError(
+            f"{source}: the package ships one draw of the built-in requests (seed 0), "
+            f"not seed {seed}"
+        )
     out = []
     for row in _rows(task):
         if part is None or row["part"] == part:
@@ -83,8 +95,10 @@ def source_for(model, images: bool) -> str:
     name = str(model)
     if name in MULTIMODAL and not images:
         if name not in TEXT_ONLY:
-            raise SeerError(f"{name} answers questions about pictures only (its LM learned no "
-                            "text-only task): it has no built-in text-only requests")  # fmt: skip
+            raise SeerError(
+                f"{name} answers questions about pictures only (its LM learned no "
+                "text-only task): it has no built-in text-only requests"
+            )
         return TEXT_ONLY[name]
     if name in BUILTIN_MODELS:
         return name

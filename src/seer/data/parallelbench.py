@@ -22,6 +22,7 @@ as ``answer``, the reference text (the string, or the dict's ``example``). Ids a
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal, TypeGuard, overload
 
 from seer.data.example import Example
 from seer.data.files import loads
@@ -32,7 +33,7 @@ PREFIX = "parallelbench:"
 TEST_DIR = Path("dataset", "parallel_bench", "data", "output", "test")
 
 
-def is_parallelbench(source) -> bool:
+def is_parallelbench(source: object) -> TypeGuard[str]:
     return isinstance(source, str) and source.startswith(PREFIX)
 
 
@@ -142,7 +143,7 @@ def read_task(root: Path, name: str) -> list[Example]:
     """The rows of one task's test file as `Example`s (see the module docstring)."""
     cfg = task_config(root, name)
     path = tasks(root)[name]
-    out = []
+    out: list[Example] = []
     with path.open(encoding="utf-8") as f:
         for line_no, line in enumerate(f, 1):
             if not line.strip():
@@ -195,7 +196,15 @@ def fill(template: str, values: dict, where: str) -> str:
         raise SeerError(f"{where}: the task's prompt template does not format ({e})") from None
 
 
-def reference_text(answer, where: str, required: bool) -> str | None:
+@overload
+def reference_text(answer: object, where: str, required: Literal[True]) -> str: ...
+
+
+@overload
+def reference_text(answer: object, where: str, required: bool) -> str | None: ...
+
+
+def reference_text(answer: object, where: str, required: bool) -> str | None:
     """A reference's text: the string, or a dict's ``example`` (None when a dict has none; an
     in-context example's answer must have one)."""
     if isinstance(answer, str):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from seer.data.example import Example
 from seer.data.parallelbench_metrics import LEFT_OUT, METRICS, parse_list, parse_sudoku
@@ -91,7 +92,7 @@ OWN_METRICS = {
         same_colour_pair_score,
     )
 }
-SCORERS = {**METRICS, **OWN_METRICS}
+SCORERS: dict[str, Callable[..., float]] = {**METRICS, **OWN_METRICS}
 
 
 def unscorable(example: Example) -> str | None:
@@ -117,5 +118,6 @@ def score(example: Example, text: str, *, strict: bool = False) -> float:
     if why is not None:
         raise SeerError(f"example {example.id} cannot be scored: {why}")
     if example.metric is None:
+        assert example.answer is not None  # else unscorable (above)
         return float(text.strip() == example.answer.strip())
     return SCORERS[example.metric](text, example.reference, strict=strict)

@@ -60,12 +60,17 @@ into their static/eager layout (`LoopState.select`) and never packs rows (varlen
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
 from seer.errors import SeerError
 from seer.models.common import KVCache
 from seer.sampling import CACHES
+
+if TYPE_CHECKING:
+    from seer.diffusion.canvas import Canvas
+    from seer.diffusion.schedule import StepRows
 
 
 @dataclass(slots=True)
@@ -107,7 +112,7 @@ class CachePolicy:
         self.kv: KVCache | None = None  # the cache, None until the first fill
         self.stale: torch.Tensor | None = None  # (B,) bool rows to refill; None = none
 
-    def span(self, canvas, now, lo: int, hi: int, shift: int) -> Span | None:
+    def span(self, canvas: Canvas, now: StepRows, lo: int, hi: int, shift: int) -> Span | None:
         return None
 
     def store(self, kv: KVCache | None) -> None:
@@ -156,7 +161,7 @@ class _BlockCache(CachePolicy):
 
     to_end = True  # later steps run up to the canvas end (prefix) or only the block (dual)
 
-    def span(self, canvas, now, lo: int, hi: int, shift: int) -> Span:
+    def span(self, canvas: Canvas, now: StepRows, lo: int, hi: int, shift: int) -> Span:
         start, end, j, active = now.start, now.end, now.j, now.active
         total = canvas.x.shape[1]
         full = active & (j == 0)  # rows at a block's first step: a full forward
@@ -198,7 +203,7 @@ class PrefixLMCache(CachePolicy):
 
     name = "prefix_lm"
 
-    def span(self, canvas, now, lo: int, hi: int, shift: int) -> Span:
+    def span(self, canvas: Canvas, now: StepRows, lo: int, hi: int, shift: int) -> Span:
         pp, total = canvas.prompt_len, canvas.x.shape[1]
         if self.kv is None or lo < shift:  # the prompt alone (a prefill if the step needs
             return Span(0, pp, True, None)  # more); on Dream it also predicts position 0
@@ -235,9 +240,12 @@ def gather_cache(parts: list[tuple[CachePolicy, int, int, int]], width: int) -> 
         doubled = t[0].shape[0] == 2 * parts[0][2]  # classifier-free guidance: two halves
         return torch.cat([rows(t, 0), rows(t, 1)]) if doubled else rows(t, 0)
 
-    n_layers = len(parts[0][0].kv.keys)
-    out.kv = KVCache([layer("keys", n) for n in range(n_layers)],
-                     [layer("values", n) for n in range(n_layers)])  # fmt: skip
+    kv = parts[0][0].kv
+    assert kv is not None  # every part has a cache (above)
+    n_layers = len(kv.keys)
+    out.kv = KVCache(
+        [layer("keys", n) for n in range(n_layers)], [layer("values", n) for n in range(n_layers)]
+    )
     if any(pol.stale is not None for pol, *_ in parts):
         no = torch.zeros((), dtype=torch.bool, device=out.kv.keys[0].device)
         out.stale = torch.stack([no if pol.stale is None else pol.stale[r] for pol, r, *_ in parts])
@@ -278,7 +286,7 @@ class SuffixDropout(CachePolicy):
             raise ValueError(f"keep must be >= 0, got {keep}")
         self.keep = keep
 
-    def span(self, canvas, now, lo: int, hi: int, shift: int) -> Span | None:
+    def span(self, canvas: Canvas, now: StepRows, lo: int, hi: int, shift: int) -> Span | None:
         end, active = now.end, now.active
         total = canvas.x.shape[1]
         if not bool(active.any()):
@@ -293,10 +301,11 @@ class SuffixDropout(CachePolicy):
         keys = torch.arange(b, device=last.device)[None] < last[:, None]
         return Span(0, b, True, None, None if bool(keys[active].all()) else keys)
 
-    def store(self, kv) -> None:  # nothing is reused: the forward's cache is dropped
+    def store(self, kv: KVCache | None) -> None:
+        # nothing is reused: the forward's cache is dropped
         self.kv, self.stale = None, None
 
-    def relayout(self, rows, batch: int, offset: int, width: int) -> CachePolicy:
+    def relayout(self, rows: torch.Tensor, batch: int, offset: int, width: int) -> CachePolicy:
         return SuffixDropout(self.keep)
 
 

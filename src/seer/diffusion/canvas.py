@@ -124,8 +124,13 @@ def end_positions(c: Canvas, tokens: TokenIds) -> torch.Tensor:
     return torch.where(first < c.width, first, -1)
 
 
-def place(parts: list[tuple[Canvas, int]], prompt_width: int, width: int, tokens: TokenIds,
-          embedding: torch.nn.Embedding | None = None) -> Canvas:  # fmt: skip
+def place(
+    parts: list[tuple[Canvas, int]],
+    prompt_width: int,
+    width: int,
+    tokens: TokenIds,
+    embedding: torch.nn.Embedding | None = None,
+) -> Canvas:
     """A canvas of rows taken from other canvases (`(canvas, row)` each), laid out with
     `prompt_width` prompt columns and `width` answer columns (>= each row's used columns).
     Real columns keep their tokens and positions; the rest is hidden [EOS]/pad."""
@@ -143,6 +148,8 @@ def place(parts: list[tuple[Canvas, int]], prompt_width: int, width: int, tokens
         window[r] = c.window[i]
     pe = None
     if any(c.prompt_embeds is not None for c, _ in parts):  # others: their token embeddings
+        if embedding is None:
+            raise ValueError("rows with prompt embeddings are placed with the token embedding")
         pe = embedding(x[:, :pw]).clone()  # (B, P, D)
         for r, (c, i) in enumerate(parts):
             if c.prompt_embeds is not None:

@@ -61,19 +61,26 @@ reason.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from seer.diffusion.canvas import insert_masks
 from seer.diffusion.policy import Policy
-from seer.diffusion.schedule import Plan, Stage, lay_blocks
+from seer.diffusion.schedule import Plan, Stage, StepRows, lay_blocks
 from seer.diffusion.unmask import gumbel_argmax
 from seer.errors import SeerError
 from seer.policies import daedal as daedal_declared
 
+if TYPE_CHECKING:
+    from seer.diffusion.loop import DenoisingLoop
+    from seer.diffusion.state import LoopState, WindowPolicy
+    from seer.sampling import SamplingParams
+
 SIZING, DENOISING = 0, 1  # LoopState.phase
 
 
-def build(loop, rows, device) -> Daedal | None:
+def build(loop: DenoisingLoop, rows: list[SamplingParams], device: torch.device) -> Daedal | None:
     """The decoding policy of DAEDAL's rows (rows of one layout: all or none are DAEDAL's)."""
     return Daedal(loop) if rows[0].daedal else None
 
@@ -85,10 +92,10 @@ class Daedal(Policy):
     name = "daedal"
     traits = daedal_declared.DECLARATION.traits  # one source: its declaration
 
-    def __init__(self, loop) -> None:
+    def __init__(self, loop: DenoisingLoop) -> None:
         self.loop, self.tokens = loop, loop.tokens
 
-    def start(self, s, policy) -> None:
+    def start(self, s: LoopState, policy: WindowPolicy | None) -> None:
         """Every row's window becomes `daedal_initial` [MASK]s with one sizing step planned."""
         if s.params.banned_ids or (s.params.banned_ids is None and self.tokens.banned):
             raise SeerError("daedal reads the end token's confidence, which this sampler bans")
@@ -104,7 +111,7 @@ class Daedal(Policy):
         hit = torch.nonzero(pred[:w] == self.tokens.eos).flatten()[-k:]
         return sum(eos_prob[hit].flip(0).tolist()) / k  # summed from the end, as the official
 
-    def reveal(self, s, logits: torch.Tensor, now) -> bool:
+    def reveal(self, s: LoopState, logits: torch.Tensor, now: StepRows) -> bool:
         """The step's reveal (denoising rows), sizing, and every active row re-planned.
         logits: (B, W, V) for the whole answer window."""
         p, c = s.params, s.canvas
@@ -114,8 +121,10 @@ class Daedal(Policy):
         eos_prob = prob[..., self.tokens.eos]
         windows, phase = c.window.tolist(), s.phase.tolist()
         rows = torch.nonzero(now.active).flatten().tolist()
-        conf = {r: self.end_confidence(pred[r], eos_prob[r], windows[r], p.daedal_eos_tokens)
-                for r in rows}  # fmt: skip
+        conf = {
+            r: self.end_confidence(pred[r], eos_prob[r], windows[r], p.daedal_eos_tokens)
+            for r in rows
+        }
         denoise = [r for r in rows if phase[r] == DENOISING]
         if denoise:
             self._denoise(s, logits, prob, conf, denoise, now)

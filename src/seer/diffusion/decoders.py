@@ -6,19 +6,22 @@ registry; nothing here changes."""
 from __future__ import annotations
 
 import importlib
+from types import ModuleType
 
-from seer.diffusion.policy import DecodePolicy
+import torch
+
+from seer.diffusion.policy import DecodePolicy, Loop
 from seer.policies import REGISTRY
 from seer.sampling import SamplingParams
 
 
-def modules() -> list:
+def modules() -> list[ModuleType]:
     """The hooks modules, once each (threshold/factor and early stop share theirs)."""
     names = dict.fromkeys(d.hooks for d in REGISTRY if d.hooks is not None)
     return [importlib.import_module(name) for name in names]
 
 
-def for_rows(loop, rows: list[SamplingParams], device) -> list[DecodePolicy]:
+def for_rows(loop: Loop, rows: list[SamplingParams], device: torch.device) -> list[DecodePolicy]:
     """The policies the rows' options turn on, in calling order."""
     out = [m.build(loop, rows, device) for m in modules()]
     return [p for p in out if p is not None]

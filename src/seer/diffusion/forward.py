@@ -1,7 +1,8 @@
 """The executor seam: how one denoising step runs the model (nano-vllm's `ModelRunner` idea).
 
-The loop asks a `Forward` for the logits of some answer positions of a state's canvas and never
-knows how they were computed. Four implementations:
+The loop asks a `Forward` (the protocol is declared beside `LoopState`, in `state.py`) for the
+logits of some answer positions of a state's canvas and never knows how they were computed.
+Four implementations:
 
 - `EagerForward`: one plain model call over the whole canvas. It owns what a model call needs
   beyond ids: classifier-free guidance (the batch doubled with an unconditional half), spliced
@@ -20,42 +21,29 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING, Protocol
+from typing import Any
 
 import torch
 
 from seer.diffusion.cache import Span
 from seer.diffusion.canvas import Canvas
 from seer.diffusion.schedule import StepRows
+from seer.diffusion.state import Forward as Forward  # the seam's protocol, beside the state
+from seer.diffusion.state import LoopState
 from seer.kernels.compact_ref import Compacted
 from seer.kernels.dispatch import compact
+from seer.models.base import DiffusionModel
 from seer.models.common import KVCache
 from seer.sampling import SamplingParams, TokenIds
-
-if TYPE_CHECKING:
-    from seer.diffusion.state import LoopState
-
-
-class Forward(Protocol):
-    """What one denoising step asks of the model.
-
-    `__call__(s, rows, lo, hi, hooks)` returns logits (B, hi - lo, V) for answer positions
-    [lo, hi) of `s.canvas` (after the model's logit shift and CFG), counting the columns it fed
-    in `s.forwarded` (and an extra prefill forward in `s.nfe`). `hooks` are step-0 forward
-    keyword arguments of a window policy (`after_layer`); with hooks the forward is the whole
-    canvas. `relayout(canvas)` is called when the canvas changed layout (a cut or a growth)."""
-
-    def __call__(self, s: LoopState, rows: StepRows, lo: int, hi: int, hooks: dict): ...
-
-    def relayout(self, canvas: Canvas) -> None: ...
 
 
 class EagerForward:
     """A plain model call over the canvas (or over a cache span's columns)."""
 
-    def __init__(self, model: torch.nn.Module, tokens: TokenIds, shift: int) -> None:
+    def __init__(self, model: DiffusionModel, tokens: TokenIds, shift: int) -> None:
         self.model, self.tokens, self.shift = model, tokens, shift
-        self._layout: tuple | None = None  # (attention_mask, positions, mask or None)
+        # (attention_mask, positions, mask or None)
+        self._layout: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None] | None = None
 
     def positions(self, am: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Positions (cumsum(mask) - 1) and the attention mask to pass (None: attend to all) of
@@ -66,15 +54,25 @@ class EagerForward:
             self._layout = (am, pos, None if bool(am.all()) else am)
         return self._layout[1], self._layout[2]
 
-    def __call__(self, s, rows, lo: int, hi: int, hooks: dict) -> torch.Tensor:
+    def __call__(
+        self, s: LoopState, rows: StepRows, lo: int, hi: int, hooks: dict[str, Any]
+    ) -> torch.Tensor:
         s.forwarded += s.canvas.rows * s.canvas.x.shape[1]
         return self.call(s.canvas, s.params, lo, hi, None, None, hooks)[0]
 
     def relayout(self, canvas: Canvas) -> None:
         pass
 
-    def call(self, c: Canvas, p: SamplingParams, lo: int, hi: int, span: Span | None,
-             kv: KVCache | None, kw: dict) -> tuple[torch.Tensor, KVCache | None]:  # fmt: skip
+    def call(
+        self,
+        c: Canvas,
+        p: SamplingParams,
+        lo: int,
+        hi: int,
+        span: Span | None,
+        kv: KVCache | None,
+        kw: dict[str, Any],
+    ) -> tuple[torch.Tensor, KVCache | None]:
         """Logits (B, hi - lo, V) for answer positions [lo, hi), and the model's cache."""
         x, pp = c.x, c.prompt_len
         pos, mask = self.positions(c.attention_mask)
@@ -88,7 +86,7 @@ class EagerForward:
         a = 0 if span is None else span.lo  # first column run through the model
         cols = slice(pp - self.shift + lo - a, pp - self.shift + hi - a)
         if span is not None:
-            cache = {"use_cache": True} if span.fill else {"past_key_values": kv}
+            cache: dict[str, Any] = {"use_cache": True} if span.fill else {"past_key_values": kv}
             kw = dict(kw, cache_start=a, replace=replace, **cache)
             x, pos = x[:, a : span.hi], pos[:, a : span.hi]
             if span.fill and mask is not None:  # a fill's keys are its own columns only
@@ -98,12 +96,13 @@ class EagerForward:
                     raise ValueError("a span's per-row keys need a fill (no cache read)")
                 keys = span.keys if p.cfg_scale == 0 else torch.cat([span.keys, span.keys])
                 mask = keys.long() if mask is None else mask * keys.to(mask.dtype)
+        ids: torch.Tensor | None = x
         if c.prompt_embeds is not None:  # images spliced into the prompt: feed embeddings
             h = self.model.get_input_embeddings()(x)  # (B or 2B, n, D); CFG half: [MASK]s
             if a < pp:
                 h[: c.rows, : pp - a] = c.prompt_embeds[:, a:].to(h)
-            kw, x = dict(kw, inputs_embeds=h), None
-        out = self.model(x, attention_mask=mask, position_ids=pos, logits_positions=cols, **kw)
+            kw, ids = dict(kw, inputs_embeds=h), None
+        out = self.model(ids, attention_mask=mask, position_ids=pos, logits_positions=cols, **kw)
         logits = out.logits
         if p.cfg_scale > 0:
             cond, un = logits.chunk(2)
@@ -122,7 +121,9 @@ class CachedForward:
     def relayout(self, canvas: Canvas) -> None:
         pass
 
-    def __call__(self, s, rows: StepRows, lo: int, hi: int, hooks: dict) -> torch.Tensor:
+    def __call__(
+        self, s: LoopState, rows: StepRows, lo: int, hi: int, hooks: dict[str, Any]
+    ) -> torch.Tensor:
         c, n, shift = s.canvas, s.canvas.rows, self.eager.shift
         span = None if hooks else s.cache.span(c, rows, lo, hi, shift)
         if span is None:  # no cache, or a step-0 hook that changes the sequence: one forward
@@ -135,7 +136,9 @@ class CachedForward:
             s.nfe += 1
             head, kv = self.eager.call(c, s.params, lo, mid, span, None, {})
             s.cache.store(kv)
-            lo, span = mid, s.cache.span(c, rows, mid, hi, shift)
+            rest = s.cache.span(c, rows, mid, hi, shift)
+            assert rest is not None  # a policy that split a prefill off has the rest's span
+            lo, span = mid, rest
         s.forwarded += n * (span.hi - span.lo)
         logits, kv = self.eager.call(c, s.params, lo, hi, span, s.cache.kv, {})
         if span.fill:
@@ -166,30 +169,46 @@ class PackedForward:
     def relayout(self, canvas: Canvas) -> None:
         self.layout = None
 
-    def _pack(self, c: Canvas) -> None:
+    def _pack(self, c: Canvas) -> tuple[Canvas, Compacted, torch.Tensor, int]:
         t0 = time.perf_counter()
         plen = c.prompt_lengths()
         offsets, packs, cap = pack((plen + c.window).tolist(), self.capacity)
         rows = torch.arange(c.rows, device=c.x.device)
         off = torch.tensor(offsets, dtype=torch.long, device=c.x.device)
         tok, shift = self.eager.tokens, self.eager.shift
-        comp = compact(c.x, plen, c.window, rows, off, p_in=c.prompt_len, p_out=c.prompt_len,
-                       width=c.width, capacity=cap, n_packs=packs, shift=shift, pad_id=tok.pad,
-                       eos_id=tok.eos)  # fmt: skip
+        comp = compact(
+            c.x,
+            plen,
+            c.window,
+            rows,
+            off,
+            p_in=c.prompt_len,
+            p_out=c.prompt_len,
+            width=c.width,
+            capacity=cap,
+            n_packs=packs,
+            shift=shift,
+            pad_id=tok.pad,
+            eos_id=tok.eos,
+        )
         seg = comp.seg.view(-1, cap)  # (packs, C)
         mask = (seg[:, :, None] == seg[:, None, :])[:, None]  # (packs, 1, C, C) block-diagonal
         self.layout = (c, comp, mask, cap)
         self.compact_seconds += time.perf_counter() - t0
+        return self.layout
 
-    def __call__(self, s, rows: StepRows, lo: int, hi: int, hooks: dict) -> torch.Tensor:
+    def __call__(
+        self, s: LoopState, rows: StepRows, lo: int, hi: int, hooks: dict[str, Any]
+    ) -> torch.Tensor:
         c, model, eos = s.canvas, self.eager.model, self.eager.tokens.eos
-        if self.layout is None or self.layout[0] is not c:
-            self._pack(c)
-        _, comp, mask, cap = self.layout
+        layout = self.layout
+        if layout is None or layout[0] is not c:
+            layout = self._pack(c)
+        _, comp, mask, cap = layout
         s.forwarded += comp.seg.numel()
         valid = comp.seg >= 0
         ids = torch.where(valid, c.x.flatten()[comp.src.clamp(min=0)], eos).view(-1, cap)
-        kw = {}
+        kw: dict[str, torch.Tensor] = {}
         if c.prompt_embeds is not None:  # the same gather over the canvas's input embeddings
             h = model.get_input_embeddings()(c.x)  # (n, P + W, D)
             h[:, : c.prompt_len] = c.prompt_embeds.to(h)
@@ -205,6 +224,11 @@ class PackedForward:
             sel = h.reshape(1, -1, h.shape[-1])[:, take.flatten()]
             return sel, m, torch.zeros(sel.shape[:2], dtype=torch.long, device=h.device)
 
-        out = model(None if kw else ids, attention_mask=mask, position_ids=comp.pos.view(-1, cap),
-                    after_layer=gather, **kw)  # fmt: skip
+        out = model(
+            None if kw else ids,
+            attention_mask=mask,
+            position_ids=comp.pos.view(-1, cap),
+            after_layer=gather,
+            **kw,
+        )
         return out.logits.view(take.shape[0], hi - lo, -1)

@@ -24,10 +24,11 @@ is described in `canvas.py`.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import torch
 
-from seer.diffusion.cache import CachePolicy, make_cache
+from seer.diffusion.cache import CachePolicy, Span, make_cache
 from seer.diffusion.canvas import Canvas, add_suffix, end_positions, make_canvas, resize
 from seer.diffusion.decoders import for_rows
 from seer.diffusion.forward import CachedForward, EagerForward
@@ -37,6 +38,8 @@ from seer.diffusion.schedule import steps_per_block as spb
 from seer.diffusion.state import LoopResult, LoopState, WindowPolicy, seeded
 from seer.diffusion.unmask import propose, select
 from seer.errors import SeerError
+from seer.models.base import DiffusionModel
+from seer.models.common import KVCache
 from seer.sampling import SUFFIX_RULE, SamplingParams, TokenIds
 
 __all__ = ["Canvas", "DenoisingLoop", "LoopResult", "LoopState", "WindowPolicy", "make_canvas"]
@@ -45,7 +48,7 @@ __all__ = ["Canvas", "DenoisingLoop", "LoopResult", "LoopState", "WindowPolicy",
 class DenoisingLoop:
     """Runs masked-diffusion denoising of a `Canvas` with a model and injected policies."""
 
-    def __init__(self, model: torch.nn.Module, tokens: TokenIds) -> None:
+    def __init__(self, model: DiffusionModel, tokens: TokenIds) -> None:
         self.model = model
         self.tokens = tokens
         self.shift = model.logits_shift  # the model protocol (seer.models.base)
@@ -73,19 +76,26 @@ class DenoisingLoop:
             rows.append(stages)
         return Plan(rows)
 
-    def forward(self, c: Canvas, p: SamplingParams, lo: int, hi: int, **kw) -> torch.Tensor:
+    def forward(self, c: Canvas, p: SamplingParams, lo: int, hi: int, **kw: Any) -> torch.Tensor:
         """Logits (B, hi - lo, V) for answer positions [lo, hi) of one plain forward."""
         return self.eager.call(c, p, lo, hi, None, None, kw)[0]
 
-    def forward_cached(self, c: Canvas, p: SamplingParams, lo: int, hi: int, span, kv):
+    def forward_cached(
+        self, c: Canvas, p: SamplingParams, lo: int, hi: int, span: Span, kv: KVCache | None
+    ) -> tuple[torch.Tensor, KVCache | None]:
         """`forward` over the columns of `span`, reading `kv` or filling a new cache."""
         return self.eager.call(c, p, lo, hi, span, kv, {})
 
     # -- the run ------------------------------------------------------------------------------
     @torch.inference_mode()
-    def run(self, c: Canvas, p: SamplingParams, policy: WindowPolicy | None = None,
-            generator: torch.Generator | None = None, cache: CachePolicy | None = None,
-            ) -> LoopResult:  # fmt: skip
+    def run(
+        self,
+        c: Canvas,
+        p: SamplingParams,
+        policy: WindowPolicy | None = None,
+        generator: torch.Generator | None = None,
+        cache: CachePolicy | None = None,
+    ) -> LoopResult:
         """Denoise `c` to the end: `begin`, `step` until every row finished, `result`."""
         s = self.begin(c, p, policy, generator, cache)
         while not bool(s.finished.all()):
@@ -115,8 +125,19 @@ class DenoisingLoop:
                 raise SeerError(SUFFIX_RULE)
             c = add_suffix(c, p.suffix)
         plan = self.plan(c.window, rows or p, cache.lead(self.shift))
-        s = LoopState(c, p, plan, policy, generator, t0=t0, cache=cache, rows=rows, generators=gens)
-        s.decoders = for_rows(self, s.rows or [p], dev)
+        decoders = for_rows(self, rows or [p] * c.rows, dev)
+        s = LoopState.new(
+            c,
+            p,
+            plan,
+            policy,
+            generator,
+            cache=cache,
+            rows=rows,
+            generators=gens,
+            decoders=decoders,
+            t0=t0,
+        )
         check(s.decoders, policy, p.cache)  # the traits, once
         for d in s.decoders:
             d.start(s, policy)
@@ -155,7 +176,7 @@ class DenoisingLoop:
         if nxt.bounds is not None and nxt.bounds[2] == s.canvas.rows:
             return  # every row has a step left: none ended
         ended = ~nxt.active & ~s.finished
-        if any(s.window_policies or ()) and bool(ended.any()):
+        if any(s.window_policies) and bool(ended.any()):
             self._guard(s, ended)
             ended &= ~s.rows_now().active
         s.finished |= ended
@@ -166,18 +187,21 @@ class DenoisingLoop:
         own generator draws exactly what it draws alone."""
         c = s.canvas
         lim = next((d for d in s.decoders if d.traits.limits), None)
+        kw: dict[str, DecodePolicy] = {} if lim is None else {"limit": lim}
         for rows, p, g in s.reveal_groups():
             if len(rows) == c.rows:
-                self.decode(c, logits, lo, now, p, g, **({} if lim is None else {"limit": lim}))
+                self.decode(c, logits, lo, now, p, g, **kw)
                 continue
             idx = torch.tensor(rows, device=c.x.device)
-            sub = StepRows(*(t[idx] for t in (now.start, now.end, now.j, now.steps, now.active)))
+            sub = StepRows(
+                now.start[idx], now.end[idx], now.j[idx], now.steps[idx], now.active[idx]
+            )
             if not bool(sub.active.any()):
                 continue
             a, b = sub.span()
             part = Canvas(c.x[idx], c.attention_mask[idx], c.prompt_len, c.window[idx])
-            kw = {} if lim is None else {"limit": lim.select(idx)}
-            self.decode(part, logits[idx, a - lo : b - lo], a, sub, p, g, **kw)
+            sel = {} if lim is None else {"limit": lim.select(idx)}
+            self.decode(part, logits[idx, a - lo : b - lo], a, sub, p, g, **sel)
             c.x[idx] = part.x
 
     def decode(
@@ -187,7 +211,7 @@ class DenoisingLoop:
         lo: int,
         now: StepRows,
         p: SamplingParams,
-        g,
+        g: torch.Generator | None,
         limit: DecodePolicy | None = None,
     ) -> None:
         """Reveal this step's tokens. logits: (B, n, V) for answer positions [lo, lo + n);
@@ -217,17 +241,18 @@ class DenoisingLoop:
     def _cut(self, s: LoopState, logits: torch.Tensor) -> tuple[StepRows, torch.Tensor]:
         """After step 0's forward: the policy's windows, the plan laid over them again."""
         tp, c = time.perf_counter(), s.canvas
+        assert s.policy is not None  # a pending step 0 is a window policy's (`begin`)
         window = s.policy.cut(c, logits)
         if window is not None:  # cut rows refill their cache at the next step
             self._resize(s, window, window != c.window)
-            s.plan = self.plan(s.canvas.window, s.rows or s.params, s.cache.lead(self.shift))
+            s.plan = self.plan(s.canvas.window, s.rows, s.cache.lead(self.shift))
         s.policy_seconds += time.perf_counter() - tp
         s.first_kw, s.now = None, None
         return s.rows_now(), logits
 
     def _guard(self, s: LoopState, ended: torch.Tensor) -> None:
         """Each row's window policy's guard, for the rows whose plan just ran out."""
-        tp, c, rows = time.perf_counter(), s.canvas, s.rows or []
+        tp, c, rows = time.perf_counter(), s.canvas, s.rows
         window = s.grow(ended, end_positions(c, self.tokens))
         s.policy_seconds += time.perf_counter() - tp
         grew = window > c.window
@@ -269,5 +294,6 @@ class DenoisingLoop:
             torch.cuda.synchronize()
         extras = s.policy.report() if s.policy is not None else {}
         seconds = time.perf_counter() - s.t0
-        return LoopResult(answer, s.canvas.window, s.nfe, seconds, s.grown, s.policy_seconds,
-                          extras, s.forwarded)  # fmt: skip
+        return LoopResult(
+            answer, s.canvas.window, s.nfe, seconds, s.grown, s.policy_seconds, extras, s.forwarded
+        )

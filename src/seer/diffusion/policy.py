@@ -30,17 +30,23 @@ per-row state per row.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import torch
 
 from seer.errors import SeerError
 from seer.policies import Traits, decides
 
-# the loop's types, as the hooks see them (this module imports none of the loop's modules:
-# they import it): a `LoopState`, a `StepRows`
+# the loop's types, as the hooks see them: this module imports none of the loop's modules,
+# not even for the type checker (they import it, and no import closes a circle,
+# tests/test_layering.py): a `DenoisingLoop`, a `LoopState`, a `StepRows`, a `WindowPolicy`.
+# A hooks module that no loop module imports (daedal.py, rho_eos.py) names the real ones.
+Loop = Any
 LoopState = Any
 StepRows = Any
+WindowPolicy = Any
+
+P = TypeVar("P", bound="DecodePolicy")
 
 
 class DecodePolicy(Protocol):
@@ -49,11 +55,13 @@ class DecodePolicy(Protocol):
     name: str  # as the user names it (an option's name), in one-line errors
     traits: Traits
 
-    def start(self, s: LoopState, window: object | None) -> None: ...
+    def start(self, s: LoopState, window: WindowPolicy | None) -> None: ...
 
     def reveal(self, s: LoopState, logits: torch.Tensor, now: StepRows) -> bool: ...
 
-    def limit(self, eligible: torch.Tensor, masked: torch.Tensor, pos: torch.Tensor): ...
+    def limit(
+        self, eligible: torch.Tensor, masked: torch.Tensor, pos: torch.Tensor
+    ) -> torch.Tensor: ...
 
     def select(self, idx: torch.Tensor) -> DecodePolicy: ...
 
@@ -70,13 +78,15 @@ class Policy:
     name = "policy"
     traits = Traits()
 
-    def start(self, s: LoopState, window: object | None) -> None:
+    def start(self, s: LoopState, window: WindowPolicy | None) -> None:
         pass
 
     def reveal(self, s: LoopState, logits: torch.Tensor, now: StepRows) -> bool:
         return False
 
-    def limit(self, eligible: torch.Tensor, masked: torch.Tensor, pos: torch.Tensor):
+    def limit(
+        self, eligible: torch.Tensor, masked: torch.Tensor, pos: torch.Tensor
+    ) -> torch.Tensor:
         return eligible
 
     def select(self, idx: torch.Tensor) -> DecodePolicy:
@@ -92,7 +102,7 @@ class Policy:
         return self  # no per-row state
 
 
-def check(policies: list[DecodePolicy], window: object | None, cache: str) -> None:
+def check(policies: list[DecodePolicy], window: WindowPolicy | None, cache: str) -> None:
     """The run's policies compose with each other, its window policy and its cache (traits)."""
     setters = [p.name for p in policies if p.traits.sets_length]
     if setters and window is not None:
@@ -116,6 +126,6 @@ def join(parts: list[tuple[LoopState, int]]) -> list[DecodePolicy]:
     return [p.join(parts) for p in kinds.values()]
 
 
-def own(s: LoopState, kind: type) -> DecodePolicy | None:
+def own(s: LoopState, kind: type[P]) -> P | None:
     """`s`'s policy of class `kind`, if it has one (a policy's `join` reads its rows' own)."""
     return next((p for p in s.decoders if isinstance(p, kind)), None)

@@ -61,13 +61,20 @@ Where Seer differs from the official code:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from seer.diffusion.policy import Policy
-from seer.diffusion.schedule import Plan, lay_blocks
+from seer.diffusion.schedule import Plan, StepRows, lay_blocks
 from seer.diffusion.unmask import gumbel_argmax
 from seer.errors import SeerError
 from seer.policies import rho_eos as rho_eos_declared
+
+if TYPE_CHECKING:
+    from seer.diffusion.loop import DenoisingLoop
+    from seer.diffusion.state import LoopState, WindowPolicy
+    from seer.sampling import SamplingParams
 
 ADJUSTING, FIXED = 0, 1  # LoopState.phase: the window may still change / no longer changes
 ADJUST_STEPS = 64  # the official max_adjust_length_steps: no length change after this step
@@ -131,7 +138,7 @@ def reveal_block(
     block.copy_(torch.where(high, x0, block))
 
 
-def build(loop, rows, device) -> RhoEos | None:
+def build(loop: DenoisingLoop, rows: list[SamplingParams], device: torch.device) -> RhoEos | None:
     """The decoding policy of ρ-EOS's rows (rows of one layout: all or none are ρ-EOS's)."""
     return RhoEos(loop) if rows[0].rho_eos else None
 
@@ -143,10 +150,10 @@ class RhoEos(Policy):
     name = "rho_eos"
     traits = rho_eos_declared.DECLARATION.traits  # one source: its declaration
 
-    def __init__(self, loop) -> None:
+    def __init__(self, loop: DenoisingLoop) -> None:
         self.loop, self.tokens = loop, loop.tokens
 
-    def start(self, s, policy) -> None:
+    def start(self, s: LoopState, policy: WindowPolicy | None) -> None:
         """Every row's window becomes `rho_initial` [MASK]s, laid in blocks of `rho_block`."""
         if s.params.banned_ids or (s.params.banned_ids is None and self.tokens.banned):
             raise SeerError("rho_eos reads the end token's confidence, which this sampler bans")
@@ -158,7 +165,7 @@ class RhoEos(Policy):
         s.phase = torch.full_like(c.window, ADJUSTING)
         s.now = None
 
-    def reveal(self, s, logits: torch.Tensor, now) -> bool:
+    def reveal(self, s: LoopState, logits: torch.Tensor, now: StepRows) -> bool:
         """Each active row: the step's reveal, its density, its new window, its blocks re-laid.
         logits: (B, W, V) for the whole answer window."""
         p, c, mask = s.params, s.canvas, self.tokens.mask

@@ -35,11 +35,15 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
-from seer.diffusion.policy import Policy
+from seer.diffusion.policy import Loop, LoopState, Policy
 from seer.policies import parallel
+
+if TYPE_CHECKING:
+    from seer.sampling import SamplingParams
 
 
 @dataclass(slots=True)
@@ -93,7 +97,7 @@ class Plan:
 
     def __init__(self, stages: list[list[Stage]]) -> None:
         self.stages = stages
-        self._flat: list[list[tuple[Stage, int]]] = [
+        self._flat: list[list[tuple[Stage | None, int]]] = [
             [(st, j) for st in row for j in range(st.steps)] for row in stages
         ]
         self.step = 0
@@ -120,13 +124,9 @@ class Plan:
         canvas)."""
         done = self.step - 1
         for r, flat in enumerate(self._flat):
-            if (
-                done >= len(flat)
-                or flat[done][0] is None
-                or (not parallel[r] and end_id[r] is None)
-            ):
+            st = flat[done][0] if done < len(flat) else None
+            if st is None or (not parallel[r] and end_id[r] is None):
                 continue
-            st = flat[done][0]
             block = answer[r, st.start : st.end]
             if bool((block == mask_id).any()):
                 continue
@@ -173,12 +173,14 @@ class Plan:
         out._flat = [p._flat[r][p.step :] for p, r in parts]
         return out
 
-    def current(self, device: torch.device) -> tuple[torch.Tensor, ...]:
+    def current(
+        self, device: torch.device
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(start, end, j, n, active) per row for the current global step, as (B,) tensors."""
         rows = []
         for flat in self._flat:
-            if self.step < len(flat) and flat[self.step][0] is not None:
-                st, j = flat[self.step]
+            st, j = flat[self.step] if self.step < len(flat) else (None, 0)
+            if st is not None:
                 rows.append((st.start, st.end, j, st.steps, 1))
             else:
                 rows.append((0, 0, 0, 1, 0))
@@ -190,14 +192,14 @@ class Plan:
         on the host (no device work): what `StepRows.span` needs every step."""
         lo, hi, n = 0, 1, 0
         for flat in self._flat:
-            if self.step < len(flat) and flat[self.step][0] is not None:
-                st = flat[self.step][0]
+            st = flat[self.step][0] if self.step < len(flat) else None
+            if st is not None:
                 lo, hi = (st.start, st.end) if n == 0 else (min(lo, st.start), max(hi, st.end))
                 n += 1
         return lo, hi, n
 
 
-def build(loop, rows, device) -> BlockEnds | None:
+def build(loop: Loop, rows: list[SamplingParams], device: torch.device) -> BlockEnds | None:
     """The decoding policy of rows of which any decodes in parallel or stops early."""
     return BlockEnds(loop.tokens) if any(p.parallel or p.early_stop for p in rows) else None
 
@@ -213,7 +215,7 @@ class BlockEnds(Policy):
     def __init__(self, tokens) -> None:
         self.tokens = tokens
 
-    def after(self, s, answer: torch.Tensor) -> None:
+    def after(self, s: LoopState, answer: torch.Tensor) -> None:
         rows, eos = s.rows, self.tokens.eos
         ends = [eos if p.early_stop else None for p in rows]
         s.plan.close_blocks(answer, self.tokens.mask, [p.parallel for p in rows], ends)

@@ -20,16 +20,19 @@ over its own block.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
 from seer.diffusion.cache import CachePolicy, NoCache, gather_cache
 from seer.diffusion.canvas import Canvas, place
-from seer.diffusion.policy import join
+from seer.diffusion.policy import DecodePolicy, join
 from seer.diffusion.schedule import Plan, StepRows
 from seer.diffusion.stop import StopWords
 from seer.sampling import SamplingParams, TokenIds
+
+if TYPE_CHECKING:
+    from seer.models.base import DiffusionModel
 
 
 @dataclass(slots=True)
@@ -42,7 +45,7 @@ class LoopResult:
     seconds: float  # wall time of the whole loop
     grown: torch.Tensor  # (B,) times the window policy grew each row's window
     policy_seconds: float = 0.0  # time spent inside the window policy (detection, cuts)
-    extras: dict = field(default_factory=dict)  # policy reports (e.g. boundary reports)
+    extras: dict[str, Any] = field(default_factory=dict)  # policy reports (e.g. boundary reports)
     forwarded: int = 0  # rows x columns fed to the model, summed over forwards (CFG pair once)
 
 
@@ -58,55 +61,103 @@ class WindowPolicy(Protocol):
     `report()` returns what the policy wants the caller to see (put in `LoopResult.extras`).
     """
 
-    def start(self, model, canvas: Canvas) -> dict: ...
+    def start(self, model: DiffusionModel, canvas: Canvas) -> dict[str, Any]: ...
 
     def cut(self, canvas: Canvas, logits: torch.Tensor) -> torch.Tensor | None: ...
 
-    def grow(self, window: torch.Tensor, end_pos: torch.Tensor, gen_length: int): ...
+    def grow(
+        self, window: torch.Tensor, end_pos: torch.Tensor, gen_length: int
+    ) -> torch.Tensor | None: ...
 
-    def report(self) -> dict: ...
+    def report(self) -> dict[str, Any]: ...
+
+
+class Forward(Protocol):
+    """What one denoising step asks of the model.
+
+    `__call__(s, rows, lo, hi, hooks)` returns logits (B, hi - lo, V) for answer positions
+    [lo, hi) of `s.canvas` (after the model's logit shift and CFG), counting the columns it fed
+    in `s.forwarded` (and an extra prefill forward in `s.nfe`). `hooks` are step-0 forward
+    keyword arguments of a window policy (`after_layer`); with hooks the forward is the whole
+    canvas. `relayout(canvas)` is called when the canvas changed layout (a cut or a growth)."""
+
+    def __call__(
+        self, s: LoopState, rows: StepRows, lo: int, hi: int, hooks: dict[str, Any]
+    ) -> torch.Tensor: ...
+
+    def relayout(self, canvas: Canvas) -> None: ...
 
 
 @dataclass(slots=True)
 class LoopState:
-    """A run in progress: what `DenoisingLoop.step` advances, one step at a time."""
+    """A run in progress: what `DenoisingLoop.step` advances, one step at a time. Built complete
+    (`LoopState.new`, `gather`): the fields from `first_kw` on are the run's progress and
+    caches, which every step may change."""
 
     canvas: Canvas  # the sequences, in their current layout
     params: SamplingParams  # the first row's options: its `layout_key` is every row's
     plan: Plan  # per-row stages; each row continues from its own step
-    policy: object | None  # the `WindowPolicy` (cut at step 0, guard when a row's plan ends)
-    generator: torch.Generator | None  # every random draw of the run
-    first_kw: dict | None = None  # forward hooks of a pending step 0 under a policy
-    grown: torch.Tensor | None = None  # (B,) long: times the policy grew each row's window
-    finished: torch.Tensor | None = None  # (B,) bool: rows whose answer is complete
-    row_nfe: torch.Tensor | None = None  # (B,) long: forward passes each row took part in
+    # the run's `WindowPolicy` (cut at step 0, guard when a row's plan ends); None in a run
+    # without one (every row denoises its full window)
+    policy: WindowPolicy | None
+    # every random draw of the run; None: torch's global generator (an unseeded run)
+    generator: torch.Generator | None
+    grown: torch.Tensor  # (B,) long: times the policy grew each row's window
+    finished: torch.Tensor  # (B,) bool: rows whose answer is complete
+    row_nfe: torch.Tensor  # (B,) long: forward passes each row took part in
+    phase: torch.Tensor  # (B,) long: each row's phase under a re-planning policy (else 0)
+    rows: list[SamplingParams]  # each row's own options
+    window_policies: list[WindowPolicy | None]  # each row's window policy (its guard grows it)
+    decoders: list[DecodePolicy]  # the run's `DecodePolicy`s (`policy.py`), built once
+    cache: CachePolicy  # the KV-cache policy and its cache
+    t0: float  # perf_counter() when the run began
+    # each row's own generator; None: every row draws from `generator` (a run begun without
+    # per-row options, `DenoisingLoop.begin(rows=None)`)
+    generators: list[torch.Generator | None] | None = None
+    first_kw: dict[str, Any] | None = None  # forward hooks of a pending step 0 under a policy
     nfe: int = 0  # forward passes of this state (a CFG pair counts once)
     policy_seconds: float = 0.0  # time inside the window policy
-    t0: float = 0.0  # perf_counter() when the run began
-    cache: CachePolicy = field(default_factory=NoCache)  # the KV-cache policy and its cache
     forwarded: int = 0  # rows x columns fed to the model
-    forward: object | None = None  # the `Forward` this state runs with (None: the loop's)
+    forward: Forward | None = None  # the `Forward` this state runs with (None: the loop's)
     path: str = ""  # the engine's execution path this layout was formed for ("": step 0's)
     now: StepRows | None = None  # the current step's rows (None: read it from the plan)
-    decoders: list = field(default_factory=list)  # the run's `DecodePolicy`s (`policy.py`)
-    phase: torch.Tensor | None = None  # (B,) long: each row's phase under a re-planning policy
-    rows: list[SamplingParams] | None = None  # each row's own options (None: `params` for all)
-    generators: list[torch.Generator | None] | None = None  # per row (None: `generator`, shared)
-    window_policies: list[object | None] | None = None  # per row (None: `policy` for all)
-    _groups: list | None = None  # `reveal_groups`' answer (rows never change within a state)
+    _groups: list[tuple[list[int], SamplingParams, torch.Generator | None]] | None = None
 
-    def __post_init__(self) -> None:
-        b, dev = self.canvas.rows, self.canvas.x.device
-        if self.grown is None:
-            self.grown = torch.zeros(b, dtype=torch.long, device=dev)
-        if self.finished is None:
-            self.finished = torch.zeros(b, dtype=torch.bool, device=dev)
-        if self.row_nfe is None:
-            self.row_nfe = torch.zeros(b, dtype=torch.long, device=dev)
-        if self.rows is None:
-            self.rows = [self.params] * b
-        if self.window_policies is None:
-            self.window_policies = [self.policy] * b
+    @classmethod
+    def new(
+        cls,
+        canvas: Canvas,
+        params: SamplingParams,
+        plan: Plan,
+        policy: WindowPolicy | None = None,
+        generator: torch.Generator | None = None,
+        *,
+        cache: CachePolicy | None = None,
+        rows: list[SamplingParams] | None = None,
+        generators: list[torch.Generator | None] | None = None,
+        decoders: list[DecodePolicy] | None = None,
+        t0: float = 0.0,
+    ) -> LoopState:
+        """A state at step 0: counters at zero, every row `params` (or its `rows` entry) and
+        `policy`, no KV cache unless `cache` is given."""
+        b, dev = canvas.rows, canvas.x.device
+        return cls(
+            canvas,
+            params,
+            plan,
+            policy,
+            generator,
+            grown=torch.zeros(b, dtype=torch.long, device=dev),
+            finished=torch.zeros(b, dtype=torch.bool, device=dev),
+            row_nfe=torch.zeros(b, dtype=torch.long, device=dev),
+            phase=torch.zeros(b, dtype=torch.long, device=dev),
+            rows=[params] * b if rows is None else rows,
+            window_policies=[policy] * b,
+            decoders=[] if decoders is None else decoders,
+            cache=NoCache() if cache is None else cache,
+            t0=t0,
+            generators=generators,
+        )
 
     @property
     def stop(self) -> StopWords | None:
@@ -116,14 +167,13 @@ class LoopState:
     @property
     def gen_length(self) -> int:
         """The longest answer any row may have (each row's own cap: `rows[r].gen_length`)."""
-        assert self.rows is not None  # set in __post_init__
         return max(p.gen_length for p in self.rows)
 
     def grow(self, ended: torch.Tensor, end_pos: torch.Tensor) -> torch.Tensor:
         """(B,) windows after each `ended` row's window policy's guard (`WindowPolicy.grow`,
         capped at the row's gen_length; `end_pos`: each row's first end position, or -1)."""
-        window, by = self.canvas.window.clone(), {}
-        assert self.rows is not None and self.window_policies is not None  # __post_init__
+        window = self.canvas.window.clone()
+        by: dict[tuple[int, int], tuple[WindowPolicy, list[int]]] = {}
         for r in torch.nonzero(ended).flatten().tolist():
             pol = self.window_policies[r]
             if pol is not None:  # rows of one policy and cap, grown together
@@ -144,7 +194,6 @@ class LoopState:
         draws from its own alone, and rows that draw nothing (or from the global generator)
         together when their reveal options are equal."""
         if self._groups is None:
-            assert self.rows is not None  # set in __post_init__
             groups: dict[object, tuple[list[int], SamplingParams, torch.Generator | None]] = {}
             for r, p in enumerate(self.rows):
                 g = self.generator_of(r)
@@ -178,17 +227,23 @@ class LoopState:
     def rows_now(self) -> StepRows:
         """The current step's `StepRows` (cached until the plan changes)."""
         if self.now is None:
-            self.now = StepRows(*self.plan.current(self.canvas.x.device), self.plan.bounds())
+            start, end, j, steps, active = self.plan.current(self.canvas.x.device)
+            self.now = StepRows(start, end, j, steps, active, self.plan.bounds())
         return self.now
 
 
-def seeded(seed: int | None, device) -> torch.Generator | None:
+def seeded(seed: int | None, device: torch.device) -> torch.Generator | None:
     """A generator of its own for a seeded row (None: the global generator)."""
     return None if seed is None else torch.Generator(device=device).manual_seed(seed)
 
 
-def gather(parts: list[tuple[LoopState, int]], prompt_width: int, width: int,
-           tokens: TokenIds, embedding=None) -> LoopState:  # fmt: skip
+def gather(
+    parts: list[tuple[LoopState, int]],
+    prompt_width: int,
+    width: int,
+    tokens: TokenIds,
+    embedding: torch.nn.Embedding | None = None,
+) -> LoopState:
     """One state of rows taken from other states (`(state, row)` each, all with the same
     `layout_key` and none at a pending step 0), laid out with `prompt_width` prompt columns and
     `width` answer columns. Each row keeps its step, stop position, cache columns, counters."""
@@ -214,11 +269,11 @@ def gather(parts: list[tuple[LoopState, int]], prompt_width: int, width: int,
         grown=cat("grown"),
         finished=cat("finished"),
         row_nfe=cat("row_nfe"),
-        t0=first.t0,
-        cache=cache,
-        decoders=join(parts),
-        phase=None if first.phase is None else cat("phase"),
+        phase=cat("phase"),
         rows=[s.rows[r] for s, r in parts],
-        generators=gens,
         window_policies=[s.window_policies[r] for s, r in parts],
+        decoders=join(parts),
+        cache=cache,
+        t0=first.t0,
+        generators=gens,
     )

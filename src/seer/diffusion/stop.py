@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from seer.diffusion.policy import Policy, own
+from seer.diffusion.policy import Loop, LoopState, Policy, own
 from seer.policies import stop as stop_declared
 
 if TYPE_CHECKING:
     from seer.sampling import SamplingParams, TokenIds
 
 
-def build(loop, rows: list[SamplingParams], device) -> StopWords | None:
+def build(loop: Loop, rows: list[SamplingParams], device: torch.device) -> StopWords | None:
     """The decoding policy of rows of which any has stop sequences (`seer.diffusion.policy`)."""
     if not any(p.stop for p in rows):
         return None
@@ -65,7 +65,7 @@ class StopWords(Policy):
     def select(self, idx: torch.Tensor) -> StopWords:
         return StopWords([self.seqs[i] for i in idx.tolist()], self.at[idx].clone(), self.tokens)
 
-    def join(self, parts) -> StopWords:
+    def join(self, parts: list[tuple[LoopState, int]]) -> StopWords:
         seqs, at = [], []
         for s, r in parts:
             mine = own(s, StopWords)
@@ -74,7 +74,7 @@ class StopWords(Policy):
             at.append(mine.at[r : r + 1] if isinstance(mine, StopWords) else none)
         return StopWords(seqs, torch.cat(at), self.tokens)
 
-    def after(self, s, answer: torch.Tensor) -> torch.Tensor:
+    def after(self, s: LoopState, answer: torch.Tensor) -> torch.Tensor:
         """Rows complete now: a stop position and no mask before it (they end in the plan)."""
         assert self.tokens is not None  # built by `build`
         done = self.update(answer, self.tokens.mask) & ~s.finished
@@ -82,13 +82,15 @@ class StopWords(Policy):
             s.plan.finish(r)
         return done
 
-    def finish(self, s, answer: torch.Tensor, pos: torch.Tensor) -> None:
+    def finish(self, s: LoopState, answer: torch.Tensor, pos: torch.Tensor) -> None:
         """The stop sequence and what follows it are not the answer: [EOS]."""
         assert self.tokens is not None  # built by `build`
         at = self.at[:, None]
         answer[(at >= 0) & (pos >= at)] = self.tokens.eos
 
-    def limit(self, eligible: torch.Tensor, masked: torch.Tensor, pos: torch.Tensor):
+    def limit(
+        self, eligible: torch.Tensor, masked: torch.Tensor, pos: torch.Tensor
+    ) -> torch.Tensor:
         """Rows with a stop position: every mask before it, instead of the block's masks.
         eligible, masked: (B, n); pos: (1, n) answer positions -> (B, n)."""
         found = self.at >= 0

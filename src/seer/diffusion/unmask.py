@@ -124,12 +124,12 @@ def propose(logits, p: SamplingParams, tokens: TokenIds, generator, at=None):
 
 
 def select(
-    conf: torch.Tensor,
+    conf: torch.Tensor | None,
     eligible: torch.Tensor,
     k: torch.Tensor,
     p: SamplingParams,
     reveal_prob: torch.Tensor | None,
-    generator,
+    generator: torch.Generator | None,
     compact: bool = False,
 ) -> torch.Tensor:
     """Choose positions to reveal. conf, eligible: (B, W); k: (B,) -> (B, W) bool.
@@ -144,10 +144,12 @@ def select(
     it too depends on the row alone.
     """
     if p.remasking == "origin":  # one U(0, 1) per eligible position, in row-major order
+        assert reveal_prob is not None  # "origin" reveals with the schedule's probability
         u = torch.ones(eligible.shape, device=eligible.device)
         n = int(eligible.sum())
         u[eligible] = torch.rand(n, generator=generator, device=eligible.device)
         return eligible & (u < reveal_prob[:, None])
+    assert conf is not None  # every rule but "origin" ranks the proposals' confidences
     conf = conf.masked_fill(~eligible, -torch.inf)
     if p.parallel:
         k = parallel_count(conf, eligible, p)
