@@ -81,7 +81,7 @@ class DiffusionLM:
             raw_config: dict[str, Any] = {}
             defaults = ModelDefaults.build(type(model).sampling_defaults(raw_config, tokenizer))
         self.defaults = defaults  # the model's defaults, read once by the loader
-        self.loop = DenoisingLoop(cast(torch.nn.Module, model), tokens)  # a module
+        self.loop = DenoisingLoop(model, tokens)
         self._graphs: GraphCache | None = None  # CUDA graphs of the static path (`graph_cache`)
 
     def sampling(self, **options: Any) -> SamplingParams:
