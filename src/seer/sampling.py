@@ -434,5 +434,3 @@ SamplingParams.__init__ = _init  # type: ignore[method-assign]  # the flat keywo
 DAEDAL = registry.daedal.GROUP
 RHO_EOS = registry.rho_eos.GROUP
 RHO_SCHEDULERS = registry.rho_eos.SCHEDULERS
-DAEDAL_DECIDES = registry.decides("daedal")
-RHO_EOS_DECIDES = registry.decides("rho_eos")

@@ -24,7 +24,8 @@ from seer.boundary.config import SeerConfig
 from seer.boundary.detector import BoundaryReport
 from seer.engine.inputs import ImageInput, Prompt, SeerOption
 from seer.errors import SeerError
-from seer.sampling import DAEDAL_DECIDES, RHO_EOS_DECIDES, SUFFIX_RULE, SamplingParams
+from seer.policies import decides
+from seer.sampling import SUFFIX_RULE, SamplingParams
 
 if TYPE_CHECKING:
     from seer.engine.model import EngineModel
@@ -147,10 +148,8 @@ def resolve(lm: EngineModel, request: Request, *, policy: bool = False, seer_on:
         if request.window < 1:
             raise SeerError(f"a fixed window must be >= 1, got {request.window}")
     decided = bool(seer) or request.window is not None or policy
-    if p.daedal and decided:
-        raise SeerError(DAEDAL_DECIDES)
-    if p.rho_eos and decided:
-        raise SeerError(RHO_EOS_DECIDES)
+    if decided and p.length_setters:  # a policy that sets the length beside a window policy
+        raise SeerError(decides(p.length_setters[0]))
     if p.suffix and (decided or p.cache != "none"):
         raise SeerError(SUFFIX_RULE)
     cfg: SeerConfig | None = None
