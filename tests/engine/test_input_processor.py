@@ -21,7 +21,8 @@ ENGINE = "seer.engine"  # the package's lazy names
 # the names that make a request concrete (options, Seer's settings, the prompt's rows)
 RESOLVERS = {"resolve", "process", "seer_config", "sampling", "check_cache", "rows", "single"}
 # who calls them: the library (generate / stream), `seer batch` (and its CLI's cache check),
-# the server, the page, the engine (submit / generate), and the library's Seer readers
+# the server, the page, the engine (submit / generate), the harness, and the library's Seer
+# readers
 CALLERS = {
     "lm.py": {"process", "rows", "single"},
     "batch.py": {"resolve"},
@@ -29,6 +30,8 @@ CALLERS = {
     "serve/convert.py": {"resolve"},
     "ui/page.py": {"resolve", "seer_config"},
     "engine/engine.py": {"resolve"},
+    "harness/lm_eval.py": {"process"},
+    "harness/lmms_eval.py": {"process"},
     "demo.py": {"seer_config"},
     "provenance.py": {"seer_config"},
     "throughput.py": {"seer_config"},
@@ -96,3 +99,11 @@ def test_process_resolves_once_and_gives_one_request_per_row():
     assert all(r.resolved and r.params == got[0].params and r.seer is got[0].seer for r in got)
     assert got[0].params.gen_length == 8 and got[0].seer is not None
     assert process(lm, "hi", gen_length=8, policy=True, seer=True)[0].seer is None
+
+
+def test_the_rules_that_need_the_model_are_said_in_one_line():
+    lm = seer.load("builtin")
+    with pytest.raises(SeerError, match="^cfg_scale is only defined for LLaDA's remasking rules$"):
+        process(lm, "hi", cfg_scale=1.0, remasking="entropy")
+    with pytest.raises(SeerError, match="^daedal sets the answer length itself: drop Seer"):
+        process(lm, "hi", gen_length=64, daedal=True, seer=True)

@@ -37,7 +37,7 @@ from seer.engine.inputs import ImageInput, Images, Prompt, Prompts, SeerOption
 from seer.errors import SeerError
 from seer.models.multimodal import PromptInput
 from seer.policies import decides
-from seer.sampling import SUFFIX_RULE, SamplingParams
+from seer.sampling import LLADA_RULES, SUFFIX_RULE, SamplingParams
 
 if TYPE_CHECKING:
     from seer.boundary.model import SeerModel
@@ -100,10 +100,10 @@ class StepView:
     final: bool  # True on the request's last step: `token_ids` equals its result's
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class Request:
     """One prompt and how to answer it: resolved once (`resolve`), then checked against the
-    model by `Engine.add`."""
+    model by `Engine.add`. Immutable: a changed request is a copy (`dataclasses.replace`)."""
 
     prompt: Prompt  # text (chat-formatted unless chat=False), a chat, token ids, a PromptInput
     params: SamplingParams | None = None  # None: the model's defaults (`lm.sampling()`)
@@ -124,7 +124,7 @@ def sampling(lm: EngineModel, params: SamplingParams | None = None,
              overrides: dict[str, Any] | None = None) -> SamplingParams:  # fmt: skip
     """The request's `SamplingParams`: `params` (None: the model's defaults) with `overrides`
     over them (None values: the default), the model's unmasking rule filled in and the rules
-    that depend on it checked (`SamplingParams.resolve`)."""
+    that depend on it checked (cfg_scale is LLaDA's)."""
     overrides = overrides or {}
     try:
         if params is None:
@@ -137,7 +137,10 @@ def sampling(lm: EngineModel, params: SamplingParams | None = None,
         raise SeerError(f"bad generation option: {e}") from None
     if not isinstance(p, SamplingParams):
         raise SeerError("Request.params must be a SamplingParams (or None for the defaults)")
-    return p.resolve(lm.default_rule)
+    p = p.with_defaults(lm.default_rule)
+    if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
+        raise SeerError("cfg_scale is only defined for LLaDA's remasking rules")
+    return p
 
 
 def resolve(lm: EngineModel, request: Request, *, policy: bool = False, seer_on: bool = False,

@@ -108,7 +108,7 @@ class Page:
         if self.service.draining:
             raise SeerError("the server is shutting down")
         ticket = Ticket(asyncio.get_running_loop())
-        request.on_step = ticket.post
+        request = replace(request, on_step=ticket.post)
         self.service.live.add(ticket)
         try:
             self.service.worker.submit(request, ticket)
