@@ -143,8 +143,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 import seer
-from seer.boundary.truncation import resolve
 from seer.data.builtin import source_for
+from seer.engine.request import seer_config as resolve
 from seer.errors import SeerError
 from seerbench import costmodel, runs
 from seerbench.compare import (  # noqa: F401  (the script's names, as tests and gpu_check use them)

@@ -36,8 +36,9 @@ import time
 
 import seer
 from seer.boundary.config import SeerConfig
-from seer.boundary.truncation import policy_for, resolve
+from seer.boundary.truncation import SeerPolicy
 from seer.data.builtin import source_for
+from seer.engine.request import seer_config as resolve
 from seerbench import runs
 from seerbench.draws import held_out
 
@@ -64,13 +65,18 @@ def run_model(name: str, n: int, data: str | None = None, seed: int = 0) -> dict
     prompts = [encode(lm, e) for e in examples]  # encoded once (a chat through its template)
     bucket = min(c.bucket for c in configs.values())
     runs.warm_windows(lm, prompts[0], g, bucket)  # every window shape, before any timing
-    runs.warm(lambda c: lm.generate(prompts[0], gen_length=g, policy=policy_for(lm, c)),
-                 configs.values())  # fmt: skip
+
+    def seer_policy(c: SeerConfig) -> SeerPolicy:
+        return SeerPolicy(resolve(lm, c), lm.tokens)
+
+    runs.warm(
+        lambda c: lm.generate(prompts[0], gen_length=g, policy=seer_policy(c)), configs.values()
+    )
     keys = ("loop", "detect", "policy", "window", "cpu", "detect_cpu")
     rows = {k: {f: [] for f in keys} for k in configs}
     for q in prompts:
         for key, cfg in configs.items():  # interleaved: the machine's noise hits every signal
-            policy = policy_for(lm, cfg)
+            policy = seer_policy(cfg)
             c0 = time.thread_time()
             gen = lm.generate(q, gen_length=g, policy=policy)
             r = rows[key]

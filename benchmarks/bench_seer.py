@@ -43,9 +43,10 @@ from rich.table import Table
 
 import seer
 from seer.boundary.config import SeerConfig
-from seer.boundary.truncation import FixedWindowPolicy, resolve, round_window
+from seer.boundary.truncation import FixedWindowPolicy, round_window
 from seer.data import Example, score
 from seer.data.builtin import source_for
+from seer.engine.request import seer_config as resolve
 from seer.errors import SeerError
 from seerbench import runs
 from seerbench.draws import held_out

@@ -194,7 +194,7 @@ def test_the_pages_fields_show_the_librarys_defaults(tmp_path):
     pytest.importorskip("gradio", reason="the ui extra is not installed")
     import seer
     from seer.boundary.config import SeerConfig
-    from seer.boundary.truncation import resolve
+    from seer.engine.request import seer_config as resolve
 
     lm = seer.load(str(_without_seer_json(tmp_path)))
     fields, own = _page_fields(lm)
@@ -223,7 +223,7 @@ def test_the_page_shows_the_models_seer_settings():
     pytest.importorskip("gradio", reason="the ui extra is not installed")
     import seer
     from seer.boundary.config import SeerConfig
-    from seer.boundary.truncation import resolve
+    from seer.engine.request import seer_config as resolve
 
     lm = seer.load("builtin")
     fields, _ = _page_fields(lm)

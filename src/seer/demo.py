@@ -142,10 +142,12 @@ def run_demo(
         lm = seer.load(name)
         from seer import plots
         from seer.boundary.config import SeerConfig
-        from seer.boundary.truncation import resolve
+        from seer.engine.request import seer_config
 
-    cfg = resolve(lm, True)
-    sp_cfg = resolve(lm, SeerConfig.from_dict(lm.meta.get("seer", {}).get("sparsity_config", {})))
+    cfg = seer_config(lm, True)
+    sp_cfg = seer_config(
+        lm, SeerConfig.from_dict(lm.meta.get("seer", {}).get("sparsity_config", {}))
+    )
     g = lm.sampling().gen_length  # the model's default window
     if lm.multimodal:  # (label, prompt, image, reference: its answer, or an Example to score)
         requests = [

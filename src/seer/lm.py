@@ -15,7 +15,6 @@ prompt as a generator of `StreamChunk`s, one per semi-autoregressive block as it
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast, overload
 
@@ -24,13 +23,18 @@ import torch
 from seer.diffusion.loop import Canvas, DenoisingLoop, WindowPolicy, make_canvas
 from seer.engine.inputs import Chat, ImageInput, Images, Prompt, Prompts, SeerOption
 from seer.engine.request import (
+    ONE_KIND,
     Deltas,
     GenerationStats,
     PartialResult,
-    Request,
     RequestResult,
     StreamChunk,
-    resolve,
+    all_inputs,
+    is_chat,
+    is_ids,
+    process,
+    rows,
+    single,
 )
 from seer.errors import CheckpointError, SeerError
 from seer.images import load_image
@@ -49,10 +53,6 @@ if TYPE_CHECKING:
     from seer.models.multimodal import PromptProcessor
 
 Generation = RequestResult  # the one result type: `generate` is a front over the engine
-ONE_KIND = (
-    "prompts must be a text, a chat (a list of role/content dicts), token ids, or a list of one "
-    "kind of them"
-)
 __all__ = ["DiffusionLM", "Generation", "GenerationStats", "StreamChunk", "load"]
 
 
@@ -158,7 +158,7 @@ class DiffusionLM:
         attention_mask: torch.Tensor | None = None,
     ) -> list[PromptInput]:
         """The batch's prompts, encoded (images spliced in) and checked against the model."""
-        if isinstance(prompts, PromptInput) or _all_inputs(prompts):
+        if isinstance(prompts, PromptInput) or all_inputs(prompts):
             if images is not None:
                 raise SeerError("a PromptInput already holds its image; give no image=")
             inputs = [prompts] if isinstance(prompts, PromptInput) else list(prompts)
@@ -170,8 +170,8 @@ class DiffusionLM:
                 imgs = images if isinstance(images, (list, tuple)) else [images] * len(texts)
                 if len(imgs) != len(texts):
                     raise SeerError(f"{len(imgs)} images for {len(texts)} prompts; give one each")
-                rows = zip(cast("list[str]", texts), imgs, strict=True)
-                inputs = [self.prompt(t, im, chat) for t, im in rows]
+                pairs = zip(cast("list[str]", texts), imgs, strict=True)
+                inputs = [self.prompt(t, im, chat) for t, im in pairs]
                 self._check([q.ids for q in inputs], p, images=True)
                 return inputs
             if images is not None:
@@ -180,51 +180,24 @@ class DiffusionLM:
         self._check(ids, p)
         return [PromptInput(q) for q in ids]
 
-    def _rows(
-        self, prompts: Prompts, images: Images, attention_mask: torch.Tensor | None
-    ) -> list[tuple[Prompt, ImageInput | None]]:
-        """A batch split into its rows, (prompt, image) each, unchecked: `Engine.add` encodes
-        and checks each row (`prompt_inputs`), so a prompt is checked once, where every front
-        end's prompts are."""
-        rows: list[Any]  # the rows' prompts, of one kind (checked at `Engine.add`)
-        if isinstance(prompts, torch.Tensor):  # (B, L) or (L,) ids, optional attention mask
-            rows = self._prompt_ids(prompts, True, attention_mask)
-        elif _single(prompts):
-            rows = [prompts]
-        elif isinstance(prompts, (list, tuple)) and prompts:
-            ids = all(isinstance(t, int) for t in prompts)  # one prompt as a tuple of ids
-            rows = [list(prompts)] if ids else list(prompts)
-            if not _one_kind(rows):
-                raise SeerError(ONE_KIND)
-        else:
-            raise SeerError("no prompt given")
-        imgs = images if isinstance(images, (list, tuple)) else [images] * len(rows)
-        if len(imgs) != len(rows):
-            raise SeerError(f"{len(imgs)} images for {len(rows)} prompts; give one each")
-        return list(zip(rows, imgs, strict=True))
-
     def _prompt_ids(
         self, prompts: Any, chat: bool, attention_mask: torch.Tensor | None
     ) -> list[list[int]]:  # `prompts`: whatever the caller gave, checked here kind by kind
         if isinstance(prompts, str):
             prompts = [prompts]
-        if isinstance(prompts, torch.Tensor):
-            ids = prompts if prompts.dim() == 2 else prompts[None]
-            if attention_mask is None:
-                return [row.tolist() for row in ids]
-            am = attention_mask if attention_mask.dim() == 2 else attention_mask[None]
-            return [row[m.bool()].tolist() for row, m in zip(ids, am, strict=True)]
+        if isinstance(prompts, torch.Tensor):  # (B, L) or (L,) ids, optional attention mask
+            return [cast("list[int]", q) for q, _ in rows(prompts, None, attention_mask)]
         if not prompts:
             raise SeerError("no prompt given")
         if all(isinstance(t, int) for t in prompts):  # one prompt as a flat list of ids
             return [list(prompts)]
         if all(isinstance(q, str) for q in prompts):
             return [self.encode(q, chat) for q in prompts]
-        if _is_chat(prompts):  # one OpenAI-style chat
+        if is_chat(prompts):  # one OpenAI-style chat
             return [self._encode_chat(prompts)]
-        if all(_is_chat(q) for q in prompts):
+        if all(is_chat(q) for q in prompts):
             return [self._encode_chat(q) for q in prompts]
-        if not all(_is_ids(q) for q in prompts):
+        if not all(is_ids(q) for q in prompts):
             raise SeerError(ONE_KIND)
         return [list(map(int, q)) for q in prompts]
 
@@ -335,18 +308,22 @@ class DiffusionLM:
         defaults) turns on boundary truncation.
         `image`: one image for a single prompt, or a list with one image (or None) per prompt.
         """
-        single = _single(prompts)
-        seer = seer if policy is None else None  # rows of one kind share their step 0
-        # resolved once for the batch (defaults, Seer's settings, the rules between options)
-        one = resolve(self, Request("", params, seer=seer, chat=chat),  # each row's prompt later
-                      policy=policy is not None, **overrides)  # fmt: skip
-        rows = self._rows(prompts, image, attention_mask)
+        requests = process(
+            self,
+            prompts,
+            params,
+            seer=seer,
+            image=image,
+            chat=chat,
+            attention_mask=attention_mask,
+            policy=policy is not None,
+            **overrides,
+        )
         from seer.engine import Engine, EngineConfig
 
-        engine = Engine(self, EngineConfig(max_batch=len(rows)))
-        requests = [replace(one, prompt=q, image=im) for q, im in rows]
+        engine = Engine(self, EngineConfig(max_batch=len(requests)))
         out = engine.generate(requests, policy=policy)
-        return out[0] if single else out
+        return out[0] if single(prompts) else out
 
     def stream(
         self,
@@ -366,11 +343,13 @@ class DiffusionLM:
         chunks' `text`s concatenate to the answer; the last chunk's `result` is the whole
         `Generation`, the same as `generate(prompt, ...)` returns. Options as `generate`'s.
         """
-        if not _single(prompt):
+        if not single(prompt):
             raise SeerError("stream answers one prompt; use generate for a batch")
         parts: list[PartialResult] = []
-        req = Request(prompt, params, seer=seer, image=image, chat=chat, on_block=parts.append)
-        req = resolve(self, req, **overrides)
+        on_block = parts.append
+        (req,) = process(
+            self, prompt, params, seer=seer, image=image, chat=chat, on_block=on_block, **overrides
+        )
         from seer.engine import Engine, EngineConfig
 
         engine = Engine(self, EngineConfig(max_batch=1))
@@ -400,35 +379,6 @@ class DiffusionLM:
         return cast(str, self.tokenizer.decode(ids, skip_special_tokens=True)).strip()
 
 
-def _is_chat(x: object) -> bool:
-    return isinstance(x, (list, tuple)) and bool(x) and all(isinstance(m, dict) for m in x)
-
-
-def _is_ids(q: object) -> bool:
-    return isinstance(q, (list, tuple, torch.Tensor)) and all(_is_id(t) for t in q)
-
-
-def _one_kind(rows: list[Any]) -> bool:
-    """A batch of texts, of chats, of id sequences or of PromptInputs (not a mix)."""
-    kinds = (lambda q: isinstance(q, str), _is_chat, _is_ids, lambda q: isinstance(q, PromptInput))
-    return any(all(kind(q) for q in rows) for kind in kinds)
-
-
-def _is_id(t: object) -> bool:
-    return isinstance(t, int) or (isinstance(t, torch.Tensor) and t.dim() == 0)
-
-
-def _single(prompts: object) -> bool:
-    """One prompt (text, chat, one id list or 1-D tensor, one PromptInput), not a batch."""
-    return (
-        isinstance(prompts, str)
-        or _is_chat(prompts)
-        or (isinstance(prompts, torch.Tensor) and prompts.dim() == 1)
-        or (isinstance(prompts, list) and bool(prompts) and isinstance(prompts[0], int))
-        or isinstance(prompts, PromptInput)
-    )
-
-
 MAX_CHARS_PER_TOKEN = 32  # more characters a token than any tokenizer's average (3-5)
 
 
@@ -443,14 +393,6 @@ def _check_text(text: object) -> None:
         raise SeerError(
             "the prompt is not valid UTF-8 text (it holds undecodable bytes); decode it first"
         ) from None
-
-
-def _all_inputs(prompts: object) -> bool:
-    return (
-        isinstance(prompts, (list, tuple))
-        and bool(prompts)
-        and all(isinstance(q, PromptInput) for q in prompts)
-    )
 
 
 def load(

@@ -127,7 +127,7 @@ def batch_record(
     `data` (a source name or path; None: not recorded). `folder`, `dtype`, `device` default to
     the loaded model's; `known`: the previous record, whose file hashes may be reused."""
     import seer as seer_pkg
-    from seer.boundary.truncation import resolve
+    from seer.engine.request import seer_config
 
     folder = folder if folder is not None else getattr(lm, "path", None)
     if dtype is None or device is None:
@@ -138,7 +138,7 @@ def batch_record(
         old = ((known or {}).get("model") or {}).get("files")
         model["weights_sha256"], model["files"] = weights(Path(folder), old)
     model.update(dtype=str(dtype).removeprefix("torch."), device=str(device))
-    cfg = None if seer is None else resolve(lm, seer)
+    cfg = None if seer is None else seer_config(lm, seer)
     seer_rec = {"enabled": cfg is not None}
     if cfg is not None:
         seer_rec.update({f.name: getattr(cfg, f.name) for f in fields(cfg)})

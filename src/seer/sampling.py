@@ -1,8 +1,8 @@
 """Typed, validated configuration: per-request `SamplingParams` and the token ids of a model.
 
 Validation happens in `__post_init__` (types, each option's declared range or choices, the rules
-between options) and in `resolve` (the rules that need the model), and every failure is a
-`SeerError` whose message names the problem and the fix.
+between options) and in `seer.engine.request.resolve` (the rules that need the model), and every
+failure is a `SeerError` whose message names the problem and the fix.
 
 `SamplingParams` holds the core sampling options and the options of the decoding policies that
 are on (`policies`); each policy declares its own options, traits and rules in its module
@@ -351,15 +351,6 @@ class SamplingParams:
         """These params with `rule` (the model's unmasking rule) where none is given."""
         return self if self.remasking else replace(self, remasking=rule)
 
-    def resolve(self, rule: str) -> SamplingParams:
-        """These params made concrete for a model whose unmasking rule is `rule`, and the rules
-        that depend on it checked (cfg_scale is LLaDA's). `seer.engine.request.resolve` calls it
-        once per request and checks the rules that need the window policy; `Engine.add` checks
-        the prompt."""
-        p = self.with_defaults(rule)
-        if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
-            raise SeerError("cfg_scale is only defined for LLaDA's remasking rules")
-        return p
 
 
 # -- the flat view and the flat keywords -------------------------------------------------------
@@ -434,5 +425,3 @@ SamplingParams.__init__ = _init  # type: ignore[method-assign]  # the flat keywo
 DAEDAL = registry.daedal.GROUP
 RHO_EOS = registry.rho_eos.GROUP
 RHO_SCHEDULERS = registry.rho_eos.SCHEDULERS
-DAEDAL_DECIDES = registry.decides("daedal")
-RHO_EOS_DECIDES = registry.decides("rho_eos")

@@ -35,10 +35,11 @@ from typing import TYPE_CHECKING
 import torch
 
 from seer.boundary.config import SeerConfig
-from seer.boundary.truncation import resolve, round_window
+from seer.boundary.truncation import round_window
 from seer.data import builtin_examples
 from seer.data.builtin import source_for
 from seer.engine import Engine, EngineConfig, Request
+from seer.engine.request import seer_config as resolve
 from seer.sampling import SamplingParams
 
 if TYPE_CHECKING:

@@ -134,8 +134,8 @@ def test_block_sizes_are_swept_and_named():
 
 def test_a_raw_file_without_text_keeps_scores_ids_and_the_machine(tmp_path):
     import seer
-    from seer.boundary.truncation import resolve
     from seer.data import load_examples
+    from seer.engine.request import seer_config as resolve
     from seerbench.compare import batch1
     from seerbench.compare_report import summarise
 

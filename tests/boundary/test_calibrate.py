@@ -77,7 +77,7 @@ def test_calibrate_cli_on_a_multimodal_model_writes_defaults_and_plots(lavida_di
     assert meta["calibration"]["data"] == "builtin-vqa"
     lm = seer.load(lavida_dir)
     assert lm.processor.system is None  # the kept key still reaches the processor
-    assert seer.boundary.truncation.resolve(lm, True).signal == meta["config"]["signal"]
+    assert seer.engine.request.seer_config(lm, True).signal == meta["config"]["signal"]
 
 
 def test_choose_takes_the_fastest_setting_that_cuts_nothing():

@@ -147,7 +147,7 @@ def test_one_probe_many_thetas_and_tensors_equals_single_probes():
 def test_step0_equals_what_seer_reads_inside_generate():
     from seer.boundary.config import SeerConfig
     from seer.boundary.probe import end_probability
-    from seer.boundary.truncation import policy_for
+    from seer.engine.request import seer_config
     from seer.lm import DiffusionLM
 
     lm = DiffusionLM(tiny("llada", layers=3), None, TOKENS, name="tiny")
@@ -159,7 +159,7 @@ def test_step0_equals_what_seer_reads_inside_generate():
         logits = lm.model(canvas.x, attention_mask=canvas.attention_mask).logits
     torch.testing.assert_close(prof.end_prob, end_probability(logits[:, -16:], TOKENS.enders))
     cfg = SeerConfig(layer=2, theta=0.1, tensor="gate", guard=False)
-    policy = policy_for(lm, cfg)
+    policy = SeerPolicy(seer_config(lm, cfg), lm.tokens)
     lm.generate(prompts, gen_length=16, steps=4, policy=policy)
     for r in range(2):
         want = prof.at(2, 0.1, "gate")[r]

@@ -10,7 +10,7 @@ import pytest
 import seer
 from seer.boundary.config import SeerConfig
 from seer.boundary.detector import BoundaryReport, summary
-from seer.boundary.truncation import resolve
+from seer.engine.request import seer_config as resolve
 from seer.errors import SeerError
 from seer.models.factory import make_random_checkpoint
 

@@ -12,7 +12,7 @@ from PIL import Image
 
 import seer
 from seer.boundary.probe import step0
-from seer.boundary.truncation import resolve
+from seer.engine.request import seer_config as resolve
 from seer.errors import CheckpointError, SeerError
 from seer.models.factory import make_random_checkpoint
 from seer.models.vision import IMAGE_TOKEN_INDEX, best_resolution, grid_shape, merge

@@ -111,8 +111,8 @@ def test_profile_writes_a_heatmap(four_layer, tmp_path, capsys):
 
 
 def test_calibrate_writes_seer_json_that_load_uses(four_layer, tmp_path):
-    from seer.boundary.truncation import resolve
     from seer.calibrate import run_calibration
+    from seer.engine.request import seer_config as resolve
 
     report = run_calibration(four_layer, 16, tmp_path / "cal", write=True, max_over=0.5,
                              data="builtin-v1")  # fmt: skip

@@ -1,5 +1,6 @@
 """Seer's configuration: `SeerConfig`, the boundary detection and truncation options of a
-request (per-model defaults live in seer.json; `truncation.resolve` fits them to a model).
+request (per-model defaults live in seer.json; `seer.engine.request.seer_config` fits them to
+a model).
 
 Each field declares its help, range and CLI flag (`seer.spec`); the CLI's Seer group is
 generated from them. Torch-free (the detector's rules are imported when used), so

@@ -28,20 +28,16 @@ import math
 import time
 import weakref
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from seer.boundary.config import PAPER_LAYER, UNCALIBRATED, SeerConfig
+from seer.boundary.config import PAPER_LAYER, SeerConfig
 from seer.boundary.detector import BoundaryReport, detect_rows
 from seer.boundary.probe import StepZeroProbe, end_probability, n_layers, probe_module
 from seer.errors import SeerError
 from seer.models.common import attention_bias
 from seer.sampling import TokenIds
-
-if TYPE_CHECKING:
-    from seer.boundary.model import SeerModel
 
 log = logging.getLogger(__name__)
 
@@ -83,36 +79,6 @@ def fit(cfg: SeerConfig, model) -> SeerConfig:
     if cfg.uses_sparsity:
         probe_module(model, layer, cfg.tensor)  # the probe point exists (gate: an activation)
     return cfg if layer == cfg.layer else replace(cfg, layer=layer)
-
-
-def resolve(lm: SeerModel, seer) -> SeerConfig:
-    """The Seer settings of a request, validated against `lm`'s model.
-
-    `seer=True` -> the model's calibrated defaults (seer.json's "config"), or on a model without
-    them the default for unknown checkpoints (`UNCALIBRATED`, with a one-line notice naming the
-    command that calibrates it); a dict overrides single options (None keeps the default);
-    a `SeerConfig` is taken as it is. The layer and probe point are checked by `fit`."""
-    if isinstance(seer, SeerConfig):
-        return fit(seer, lm.model)
-    if seer is not True and not isinstance(seer, dict):
-        raise SeerError("seer must be True, a dict of options or a SeerConfig")
-    stored = dict(lm.defaults.seer.config)  # seer.json's "config" (typed by the loader)
-    if not stored:
-        base = SeerConfig.from_dict(UNCALIBRATED)
-        notice(
-            lm.model,
-            f"Seer: {lm.name or 'this model'} is uncalibrated (no seer.json); using the safe "
-            f"default for unknown checkpoints (signal {base.signal}, the paper's rule: it seldom "
-            "cuts). Calibrate it with: seer calibrate --model DIR --data FILE --write",
-        )
-    else:
-        base = SeerConfig.from_dict(stored, "seer.json option")
-    cfg = base if seer is True else base.override(seer)
-    return fit(cfg, lm.model)
-
-
-def policy_for(lm: SeerModel, seer) -> SeerPolicy:
-    return SeerPolicy(resolve(lm, seer), lm.tokens)
 
 
 class SeerPolicy:

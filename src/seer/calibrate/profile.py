@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from seer import plots
 from seer.boundary.probe import step0
-from seer.boundary.truncation import resolve
+from seer.engine.request import seer_config as resolve
 
 if TYPE_CHECKING:
     from seer.lm import DiffusionLM

@@ -34,7 +34,7 @@ class EngineModel(Protocol):
 
     @property
     def default_rule(self) -> str:
-        """The official sampler's unmasking rule (`SamplingParams.resolve` fills it in)."""
+        """The official sampler's unmasking rule (`seer.engine.request.sampling` fills it in)."""
         ...
 
     @property

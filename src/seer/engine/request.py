@@ -1,16 +1,25 @@
-"""What goes into the engine (`Request`, made concrete once by `resolve`) and what comes out
-(`RequestResult`, the `PartialResult`s a request's `on_block` callback receives while it runs,
-the `StepView`s its `on_step` callback receives after each of its denoising steps, and the
-`StreamChunk`s `DiffusionLM.stream` makes of the partials, with `Deltas` turning growing text
-into pieces).
+"""The input processor, and what goes into the engine and comes out of it.
 
-`resolve` is where a request is resolved, once, at the boundary between a front end and the
-engine: the model's sampling defaults applied under the options given, Seer's settings read
-(seer.json) and fitted to the model, and every rule between options checked (DAEDAL vs a
-window policy, the suffix, cfg_scale, prefix_lm, ...), each said in one line. The library
-(`DiffusionLM.generate` / `stream`), `seer batch`, the server and the page call it; the engine
-takes only resolved requests (`Engine.add` refuses another; `Engine.submit` and
-`Engine.generate` resolve a request as built, once) and never re-reads a default.
+In: what a caller passes (text, chats, token ids, id tensors, `PromptInput`s, images, `seer=`,
+sampling options) becomes immutable `Request`s with concrete options here, and only here:
+
+- `process` (the library's `generate` / `stream`): the prompts split into rows (`rows`,
+  `single`), the settings resolved once for all of them;
+- `resolve`: one request's settings made concrete, once, at the boundary between a front end
+  and the engine: the model's sampling defaults applied under the options given (`sampling`),
+  Seer's settings read (seer.json) and fitted to the model (`seer_config`), and every rule
+  between options checked (a length-setting policy vs a window policy, the suffix, cfg_scale,
+  prefix_lm, ...), each said in one line.
+
+The library, `seer batch`, the server, the page and the harness (through `Engine.generate`)
+call it; the engine takes only resolved requests (`Engine.add` refuses another;
+`Engine.submit` and `Engine.generate` resolve a request as built, once) and never re-reads a
+default. Each row's prompt is encoded and checked at `Engine.add` (`prompt_inputs`).
+
+Out: `RequestResult`, the `PartialResult`s a request's `on_block` callback receives while it
+runs, the `StepView`s its `on_step` callback receives after each of its denoising steps, and
+the `StreamChunk`s `DiffusionLM.stream` makes of the partials, with `Deltas` turning growing
+text into pieces.
 """
 
 from __future__ import annotations
@@ -20,13 +29,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from seer.boundary.config import SeerConfig
 from seer.boundary.detector import BoundaryReport
-from seer.engine.inputs import ImageInput, Prompt, SeerOption
+from seer.engine.inputs import ImageInput, Images, Prompt, Prompts, SeerOption
 from seer.errors import SeerError
-from seer.sampling import DAEDAL_DECIDES, RHO_EOS_DECIDES, SUFFIX_RULE, SamplingParams
+from seer.models.multimodal import PromptInput
+from seer.policies import decides
+from seer.sampling import LLADA_RULES, SUFFIX_RULE, SamplingParams
 
 if TYPE_CHECKING:
+    from seer.boundary.model import SeerModel
     from seer.engine.model import EngineModel
 
 
@@ -86,10 +100,10 @@ class StepView:
     final: bool  # True on the request's last step: `token_ids` equals its result's
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class Request:
     """One prompt and how to answer it: resolved once (`resolve`), then checked against the
-    model by `Engine.add`."""
+    model by `Engine.add`. Immutable: a changed request is a copy (`dataclasses.replace`)."""
 
     prompt: Prompt  # text (chat-formatted unless chat=False), a chat, token ids, a PromptInput
     params: SamplingParams | None = None  # None: the model's defaults (`lm.sampling()`)
@@ -110,7 +124,7 @@ def sampling(lm: EngineModel, params: SamplingParams | None = None,
              overrides: dict[str, Any] | None = None) -> SamplingParams:  # fmt: skip
     """The request's `SamplingParams`: `params` (None: the model's defaults) with `overrides`
     over them (None values: the default), the model's unmasking rule filled in and the rules
-    that depend on it checked (`SamplingParams.resolve`)."""
+    that depend on it checked (cfg_scale is LLaDA's)."""
     overrides = overrides or {}
     try:
         if params is None:
@@ -123,7 +137,10 @@ def sampling(lm: EngineModel, params: SamplingParams | None = None,
         raise SeerError(f"bad generation option: {e}") from None
     if not isinstance(p, SamplingParams):
         raise SeerError("Request.params must be a SamplingParams (or None for the defaults)")
-    return p.resolve(lm.default_rule)
+    p = p.with_defaults(lm.default_rule)
+    if p.cfg_scale > 0 and p.remasking not in LLADA_RULES:
+        raise SeerError("cfg_scale is only defined for LLaDA's remasking rules")
+    return p
 
 
 def resolve(lm: EngineModel, request: Request, *, policy: bool = False, seer_on: bool = False,
@@ -147,16 +164,12 @@ def resolve(lm: EngineModel, request: Request, *, policy: bool = False, seer_on:
         if request.window < 1:
             raise SeerError(f"a fixed window must be >= 1, got {request.window}")
     decided = bool(seer) or request.window is not None or policy
-    if p.daedal and decided:
-        raise SeerError(DAEDAL_DECIDES)
-    if p.rho_eos and decided:
-        raise SeerError(RHO_EOS_DECIDES)
+    if decided and p.length_setters:  # a policy that sets the length beside a window policy
+        raise SeerError(decides(p.length_setters[0]))
     if p.suffix and (decided or p.cache != "none"):
         raise SeerError(SUFFIX_RULE)
     cfg: SeerConfig | None = None
     if seer and not (request.resolved and isinstance(seer, SeerConfig)):
-        from seer.boundary.truncation import resolve as seer_config
-
         try:
             cfg = seer_config(lm, seer)  # seer.json read, the options over it, fitted: once
         except SeerError as e:
@@ -169,6 +182,134 @@ def resolve(lm: EngineModel, request: Request, *, policy: bool = False, seer_on:
             "encoded alone, before step 0): turn cut_in_step0 off or pick a cache"
         )
     return replace(request, params=p, seer=cfg, resolved=True)
+
+
+def seer_config(lm: SeerModel, seer: SeerOption) -> SeerConfig:
+    """The Seer settings of a request, validated against `lm`'s model.
+
+    `seer=True` -> the model's calibrated defaults (seer.json's "config"), or on a model without
+    them the default for unknown checkpoints (`UNCALIBRATED`, with a one-line notice naming the
+    command that calibrates it); a dict overrides single options (None keeps the default);
+    a `SeerConfig` is taken as it is. The layer and probe point are checked by `fit`."""
+    from seer.boundary.config import UNCALIBRATED
+    from seer.boundary.truncation import fit, notice
+
+    if isinstance(seer, SeerConfig):
+        return fit(seer, lm.model)
+    if seer is not True and not isinstance(seer, dict):
+        raise SeerError("seer must be True, a dict of options or a SeerConfig")
+    stored = dict(lm.defaults.seer.config)  # seer.json's "config" (typed by the loader)
+    if not stored:
+        base = SeerConfig.from_dict(UNCALIBRATED)
+        notice(
+            lm.model,
+            f"Seer: {lm.name or 'this model'} is uncalibrated (no seer.json); using the safe "
+            f"default for unknown checkpoints (signal {base.signal}, the paper's rule: it seldom "
+            "cuts). Calibrate it with: seer calibrate --model DIR --data FILE --write",
+        )
+    else:
+        base = SeerConfig.from_dict(stored, "seer.json option")
+    cfg = base if seer is True else base.override(seer)
+    return fit(cfg, lm.model)
+
+
+def process(
+    lm: EngineModel,
+    prompts: Prompts,
+    params: SamplingParams | None = None,
+    *,
+    seer: SeerOption = None,
+    image: Images = None,
+    chat: bool = True,
+    attention_mask: torch.Tensor | None = None,
+    policy: bool = False,
+    on_block: Callable[[PartialResult], None] | None = None,
+    **overrides: Any,
+) -> list[Request]:
+    """The resolved `Request`s of what a caller passed (`DiffusionLM.generate` / `stream`): the
+    settings resolved once for the batch (`resolve`: `policy`, a window policy object decides
+    the window; then Seer is off, rows of one kind sharing their step 0), the prompts split into
+    rows (`rows`), one request each. Each row's prompt is encoded and checked where every front
+    end's are, at `Engine.add` (`prompt_inputs`)."""
+    seer = None if policy else seer
+    template = Request("", params, seer=seer, chat=chat, on_block=on_block)
+    one = resolve(lm, template, policy=policy, **overrides)
+    return [replace(one, prompt=q, image=im) for q, im in rows(prompts, image, attention_mask)]
+
+
+def rows(
+    prompts: Prompts, images: Images = None, attention_mask: torch.Tensor | None = None
+) -> list[tuple[Prompt, ImageInput | None]]:
+    """A batch split into its rows, (prompt, image) each, unchecked: one prompt (`single`), a
+    list of one kind, or a (B, L) / (L,) id tensor with an optional attention mask (left
+    padding). `Engine.add` encodes and checks each row, so a prompt is checked once."""
+    out: list[Any]  # the rows' prompts, of one kind (checked at `Engine.add`)
+    if isinstance(prompts, torch.Tensor):
+        ids = prompts if prompts.dim() == 2 else prompts[None]
+        if attention_mask is None:
+            out = [row.tolist() for row in ids]
+        else:
+            am = attention_mask if attention_mask.dim() == 2 else attention_mask[None]
+            out = [row[m.bool()].tolist() for row, m in zip(ids, am, strict=True)]
+    elif single(prompts):
+        out = [prompts]
+    elif isinstance(prompts, (list, tuple)) and prompts:
+        flat = all(isinstance(t, int) for t in prompts)  # one prompt as a tuple of ids
+        out = [list(prompts)] if flat else list(prompts)
+        if not _one_kind(out):
+            raise SeerError(ONE_KIND)
+    else:
+        raise SeerError("no prompt given")
+    imgs = images if isinstance(images, (list, tuple)) else [images] * len(out)
+    if len(imgs) != len(out):
+        raise SeerError(f"{len(imgs)} images for {len(out)} prompts; give one each")
+    return list(zip(out, imgs, strict=True))
+
+
+ONE_KIND = (
+    "prompts must be a text, a chat (a list of role/content dicts), token ids, or a list of one "
+    "kind of them"
+)
+
+
+def single(prompts: object) -> bool:
+    """One prompt (text, chat, one id list or 1-D tensor, one PromptInput), not a batch."""
+    return (
+        isinstance(prompts, str)
+        or is_chat(prompts)
+        or (isinstance(prompts, torch.Tensor) and prompts.dim() == 1)
+        or (isinstance(prompts, list) and bool(prompts) and isinstance(prompts[0], int))
+        or isinstance(prompts, PromptInput)
+    )
+
+
+def is_chat(x: object) -> bool:
+    """An OpenAI-style chat: a list of role/content dicts."""
+    return isinstance(x, (list, tuple)) and bool(x) and all(isinstance(m, dict) for m in x)
+
+
+def is_ids(q: object) -> bool:
+    """One prompt's token ids (ints or 0-d tensors)."""
+    return isinstance(q, (list, tuple, torch.Tensor)) and all(_is_id(t) for t in q)
+
+
+def all_inputs(prompts: object) -> bool:
+    """A list of `PromptInput`s (prompts encoded once)."""
+    return (
+        isinstance(prompts, (list, tuple))
+        and bool(prompts)
+        and all(isinstance(q, PromptInput) for q in prompts)
+    )
+
+
+def _is_id(t: object) -> bool:
+    return isinstance(t, int) or (isinstance(t, torch.Tensor) and t.dim() == 0)
+
+
+def _one_kind(rows: list[Any]) -> bool:
+    """A batch of texts, of chats, of id sequences or of PromptInputs (not a mix)."""
+    kinds = (lambda q: isinstance(q, str), is_chat, is_ids, lambda q: isinstance(q, PromptInput))
+    return any(all(kind(q) for q in rows) for kind in kinds)
 
 
 def check_cache(lm: EngineModel, p: SamplingParams) -> None:

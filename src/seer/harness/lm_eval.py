@@ -36,7 +36,7 @@ import torch
 from tqdm import tqdm
 
 from seer import extras
-from seer.engine import Request
+from seer.engine.request import process
 from seer.errors import SeerError
 from seer.harness.options import CHUNK, HarnessOptions, answer_text, request_params, run_engine
 from seer.likelihood import log_likelihood
@@ -100,7 +100,7 @@ class SeerLM(TemplateLM):
             context, gen_kwargs = req.args[0], req.args[1]
             p, max_toks = request_params(self.lm, self.opts, gen_kwargs)
             ids = self.tok_encode(context)
-            jobs.append(Request(ids, params=p, seer=self.opts.seer, chat=False))
+            jobs += process(self.lm, ids, p, seer=self.opts.seer, chat=False)
             limits.append((max_toks, gen_kwargs.get("until")))
         out = []
         with tqdm(total=len(requests), disable=disable_tqdm, desc="seer generate_until") as bar:
@@ -159,7 +159,7 @@ class SeerLM(TemplateLM):
                 logits_eos_inf=False,
                 confidence_eos_eot_inf=False,
             )
-            jobs.append(Request(list(context), params=p, chat=False))
+            jobs += process(self.lm, list(context), p, chat=False)
         results = run_engine(self.lm, self.opts, jobs)
         return [r.token_ids == list(c) for r, (_, _, c) in zip(results, requests, strict=True)]
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from tqdm import tqdm
 
 from seer import extras
-from seer.engine import Request
+from seer.engine.request import process
 from seer.errors import SeerError
 from seer.harness.options import CHUNK, HarnessOptions, answer_text, request_params, run_engine
 from seer.models.tokens import IMAGE_TOKEN  # LLaVA's placeholder, as lmms-eval's tasks write it
@@ -62,7 +62,7 @@ class SeerLMMs(lmms):
                 gen_kwargs.setdefault("max_gen_toks", gen_kwargs["max_new_tokens"])
             p, max_toks = request_params(self.lm, self.opts, gen_kwargs)
             text, image = self._prompt(req)
-            jobs.append(Request(text, params=p, seer=self.opts.seer, image=image))
+            jobs += process(self.lm, text, p, seer=self.opts.seer, image=image)
             limits.append((max_toks, gen_kwargs.get("until")))
         out = []
         bar = tqdm(total=len(requests), disable=self.rank != 0, desc="seer generate_until")

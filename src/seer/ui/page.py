@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from seer.boundary.config import SeerConfig
-from seer.boundary.truncation import resolve
-from seer.engine.request import Request, StepView
+from seer.engine.request import Request, StepView, seer_config
 from seer.engine.request import resolve as resolve_request
 from seer.errors import SeerError
 from seer.sampling import SamplingParams
@@ -109,7 +108,7 @@ class Page:
         if self.service.draining:
             raise SeerError("the server is shutting down")
         ticket = Ticket(asyncio.get_running_loop())
-        request.on_step = ticket.post
+        request = replace(request, on_step=ticket.post)
         self.service.live.add(ticket)
         try:
             self.service.worker.submit(request, ticket)
@@ -156,7 +155,7 @@ def build(lm: DiffusionLM, service) -> gr.Blocks:
     """The page's `gr.Blocks` for `lm`, running requests on `service`'s engine thread."""
     page = Page(lm, service)
     d = lm.sampling()
-    seer_default = resolve(lm, True)
+    seer_default = seer_config(lm, True)
     example, example_image = _example(lm)
     with gr.Blocks(title=f"Seer · {lm.name}", analytics_enabled=False) as blocks:
         gr.Markdown(

@@ -1,0 +1,109 @@
+"""One input processor: `seer.engine.request` turns what a caller passes (prompts of any kind,
+images, `seer=`, sampling options) into resolved `Request`s. The resolvers live there and only
+there, and the front ends that take a user's input reach them from there (read with `ast`, so
+a lazy import counts)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+import torch
+
+import seer
+from seer.engine.request import process, rows, single
+from seer.errors import SeerError
+
+SRC = Path(seer.__file__).parent
+PROCESSOR = "engine/request.py"
+ENGINE = "seer.engine"  # the package's lazy names
+# the names that make a request concrete (options, Seer's settings, the prompt's rows)
+RESOLVERS = {"resolve", "process", "seer_config", "sampling", "check_cache", "rows", "single"}
+# who calls them: the library (generate / stream), `seer batch` (and its CLI's cache check),
+# the server, the page, the engine (submit / generate), the harness, and the library's Seer
+# readers
+CALLERS = {
+    "lm.py": {"process", "rows", "single"},
+    "batch.py": {"resolve"},
+    "commands/batch.py": {"check_cache"},
+    "serve/convert.py": {"resolve"},
+    "ui/page.py": {"resolve", "seer_config"},
+    "engine/engine.py": {"resolve"},
+    "harness/lm_eval.py": {"process"},
+    "harness/lmms_eval.py": {"process"},
+    "demo.py": {"seer_config"},
+    "provenance.py": {"seer_config"},
+    "throughput.py": {"seer_config"},
+    "calibrate/profile.py": {"seer_config"},
+}
+
+
+def _imports(path: Path) -> set[str]:
+    """The resolvers a module imports from the processor (`seer.engine.request` or the
+    package's lazy names), under any local name."""
+    got = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module in ("seer.engine.request", ENGINE):
+            got |= {a.name for a in node.names if a.name in RESOLVERS}
+    return got
+
+
+def _defines(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in RESOLVERS}
+
+
+def test_the_resolvers_are_defined_once_in_the_processor():
+    assert _defines(SRC / PROCESSOR) == RESOLVERS
+    others = {
+        str(p.relative_to(SRC)): names
+        for p in SRC.rglob("*.py")
+        if p.relative_to(SRC).as_posix() != PROCESSOR
+        and (names := _defines(p) & {"resolve", "process", "seer_config", "check_cache"})
+    }
+    # same names, other things: a data source's path; the stored config a benchmark measures
+    # with (it asks the processor's `seer_config`)
+    assert others == {"data/parallelbench.py": {"resolve"}, "throughput.py": {"seer_config"}}
+
+
+def test_the_front_ends_call_the_processor_and_no_one_else_does():
+    calls = {
+        p.relative_to(SRC).as_posix(): names
+        for p in SRC.rglob("*.py")
+        if p.relative_to(SRC).as_posix() not in (PROCESSOR, "engine/__init__.py")
+        and (names := _imports(p))
+    }
+    assert calls == CALLERS
+
+
+def test_rows_split_every_kind_of_prompt_and_refuse_a_mix():
+    assert rows("hi") == [("hi", None)] and single("hi") and not single(["hi", "ho"])
+    assert rows([1, 2, 3], "img") == [([1, 2, 3], "img")]
+    assert rows(["a", "b"], ["x", None]) == [("a", "x"), ("b", None)]
+    ids = torch.tensor([[0, 5, 6], [7, 8, 9]])
+    mask = torch.tensor([[0, 1, 1], [1, 1, 1]])
+    assert [q for q, _ in rows(ids, None, mask)] == [[5, 6], [7, 8, 9]]
+    with pytest.raises(SeerError, match="a list of one kind"):
+        rows(["a", [1, 2]])
+    with pytest.raises(SeerError, match="2 images for 1 prompts"):
+        rows("a", ["x", "y"])
+    with pytest.raises(SeerError, match="no prompt given"):
+        rows([])
+
+
+def test_process_resolves_once_and_gives_one_request_per_row():
+    lm = seer.load("builtin")
+    got = process(lm, ["add 1 and 2", "add 3 and 4"], gen_length=8, steps=8, seer=True)
+    assert [r.prompt for r in got] == ["add 1 and 2", "add 3 and 4"]
+    assert all(r.resolved and r.params == got[0].params and r.seer is got[0].seer for r in got)
+    assert got[0].params.gen_length == 8 and got[0].seer is not None
+    assert process(lm, "hi", gen_length=8, policy=True, seer=True)[0].seer is None
+
+
+def test_the_rules_that_need_the_model_are_said_in_one_line():
+    lm = seer.load("builtin")
+    with pytest.raises(SeerError, match="^cfg_scale is only defined for LLaDA's remasking rules$"):
+        process(lm, "hi", cfg_scale=1.0, remasking="entropy")
+    with pytest.raises(SeerError, match="^daedal sets the answer length itself: drop Seer"):
+        process(lm, "hi", gen_length=64, daedal=True, seer=True)
