@@ -352,7 +352,6 @@ class SamplingParams:
         return self if self.remasking else replace(self, remasking=rule)
 
 
-
 # -- the flat view and the flat keywords -------------------------------------------------------
 _DECLARED = {d.options: d for d in registry.REGISTRY}  # options class -> its declaration
 _KINDS = {d.name: d.options for d in registry.REGISTRY}  # policy name -> its options class
