@@ -434,5 +434,13 @@ def load(
         if value is not None and not (isinstance(value, int) and 0 <= value < vocab):
             raise CheckpointError(f"{folder}: the {name} token id {value!r} is not in [0, {vocab})")
     meta = {"seer": dict(seer_settings.raw)} if seer_settings.raw else {}
-    return DiffusionLM(model, tok, tokens, name=folder.name, meta=meta, processor=processor,
-                       defaults=defaults, path=folder)  # fmt: skip
+    return DiffusionLM(
+        model,
+        tok,
+        tokens,
+        name=folder.name,
+        meta=meta,
+        processor=processor,
+        defaults=defaults,
+        path=folder,
+    )

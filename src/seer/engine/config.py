@@ -35,23 +35,39 @@ class EngineConfig:
     max_batch: int = _engine(64, "rows per engine batch", lo=1, flag="--max-batch")
     # token budget per tick: rows x (prompt + window); None: no budget
     max_tokens_per_step: int | None = _engine(
-        None, "token budget of one engine step", lo=1, none="no budget",
+        None,
+        "token budget of one engine step",
+        lo=1,
+        none="no budget",
         flag="--max-tokens-per-step",
-    )  # fmt: skip
+    )
     # waiting requests before `add` raises QueueFull (the server's 429); None: no bound
     max_queue: int | None = _engine(
-        None, "waiting requests before 429 (default: unbounded)", lo=1,
-        none="no bound", flag="--max-queue",
-    )  # fmt: skip
+        None,
+        "waiting requests before 429 (default: unbounded)",
+        lo=1,
+        none="no bound",
+        flag="--max-queue",
+    )
     # fcfs | shortest_first (Seer's predicted remaining work, with aging)
     policy: str = _engine("fcfs", "admission order", choices=POLICIES, noun="policy")
     # shortest_first: a row's priority halves every `aging` ticks it waits
-    aging: float = _engine(16.0, "shortest_first: ticks that halve a waiting row's priority",
-                           lo=0, open_lo=True, says="> 0 ticks")  # fmt: skip
+    aging: float = _engine(
+        16.0,
+        "shortest_first: ticks that halve a waiting row's priority",
+        lo=0,
+        open_lo=True,
+        says="> 0 ticks",
+    )
     # window buckets; None: 8, 16, 32, ... up to gen_length
     buckets: tuple[int, ...] | None = _engine(None, "window buckets (default: powers of 2)")
-    tau_pad: float = _engine(0.4, "padding-waste ratio above which a group is packed (varlen)",
-                             lo=0, hi=1, flag="--tau-pad")  # fmt: skip
+    tau_pad: float = _engine(
+        0.4,
+        "padding-waste ratio above which a group is packed (varlen)",
+        lo=0,
+        hi=1,
+        flag="--tau-pad",
+    )
     eager_bucket: int = _engine(4, "groups whose bucket is <= this run eagerly, unpadded", lo=0)
     min_group: int = _engine(4, "bucket groups smaller than this merge with the next", lo=1)
     # hybrid | naive (pad all to the longest) | static | varlen | eager
@@ -60,8 +76,9 @@ class EngineConfig:
     prompt_align: int = _engine(8, "static: prompt width rounded up to a multiple", lo=1)
     cuda_graphs: bool = _engine(True, "static path on CUDA: capture and replay graphs")
     # compaction backend: None (auto) | "reference" | "triton"
-    kernel: str | None = _engine(None, "compaction backend", choices=KERNELS, noun="kernel",
-                                 hint=" (or None: auto)")  # fmt: skip
+    kernel: str | None = _engine(
+        None, "compaction backend", choices=KERNELS, noun="kernel", hint=" (or None: auto)"
+    )
     # every row in a forward of its own, at its solo layout: answers bit for bit their solo runs
     # in any dtype (batched forwards sum in another order), at the cost of batching
     batch_invariant: bool = _engine(False, "every row in a forward of its own (bit-exact)")
@@ -82,9 +99,10 @@ class EngineConfig:
     def __post_init__(self) -> None:
         validate(self)  # each field's type and declared range or choices
         if self.buckets is not None and (
-            not self.buckets or list(self.buckets) != sorted(set(self.buckets))
+            not self.buckets
+            or list(self.buckets) != sorted(set(self.buckets))
             or self.buckets[0] < 1
-        ):  # fmt: skip
+        ):
             raise SeerError(f"buckets must be increasing positive sizes, got {self.buckets}")
         if self.batch_invariant and self.routing not in ("hybrid", "eager"):
             raise SeerError(

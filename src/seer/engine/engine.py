@@ -65,8 +65,10 @@ class QueueFull(SeerError):
     """`Engine.add` refused a request: `max_queue` requests are already waiting."""
 
 
-UNRESOLVED = ("resolve the request first: seer.engine.request.resolve(lm, request) "
-              "(Engine.submit(request) resolves and adds it)")  # fmt: skip
+UNRESOLVED = (
+    "resolve the request first: seer.engine.request.resolve(lm, request) "
+    "(Engine.submit(request) resolves and adds it)"
+)
 
 
 @dataclass(slots=True)
@@ -177,8 +179,9 @@ class Engine:
         t0, total = time.perf_counter(), self.stats.total
         if policy is not None and len(requests) + len(self.running) > self.config.max_batch:
             raise SeerError("requests sharing a window policy must fit in max_batch together")
-        requests = [r if r.resolved else resolve(self.lm, r, policy=policy is not None)
-                    for r in requests]  # fmt: skip
+        requests = [
+            r if r.resolved else resolve(self.lm, r, policy=policy is not None) for r in requests
+        ]
         seqs = [self._sequence(r, policy) for r in requests]  # all checked before any is queued
         ids = [self._queue(q) for q in seqs]
         mine, got = set(ids), dict[int, RequestResult]()
@@ -337,8 +340,15 @@ class Engine:
         for q in seqs:
             if q.request.on_step is not None:
                 ids = canvas[q.row][: q.params.gen_length]
-                view = StepView(q.id, nfe[q.row], ids, q.window, q.params.gen_length,
-                                q.boundary, finished[q.row])  # fmt: skip
+                view = StepView(
+                    q.id,
+                    nfe[q.row],
+                    ids,
+                    q.window,
+                    q.params.gen_length,
+                    q.boundary,
+                    finished[q.row],
+                )
                 q.request.on_step(view)
 
     def _partials(self, q: Sequence, revealed: int, finished: bool, now: float) -> None:

@@ -120,8 +120,9 @@ class SeerOptionError(SeerError):
     """`resolve` refused the request's Seer settings (the server names its `seer` field)."""
 
 
-def sampling(lm: EngineModel, params: SamplingParams | None = None,
-             overrides: dict[str, Any] | None = None) -> SamplingParams:  # fmt: skip
+def sampling(
+    lm: EngineModel, params: SamplingParams | None = None, overrides: dict[str, Any] | None = None
+) -> SamplingParams:
     """The request's `SamplingParams`: `params` (None: the model's defaults) with `overrides`
     over them (None values: the default), the model's unmasking rule filled in and the rules
     that depend on it checked (cfg_scale is LLaDA's)."""
@@ -143,8 +144,14 @@ def sampling(lm: EngineModel, params: SamplingParams | None = None,
     return p
 
 
-def resolve(lm: EngineModel, request: Request, *, policy: bool = False, seer_on: bool = False,
-            **overrides: Any) -> Request:  # fmt: skip
+def resolve(
+    lm: EngineModel,
+    request: Request,
+    *,
+    policy: bool = False,
+    seer_on: bool = False,
+    **overrides: Any,
+) -> Request:
     """`request` resolved for `lm` (see the module docstring): a copy with `params` concrete,
     `seer` a fitted `SeerConfig` (or None: the full window) and `resolved` set, or one
     `SeerError` line. `overrides`: sampling options over `request.params`; `policy`: a window
@@ -363,8 +370,15 @@ class RequestResult:
 
     @property
     def stats(self) -> GenerationStats:
-        return GenerationStats(self.nfe, self.seconds, self.tokens, self.window, self.gen_length,
-                               self.grown, self.detect_seconds)  # fmt: skip
+        return GenerationStats(
+            self.nfe,
+            self.seconds,
+            self.tokens,
+            self.window,
+            self.gen_length,
+            self.grown,
+            self.detect_seconds,
+        )
 
 
 @dataclass(slots=True)

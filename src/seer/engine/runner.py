@@ -192,8 +192,13 @@ class CapWindows:
             rows = [r for r, c in enumerate(self.caps) if c == g]
             idx = torch.tensor(rows, device=canvas.x.device)
             pe = canvas.prompt_embeds
-            part = Canvas(canvas.x[idx, : pp + g], canvas.attention_mask[idx, : pp + g], pp,
-                          canvas.window[idx], None if pe is None else pe[idx])  # fmt: skip
+            part = Canvas(
+                canvas.x[idx, : pp + g],
+                canvas.attention_mask[idx, : pp + g],
+                pp,
+                canvas.window[idx],
+                None if pe is None else pe[idx],
+            )
             got = pol.cut(part, logits[idx, :g])
             if got is not None:
                 window[idx] = got.to(window)

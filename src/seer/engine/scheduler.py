@@ -228,8 +228,14 @@ class Scheduler:
         longest_prompt = max(prompt_lens[r] for r in rows)
         if path == "static":
             align = self.config.prompt_align
-            return BatchPlan(path, rows, bucket, rho_of(w, bucket), bucket,
-                             align * math.ceil(longest_prompt / align))  # fmt: skip
+            return BatchPlan(
+                path,
+                rows,
+                bucket,
+                rho_of(w, bucket),
+                bucket,
+                align * math.ceil(longest_prompt / align),
+            )
         plan = BatchPlan(path, rows, bucket, rho_of(w, bucket), max(w), longest_prompt)
         if path == "varlen":
             lengths = [prompt_lens[r] + windows[r] for r in rows]
