@@ -114,8 +114,12 @@ def main(argv=None) -> None:
         params = sum(p.numel() for p in lm.model.parameters())
         print(f"# LLaDA {SHAPE}, vocab {VOCAB}, {params / 1e6:.1f}M params", flush=True)
         warm = args.gen_length // args.block  # one step per block: the same shapes, quickly
-        runs.warm(lambda c: generate(lm, ids, c[0], None if c[1] == args.gen_length else c[1],
-                                        warm, args), cases)  # fmt: skip
+        runs.warm(
+            lambda c: generate(
+                lm, ids, c[0], None if c[1] == args.gen_length else c[1], warm, args
+            ),
+            cases,
+        )
         timed: dict[tuple, list] = {case: [] for case in cases}
         for _, (cache, w) in runs.rounds(cases, args.repeats):
             window = None if w == args.gen_length else w

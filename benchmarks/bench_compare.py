@@ -207,8 +207,12 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="builtin", help="a built-in model's name or a folder")
     runs.add_arguments(ap, n=N, repeats=3, help={"seed": "draw of the held-out requests"})
-    ap.add_argument("--engine-repeats", type=runs.positive, default=None,
-                    help="batch-32 rounds (default: --repeats)")  # fmt: skip
+    ap.add_argument(
+        "--engine-repeats",
+        type=runs.positive,
+        default=None,
+        help="batch-32 rounds (default: --repeats)",
+    )
     ap.add_argument("--budgets", default="1,2,4,8", help="tokens per step")
     ap.add_argument("--no-engine", action="store_true", help="skip the batch-32 engine runs")
     ap.add_argument(
@@ -217,9 +221,11 @@ def parser() -> argparse.ArgumentParser:
         default=ENGINE_N,
         help="batch 32 over a seeded random sample of N, or all (default: all)",
     )
-    ap.add_argument("--blocks", default="8,16,32,64",
-                    help="block sizes of the block methods (those that fit the window and the "
-                         "budget run)")  # fmt: skip
+    ap.add_argument(
+        "--blocks",
+        default="8,16,32,64",
+        help="block sizes of the block methods (those that fit the window and the budget run)",
+    )
     ap.add_argument(
         "--margin",
         type=float,
@@ -274,12 +280,24 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="baseline, seer, stop, oracle, static+guard, threshold 0.9",
     )
-    ap.add_argument("--dpad", action=argparse.BooleanOptionalAction, default=True,
-                    help="DPad and seer+DPad (default: on)")  # fmt: skip
-    ap.add_argument("--daedal", action=argparse.BooleanOptionalAction, default=None,
-                    help="DAEDAL (default: on, off with --quick)")  # fmt: skip
-    ap.add_argument("--rho-eos", action=argparse.BooleanOptionalAction, default=None,
-                    help="rho-EOS (default: on, off with --quick)")  # fmt: skip
+    ap.add_argument(
+        "--dpad",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="DPad and seer+DPad (default: on)",
+    )
+    ap.add_argument(
+        "--daedal",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="DAEDAL (default: on, off with --quick)",
+    )
+    ap.add_argument(
+        "--rho-eos",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="rho-EOS (default: on, off with --quick)",
+    )
     ap.add_argument("--skip", default="", help="methods to leave out (comma-separated)")
     ap.add_argument(
         "--add",
@@ -324,30 +342,64 @@ def main(argv=None) -> dict:
         static = static_window(lm, source, g, seer_cfg.bucket, progress=print)
         at = static["length_at_quantile"]
         held = f": {static['quantile']:.0%} of {static['n']} answers <= {at:.0f}" if at else ""
-        print(f"[bench_compare] static+guard window {static['window']} ({static['from']}{held})",
-              flush=True)  # fmt: skip
+        print(
+            f"[bench_compare] static+guard window {static['window']} ({static['from']}{held})",
+            flush=True,
+        )
     keep_text = not is_parallelbench(source) if args.raw_text is None else args.raw_text
-    configs = build_configs(lm, g, budgets, args.quick, args.dpad, daedal, blocks,
-                            static["window"] if static else None, seer_cfg.signal,
-                            rho_eos)  # fmt: skip
+    configs = build_configs(
+        lm,
+        g,
+        budgets,
+        args.quick,
+        args.dpad,
+        daedal,
+        blocks,
+        static["window"] if static else None,
+        seer_cfg.signal,
+        rho_eos,
+    )
     skip = {m for m in args.skip.split(",") if m}
     if skip - {c.method for c in configs}:
         ap.error(f"--skip: no method named {', '.join(sorted(skip - {c.method for c in configs}))}")
     configs = [c for c in configs if c.method not in skip]
-    configs += _added(ap, args.add, configs, lambda: build_configs(
-        lm, g, budgets, False, args.dpad, True, blocks, static["window"] if static else None,
-        seer_cfg.signal))  # fmt: skip
+    configs += _added(
+        ap,
+        args.add,
+        configs,
+        lambda: build_configs(
+            lm,
+            g,
+            budgets,
+            False,
+            args.dpad,
+            True,
+            blocks,
+            static["window"] if static else None,
+            seer_cfg.signal,
+        ),
+    )
     unknown = set(anchors) - {c.name for c in configs}
     if unknown:
         ap.error(f"--anchors: no config named {', '.join(sorted(unknown))}")
-    settings = {"model": args.model, "source": source, "n": args.n, "seed": args.seed,
-                "repeats": args.repeats, "budgets": budgets, "quick": args.quick,
-                "configs": [c.name for c in configs], "threads": args.threads,
-                "gen_length": g, "blocks": blocks,
-                "static_window": static["window"] if static else None,
-                # a raw file resumes only with the same weights and Seer settings: a new release
-                # of a built-in model keeps its name
-                "weights_sha256": weights_of(lm), "seer": asdict(seer_cfg)}  # fmt: skip
+    settings = {
+        "model": args.model,
+        "source": source,
+        "n": args.n,
+        "seed": args.seed,
+        "repeats": args.repeats,
+        "budgets": budgets,
+        "quick": args.quick,
+        "configs": [c.name for c in configs],
+        "threads": args.threads,
+        "gen_length": g,
+        "blocks": blocks,
+        "static_window": static["window"] if static else None,
+        # a raw file resumes only with the same weights and Seer settings: a new release
+        # of a built-in model keeps its name
+        "weights_sha256": weights_of(lm),
+        "seer": asdict(seer_cfg),
+    }
     tag = runs.tag(args.model, args.data)  # a run on other data keeps its own files
     model_g = lm.meta.get("seer", {}).get("gen_length") or lm.sampling().gen_length
     if g != model_g:  # a run at another window keeps its own files
@@ -356,10 +408,17 @@ def main(argv=None) -> dict:
     raw = args.raw or (out / f"raw-{tag}.jsonl" if out else Path(f"/tmp/bench_compare_{tag}.jsonl"))
     raw.parent.mkdir(parents=True, exist_ok=True)
     pair = _primary(ap, args.primary, [c.name for c in configs])
-    plan = preregister(raw, settings, {
-        "margin": args.margin, "reference": f"baseline@k={budgets[0]}",
-        "primary": list(pair) if pair else None, "selection": SELECTION, "clock": args.clock,
-    })  # fmt: skip
+    plan = preregister(
+        raw,
+        settings,
+        {
+            "margin": args.margin,
+            "reference": f"baseline@k={budgets[0]}",
+            "primary": list(pair) if pair else None,
+            "selection": SELECTION,
+            "clock": args.clock,
+        },
+    )
     how, post_hoc = preregistration({"preregistered": plan, "margin": args.margin})
     print(f"[bench_compare] {how}", flush=True)
     q = encode(lm, examples[0])  # every window shape, then every config once (untimed)
@@ -378,15 +437,44 @@ def main(argv=None) -> dict:
         from seerbench.compare import warm_batch1
 
         warm_batch1(lm, q, configs, g, seer_cfg)
-    rows = batch1(lm, examples, configs, g, seer_cfg, args.repeats, raw, settings, progress,
-                  anchors, keep_text)  # fmt: skip
+    rows = batch1(
+        lm,
+        examples,
+        configs,
+        g,
+        seer_cfg,
+        args.repeats,
+        raw,
+        settings,
+        progress,
+        anchors,
+        keep_text,
+    )
     eng, label = {}, None
     if not args.no_engine:
         er = args.engine_repeats or args.repeats
         idx, label = sample(len(rows), args.engine_n, args.seed)
-        eng = batch32(lm, examples, idx, label, configs, g, seer_cfg, er, rows, raw,
-                      dict(settings, engine_repeats=er, engine_n=len(idx), engine_sample=label,
-                           engine_clock="wall+cpu"), progress, anchors)  # fmt: skip
+        eng = batch32(
+            lm,
+            examples,
+            idx,
+            label,
+            configs,
+            g,
+            seer_cfg,
+            er,
+            rows,
+            raw,
+            dict(
+                settings,
+                engine_repeats=er,
+                engine_n=len(idx),
+                engine_sample=label,
+                engine_clock="wall+cpu",
+            ),
+            progress,
+            anchors,
+        )
     results = summarise(rows, eng, configs, g, examples, args.clock, args.margin)
     mark_frontier(results)
     cost = costmodel.annotate(results, rows, eng, configs, g, args.clock)
@@ -461,8 +549,10 @@ def _added(ap, names: str, configs: list, full) -> list:
     every = {c.name: c for c in full()}
     unknown = [n for n in want if n not in every]
     if unknown:
-        ap.error(f"--add: no config named {', '.join(unknown)} at these --budgets and --blocks "
-                 f"(e.g. {', '.join(list(every)[-3:])})")  # fmt: skip
+        ap.error(
+            f"--add: no config named {', '.join(unknown)} at these --budgets and --blocks "
+            f"(e.g. {', '.join(list(every)[-3:])})"
+        )
     have = {c.name for c in configs}
     return [every[n] for n in dict.fromkeys(want) if n not in have]
 
@@ -475,8 +565,10 @@ def _check_fits(ap, lm, examples, g: int) -> None:
     longest = max(_positions(encode(lm, ex)) for ex in examples)
     if longest + g > limit:
         name = lm.name or "the model"
-        ap.error(f"--gen-length {g}: the prompt ({longest} positions) and the window do not fit "
-                 f"{name}'s {limit} positions; use at most {limit - longest}")  # fmt: skip
+        ap.error(
+            f"--gen-length {g}: the prompt ({longest} positions) and the window do not fit "
+            f"{name}'s {limit} positions; use at most {limit - longest}"
+        )
 
 
 def _positions(q) -> int:

@@ -114,17 +114,32 @@ def run_model(name: str, n: int, data: str | None = None, seed: int = 0) -> dict
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    runs.add_arguments(ap, n=60, skip=("repeats",),
-                          help={"n": "held-out requests per model"})  # fmt: skip
-    ap.add_argument("--models", nargs="+", default=list(MODELS),
-                    help="built-in names or model folders")  # fmt: skip
+    runs.add_arguments(ap, n=60, skip=("repeats",), help={"n": "held-out requests per model"})
+    ap.add_argument(
+        "--models", nargs="+", default=list(MODELS), help="built-in names or model folders"
+    )
     args = ap.parse_args()
     session = runs.Session("detect", args)
     results = {name: run_model(name, args.n, args.data, args.seed) for name in args.models}
-    head = ("model", "signal", "n", "window", "loop ms", "detect ms", "detect %", "policy ms",
-            "policy %", "det % sums", "cpu ms", "det cpu ms", "det cpu %")  # fmt: skip
-    print("{:12s} {:20s} {:>4s} {:>6s} {:>8s} {:>9s} {:>8s} {:>9s} {:>8s} {:>10s} {:>8s} {:>10s} "
-          "{:>9s}".format(*head))  # fmt: skip
+    head = (
+        "model",
+        "signal",
+        "n",
+        "window",
+        "loop ms",
+        "detect ms",
+        "detect %",
+        "policy ms",
+        "policy %",
+        "det % sums",
+        "cpu ms",
+        "det cpu ms",
+        "det cpu %",
+    )
+    print(
+        "{:12s} {:20s} {:>4s} {:>6s} {:>8s} {:>9s} {:>8s} {:>9s} {:>8s} {:>10s} {:>8s} {:>10s} "
+        "{:>9s}".format(*head)
+    )
     for name, res in results.items():
         for key, r in res["signals"].items():
             label = f"{key} ({r['signal']})"

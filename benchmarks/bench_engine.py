@@ -20,8 +20,9 @@ from seerbench import runs
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=None, help="model folder (default: the built-in model)")
-    runs.add_arguments(ap, n=64, skip=("data", "repeats"),
-                          help={"n": "held-out prompts (>= the largest batch)"})  # fmt: skip
+    runs.add_arguments(
+        ap, n=64, skip=("data", "repeats"), help={"n": "held-out prompts (>= the largest batch)"}
+    )
     ap.add_argument("--batches", type=int, nargs="+", default=[8, 32, 64])
     ap.add_argument("--gen-length", type=int, default=64)
     ap.add_argument("--tau-pad", type=float, default=0.4)
@@ -29,8 +30,14 @@ def main(argv: list[str] | None = None) -> int:
     session = runs.Session("engine", args)
     lm = seer.load(args.model or "builtin")
     n = max(args.n, *args.batches, 16)
-    record = throughput.run(lm, n=n, batches=tuple(args.batches), gen_length=args.gen_length,
-                       tau_pad=args.tau_pad, seed=args.seed)  # fmt: skip
+    record = throughput.run(
+        lm,
+        n=n,
+        batches=tuple(args.batches),
+        gen_length=args.gen_length,
+        tau_pad=args.tau_pad,
+        seed=args.seed,
+    )
     throughput.show(record)
     session.emit(session.adopt(dict(record, source="builtin")))
     return 0

@@ -262,8 +262,9 @@ def _tree(spec: str, tmp: Path) -> Path:
     repo = Path(__file__).resolve().parents[1]
     out = tmp / f"tree-{spec}"
     out.mkdir()
-    archive = subprocess.run(["git", "-C", str(repo), "archive", spec, "src"], check=True,
-                             capture_output=True).stdout  # fmt: skip
+    archive = subprocess.run(
+        ["git", "-C", str(repo), "archive", spec, "src"], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
     return out / "src"
 
@@ -278,8 +279,9 @@ class Worker:
 
         env = dict(os.environ, PYTHONPATH=str(src), OMP_NUM_THREADS=str(threads))
         cmd = [sys.executable, __file__, "--worker", str(folder), "--threads", str(threads)]
-        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)  # fmt: skip
+        self.proc = subprocess.Popen(
+            cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
 
     def run(self, **job) -> dict:
         self.proc.stdin.write(json.dumps(job) + "\n")
@@ -306,8 +308,13 @@ def worker(folder: Path, threads: int) -> None:
             models[job["size"]] = seer.load(folder / job["size"], tokenizer=False)
         lm = models[job["size"]]
         ids = prompts(job["batch"], job["prompt_len"], job["seed"]).tolist()
-        kw = dict(gen_length=job["gen"], steps=job["steps"], block_length=job["block"],
-                  temperature=0.0, remasking="low_confidence")  # fmt: skip
+        kw = dict(
+            gen_length=job["gen"],
+            steps=job["steps"],
+            block_length=job["block"],
+            temperature=0.0,
+            remasking="low_confidence",
+        )
         wall, cpu = time.perf_counter(), time.process_time()
         out = lm.generate(ids, **kw)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -337,17 +344,28 @@ def compare(args, session) -> None:
     batches = [int(b) for b in args.batches.split(",") if b]
     schedules = [tuple(map(int, s.split("/"))) for s in args.schedules.split(",") if s]
     skip = {s for s in args.skip.split(",") if s}
-    cases = [(size, b, st, bl) for size in sizes for b in batches for st, bl in schedules
-             if f"{size}:{b}:{st}/{bl}" not in skip]  # fmt: skip
+    cases = [
+        (size, b, st, bl)
+        for size in sizes
+        for b in batches
+        for st, bl in schedules
+        if f"{size}:{b}:{st}/{bl}" not in skip
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for size in sizes:
             build(size, folder, args.seed)
         trees = {"before": _tree(args.baseline, folder), "now": Path(__file__).parents[1] / "src"}
         workers = {name: Worker(src, folder, args.threads) for name, src in trees.items()}
-        job = lambda c, steps: dict(size=c[0], batch=c[1], steps=steps, block=c[3],  # noqa: E731
-                                    gen=args.gen_length, prompt_len=args.prompt_len,
-                                    seed=args.seed)  # fmt: skip
+        job = lambda c, steps: dict(
+            size=c[0],
+            batch=c[1],
+            steps=steps,
+            block=c[3],  # noqa: E731
+            gen=args.gen_length,
+            prompt_len=args.prompt_len,
+            seed=args.seed,
+        )
         for c in cases:  # warm-up: the same shapes, one step per block
             for w in workers.values():
                 w.run(**job(c, args.gen_length // c[3]))
@@ -358,8 +376,11 @@ def compare(args, session) -> None:
                 order = ("before", "now") if (k + i) % 2 == 0 else ("now", "before")
                 for name in order:
                     runs[c][name].append(workers[name].run(**job(c, c[2])))
-            print(f"# round {k + 1}/{args.rounds} ({time.perf_counter() - t0:.0f} s)",
-                  file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"# round {k + 1}/{args.rounds} ({time.perf_counter() - t0:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
         for w in workers.values():
             w.close()
     rows = []
@@ -377,14 +398,17 @@ def compare(args, session) -> None:
             ratios = [y[clock] / x[clock] for x, y in zip(b, n, strict=True)]
             row[f"ratio_{clock}"] = _spread(ratios)
         rows.append(row)
-    pooled = {clock: _spread([r[f"ratio_{clock}"]["median"] for r in rows])
-              for clock in ("wall", "cpu")}  # fmt: skip
+    pooled = {
+        clock: _spread([r[f"ratio_{clock}"]["median"] for r in rows]) for clock in ("wall", "cpu")
+    }
     print(
         f"before = {args.baseline}, now = this checkout; {args.rounds} interleaved rounds "
         f"(ABBA), {args.threads} thread(s); ratio = now / before per round (< 1: now faster)"
     )
-    print("size  B  steps/block  NFE  before s  now s  wall ratio: median [q1, q3] (min-max)"
-          "   cpu ratio: median [q1, q3] (min-max)  same ids")  # fmt: skip
+    print(
+        "size  B  steps/block  NFE  before s  now s  wall ratio: median [q1, q3] (min-max)"
+        "   cpu ratio: median [q1, q3] (min-max)  same ids"
+    )
     for r in rows:
         w, u = r["ratio_wall"], r["ratio_cpu"]
         size, b, st, bl = r["case"]
@@ -394,11 +418,20 @@ def compare(args, session) -> None:
             f"({w['min']:.2f}-{w['max']:.2f})    {u['median']:.3f} [{u['q1']:.3f}, "
             f"{u['q3']:.3f}] ({u['min']:.2f}-{u['max']:.2f})  {'yes' if r['same_ids'] else 'NO'}"
         )
-    print(f"over the cases: wall {pooled['wall']['median']:.3f} (cases {pooled['wall']['min']:.3f}"
-          f"-{pooled['wall']['max']:.3f}), cpu {pooled['cpu']['median']:.3f} (cases "
-          f"{pooled['cpu']['min']:.3f}-{pooled['cpu']['max']:.3f})")  # fmt: skip
-    session.finish(rows, model=",".join(sizes), source="random", n=len(cases),
-                   baseline=args.baseline, rounds=args.rounds, pooled=pooled)  # fmt: skip
+    print(
+        f"over the cases: wall {pooled['wall']['median']:.3f} (cases {pooled['wall']['min']:.3f}"
+        f"-{pooled['wall']['max']:.3f}), cpu {pooled['cpu']['median']:.3f} (cases "
+        f"{pooled['cpu']['min']:.3f}-{pooled['cpu']['max']:.3f})"
+    )
+    session.finish(
+        rows,
+        model=",".join(sizes),
+        source="random",
+        n=len(cases),
+        baseline=args.baseline,
+        rounds=args.rounds,
+        pooled=pooled,
+    )
 
 
 def main(argv=None) -> None:
@@ -418,9 +451,12 @@ def main(argv=None) -> None:
     )
     ap.add_argument("--gen-length", type=int, default=64)
     ap.add_argument("--prompt-len", type=int, default=32)
-    runs.add_arguments(ap, repeats=None, skip=("n", "data"),
-                          help={"repeats": "timed runs per sampler and case (default: tiny 5, "
-                                "mid 2)"})  # fmt: skip
+    runs.add_arguments(
+        ap,
+        repeats=None,
+        skip=("n", "data"),
+        help={"repeats": "timed runs per sampler and case (default: tiny 5, mid 2)"},
+    )
     ap.add_argument(
         "--official-generate",
         default=None,
@@ -478,9 +514,15 @@ def main(argv=None) -> None:
     if generate is not None:
         same = all(r["identical"] for r in rows)
         print(f"\ntoken ids identical to the official generate() in every case: {same}")
-    session.finish(rows, model=",".join(sizes), source="random", n=len(rows), vocab=VOCAB,
-                   official_generate=args.official_generate,
-                   sizes={s: SIZES[s][0] for s in sizes})  # fmt: skip
+    session.finish(
+        rows,
+        model=",".join(sizes),
+        source="random",
+        n=len(rows),
+        vocab=VOCAB,
+        official_generate=args.official_generate,
+        sizes={s: SIZES[s][0] for s in sizes},
+    )
 
 
 if __name__ == "__main__":

@@ -95,18 +95,35 @@ def figure(curves: dict[int, dict], series: dict[str, list[Point]], path: Path) 
         for (task, rule), ys in curves[n].items():
             one = sum(t == task for t, _ in curves[n]) == 1
             label = f"{task}: closed form" + ("" if one else f" ({rule})")
-            ax.plot([k for k, _ in ys], [a for _, a in ys], DASH[rule], color=STYLE[task],
-                    lw=1.2, label=label)  # fmt: skip
+            ax.plot(
+                [k for k, _ in ys],
+                [a for _, a in ys],
+                DASH[rule],
+                color=STYLE[task],
+                lw=1.2,
+                label=label,
+            )
         for i, (label, pts) in enumerate(series.items()):
             marker, nudge = "osD^vP*X"[i % 8], 2 ** (0.06 * (i - (len(series) - 1) / 2))
             for task in dict.fromkeys(p.task for p in pts if p.n == n):
                 mine = sorted((p for p in pts if p.task == task and p.n == n), key=lambda p: p.k)
                 ci = [wilson(p.correct, p.total) for p in mine]
-                err = [[p.accuracy - lo for p, (lo, _) in zip(mine, ci, strict=True)],
-                       [hi - p.accuracy for p, (_, hi) in zip(mine, ci, strict=True)]]  # fmt: skip
-                ax.errorbar([p.k * nudge for p in mine], [p.accuracy for p in mine], yerr=err,
-                            fmt=marker, color=STYLE.get(task, "k"), mfc="none", ms=6,
-                            capsize=2, lw=1, label=f"{task}: {label}")  # fmt: skip
+                err = [
+                    [p.accuracy - lo for p, (lo, _) in zip(mine, ci, strict=True)],
+                    [hi - p.accuracy for p, (_, hi) in zip(mine, ci, strict=True)],
+                ]
+                ax.errorbar(
+                    [p.k * nudge for p in mine],
+                    [p.accuracy for p in mine],
+                    yerr=err,
+                    fmt=marker,
+                    color=STYLE.get(task, "k"),
+                    mfc="none",
+                    ms=6,
+                    capsize=2,
+                    lw=1,
+                    label=f"{task}: {label}",
+                )
         ax.set_xscale("log", base=2)
         ax.set_xticks(divisors(n), [str(k) for k in divisors(n)])
         ax.set_ylim(-0.03, 1.03)
@@ -118,8 +135,11 @@ def figure(curves: dict[int, dict], series: dict[str, list[Point]], path: Path) 
     for ax in axes[0]:
         legend.update(zip(*reversed(ax.get_legend_handles_labels()), strict=True))
     fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=3, fontsize=7)
-    fig.suptitle("Parallel decoding with a perfect model (exact marginals, temperature 1): "
-                 "ParallelBench list tasks", fontsize=10)  # fmt: skip
+    fig.suptitle(
+        "Parallel decoding with a perfect model (exact marginals, temperature 1): "
+        "ParallelBench list tasks",
+        fontsize=10,
+    )
     fig.tight_layout(rect=(0, 0.02 + 0.025 * math.ceil(len(legend) / 3), 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -131,8 +151,10 @@ def read_points(path: Path) -> tuple[str, list[Point]]:
     """One series from a `--points` JSON file (module docstring); bad files: one clear line."""
     try:
         raw = json.loads(path.read_text())
-        pts = [Point(str(p["task"]), int(p["n"]), int(p["k"]), int(p["correct"]),
-                     int(p["total"])) for p in raw["points"]]  # fmt: skip
+        pts = [
+            Point(str(p["task"]), int(p["n"]), int(p["k"]), int(p["correct"]), int(p["total"]))
+            for p in raw["points"]
+        ]
         label = str(raw["label"])
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise SeerError(f"--points {path}: not a points file ({type(e).__name__}: {e})") from e
@@ -150,10 +172,21 @@ def run(ns: list[int], trials: int, seed: int, tasks, rules) -> list[dict]:
             p = closed_form(task, step_counts(n, k), rule)
             se = math.sqrt(p * (1 - p) / trials)
             z = 0.0 if se == 0 and m.correct == trials else (m.accuracy - p) / (se or 1e-12)
-            rows.append({"n": n, "task": task, "remasking": rule, "k": k, "steps": m.nfe,
-                         "closed_form": p, "correct": m.correct, "trials": trials,
-                         "accuracy": m.accuracy, "ci95": wilson(m.correct, trials),
-                         "z": z})  # fmt: skip
+            rows.append(
+                {
+                    "n": n,
+                    "task": task,
+                    "remasking": rule,
+                    "k": k,
+                    "steps": m.nfe,
+                    "closed_form": p,
+                    "correct": m.correct,
+                    "trials": trials,
+                    "accuracy": m.accuracy,
+                    "ci95": wilson(m.correct, trials),
+                    "z": z,
+                }
+            )
     return rows
 
 
@@ -163,16 +196,23 @@ def table(rows: list[dict]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         lo, hi = r["ci95"]
-        lines.append(f"{r['n']:>3}  {r['task']:<15}{r['remasking']:<16}{r['k']:>3}{r['steps']:>6}"
-                     f"{r['closed_form']:>13.4f}{r['accuracy']:>10.4f}"
-                     f"{f'[{lo:.4f}, {hi:.4f}]':>18}{r['z']:>7.2f}")  # fmt: skip
+        lines.append(
+            f"{r['n']:>3}  {r['task']:<15}{r['remasking']:<16}{r['k']:>3}{r['steps']:>6}"
+            f"{r['closed_form']:>13.4f}{r['accuracy']:>10.4f}"
+            f"{f'[{lo:.4f}, {hi:.4f}]':>18}{r['z']:>7.2f}"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, nargs="+", default=[6, 12],
-                    help="items per list (the answer window); one panel each")  # fmt: skip
+    ap.add_argument(
+        "--n",
+        type=int,
+        nargs="+",
+        default=[6, 12],
+        help="items per list (the answer window); one panel each",
+    )
     ap.add_argument("--trials", type=int, default=2000, help="seeded rows per point")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
@@ -185,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a JSON file of another model's points (repeatable; see the docstring)",
     )
     ap.add_argument("--out", type=Path, default=None, help="write the figure here (PNG)")
-    ap.add_argument("--threads", type=int, default=1)  # fmt: skip
+    ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
     try:
         if not all(2 <= n <= 31 for n in args.n):
@@ -201,8 +241,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = run(args.n, args.trials, args.seed, args.tasks, args.remasking)
     seconds = time.perf_counter() - t0
     ns = ", ".join(map(str, args.n))
-    print(f"ParallelBench list tasks, perfect model, n = {ns} items, {args.trials} rows per "
-          f"point, seed {args.seed}, temperature 1 ({seconds:.1f} s)")  # fmt: skip
+    print(
+        f"ParallelBench list tasks, perfect model, n = {ns} items, {args.trials} rows per "
+        f"point, seed {args.seed}, temperature 1 ({seconds:.1f} s)"
+    )
     print(table(rows))
     within = all(abs(r["z"]) <= 4 for r in rows)
     print(f"every point within 4 standard errors of its closed form: {'yes' if within else 'NO'}")
@@ -214,10 +256,17 @@ def main(argv: list[str] | None = None) -> int:
             ours.setdefault(label, []).append(pt)
         curves = {n: closed_form_curves(n, args.tasks, args.remasking) for n in args.n}
         print(f"figure: {figure(curves, ours | extra, args.out)}")
-    record = {"bench": "parallel_closed_form", "n": args.n, "trials": args.trials,
-              "seed": args.seed, "seconds": seconds, "within_4sigma": within, "rows": rows,
-              "extra": {k: [asdict(p) for p in v] for k, v in extra.items()},
-              "machine": machine_info()}  # fmt: skip
+    record = {
+        "bench": "parallel_closed_form",
+        "n": args.n,
+        "trials": args.trials,
+        "seed": args.seed,
+        "seconds": seconds,
+        "within_4sigma": within,
+        "rows": rows,
+        "extra": {k: [asdict(p) for p in v] for k, v in extra.items()},
+        "machine": machine_info(),
+    }
     print(json.dumps(record))
     return 0
 

@@ -79,7 +79,7 @@ CONFIGS: dict[str, tuple[str, dict]] = {
     "seer-equal": (
         "seer",
         {"seer": False, "steps": DLM_STEPS, "block_length": DLM_GEN, "max_tokens": DLM_GEN},
-    ),  # fmt: skip
+    ),
 }
 BASELINE = {"seer": "seer-equal", "dlmserve": "dlmserve-default"}  # each engine's full window
 PAIRS = {  # seer config, dlmserve config
@@ -97,13 +97,17 @@ FLOOR = 0.30  # accuracy below this is "near the floor"
 def check_llada_code(code: Path | None) -> Path:
     """The folder holding the official modeling files, or one line saying what is missing."""
     if code is None:
-        raise SystemExit("bench_peers: --llada-code DIR is required (a folder with the official "
-                         f"LLaDA modeling files {' and '.join(CODE_FILES)}, e.g. those of the "
-                         "LLaDA-8B-Instruct hub folder)")  # fmt: skip
+        raise SystemExit(
+            "bench_peers: --llada-code DIR is required (a folder with the official "
+            f"LLaDA modeling files {' and '.join(CODE_FILES)}, e.g. those of the "
+            "LLaDA-8B-Instruct hub folder)"
+        )
     missing = [f for f in CODE_FILES if not (Path(code) / f).is_file()]
     if missing:
-        raise SystemExit(f"bench_peers: --llada-code {code}: no {', '.join(missing)} there "
-                         "(the official LLaDA modeling files)")  # fmt: skip
+        raise SystemExit(
+            f"bench_peers: --llada-code {code}: no {', '.join(missing)} there "
+            "(the official LLaDA modeling files)"
+        )
     return Path(code)
 
 
@@ -139,8 +143,14 @@ def free_port() -> int:
 
 
 def server_env(engine: str, modules: Path) -> dict:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "SEER_NO_PROGRESS": "1"}  # fmt: skip
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "SEER_NO_PROGRESS": "1",
+    }
     if engine == "dlmserve":
         env.pop("PYTHONPATH", None)  # dlmserve's own environment, nothing of ours
         env["HF_MODULES_CACHE"] = str(modules)  # transformers' copy of the remote code
@@ -152,8 +162,20 @@ def server_env(engine: str, modules: Path) -> dict:
 
 def server_command(engine: str, model: Path, port: int, python: str) -> list[str]:
     if engine == "seer":
-        return [sys.executable, "-m", "seer.cli", "serve", "--model", str(model), "--host",
-                "127.0.0.1", "--port", str(port), "--log-level", "warning"]  # fmt: skip
+        return [
+            sys.executable,
+            "-m",
+            "seer.cli",
+            "serve",
+            "--model",
+            str(model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ]
     return [python, str(LAUNCHER), "--model", str(model), "--port", str(port), "--threads", "1"]
 
 
@@ -190,8 +212,12 @@ def stop(proc: subprocess.Popen, timeout: float) -> str:
 
 
 def body(model_name: str, prompt: str, options: dict) -> dict:
-    return {"model": model_name, "messages": [{"role": "user", "content": prompt}],
-            "temperature": 0.0, **options}  # fmt: skip
+    return {
+        "model": model_name,
+        "messages": [{"role": "user", "content": prompt}],
+        "temperature": 0.0,
+        **options,
+    }
 
 
 async def run_point(url, model_name, examples, options, concurrency, timeout) -> tuple[list, float]:
@@ -205,8 +231,9 @@ async def run_point(url, model_name, examples, options, concurrency, timeout) ->
             t0 = time.perf_counter()
             rec = {"i": i, "id": ex.id}
             try:
-                r = await client.post("/v1/chat/completions",
-                                      json=body(model_name, ex.prompt, options))  # fmt: skip
+                r = await client.post(
+                    "/v1/chat/completions", json=body(model_name, ex.prompt, options)
+                )
                 rec["latency_s"] = round(time.perf_counter() - t0, 4)
                 rec["status"] = r.status_code
                 if r.status_code == 200:
@@ -253,12 +280,16 @@ def point_summary(recs: list[dict], wall: float) -> dict:
         return None if x is None else round(x, 4)
 
     return {
-        "requests": len(recs), "answered": len(ok), "lost": len(recs) - len(ok),
-        "wall_s": round(wall, 3), "req_per_s": round(len(ok) / wall, 4) if wall > 0 else None,
-        "p50_s": rnd(percentile(lat, 0.5)), "p90_s": rnd(percentile(lat, 0.9)),
+        "requests": len(recs),
+        "answered": len(ok),
+        "lost": len(recs) - len(ok),
+        "wall_s": round(wall, 3),
+        "req_per_s": round(len(ok) / wall, 4) if wall > 0 else None,
+        "p50_s": rnd(percentile(lat, 0.5)),
+        "p90_s": rnd(percentile(lat, 0.9)),
         "p99_s": rnd(percentile(lat, 0.99)),
         "accuracy": round(sum(scores) / len(scores), 4) if scores else None,
-    }  # fmt: skip
+    }
 
 
 def equal_count(a: list[dict], b: list[dict]) -> int:
@@ -278,18 +309,23 @@ def summarise(points: dict, margin: float) -> dict:
     concs = sorted({c for _, c in points})
     solo_c = concs[0]
     for (cfg, c), (recs, wall) in points.items():
-        row = {"config": cfg, "engine": CONFIGS[cfg][0], "concurrency": c,
-               **point_summary(recs, wall)}  # fmt: skip
+        row = {
+            "config": cfg,
+            "engine": CONFIGS[cfg][0],
+            "concurrency": c,
+            **point_summary(recs, wall),
+        }
         base = (BASELINE[CONFIGS[cfg][0]], solo_c)
         if base in points:
             brecs = points[base][0]
             row["baseline"] = f"{base[0]}@c={base[1]}"
             row["baseline_accuracy"] = point_summary(brecs, points[base][1])["accuracy"]
-            paired = [(r.get("score") or 0.0, b.get("score") or 0.0)
-                      for r, b in zip(recs, brecs, strict=True)]  # fmt: skip
+            paired = [
+                (r.get("score") or 0.0, b.get("score") or 0.0)
+                for r, b in zip(recs, brecs, strict=True)
+            ]
             if (cfg, c) != base and paired:
-                ok, lo = noninferior([p[0] for p in paired], [p[1] for p in paired],
-                                     margin / 100)  # fmt: skip
+                ok, lo = noninferior([p[0] for p in paired], [p[1] for p in paired], margin / 100)
                 row["noninferior"], row["diff_lower95"] = ok, round(lo * 100, 2)
         if c != solo_c and (cfg, solo_c) in points:
             row["solo_equal"] = equal_count(recs, points[(cfg, solo_c)][0])
@@ -308,17 +344,24 @@ def summarise(points: dict, margin: float) -> dict:
     cross = {}
     for c in concs:
         if ("seer-equal", c) in points and ("dlmserve-default", c) in points:
-            cross[str(c)] = equal_count(points[("seer-equal", c)][0],
-                                        points[("dlmserve-default", c)][0])  # fmt: skip
+            cross[str(c)] = equal_count(
+                points[("seer-equal", c)][0], points[("dlmserve-default", c)][0]
+            )
     primary = ratios.get(PRIMARY, {}).get(str(concs[-1]))
-    return {"rows": rows, "ratios": ratios, "seer_equal_vs_dlmserve_default": cross,
-            "primary": primary}  # fmt: skip
+    return {
+        "rows": rows,
+        "ratios": ratios,
+        "seer_equal_vs_dlmserve_default": cross,
+        "primary": primary,
+    }
 
 
 def show(results: dict, n: int) -> None:
     print(f"seer serve vs dlmserve 0.1.1: {n} held-out requests per point, greedy, non-streamed")
-    head = (f"{'config':<19} {'conc':>4} {'req/s':>7} {'p50 s':>7} {'p90 s':>7} {'p99 s':>7} "
-            f"{'acc %':>6} {'base %':>6} {'>=-m':>4} {'solo=':>6} {'lost':>4}")  # fmt: skip
+    head = (
+        f"{'config':<19} {'conc':>4} {'req/s':>7} {'p50 s':>7} {'p90 s':>7} {'p99 s':>7} "
+        f"{'acc %':>6} {'base %':>6} {'>=-m':>4} {'solo=':>6} {'lost':>4}"
+    )
     print(head)
     print("-" * len(head))
 
@@ -328,10 +371,12 @@ def show(results: dict, n: int) -> None:
     for r in results["rows"]:
         ni = {True: "yes", False: "no", None: "-"}[r.get("noninferior")]
         solo = "-" if "solo_equal" not in r else f"{r['solo_equal']}/{r['answered']}"
-        print(f"{r['config']:<19} {r['concurrency']:>4} {r['req_per_s']:>7.3f} "
-              f"{r['p50_s']:>7.3f} {r['p90_s']:>7.3f} {r['p99_s']:>7.3f} {pc(r['accuracy']):>6} "
-              f"{pc(r.get('baseline_accuracy')):>6} {ni:>4} {solo:>6} {r['lost']:>4}"
-              + ("  near the floor" if r["near_floor"] else ""))  # fmt: skip
+        print(
+            f"{r['config']:<19} {r['concurrency']:>4} {r['req_per_s']:>7.3f} "
+            f"{r['p50_s']:>7.3f} {r['p90_s']:>7.3f} {r['p99_s']:>7.3f} {pc(r['accuracy']):>6} "
+            f"{pc(r.get('baseline_accuracy')):>6} {ni:>4} {solo:>6} {r['lost']:>4}"
+            + ("  near the floor" if r["near_floor"] else "")
+        )
     for name, by_c in results["ratios"].items():
         s, d = PAIRS[name]
         print(f"{name}: {s} / {d} = " + ", ".join(f"{x:.2f}x at c={c}" for c, x in by_c.items()))
@@ -365,8 +410,9 @@ def busy(min_cpu: float = 20.0) -> list[str]:
     """The processes using at least `min_cpu` % of a core now (ps), as 'cpu% command' lines:
     the background load the record states."""
     try:
-        out = subprocess.run(["ps", "-eo", "pcpu,args", "--sort=-pcpu"], capture_output=True,
-                             text=True, timeout=10).stdout.splitlines()[1:]  # fmt: skip
+        out = subprocess.run(
+            ["ps", "-eo", "pcpu,args", "--sort=-pcpu"], capture_output=True, text=True, timeout=10
+        ).stdout.splitlines()[1:]
     except (OSError, subprocess.SubprocessError):
         return []
     rows = []
@@ -404,14 +450,18 @@ def resume(raw: Path, keys: list[tuple[str, int]], parts: list, n: int) -> tuple
         head, recs = lines[0], lines[1:]
         k = rounds_done(recs, parts) if head.get("n") == n else None
         if k is None:
-            raise SystemExit(f"bench_peers: --resume: {path} holds other requests than this "
-                             "run's rounds (another --n, --seed or --rounds?)")  # fmt: skip
+            raise SystemExit(
+                f"bench_peers: --resume: {path} holds other requests than this "
+                "run's rounds (another --n, --seed or --rounds?)"
+            )
         ks.add(k)
         got[(cfg, c)] = [recs, head["wall_s"]]
     if len(ks) > 1:
-        raise SystemExit(f"bench_peers: --resume: the raw files under {raw} hold different "
-                         f"numbers of rounds ({sorted(ks)}); remove them or run without "
-                         "--resume")  # fmt: skip
+        raise SystemExit(
+            f"bench_peers: --resume: the raw files under {raw} hold different "
+            f"numbers of rounds ({sorted(ks)}); remove them or run without "
+            "--resume"
+        )
     k = ks.pop() if ks else 0
     return k, (got if k else {})
 
@@ -437,9 +487,11 @@ def prerequisites(code: Path | None, python: str | None) -> Path:
     except SystemExit as e:
         lines.append(str(e))
     if not python:
-        lines.append("bench_peers: --dlmserve-python PATH is required (the Python of a "
-                     "dlmserve environment, or env DLMSERVE_PYTHON; make one: "
-                     f"{VENV_RECIPE})")  # fmt: skip
+        lines.append(
+            "bench_peers: --dlmserve-python PATH is required (the Python of a "
+            "dlmserve environment, or env DLMSERVE_PYTHON; make one: "
+            f"{VENV_RECIPE})"
+        )
     if lines:
         raise SystemExit("\n".join(lines))
     return folder
@@ -458,28 +510,36 @@ def round_fits(rnd: int, elapsed: float, longest: float, budget_minutes: float |
 
 def preflight(python: str) -> dict:
     """dlmserve's versions and default steps, from its own environment; one line if absent."""
-    code = ("import json, dlmserve, transformers, einops\n"
-            "from dlmserve.api.protocol import ChatCompletionRequest as R\n"
-            "print(json.dumps({'dlmserve': dlmserve.__version__, "
-            "'transformers': transformers.__version__, "
-            "'steps': R.model_fields['num_denoising_steps'].default}))")  # fmt: skip
+    code = (
+        "import json, dlmserve, transformers, einops\n"
+        "from dlmserve.api.protocol import ChatCompletionRequest as R\n"
+        "print(json.dumps({'dlmserve': dlmserve.__version__, "
+        "'transformers': transformers.__version__, "
+        "'steps': R.model_fields['num_denoising_steps'].default}))"
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     try:
         out = subprocess.run(
             [python, "-c", code], capture_output=True, text=True, timeout=300, env=env
         )
     except OSError as e:
-        raise SystemExit(f"bench_peers: --dlmserve-python {python}: {e.strerror} (make a "
-                         f"dlmserve environment: {VENV_RECIPE})") from None  # fmt: skip
+        raise SystemExit(
+            f"bench_peers: --dlmserve-python {python}: {e.strerror} (make a "
+            f"dlmserve environment: {VENV_RECIPE})"
+        ) from None
     if out.returncode != 0:
         last = (out.stderr.strip().splitlines() or ["?"])[-1]
-        raise SystemExit(f"bench_peers: --dlmserve-python {python} cannot import dlmserve, "
-                         f"transformers<5 and einops ({last}); make one: "
-                         f"{VENV_RECIPE}")  # fmt: skip
+        raise SystemExit(
+            f"bench_peers: --dlmserve-python {python} cannot import dlmserve, "
+            f"transformers<5 and einops ({last}); make one: "
+            f"{VENV_RECIPE}"
+        )
     info = json.loads(out.stdout.strip().splitlines()[-1])
     if info["steps"] != DLM_STEPS:
-        raise SystemExit(f"bench_peers: dlmserve's default steps are {info['steps']}, this "
-                         f"benchmark's equal-work config assumes {DLM_STEPS} (0.1.1)")  # fmt: skip
+        raise SystemExit(
+            f"bench_peers: dlmserve's default steps are {info['steps']}, this "
+            f"benchmark's equal-work config assumes {DLM_STEPS} (0.1.1)"
+        )
     return info
 
 
@@ -531,7 +591,7 @@ def main(argv: list[str] | None = None) -> int:
         help="start no round that would end past this many minutes",
     )
     ap.add_argument("--log-dir", type=Path, default=None, help="the servers' output (default: tmp)")
-    args = ap.parse_args(argv)  # fmt: skip
+    args = ap.parse_args(argv)
     code = prerequisites(args.llada_code, args.dlmserve_python)
 
     from seer.data import score
@@ -570,8 +630,10 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         fixed = Path(args.out) / "protocol.json"
         if args.resume and fixed.is_file() and json.loads(fixed.read_text()) != protocol:
-            raise SystemExit(f"bench_peers: --resume: {fixed} states another protocol than "
-                             "this run's; remove it or run without --resume")  # fmt: skip
+            raise SystemExit(
+                f"bench_peers: --resume: {fixed} states another protocol than "
+                "this run's; remove it or run without --resume"
+            )
         fixed.write_text(json.dumps(protocol, indent=1) + "\n")
 
     parts = split(examples, args.rounds)
@@ -591,8 +653,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         elapsed = time.monotonic() - t_start
         if not round_fits(rnd - first, elapsed, longest, args.budget_minutes):
-            print(f"[peers] stopping after {rnd} of {len(parts)} rounds: the next would end "
-                  f"past the {args.budget_minutes:g}-minute budget", flush=True)  # fmt: skip
+            print(
+                f"[peers] stopping after {rnd} of {len(parts)} rounds: the next would end "
+                f"past the {args.budget_minutes:g}-minute budget",
+                flush=True,
+            )
             break
         t_round = time.monotonic()
         for engine in engine_order(rnd):
@@ -604,9 +669,11 @@ def main(argv: list[str] | None = None) -> int:
             load_start = loadavg()
             proc = subprocess.Popen(
                 server_command(engine, folder, port, args.dlmserve_python),
-                env=server_env(engine, tmp / "modules"), stdout=log.open("w"),
-                stderr=subprocess.STDOUT, cwd=tmp,
-            )  # fmt: skip
+                env=server_env(engine, tmp / "modules"),
+                stdout=log.open("w"),
+                stderr=subprocess.STDOUT,
+                cwd=tmp,
+            )
             url = f"http://127.0.0.1:{port}"
             try:
                 wait_ready(proc, url, log)
@@ -615,13 +682,25 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     name = httpx.get(f"{url}/v1/models", timeout=10).json()["data"][0]["id"]
                 for cfg in dict.fromkeys(cfg for cfg, _ in todo):  # warm-up, batched too
-                    asyncio.run(run_point(url, name, part[:2], CONFIGS[cfg][1],
-                                          min(max(args.concurrency), 2), args.timeout))  # fmt: skip
+                    asyncio.run(
+                        run_point(
+                            url,
+                            name,
+                            part[:2],
+                            CONFIGS[cfg][1],
+                            min(max(args.concurrency), 2),
+                            args.timeout,
+                        )
+                    )
                 for cfg, c in todo:
-                    print(f"[peers] round {rnd + 1}/{len(parts)}: {cfg} at concurrency {c} "
-                          f"({len(part)} requests) ...", flush=True)  # fmt: skip
-                    recs, wall = asyncio.run(run_point(url, name, part, CONFIGS[cfg][1], c,
-                                                       args.timeout))  # fmt: skip
+                    print(
+                        f"[peers] round {rnd + 1}/{len(parts)}: {cfg} at concurrency {c} "
+                        f"({len(part)} requests) ...",
+                        flush=True,
+                    )
+                    recs, wall = asyncio.run(
+                        run_point(url, name, part, CONFIGS[cfg][1], c, args.timeout)
+                    )
                     for r, ex in zip(recs, part, strict=True):
                         r["i"] += offset
                         r["round"] = rnd
@@ -629,31 +708,53 @@ def main(argv: list[str] | None = None) -> int:
                     got = acc.setdefault((cfg, c), [[], 0.0])
                     got[0].extend(recs)
                     got[1] += wall
-                    save_point(raw / f"{cfg}-c{c}.jsonl", got[0], got[1],
-                               {"config": cfg, "concurrency": c, "n": len(examples),
-                                "rounds": rnd + 1})  # fmt: skip
+                    save_point(
+                        raw / f"{cfg}-c{c}.jsonl",
+                        got[0],
+                        got[1],
+                        {"config": cfg, "concurrency": c, "n": len(examples), "rounds": rnd + 1},
+                    )
             finally:
-                stops.append({"engine": engine, "round": rnd,
-                              "stopped": stop(proc, args.stop_timeout)})  # fmt: skip
-                load.append({"at": f"round {rnd + 1} {engine}", "loadavg_start": load_start,
-                             "loadavg_end": loadavg()})  # fmt: skip
+                stops.append(
+                    {"engine": engine, "round": rnd, "stopped": stop(proc, args.stop_timeout)}
+                )
+                load.append(
+                    {
+                        "at": f"round {rnd + 1} {engine}",
+                        "loadavg_start": load_start,
+                        "loadavg_end": loadavg(),
+                    }
+                )
         rounds_run += 1
         longest = max(longest, time.monotonic() - t_round)
     n_run = sum(len(p) for _, p in parts[:rounds_run])
     points = {k: (v[0], v[1]) for k, v in acc.items()}
     results = summarise(points, args.margin)
     record = session.record(
-        results["rows"], model=args.model, source=args.data, n=n_run, protocol=protocol,
-        ratios=results["ratios"], primary=results["primary"],
-        seer_equal_vs_dlmserve_default=results["seer_equal_vs_dlmserve_default"], stops=stops,
-        rounds={"planned": len(parts), "run": rounds_run, "read_back": first,
-                "requests_planned": len(examples)},  # fmt: skip
+        results["rows"],
+        model=args.model,
+        source=args.data,
+        n=n_run,
+        protocol=protocol,
+        ratios=results["ratios"],
+        primary=results["primary"],
+        seer_equal_vs_dlmserve_default=results["seer_equal_vs_dlmserve_default"],
+        stops=stops,
+        rounds={
+            "planned": len(parts),
+            "run": rounds_run,
+            "read_back": first,
+            "requests_planned": len(examples),
+        },
         load=load,
-    )  # fmt: skip
+    )
     show(results, n_run)
     if n_run < len(examples):
-        print(f"[peers] the budget cut the run to {rounds_run} of {len(parts)} rounds: "
-              f"{n_run} of {len(examples)} requests per point", flush=True)  # fmt: skip
+        print(
+            f"[peers] the budget cut the run to {rounds_run} of {len(parts)} rounds: "
+            f"{n_run} of {len(examples)} requests per point",
+            flush=True,
+        )
     session.emit(record)
     shutil.rmtree(tmp / "llada", ignore_errors=True)
     return 0 if all(r["lost"] == 0 for r in results["rows"]) else 1

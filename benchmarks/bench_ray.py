@@ -53,24 +53,42 @@ def _timing(t0: float, stamps: list[float], s) -> dict:
     """Wall time, time to the first written row, and compute rows/s: rows over the time spent
     answering (the single process: its wall time; Ray: the actors' summed busy time)."""
     busy = getattr(s, "actor_seconds", s.seconds)
-    return {"seconds": s.seconds, "rows_per_s": s.rows / s.seconds, "tokens": s.tokens,
-            "first_row_s": stamps[0] - t0, "busy_s": busy,
-            "busy_rows_per_s": s.rows / busy}  # fmt: skip
+    return {
+        "seconds": s.seconds,
+        "rows_per_s": s.rows / s.seconds,
+        "tokens": s.tokens,
+        "first_row_s": stamps[0] - t0,
+        "busy_s": busy,
+        "busy_rows_per_s": s.rows / busy,
+    }
 
 
 def _single(lm, examples, out: Path, max_batch: int) -> dict:
     stamps: list[float] = []
     t0 = time.perf_counter()
-    s = run_batch(lm, examples, out, seer=True, max_batch=max_batch,
-                  progress=lambda rows, tokens: stamps.append(time.perf_counter()))  # fmt: skip
+    s = run_batch(
+        lm,
+        examples,
+        out,
+        seer=True,
+        max_batch=max_batch,
+        progress=lambda rows, tokens: stamps.append(time.perf_counter()),
+    )
     return _timing(t0, stamps, s)
 
 
 def _ray(examples, out: Path, actors: int, max_batch: int) -> dict:
     stamps: list[float] = []
     t0 = time.perf_counter()
-    s = ray_batch("builtin", examples, out, actors=actors, seer=True, max_batch=max_batch,
-                  progress=lambda rows, tokens: stamps.append(time.perf_counter()))  # fmt: skip
+    s = ray_batch(
+        "builtin",
+        examples,
+        out,
+        actors=actors,
+        seer=True,
+        max_batch=max_batch,
+        progress=lambda rows, tokens: stamps.append(time.perf_counter()),
+    )
     return _timing(t0, stamps, s)
 
 
@@ -88,12 +106,16 @@ def _plumbing(ray, examples, max_batch: int) -> dict:
     items = [{"index": i, "example": _encode(ex)} for i, ex in enumerate(examples)]
     t0 = time.perf_counter()
     ds = ray.data.from_items(items, override_num_blocks=max(1, -(-len(items) // max_batch)))
-    ds = ds.map_batches(_Echo, batch_size=max_batch, num_cpus=1,
-                        compute=ray.data.ActorPoolStrategy(size=1))  # fmt: skip
+    ds = ds.map_batches(
+        _Echo, batch_size=max_batch, num_cpus=1, compute=ray.data.ActorPoolStrategy(size=1)
+    )
     stamps = [time.perf_counter() for _ in ds.iter_rows()]
     first = stamps[0]
-    return {"seconds": stamps[-1] - t0, "first_row_s": first - t0,
-            "per_row_s": (stamps[-1] - first) / max(1, len(stamps) - 1)}  # fmt: skip
+    return {
+        "seconds": stamps[-1] - t0,
+        "first_row_s": first - t0,
+        "per_row_s": (stamps[-1] - first) / max(1, len(stamps) - 1),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,8 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     if "--serve" in argv:
         return serve_main([a for a in argv if a != "--serve"])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    runs.add_arguments(ap, n=64, repeats=2, skip=("data", "threads"),
-                          help={"n": "held-out requests"})  # fmt: skip
+    runs.add_arguments(
+        ap, n=64, repeats=2, skip=("data", "threads"), help={"n": "held-out requests"}
+    )
     ap.add_argument("--max-batch", type=int, default=16)
     args = ap.parse_args(argv)
     args.threads = 1  # one torch thread per process (the driver and each actor)
@@ -144,22 +167,33 @@ def main(argv: list[str] | None = None) -> int:
     single_rate = med["single"]["rows_per_s"]
     head = f"seer batch on {args.n} built-in requests (Seer on), engine batch {args.max_batch}"
     print(f"\n{head}, median of {args.repeats}; model load {load_s:.1f} s (once)")
-    print(f"{'method':8s} {'wall s':>7s} {'rows/s':>7s} {'vs single':>9s} {'first row s':>11s} "
-          f"{'busy s':>7s} {'rows/busy s':>11s}")  # fmt: skip
+    print(
+        f"{'method':8s} {'wall s':>7s} {'rows/s':>7s} {'vs single':>9s} {'first row s':>11s} "
+        f"{'busy s':>7s} {'rows/busy s':>11s}"
+    )
     for name in ("single", "ray-1", "ray-2"):
         m = med[name]
-        print(f"{name:8s} {m['seconds']:7.1f} {m['rows_per_s']:7.2f} "
-              f"{m['rows_per_s'] / single_rate:8.2f}x {m['first_row_s']:11.1f} "
-              f"{m['busy_s']:7.1f} {m['busy_rows_per_s']:11.2f}")  # fmt: skip
+        print(
+            f"{name:8s} {m['seconds']:7.1f} {m['rows_per_s']:7.2f} "
+            f"{m['rows_per_s'] / single_rate:8.2f}x {m['first_row_s']:11.1f} "
+            f"{m['busy_s']:7.1f} {m['busy_rows_per_s']:11.2f}"
+        )
     echo = med["ray-echo"]
     overhead = echo["per_row_s"]
     print(
         f"Ray Data alone (model-free actor, same rows): {overhead * 1000:.2f} ms per row, "
         f"{echo['first_row_s']:.1f} s to the first row"
     )
-    session.finish(med, model="builtin", source="builtin", max_batch=args.max_batch,
-                   model_load_s=load_s, ray=ray.__version__, ray_overhead_per_row_s=overhead,
-                   runs=times)  # fmt: skip
+    session.finish(
+        med,
+        model="builtin",
+        source="builtin",
+        max_batch=args.max_batch,
+        model_load_s=load_s,
+        ray=ray.__version__,
+        ray_overhead_per_row_s=overhead,
+        runs=times,
+    )
     return 0
 
 
@@ -177,8 +211,21 @@ class _Server:
             self.port = s.getsockname()[1]
         self.name, self.url = name, f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "SEER_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
-        cmd = [sys.executable, "-m", "seer.cli", "serve", "--model", "builtin", "--host",
-               "127.0.0.1", "--port", str(self.port), "--log-level", "warning", *args]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "seer.cli",
+            "serve",
+            "--model",
+            "builtin",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--log-level",
+            "warning",
+            *args,
+        ]
         self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed in stop)
         self.t0 = time.perf_counter()
         self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT)
@@ -228,8 +275,11 @@ def _load(httpx, url: str, prompts: list[str], concurrency: int, seer: bool) -> 
                     if not todo:
                         return
                     i, p = todo.pop(0)
-                body = {"model": "builtin", "messages": [{"role": "user", "content": p}],
-                        "seer": seer}  # fmt: skip
+                body = {
+                    "model": "builtin",
+                    "messages": [{"role": "user", "content": p}],
+                    "seer": seer,
+                }
                 r = c.post(f"{url}/v1/chat/completions", json=body)
                 if r.status_code != 200:
                     errors.append(f"{r.status_code} {r.text[:200]}")
@@ -244,8 +294,11 @@ def _load(httpx, url: str, prompts: list[str], concurrency: int, seer: bool) -> 
         t.join()
     seconds = time.perf_counter() - t0
     assert not errors, errors[:3]
-    return {"seconds": seconds, "rps": len(prompts) / seconds,
-            "answers": [answers[i] for i in range(len(prompts))]}  # fmt: skip
+    return {
+        "seconds": seconds,
+        "rps": len(prompts) / seconds,
+        "answers": [answers[i] for i in range(len(prompts))],
+    }
 
 
 def _overhead(httpx, url: str, n: int) -> float:
@@ -285,8 +338,11 @@ def serve_main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     seer = not args.full_window
     prompts = [ex.prompt for ex in load_examples("builtin", n=args.requests)]
-    servers = {"serve": _Server("serve"), "replicas-1": _Server("replicas-1", "--replicas", "1"),
-               "replicas-2": _Server("replicas-2", "--replicas", "2")}  # fmt: skip
+    servers = {
+        "serve": _Server("serve"),
+        "replicas-1": _Server("replicas-1", "--replicas", "1"),
+        "replicas-2": _Server("replicas-2", "--replicas", "2"),
+    }
     times: dict[str, list[dict]] = {name: [] for name in servers}
     try:
         ready = {name: s.wait(httpx) for name, s in servers.items()}
@@ -302,28 +358,50 @@ def serve_main(argv: list[str]) -> int:
                 assert r.pop("answers") == reference, f"{name}: answers differ"
                 r["ping_s"] = _overhead(httpx, s.url, args.pings)
                 times[name].append(r)
-                print(f"round {rep}: {name:10s} {r['seconds']:6.1f} s {r['rps']:6.2f} req/s "
-                      f"ping {r['ping_s'] * 1000:.1f} ms", flush=True)  # fmt: skip
+                print(
+                    f"round {rep}: {name:10s} {r['seconds']:6.1f} s {r['rps']:6.2f} req/s "
+                    f"ping {r['ping_s'] * 1000:.1f} ms",
+                    flush=True,
+                )
     finally:
         codes = {name: s.stop() for name, s in servers.items()}
     med = {n: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for n, rs in times.items()}
     base = med["serve"]
     what = "Seer on" if seer else "full window"
-    print(f"\nseer serve vs Ray Serve replicas: {args.requests} built-in chat requests ({what}, "
-          f"greedy), {args.concurrency} client threads, median of {args.repeats}")  # fmt: skip
-    print(f"{'server':12s} {'ready s':>7s} {'wall s':>7s} {'req/s':>7s} {'vs serve':>8s} "
-          f"{'GET ms':>7s} {'+Ray ms':>7s}")  # fmt: skip
+    print(
+        f"\nseer serve vs Ray Serve replicas: {args.requests} built-in chat requests ({what}, "
+        f"greedy), {args.concurrency} client threads, median of {args.repeats}"
+    )
+    print(
+        f"{'server':12s} {'ready s':>7s} {'wall s':>7s} {'req/s':>7s} {'vs serve':>8s} "
+        f"{'GET ms':>7s} {'+Ray ms':>7s}"
+    )
     for name, m in med.items():
-        print(f"{name:12s} {ready[name]:7.0f} {m['seconds']:7.1f} {m['rps']:7.2f} "
-              f"{m['rps'] / base['rps']:7.2f}x {m['ping_s'] * 1000:7.1f} "
-              f"{(m['ping_s'] - base['ping_s']) * 1000:7.1f}")  # fmt: skip
-    machine = {"cpus": os.cpu_count(), "python": platform.python_version(),
-               "torch": torch.__version__, "load": os.getloadavg()}  # fmt: skip
+        print(
+            f"{name:12s} {ready[name]:7.0f} {m['seconds']:7.1f} {m['rps']:7.2f} "
+            f"{m['rps'] / base['rps']:7.2f}x {m['ping_s'] * 1000:7.1f} "
+            f"{(m['ping_s'] - base['ping_s']) * 1000:7.1f}"
+        )
+    machine = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "load": os.getloadavg(),
+    }
     overhead = {n: m["ping_s"] - base["ping_s"] for n, m in med.items()}
-    record = {"bench": "ray_serve", "seer": seer, "requests": args.requests,
-              "concurrency": args.concurrency, "repeats": args.repeats, "ready_s": ready,
-              "median": med, "runs": times, "ray_overhead_per_request_s": overhead,
-              "exit_codes": codes, "machine": machine}  # fmt: skip
+    record = {
+        "bench": "ray_serve",
+        "seer": seer,
+        "requests": args.requests,
+        "concurrency": args.concurrency,
+        "repeats": args.repeats,
+        "ready_s": ready,
+        "median": med,
+        "runs": times,
+        "ray_overhead_per_request_s": overhead,
+        "exit_codes": codes,
+        "machine": machine,
+    }
     print(json.dumps(record))
     return 0
 

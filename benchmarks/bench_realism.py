@@ -80,12 +80,18 @@ def run_config(lm, examples, name: str, window: int, batch: int) -> dict[str, di
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="builtin")
-    runs.add_arguments(ap, data="builtin", skip=("repeats",),
-                          help={"n": "a seeded random sample of n (default: all)"})  # fmt: skip
+    runs.add_arguments(
+        ap,
+        data="builtin",
+        skip=("repeats",),
+        help={"n": "a seeded random sample of n (default: all)"},
+    )
     ap.add_argument("--window", type=int, default=None, help="gen_length (default: the model's)")
-    ap.add_argument("--configs", default=None,
-                    help=f"comma-separated (default: {','.join(CONFIGS)}; with --from-raw: the "
-                    "file's)")  # fmt: skip
+    ap.add_argument(
+        "--configs",
+        default=None,
+        help=f"comma-separated (default: {','.join(CONFIGS)}; with --from-raw: the file's)",
+    )
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--raw", type=Path, default=None, help="per-request results (JSON Lines)")
     ap.add_argument("--plot", type=Path, default=None)
@@ -162,16 +168,20 @@ def read_raw(path: Path, examples, names) -> dict:
             rows[row["id"]] = row
             row["family"]
         except (ValueError, KeyError, TypeError):
-            raise SystemExit(f"bench_realism: error: {path}:{n} is not a --raw record "
-                             "(JSON: id, family, a result per config)") from None  # fmt: skip
+            raise SystemExit(
+                f"bench_realism: error: {path}:{n} is not a --raw record "
+                "(JSON: id, family, a result per config)"
+            ) from None
         missing = [c for c in names if c not in row]
         if missing:
             raise SystemExit(f"bench_realism: error: {path}:{n} has no config {missing[0]}")
     want = {ex.id: ex.family for ex in examples}
     got = {i: r["family"] for i, r in rows.items()}
     if got != want:
-        raise SystemExit(f"bench_realism: error: {path} holds other requests than --data / --n / "
-                         f"--seed give ({len(got)} rows, {len(want)} requests)")  # fmt: skip
+        raise SystemExit(
+            f"bench_realism: error: {path} holds other requests than --data / --n / "
+            f"--seed give ({len(got)} rows, {len(want)} requests)"
+        )
     return {c: {i: r[c] for i, r in rows.items()} for c in names}
 
 
@@ -261,8 +271,9 @@ def plot(record: dict, path: Path) -> None:
 
     ks = sorted(int(c[2:]) for c in record["configs"] if c.startswith("k="))
     closed = record.get("closed_form") or {}
-    fig, axes = plt.subplots(1, 2 if closed else 1, figsize=(12 if closed else 7, 4.5),
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        1, 2 if closed else 1, figsize=(12 if closed else 7, 4.5), squeeze=False
+    )
     ax = axes[0][0]
     ax.set_prop_cycle(color=plt.get_cmap("tab20").colors)  # ~20 families, each its own colour
     for fam in record["configs"][f"k={ks[0]}"]:
@@ -275,8 +286,13 @@ def plot(record: dict, path: Path) -> None:
         for fam, curve in closed.items():
             model = [100 * record["configs"][f"k={k}"][fam]["accuracy"] for k in ks]
             line = ax.plot(ks, model, marker="o", label=f"{fam}: the model")[0]
-            ax.plot(ks, [100 * curve[f"k={k}"] for k in ks], ls="--", color=line.get_color(),
-                    label=f"{fam}: a perfect model (closed form)")  # fmt: skip
+            ax.plot(
+                ks,
+                [100 * curve[f"k={k}"] for k in ks],
+                ls="--",
+                color=line.get_color(),
+                label=f"{fam}: a perfect model (closed form)",
+            )
         ax.set_title("list families beside ParallelBench's closed form")
         ax.legend(fontsize=7)
     for ax in axes[0]:

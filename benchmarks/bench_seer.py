@@ -78,10 +78,12 @@ def methods(lm, q, g: int, cfg: SeerConfig, step0: SeerConfig | None) -> dict:
     base = lm.generate(q, gen_length=g)
     res = {"baseline": base}
     res["seer"] = lm.generate(q, gen_length=g, seer=cfg)
-    res["seer-noguard"] = lm.generate(q, gen_length=g, seer=SeerConfig(
-        **{**_fields(cfg), "guard": False}))  # fmt: skip
-    res["seer-slack2"] = lm.generate(q, gen_length=g, seer=SeerConfig(
-        **{**_fields(cfg), "guard_slack": 2}))  # fmt: skip
+    res["seer-noguard"] = lm.generate(
+        q, gen_length=g, seer=SeerConfig(**{**_fields(cfg), "guard": False})
+    )
+    res["seer-slack2"] = lm.generate(
+        q, gen_length=g, seer=SeerConfig(**{**_fields(cfg), "guard_slack": 2})
+    )
     if step0 is not None:
         res["seer-step0"] = lm.generate(q, gen_length=g, seer=step0)
     w = round_window(base.stats.tokens + 1, g, cfg.bucket)
@@ -192,27 +194,54 @@ def summarise(rows: list[Row], g: int, lm, cfg, args) -> dict:
 def show(record: dict) -> None:
     c = Console(width=190)
     task = record.get("task", "text")
-    t = Table(title=f"Seer on {record['model']}: {record['n']} held-out {task} requests, "
-              f"gen_length {record['gen_length']}")  # fmt: skip
-    cols = ("method", "accuracy", "MAE", "over-trunc", "window cuts", "shorter", "same", "guard",
-            "NFE", "loop s", "loop speedup", "of oracle", "detect %", "e2e s",
-            "e2e speedup")  # fmt: skip
+    t = Table(
+        title=f"Seer on {record['model']}: {record['n']} held-out {task} requests, "
+        f"gen_length {record['gen_length']}"
+    )
+    cols = (
+        "method",
+        "accuracy",
+        "MAE",
+        "over-trunc",
+        "window cuts",
+        "shorter",
+        "same",
+        "guard",
+        "NFE",
+        "loop s",
+        "loop speedup",
+        "of oracle",
+        "detect %",
+        "e2e s",
+        "e2e speedup",
+    )
     for col in cols:
         t.add_column(col, justify="right")
     for m, r in record["results"].items():
         t.add_row(
-            m, f"{r['accuracy']:.1%}", f"{r['boundary_mae']:.2f}", f"{r['over_truncation']:.1%}",
-            str(r["window_cuts"]), str(r["shorter_than_baseline"]),
-            f"{r['same_as_baseline']:.1%}", f"{r['guard_fired']:.1%}",
-            f"{r['nfe']:.1f}", f"{r['seconds']:.1f}", f"{r['speedup']:.2f}x",
-            f"{r['of_oracle']:.0%}", f"{r['detect_share']:.2%}", f"{r['e2e_seconds']:.1f}",
+            m,
+            f"{r['accuracy']:.1%}",
+            f"{r['boundary_mae']:.2f}",
+            f"{r['over_truncation']:.1%}",
+            str(r["window_cuts"]),
+            str(r["shorter_than_baseline"]),
+            f"{r['same_as_baseline']:.1%}",
+            f"{r['guard_fired']:.1%}",
+            f"{r['nfe']:.1f}",
+            f"{r['seconds']:.1f}",
+            f"{r['speedup']:.2f}x",
+            f"{r['of_oracle']:.0%}",
+            f"{r['detect_share']:.2%}",
+            f"{r['e2e_seconds']:.1f}",
             f"{r['e2e_speedup']:.2f}x",
-        )  # fmt: skip
+        )
     c.print(t)
     ps, n = record["prompt_seconds"], record["n"]
-    c.print(f"prompt processing, once per request and shared by every method: {ps:.2f} s "
-            f"({1000 * ps / n:.1f} ms per request, {record['prompt_share']:.1%} of the baseline's "
-            "end-to-end time); e2e = prompt processing + denoising loop")  # fmt: skip
+    c.print(
+        f"prompt processing, once per request and shared by every method: {ps:.2f} s "
+        f"({1000 * ps / n:.1f} ms per request, {record['prompt_share']:.1%} of the baseline's "
+        "end-to-end time); e2e = prompt processing + denoising loop"
+    )
     fams = list(record["results"]["baseline"]["per_family"])
     t2 = Table(title="accuracy per family")
     t2.add_column("method")

@@ -58,8 +58,10 @@ def data_uri(image) -> str:
 def messages(ex) -> list[dict]:
     if ex.image is None:
         return [{"role": "user", "content": ex.prompt}]
-    parts = [{"type": "text", "text": ex.prompt},
-             {"type": "image_url", "image_url": {"url": data_uri(ex.image)}}]  # fmt: skip
+    parts = [
+        {"type": "text", "text": ex.prompt},
+        {"type": "image_url", "image_url": {"url": data_uri(ex.image)}},
+    ]
     return [{"role": "user", "content": parts}]
 
 
@@ -68,8 +70,20 @@ def start_server(model: str, log: Path) -> tuple[subprocess.Popen, str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "SEER_NO_PROGRESS": "1"}
-    cmd = [sys.executable, "-m", "seer.cli", "serve", "--model", model, "--host", "127.0.0.1",
-           "--port", str(port), "--log-level", "warning"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "seer.cli",
+        "serve",
+        "--model",
+        model,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
     return proc, f"http://127.0.0.1:{port}"
 
@@ -95,11 +109,14 @@ async def one(client, model, ex, method, gen_length, timeout, block_length=None)
     first = None
     pieces, usage = [], None
     stream = await client.chat.completions.create(
-        model=model, messages=messages(ex), max_tokens=gen_length, stream=True,
+        model=model,
+        messages=messages(ex),
+        max_tokens=gen_length,
+        stream=True,
         stream_options={"include_usage": True},
         extra_body={"seer": method == "seer", "block_length": block_length},
         timeout=timeout,
-    )  # fmt: skip
+    )
     async for chunk in stream:
         if chunk.usage is not None:
             usage = chunk.usage
@@ -122,10 +139,14 @@ async def run_point(url, model, examples, method, concurrency, gen_length, timeo
             except Exception as e:  # counted as lost, reported below
                 results[i] = e
 
-    async with openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0,
-                                  http_client=httpx.AsyncClient(
-                                      limits=httpx.Limits(max_connections=concurrency + 4),
-                                      timeout=timeout)) as client:  # fmt: skip
+    async with openai.AsyncOpenAI(
+        base_url=f"{url}/v1",
+        api_key="none",
+        max_retries=0,
+        http_client=httpx.AsyncClient(
+            limits=httpx.Limits(max_connections=concurrency + 4), timeout=timeout
+        ),
+    ) as client:
         t0 = time.perf_counter()
         await asyncio.gather(*(worker(i, ex, client) for i, ex in enumerate(examples)))
         wall = time.perf_counter() - t0
@@ -140,36 +161,49 @@ def pct(xs: list[float], q: float) -> float:
 def summarize(results, wall, offline) -> dict:
     ok = [r for r in results if not isinstance(r, Exception) and r is not None]
     errors = [repr(r) for r in results if isinstance(r, Exception)]
-    wrong = [i for i, (r, ref) in enumerate(zip(results, offline, strict=True))
-             if not isinstance(r, Exception) and r is not None and r[0] != ref]  # fmt: skip
+    wrong = [
+        i
+        for i, (r, ref) in enumerate(zip(results, offline, strict=True))
+        if not isinstance(r, Exception) and r is not None and r[0] != ref
+    ]
     lat = [r[2] for r in ok]
     ttfc = [r[3] for r in ok]
     tokens = sum(r[1] for r in ok)
     return {
-        "answered": len(ok), "lost": len(results) - len(ok), "wrong": len(wrong),
+        "answered": len(ok),
+        "lost": len(results) - len(ok),
+        "wrong": len(wrong),
         "wrong_requests": wrong,  # indices of the answers that differ from their solo run
-        "errors": errors[:3], "wall_s": round(wall, 3),
-        "req_per_s": round(len(ok) / wall, 3), "tok_per_s": round(tokens / wall, 2),
+        "errors": errors[:3],
+        "wall_s": round(wall, 3),
+        "req_per_s": round(len(ok) / wall, 3),
+        "tok_per_s": round(tokens / wall, 2),
         "p50_s": round(statistics.median(lat), 4) if lat else None,
         "p99_s": round(pct(lat, 0.99), 4) if lat else None,
         "ttfc_p50_s": round(statistics.median(ttfc), 4) if ttfc else None,
         "ttfc_p99_s": round(pct(ttfc, 0.99), 4) if ttfc else None,
-    }  # fmt: skip
+    }
 
 
 def show(record: dict) -> None:
-    print(f"seer serve load test: {record['model']}, {record['requests']} requests per point, "
-          f"gen_length {record['gen_length']}, block_length {record['block_length'] or 'default'}, "
-          "streaming")  # fmt: skip
-    head = (f"{'conc':>4} {'method':<6} {'req/s':>7} {'tok/s':>7} {'p50 s':>7} {'p99 s':>7} "
-            f"{'ttfc50':>7} {'ttfc99':>7} {'lost':>4} {'wrong':>5}")  # fmt: skip
+    print(
+        f"seer serve load test: {record['model']}, {record['requests']} requests per point, "
+        f"gen_length {record['gen_length']}, block_length {record['block_length'] or 'default'}, "
+        "streaming"
+    )
+    head = (
+        f"{'conc':>4} {'method':<6} {'req/s':>7} {'tok/s':>7} {'p50 s':>7} {'p99 s':>7} "
+        f"{'ttfc50':>7} {'ttfc99':>7} {'lost':>4} {'wrong':>5}"
+    )
     print(head)
     print("-" * len(head))
     for p in record["points"]:
-        print(f"{p['concurrency']:>4} {p['method']:<6} {p['req_per_s']:>7.2f} "
-              f"{p['tok_per_s']:>7.1f} {p['p50_s']:>7.3f} {p['p99_s']:>7.3f} "
-              f"{p['ttfc_p50_s']:>7.3f} {p['ttfc_p99_s']:>7.3f} {p['lost']:>4} "
-              f"{p['wrong']:>5}")  # fmt: skip
+        print(
+            f"{p['concurrency']:>4} {p['method']:<6} {p['req_per_s']:>7.2f} "
+            f"{p['tok_per_s']:>7.1f} {p['p50_s']:>7.3f} {p['p99_s']:>7.3f} "
+            f"{p['ttfc_p50_s']:>7.3f} {p['ttfc_p99_s']:>7.3f} {p['lost']:>4} "
+            f"{p['wrong']:>5}"
+        )
     for c, ratio in record["speedup"].items():
         print(f"concurrency {c}: Seer / full throughput = {ratio:.2f}x")
 
@@ -177,14 +211,30 @@ def show(record: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="builtin-vqa", help="a built-in model's name or a folder")
-    runs.add_arguments(ap, n=48, skip=("repeats", "threads"), help={
-        "n": "requests per point (M)",
-        "data": "requests (default: the model's built-in task)"})  # fmt: skip
-    ap.add_argument("--requests", dest="n", type=runs.positive, default=argparse.SUPPRESS,
-                    help=argparse.SUPPRESS)  # the old name of --n  # fmt: skip
+    runs.add_arguments(
+        ap,
+        n=48,
+        skip=("repeats", "threads"),
+        help={
+            "n": "requests per point (M)",
+            "data": "requests (default: the model's built-in task)",
+        },
+    )
+    ap.add_argument(
+        "--requests",
+        dest="n",
+        type=runs.positive,
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+    )  # the old name of --n
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
-    ap.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS),
-                    help="seer: Seer's window; full: the whole window")  # fmt: skip
+    ap.add_argument(
+        "--methods",
+        nargs="+",
+        choices=METHODS,
+        default=list(METHODS),
+        help="seer: Seer's window; full: the whole window",
+    )
     ap.add_argument("--gen-length", type=int, default=64, help="max_tokens of every request")
     ap.add_argument(
         "--block-length",
@@ -206,12 +256,17 @@ def main(argv: list[str] | None = None) -> int:
         examples = load_examples(data, n=args.n, part="eval", seed=args.seed)
         t0 = time.perf_counter()
         offline = {
-            m: [lm.generate(ex.prompt, lm.sampling(gen_length=args.gen_length,
-                                                   block_length=args.block_length),
-                            seer=True if m == "seer" else None, image=ex.image).text
-                for ex in examples]
+            m: [
+                lm.generate(
+                    ex.prompt,
+                    lm.sampling(gen_length=args.gen_length, block_length=args.block_length),
+                    seer=True if m == "seer" else None,
+                    image=ex.image,
+                ).text
+                for ex in examples
+            ]
             for m in args.methods
-        }  # fmt: skip
+        }
         offline_s = time.perf_counter() - t0
         wait_ready(proc, url, log)
         name = lm.name
@@ -229,8 +284,9 @@ def main(argv: list[str] | None = None) -> int:
                         url, name, examples, m, c, args.gen_length, args.timeout, args.block_length
                     )
                 )
-                points.append({"concurrency": c, "method": m,
-                               **summarize(results, wall, offline[m])})  # fmt: skip
+                points.append(
+                    {"concurrency": c, "method": m, **summarize(results, wall, offline[m])}
+                )
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -244,11 +300,18 @@ def main(argv: list[str] | None = None) -> int:
             continue
         speedup[str(c)] = round(by["seer"]["req_per_s"] / by["full"]["req_per_s"], 3)
     record = session.record(
-        points, model=args.model, source=data, n=len(examples), requests=len(examples),
-        gen_length=args.gen_length, block_length=args.block_length,
-        offline_seconds=round(offline_s, 2), points=points, speedup=speedup,
+        points,
+        model=args.model,
+        source=data,
+        n=len(examples),
+        requests=len(examples),
+        gen_length=args.gen_length,
+        block_length=args.block_length,
+        offline_seconds=round(offline_s, 2),
+        points=points,
+        speedup=speedup,
         nothing_lost=all(p["lost"] == 0 and p["wrong"] == 0 for p in points),
-    )  # fmt: skip
+    )
     show(record)
     session.emit(record)
     return 0 if record["nothing_lost"] else 1

@@ -197,11 +197,18 @@ def plot(rows: list[dict], path: Path) -> None:
         xs = {rate: k for k, rate in enumerate(finite + [math.inf])}
         for method in METHODS:
             for use in (False, True):
-                pts = [r for r in rows if r["model"] == m and r["method"] == method
-                       and r["seer"] == use]  # fmt: skip
-                ax.plot([xs[r["rate"]] for r in pts], [r["p50"] for r in pts],
-                        marker="o", linestyle="-" if use else ":",
-                        label=f"{method}{' +Seer' if use else ''}")  # fmt: skip
+                pts = [
+                    r
+                    for r in rows
+                    if r["model"] == m and r["method"] == method and r["seer"] == use
+                ]
+                ax.plot(
+                    [xs[r["rate"]] for r in pts],
+                    [r["p50"] for r in pts],
+                    marker="o",
+                    linestyle="-" if use else ":",
+                    label=f"{method}{' +Seer' if use else ''}",
+                )
         ax.set_xticks(list(xs.values()), [f"{r:.1f}" for r in finite] + ["all at 0"])
         ax.set_xlim(-0.3, len(finite) - 0.7 + any(math.isinf(r["rate"]) for r in rows))
         ax.set_yscale("log")
@@ -240,9 +247,15 @@ def trace_cases(args) -> tuple[list[dict], dict]:
                         solo.setdefault(kind, answers if c == 1 else [])
                         fixed = [i for i, b in enumerate(bodies) if deterministic(b)]
                         same = [i for i in fixed if solo[kind] and answers[i] == solo[kind][i]]
-                        row = {"model": name, "grouping": grouping, "traffic": kind,
-                               "concurrency": c, **r, "fixed": len(fixed),
-                               "solo_equal": len(same) if solo[kind] else None}  # fmt: skip
+                        row = {
+                            "model": name,
+                            "grouping": grouping,
+                            "traffic": kind,
+                            "concurrency": c,
+                            **r,
+                            "fixed": len(fixed),
+                            "solo_equal": len(same) if solo[kind] else None,
+                        }
                         rows.append(row)
                         print(_trace_line(row), flush=True)
     return rows, trace_verdicts(rows)
@@ -250,10 +263,12 @@ def trace_cases(args) -> tuple[list[dict], dict]:
 
 def _trace_line(r: dict) -> str:
     eq = "-" if r["solo_equal"] is None else f"{r['solo_equal']}/{r['fixed']}"
-    return (f"{r['model']:<12} {r['grouping']:<7} {r['traffic']:<8} {r['concurrency']:>4}"
-            f" {r['forwards']:>6} {r['rows_per_forward']:>8.2f} {r['tokens_per_s']:>8.1f}"
-            f" {r['row_steps_per_s']:>9.1f} {r['p50_s']:>7.2f} {r['p99_s']:>7.2f}"
-            f" {eq:>7}")  # fmt: skip
+    return (
+        f"{r['model']:<12} {r['grouping']:<7} {r['traffic']:<8} {r['concurrency']:>4}"
+        f" {r['forwards']:>6} {r['rows_per_forward']:>8.2f} {r['tokens_per_s']:>8.1f}"
+        f" {r['row_steps_per_s']:>9.1f} {r['p50_s']:>7.2f} {r['p99_s']:>7.2f}"
+        f" {eq:>7}"
+    )
 
 
 def trace_verdicts(rows: list[dict]) -> dict:
@@ -269,15 +284,22 @@ def trace_verdicts(rows: list[dict]) -> dict:
         if traffic != "mixed" or c == 1 or (model, grouping, "uniform", c) not in at:
             continue
         u = at[(model, grouping, "uniform", c)]
-        v = {f"mixed_over_uniform_{k}": r[k] / u[k]
-             for k in ("rows_per_forward", "row_steps_per_s", "tokens_per_s")}  # fmt: skip
+        v = {
+            f"mixed_over_uniform_{k}": r[k] / u[k]
+            for k in ("rows_per_forward", "row_steps_per_s", "tokens_per_s")
+        }
         m1, u1 = at.get((model, grouping, "mixed", 1)), at.get((model, grouping, "uniform", 1))
         if m1 and u1:
             gain = r["row_steps_per_s"] / m1["row_steps_per_s"]
             v["mixed_over_uniform_speedup"] = gain / (u["row_steps_per_s"] / u1["row_steps_per_s"])
         if grouping == "layout":
-            v["meets"] = min(v["mixed_over_uniform_rows_per_forward"],
-                             v.get("mixed_over_uniform_speedup", 0.0)) >= TRACE_MARGIN  # fmt: skip
+            v["meets"] = (
+                min(
+                    v["mixed_over_uniform_rows_per_forward"],
+                    v.get("mixed_over_uniform_speedup", 0.0),
+                )
+                >= TRACE_MARGIN
+            )
             for before in ("params", "apart"):
                 old = at.get((model, before, "mixed", c))
                 if old is not None:
@@ -293,42 +315,75 @@ def trace_verdicts(rows: list[dict]) -> dict:
 
 def trace_main(args) -> int:
     session = runs.Session("serving", args)
-    print(f"target (stated before the first request): under grouping=layout, at every "
-          f"concurrency > 1, mixed traffic keeps >= {TRACE_MARGIN}x uniform traffic's rows per "
-          f"forward and >= {TRACE_MARGIN}x its throughput speed-up over concurrency 1 (row-steps/s "
-          "at c / at 1, each trace its own)", flush=True)  # fmt: skip
-    print(f"{'model':<12} {'group':<7} {'traffic':<8} {'conc':>4} {'fwds':>6} {'rows/fwd':>8}"
-          f" {'tok/s':>8} {'rowstep/s':>9} {'p50 s':>7} {'p99 s':>7} {'=solo':>7}")  # fmt: skip
+    print(
+        f"target (stated before the first request): under grouping=layout, at every "
+        f"concurrency > 1, mixed traffic keeps >= {TRACE_MARGIN}x uniform traffic's rows per "
+        f"forward and >= {TRACE_MARGIN}x its throughput speed-up over concurrency 1 (row-steps/s "
+        "at c / at 1, each trace its own)",
+        flush=True,
+    )
+    print(
+        f"{'model':<12} {'group':<7} {'traffic':<8} {'conc':>4} {'fwds':>6} {'rows/fwd':>8}"
+        f" {'tok/s':>8} {'rowstep/s':>9} {'p50 s':>7} {'p99 s':>7} {'=solo':>7}"
+    )
     rows, verdicts_ = trace_cases(args)
-    session.finish(rows, model=",".join(map(str, args.models)), margin=TRACE_MARGIN,
-                   primary="mixed / uniform traffic, grouping=layout: rows per forward and "
-                   "speed-up over concurrency 1", verdicts=verdicts_,
-                   meets=all(v["meets"] for v in verdicts_.values() if "meets" in v))  # fmt: skip
+    session.finish(
+        rows,
+        model=",".join(map(str, args.models)),
+        margin=TRACE_MARGIN,
+        primary="mixed / uniform traffic, grouping=layout: rows per forward and "
+        "speed-up over concurrency 1",
+        verdicts=verdicts_,
+        meets=all(v["meets"] for v in verdicts_.values() if "meets" in v),
+    )
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", nargs="+", default=["builtin", "builtin-vqa"],
-                    help="built-in names or model folders")  # fmt: skip
-    runs.add_arguments(ap, n=20, skip=("repeats",), help={
-        "n": "requests per case (unique, held out)",
-        "data": "prompt source (default: the model's name)"})  # fmt: skip
+    ap.add_argument(
+        "--models",
+        nargs="+",
+        default=["builtin", "builtin-vqa"],
+        help="built-in names or model folders",
+    )
+    runs.add_arguments(
+        ap,
+        n=20,
+        skip=("repeats",),
+        help={
+            "n": "requests per case (unique, held out)",
+            "data": "prompt source (default: the model's name)",
+        },
+    )
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default=None, help="e.g. bfloat16 (default: the model's)")
-    ap.add_argument("--rates", type=float, nargs="+", default=[0.5, 2.0, 8.0],
-                    help="arrival rates as multiples of one-at-a-time+Seer capacity (the "
-                    "largest is the saturating one)")  # fmt: skip
+    ap.add_argument(
+        "--rates",
+        type=float,
+        nargs="+",
+        default=[0.5, 2.0, 8.0],
+        help="arrival rates as multiples of one-at-a-time+Seer capacity (the "
+        "largest is the saturating one)",
+    )
     ap.add_argument("--all-at-once", action="store_true", help="add a case: all arrive at 0")
     ap.add_argument("--gen-length", type=int, default=32)
     ap.add_argument("--steps", type=int, default=16)
     ap.add_argument("--block", type=int, default=None)
     ap.add_argument("--max-batch", type=int, default=8)
-    ap.add_argument("--budget", type=int, default=400, help="fcfs / shortest_first: tokens "
-                    "per tick, rows x (prompt + window) (0: none)")  # fmt: skip
+    ap.add_argument(
+        "--budget",
+        type=int,
+        default=400,
+        help="fcfs / shortest_first: tokens per tick, rows x (prompt + window) (0: none)",
+    )
     ap.add_argument("--plot", type=Path, default=None, help="write the latency-vs-rate PNG")
-    ap.add_argument("--trace", action="store_true", help="mixed vs uniform OpenAI-style "
-                    "traffic through the HTTP server (see the module docstring)")  # fmt: skip
+    ap.add_argument(
+        "--trace",
+        action="store_true",
+        help="mixed vs uniform OpenAI-style "
+        "traffic through the HTTP server (see the module docstring)",
+    )
     ap.add_argument(
         "--concurrency",
         type=int,
@@ -351,8 +406,10 @@ def main(argv: list[str] | None = None) -> int:
             ap.error("--concurrency must start with 1 (each request alone: the solo answers)")
         return trace_main(args)
     session = runs.Session("serving", args)
-    print(f"{'model':<12} {'rate':>6} {'win':<5} {'method':<15}{'tok/s':>9} {'p50 s':>8}"
-          f" {'p99 s':>8} {'mean s':>8} {'ttfb50':>8} {'peak KiB':>9}")  # fmt: skip
+    print(
+        f"{'model':<12} {'rate':>6} {'win':<5} {'method':<15}{'tok/s':>9} {'p50 s':>8}"
+        f" {'p99 s':>8} {'mean s':>8} {'ttfb50':>8} {'peak KiB':>9}"
+    )
     rows, models = [], []
     for name in args.models:
         r, info = bench_model(name, args)
@@ -361,8 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot:
         plot(rows, args.plot)
     rows = [{**r, "rate": None if math.isinf(r["rate"]) else r["rate"]} for r in rows]
-    session.finish(rows, model=",".join(map(str, args.models)), models=models,
-                   verdicts=verdicts(rows))  # fmt: skip
+    session.finish(
+        rows, model=",".join(map(str, args.models)), models=models, verdicts=verdicts(rows)
+    )
     return 0
 
 

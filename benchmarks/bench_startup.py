@@ -52,9 +52,14 @@ def main(argv: list[str] | None = None) -> int:
             for name, tree in trees.items():
                 times[case, name].append(run(tree, cmd))
     print(f"{'case':18s} {'tree':7s} {'min s':>7s} {'median s':>9s} {'before/after':>13s}")
-    record = {"bench": "startup", "rounds": args.rounds, "machine": platform.platform(),
-              "python": platform.python_version(), "load": os.getloadavg()[0],
-              "cases": {}}  # fmt: skip
+    record = {
+        "bench": "startup",
+        "rounds": args.rounds,
+        "machine": platform.platform(),
+        "python": platform.python_version(),
+        "load": os.getloadavg()[0],
+        "cases": {},
+    }
     for case in cases:
         for name in trees:
             t = times[case, name]

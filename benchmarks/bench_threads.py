@@ -49,10 +49,18 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None, help="also write the table here")
     args = ap.parse_args()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    record = {"bench": "threads", "cores": cores, "torch": torch.__version__, "rows": [],
-              "machine": platform.machine(), "load_before": os.getloadavg()[0]}  # fmt: skip
-    lines = [f"{'model':<22} {'params':>10} {'1 thread s':>11} {f'{cores} threads s':>12} "
-             f"{'all cores x':>11}"]  # fmt: skip
+    record = {
+        "bench": "threads",
+        "cores": cores,
+        "torch": torch.__version__,
+        "rows": [],
+        "machine": platform.machine(),
+        "load_before": os.getloadavg()[0],
+    }
+    lines = [
+        f"{'model':<22} {'params':>10} {'1 thread s':>11} {f'{cores} threads s':>12} "
+        f"{'all cores x':>11}"
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         models = [("builtin", "builtin"), ("builtin-vqa", "builtin-vqa")]
         for width, layers in SIZES:
@@ -68,8 +76,15 @@ def main() -> int:
                 one = min(one, timed(lm, 1, 1))
                 many = min(many, timed(lm, cores, 1))
             ratio = one / many
-            record["rows"].append({"model": name, "params": n, "one": round(one, 4),
-                                   "all": round(many, 4), "speedup": round(ratio, 3)})  # fmt: skip
+            record["rows"].append(
+                {
+                    "model": name,
+                    "params": n,
+                    "one": round(one, 4),
+                    "all": round(many, 4),
+                    "speedup": round(ratio, 3),
+                }
+            )
             lines.append(f"{name:<22} {n:>10,} {one:>11.3f} {many:>12.3f} {ratio:>10.2f}x")
             print(lines[-1], file=sys.stderr, flush=True)
     record["load_after"] = os.getloadavg()[0]

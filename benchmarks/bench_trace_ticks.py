@@ -93,11 +93,17 @@ def main(argv: list[str] | None = None) -> int:
     runs.add_arguments(ap, n=24, skip=("repeats", "data"))
     ap.add_argument("--concurrency", type=int, nargs="+", default=[8, 32])
     ap.add_argument("--max-batch", type=int, default=64)
-    ap.add_argument("--groupings", nargs="+", default=["apart", "layout"],
-                    choices=["params", "apart", "layout"])  # fmt: skip
-    ap.add_argument("--time", type=int, default=0, metavar="R",
-                    help="also time every case R times, the groupings interleaved, and report "
-                    "each grouping's median wall over the first's (0: counts only)")  # fmt: skip
+    ap.add_argument(
+        "--groupings", nargs="+", default=["apart", "layout"], choices=["params", "apart", "layout"]
+    )
+    ap.add_argument(
+        "--time",
+        type=int,
+        default=0,
+        metavar="R",
+        help="also time every case R times, the groupings interleaved, and report "
+        "each grouping's median wall over the first's (0: counts only)",
+    )
     args = ap.parse_args(argv)
     session = runs.Session("trace_ticks", args)
     results = []
@@ -110,14 +116,20 @@ def main(argv: list[str] | None = None) -> int:
 
         lm.model.register_forward_pre_hook(count, with_kwargs=True)
         examples = load_examples(name, n=args.n, part="eval", seed=args.seed)[: args.n]
-        traces = {k: requests(lm, examples, k, lm.name or name, args.seed)
-                  for k in ("uniform", "mixed")}  # fmt: skip
+        traces = {
+            k: requests(lm, examples, k, lm.name or name, args.seed) for k in ("uniform", "mixed")
+        }
         for grouping in args.groupings:
             cfg = EngineConfig(max_batch=args.max_batch, grouping=grouping)
             for kind, reqs in traces.items():
                 for c in args.concurrency:
-                    r = {"model": name, "grouping": grouping, "traffic": kind, "concurrency": c,
-                         **serve(lm, reqs, c, cfg, fwd)}  # fmt: skip
+                    r = {
+                        "model": name,
+                        "grouping": grouping,
+                        "traffic": kind,
+                        "concurrency": c,
+                        **serve(lm, reqs, c, cfg, fwd),
+                    }
                     print(
                         f"{name:<12} {grouping:<7} {kind:<8} c={c:<3} ticks {r['ticks']:>3}"
                         f" forwards {r['forwards']:>4} (step 0 apart {r['step0_apart']:>3})"
@@ -141,10 +153,14 @@ def main(argv: list[str] | None = None) -> int:
                     if (r["model"], r["traffic"], r["concurrency"]) == (name, kind, c):
                         r["walls"] = walls[r["grouping"]]
                         r["wall_over_first"] = statistics.median(r["walls"]) / first
-                print(f"{name:<12} {kind:<8} c={c:<3} median wall, each grouping over "
-                      f"{args.groupings[0]}: " + ", ".join(
-                          f"{g} {statistics.median(w) / first:.3f}" for g, w in walls.items()),
-                      flush=True)  # fmt: skip
+                print(
+                    f"{name:<12} {kind:<8} c={c:<3} median wall, each grouping over "
+                    f"{args.groupings[0]}: "
+                    + ", ".join(
+                        f"{g} {statistics.median(w) / first:.3f}" for g, w in walls.items()
+                    ),
+                    flush=True,
+                )
     at = {(r["model"], r["grouping"], r["traffic"], r["concurrency"]): r for r in results}
     ratios = {}
     for (m, g, t, c), r in at.items():

@@ -69,8 +69,10 @@ def run_model(name: str, n: int, tmp: Path, seed: int = 0) -> dict:
     prompts = [lm.prompt(e.prompt, e.image) for e in examples]  # encoded once
     runs.warm_windows(lm, prompts[0], g, 8)  # every window shape, before any timing
     runs.warm(lambda c: lm.generate(prompts[0], gen_length=g, seer=c), configs.values())
-    stats = {k: dict.fromkeys(("cut", "differ", "fired", "found", "window", "nfe", "seconds"), 0)
-             for k in ("baseline", *configs)}  # fmt: skip
+    stats = {
+        k: dict.fromkeys(("cut", "differ", "fired", "found", "window", "nfe", "seconds"), 0)
+        for k in ("baseline", *configs)
+    }
     correct = dict.fromkeys(stats, 0)
     for ex, q in zip(examples, prompts, strict=True):
         base = lm.generate(q, gen_length=g)
@@ -112,16 +114,29 @@ def choose(results: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    runs.add_arguments(ap, n=60, skip=("data", "repeats"),
-                          help={"n": "held-out requests per model"})  # fmt: skip
+    runs.add_arguments(
+        ap, n=60, skip=("data", "repeats"), help={"n": "held-out requests per model"}
+    )
     args = ap.parse_args()
     session = runs.Session("uncalibrated", args)
     with tempfile.TemporaryDirectory() as tmp:
         results = {name: run_model(name, args.n, Path(tmp), args.seed) for name in MODELS}
-    head = ("model", "method", "cut", "differ", "fired", "found", "window", "NFE", "loop s",
-            "speedup", "acc")  # fmt: skip
-    print("{:12s} {:21s} {:>4s} {:>6s} {:>5s} {:>5s} {:>6s} {:>5s} {:>7s} {:>7s} {:>6s}"
-          .format(*head))  # fmt: skip
+    head = (
+        "model",
+        "method",
+        "cut",
+        "differ",
+        "fired",
+        "found",
+        "window",
+        "NFE",
+        "loop s",
+        "speedup",
+        "acc",
+    )
+    print(
+        "{:12s} {:21s} {:>4s} {:>6s} {:>5s} {:>5s} {:>6s} {:>5s} {:>7s} {:>7s} {:>6s}".format(*head)
+    )
     for name, res in results.items():
         for key, r in res["results"].items():
             print(
@@ -131,8 +146,13 @@ def main() -> None:
             )
     chosen = choose(results)
     print(f"safest default for an unknown checkpoint: {chosen} {CANDIDATES[chosen]}")
-    session.finish(results, model=",".join(MODELS), source=",".join(MODELS),
-                   candidates=CANDIDATES, chosen=chosen)  # fmt: skip
+    session.finish(
+        results,
+        model=",".join(MODELS),
+        source=",".join(MODELS),
+        candidates=CANDIDATES,
+        chosen=chosen,
+    )
 
 
 if __name__ == "__main__":

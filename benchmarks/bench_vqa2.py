@@ -74,10 +74,13 @@ def run(args) -> dict:
         gens = answer_all(lm, examples, args.batch, gen_length=window, steps=window // k)
         results[f"k={k}"] = gens
     seer_cfg = SeerConfig(signal=args.signal) if args.signal else True
-    results["seer"] = answer_all(lm, examples, args.batch, gen_length=window, steps=window,
-                                 seer=seer_cfg)  # fmt: skip
-    scores = {m: [vqa2.score(e, g.text) for e, g in zip(examples, gens, strict=True)]
-              for m, gens in results.items()}  # fmt: skip
+    results["seer"] = answer_all(
+        lm, examples, args.batch, gen_length=window, steps=window, seer=seer_cfg
+    )
+    scores = {
+        m: [vqa2.score(e, g.text) for e, g in zip(examples, gens, strict=True)]
+        for m, gens in results.items()
+    }
     base = scores[f"k={args.tokens_per_step[0]}"]
     record: dict = {"model": str(args.model), "n": n, "seed": args.seed, "window": window}
     record["accuracy"] = {m: per_family(examples, s) for m, s in scores.items()}
@@ -93,8 +96,10 @@ def run(args) -> dict:
     record["seer_minus_baseline"] = seer_vs
     ref_len = [len(lm.tokenizer(e.answer, add_special_tokens=False)["input_ids"]) for e in examples]
     gen_len = [g.stats.tokens for g in results[f"k={args.tokens_per_step[0]}"]]
-    record["median_answer"] = {"reference": statistics.median(ref_len),
-                               "generated": statistics.median(gen_len)}  # fmt: skip
+    record["median_answer"] = {
+        "reference": statistics.median(ref_len),
+        "generated": statistics.median(gen_len),
+    }
     record["seer_mean_window"] = statistics.mean(g.stats.window for g in results["seer"])
     acc1 = record["accuracy"][f"k={args.tokens_per_step[0]}"]
     k8 = f"k={max(args.tokens_per_step)}"
@@ -122,18 +127,20 @@ def show(record: dict) -> None:
         f"median answer: reference {ma['reference']} tokens, generated {ma['generated']} "
         f"(window {record['window']}); Seer's mean window {record['seer_mean_window']:.1f}"
     )
-    print("criteria:", json.dumps(record["criteria"]))  # fmt: skip
+    print("criteria:", json.dumps(record["criteria"]))
 
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True, help="a v2 checkpoint folder (LaViDa layout)")
-    runs.add_arguments(ap, n=20, skip=("data", "repeats"),
-                          help={"n": "held-out requests per family"})  # fmt: skip
+    runs.add_arguments(
+        ap, n=20, skip=("data", "repeats"), help={"n": "held-out requests per family"}
+    )
     ap.add_argument("--window", type=int, default=vqa2.WINDOW)
     ap.add_argument("--batch", type=int, default=48)
-    ap.add_argument("--tokens-per-step", type=lambda s: [int(x) for x in s.split(",")],
-                    default=[1, 2, 4, 8])  # fmt: skip
+    ap.add_argument(
+        "--tokens-per-step", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 4, 8]
+    )
     ap.add_argument("--signal", default=None, help="Seer's signal (default: the model's)")
     args = ap.parse_args(argv)
     if any(k < 1 or args.window % k for k in args.tokens_per_step):
@@ -141,11 +148,12 @@ def main(argv=None) -> dict:
     session = runs.Session("vqa2", args)
     rec = run(args)
     show(rec)
-    results = {m: {"accuracy": acc["all"], "drop_points": rec["drop"][m]["points"]}
-               for m, acc in rec["accuracy"].items()}  # fmt: skip
+    results = {
+        m: {"accuracy": acc["all"], "drop_points": rec["drop"][m]["points"]}
+        for m, acc in rec["accuracy"].items()
+    }
     fields = {k: v for k, v in rec.items() if k not in ("model", "n", "seed")}
-    return session.finish(results, model=rec["model"], source="builtin-vqa2", n=rec["n"],
-                          **fields)  # fmt: skip
+    return session.finish(results, model=rec["model"], source="builtin-vqa2", n=rec["n"], **fields)
 
 
 if __name__ == "__main__":

@@ -45,8 +45,9 @@ def float32_loader(llada: ModuleType):
     dtype calls dlmserve's loader unchanged."""
     original = llada.load_llada
 
-    def load_llada(model_id: str = llada.DEFAULT_MODEL_ID, dtype: str = "int4",
-                   device: Any = "cuda"):  # fmt: skip
+    def load_llada(
+        model_id: str = llada.DEFAULT_MODEL_ID, dtype: str = "int4", device: Any = "cuda"
+    ):
         if dtype != PATCHED:
             return original(model_id=model_id, dtype=dtype, device=device)
         tokenizer = llada.AutoTokenizer.from_pretrained(model_id, trust_remote_code=True)
@@ -60,8 +61,9 @@ def float32_loader(llada: ModuleType):
         ).to(device)
         model.eval()
         resolved = next(model.parameters()).device
-        return llada.LoadedLLaDA(model=model, tokenizer=tokenizer, device=resolved,
-                                 dtype=dtype, mask_id=mask_id)  # fmt: skip
+        return llada.LoadedLLaDA(
+            model=model, tokenizer=tokenizer, device=resolved, dtype=dtype, mask_id=mask_id
+        )
 
     load_llada.patched_from = original  # type: ignore[attr-defined]
     return load_llada
@@ -94,8 +96,13 @@ def main(argv: list[str] | None = None) -> int:
     import uvicorn
     from dlmserve.api import server
 
-    uvicorn.run(server.app, host="127.0.0.1", port=args.port, log_level=args.log_level,
-                timeout_graceful_shutdown=int(server.GRACEFUL_SHUTDOWN_TIMEOUT))  # fmt: skip
+    uvicorn.run(
+        server.app,
+        host="127.0.0.1",
+        port=args.port,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=int(server.GRACEFUL_SHUTDOWN_TIMEOUT),
+    )
     return 0
 
 

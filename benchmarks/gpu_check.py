@@ -98,8 +98,9 @@ def sim_seconds(folder: Path, device: str, shapes: list, cfg, gen_length: int) -
 
     hw, _ = sim_gpu(device)
     reqs = [SimRequest(p, a, measured={"seer": (w, n)}) for p, w, n, a in shapes]
-    sim = SimEngine(load_shape(str(folder)), hw, report.efficiency(), cfg,
-                    Decoding(gen_length=gen_length))  # fmt: skip
+    sim = SimEngine(
+        load_shape(str(folder)), hw, report.efficiency(), cfg, Decoding(gen_length=gen_length)
+    )
     sim.run(reqs, "seer")  # the warm-up run, as measured: its graphs are captured before timing
     return sim.run(reqs, "seer").seconds
 
@@ -133,8 +134,11 @@ def check_graphs(args, tmp: Path) -> dict:
         out[graphs] = (time.perf_counter() - t0, [r.token_ids for r in res])
         shapes = [(r.prompt_tokens, r.window, r.nfe, r.tokens) for r in res]
         predicted[graphs] = sim_seconds(folder, args.device, shapes, cfg, 64)
-        print(f"  [graphs] cuda_graphs={graphs}: {out[graphs][0]:.3f} s measured, "
-              f"{predicted[graphs]:.3f} s {sim_gpu(args.device)[1]}", flush=True)  # fmt: skip
+        print(
+            f"  [graphs] cuda_graphs={graphs}: {out[graphs][0]:.3f} s measured, "
+            f"{predicted[graphs]:.3f} s {sim_gpu(args.device)[1]}",
+            flush=True,
+        )
     same = sum(a == b for a, b in zip(out[True][1], out[False][1], strict=True))
     used = torch.device(args.device).type == "cuda"
     return {
@@ -207,8 +211,11 @@ def check_bf16(args, tmp: Path) -> dict:
     from seer.models.loader import load_model
 
     tokens = TokenIds(mask=310, eos=300, pad=300)  # the fixture's config.json (see its README)
-    cache_of = {"generate": "none", "generate_with_prefix_cache": "prefix",
-                "generate_with_dual_cache": "dual"}  # fmt: skip
+    cache_of = {
+        "generate": "none",
+        "generate_with_prefix_cache": "prefix",
+        "generate_with_dual_cache": "dual",
+    }
     cases = []
     for name in ("golden.json", "golden_cache.json", "golden_parallel.json"):
         for c in json.loads((GOLDEN / name).read_text())["generations"]:
@@ -216,10 +223,14 @@ def check_bf16(args, tmp: Path) -> dict:
             if c.get("attention_mask") is not None or kw.get("cfg_scale", 0) > 0:
                 continue
             p = SamplingParams(
-                gen_length=kw["gen_length"], steps=kw["steps"], block_length=kw["block_length"],
-                remasking=kw["remasking"], threshold=kw.get("threshold"),
-                factor=kw.get("factor"), cache=cache_of.get(c.get("function"), "none"),
-            )  # fmt: skip
+                gen_length=kw["gen_length"],
+                steps=kw["steps"],
+                block_length=kw["block_length"],
+                remasking=kw["remasking"],
+                threshold=kw.get("threshold"),
+                factor=kw.get("factor"),
+                cache=cache_of.get(c.get("function"), "none"),
+            )
             cases.append((f"{name}:{c['name']}", c["prompt_ids"], p, c["output_ids"]))
     if args.tiny:
         cases = cases[::6]
@@ -253,25 +264,38 @@ def check_engine(args, tmp: Path) -> dict:
     dtype = torch.float32 if args.tiny else torch.bfloat16
     lm = seer.load(random_llada(tmp / "engine", args.tiny), dtype=dtype, device=args.device)
     batches = (8, 16) if args.tiny else (64, 256)
-    record = throughput.run(lm, n=max(batches), batches=batches, gen_length=64, tau_pad=0.4, seed=0,
-                       progress=lambda s: print(f"  [engine] {s}", flush=True))  # fmt: skip
+    record = throughput.run(
+        lm,
+        n=max(batches),
+        batches=batches,
+        gen_length=64,
+        tau_pad=0.4,
+        seed=0,
+        progress=lambda s: print(f"  [engine] {s}", flush=True),
+    )
     (args.out / "engine.json").write_text(json.dumps(record))
     throughput.show(record)
     folder, label = random_llada(tmp / "engine", args.tiny), sim_gpu(args.device)[1]
     rows = []
     for r in record["results"]:
-        row = {k: r[k] for k in ("workload", "batch", "method", "tok_s", "same", "seconds")
-               if k in r}  # fmt: skip
+        row = {
+            k: r[k] for k in ("workload", "batch", "method", "tok_s", "same", "seconds") if k in r
+        }
         if "shapes" in r:  # the simulator replays the run's windows and NFE
             cfg = throughput.engine_config(r["method"], r["batch"], 0.4)
             row["predicted_seconds"] = sim_seconds(folder, args.device, r["shapes"], cfg, 64)
             row["predicted_tok_s"] = r["tok_s"] * r["seconds"] / row["predicted_seconds"]
-            print(f"  [engine] {r['workload']:9s} batch {r['batch']:3d} {r['method']:13s} "
-                  f"{r['tok_s']:8.1f} tok/s measured, {row['predicted_tok_s']:8.1f} {label}",
-                  flush=True)  # fmt: skip
+            print(
+                f"  [engine] {r['workload']:9s} batch {r['batch']:3d} {r['method']:13s} "
+                f"{r['tok_s']:8.1f} tok/s measured, {row['predicted_tok_s']:8.1f} {label}",
+                flush=True,
+            )
         rows.append(row)
-    return {"ok": True, "model": "random LLaDA " + ("64x2" if args.tiny else "1024x12"),
-            "results": rows}  # fmt: skip
+    return {
+        "ok": True,
+        "model": "random LLaDA " + ("64x2" if args.tiny else "1024x12"),
+        "results": rows,
+    }
 
 
 def _bench_module(name: str):
@@ -291,10 +315,28 @@ def check_serving(args, tmp: Path) -> dict:
 
     folder = random_llada(tmp / "engine", args.tiny)  # the engine section's model, if made
     n, rates = ("6", ["2"]) if args.tiny else ("48", ["1", "8"])
-    argv = ["--models", str(folder), "--data", "builtin-v1", "--device", args.device,
-            "--n", n, "--rates", *rates, "--gen-length", "64", "--steps", "64",
-            "--max-batch", "8" if args.tiny else "64", "--budget", "0",
-            "--plot", str(args.out / "serving.png")]  # fmt: skip
+    argv = [
+        "--models",
+        str(folder),
+        "--data",
+        "builtin-v1",
+        "--device",
+        args.device,
+        "--n",
+        n,
+        "--rates",
+        *rates,
+        "--gen-length",
+        "64",
+        "--steps",
+        "64",
+        "--max-batch",
+        "8" if args.tiny else "64",
+        "--budget",
+        "0",
+        "--plot",
+        str(args.out / "serving.png"),
+    ]
     if not args.tiny:
         argv += ["--dtype", "bfloat16"]
     buf = io.StringIO()
@@ -310,10 +352,25 @@ def check_serving(args, tmp: Path) -> dict:
 def check_compare(args, tmp: Path) -> dict:
     mod = _bench_module("bench_compare")
     n, rep = ("3", "1") if args.tiny else ("48", "3")
-    argv = ["--model", "builtin", "--budgets", "4", "--n", n, "--repeats", rep,
-            "--device", args.device, "--raw", str(args.out / "compare_raw.jsonl"),
-            "--plot", str(args.out / "compare.png"), "--no-daedal",
-            "--skip", "factor,seer+factor,dual+factor,seer+dual+factor"]  # fmt: skip
+    argv = [
+        "--model",
+        "builtin",
+        "--budgets",
+        "4",
+        "--n",
+        n,
+        "--repeats",
+        rep,
+        "--device",
+        args.device,
+        "--raw",
+        str(args.out / "compare_raw.jsonl"),
+        "--plot",
+        str(args.out / "compare.png"),
+        "--no-daedal",
+        "--skip",
+        "factor,seer+factor,dual+factor,seer+dual+factor",
+    ]
     if args.tiny:
         argv.append("--quick")
     rec = mod.main(argv)
@@ -324,8 +381,11 @@ def check_compare(args, tmp: Path) -> dict:
     for name, ms in predicted.items():
         if name in results:
             results[name]["predicted_loop_ms"] = ms
-            print(f"  [compare] {name:32s} {results[name]['loop_ms'] or 0:9.2f} ms measured, "
-                  f"{ms:9.2f} ms {sim_gpu(args.device)[1]}", flush=True)  # fmt: skip
+            print(
+                f"  [compare] {name:32s} {results[name]['loop_ms'] or 0:9.2f} ms measured, "
+                f"{ms:9.2f} ms {sim_gpu(args.device)[1]}",
+                flush=True,
+            )
     return {"ok": True, "results": results}
 
 
@@ -351,8 +411,9 @@ def compare_predictions(args, raw: Path, g: int) -> dict[str, float]:
             x = r["results"].get(name)
             if x is not None and "nfe" in x:
                 m = {"run": (int(x["window"]), int(x["nfe"]))}
-                reqs.append(SimRequest(int(x.get("prompt_tokens") or 0), int(x["tokens"]),
-                                       measured=m))  # fmt: skip
+                reqs.append(
+                    SimRequest(int(x.get("prompt_tokens") or 0), int(x["tokens"]), measured=m)
+                )
         if reqs:
             sim = SimEngine(shape, hw, eff, EngineConfig(max_batch=1), Decoding(gen_length=g))
             out[name] = 1000 * sim.run(reqs, "run").seconds / len(reqs)
@@ -394,14 +455,29 @@ def check_project(args, tmp: Path) -> dict:
             ms, pms = 1000 * measured, 1000 * projected
             w = cost.Work(batch * length, batch * length * length, batch * length, batch * length)
             sim_ms = 1000 * cost.seconds(sim_shape, sim_hw, report.efficiency(), w, "eager")
-            rows.append({"batch": batch, "positions": length, "ratio": measured / projected,
-                         "measured_ms": ms, "projected_ms": pms,
-                         "predicted_ms": sim_ms})  # fmt: skip
-            print(f"  [project] batch {batch}, {length} positions: {1000 * measured:.2f} ms "
-                  f"measured, {1000 * projected:.2f} ms projected (H200 roofline), "
-                  f"{sim_ms:.2f} ms {label}", flush=True)  # fmt: skip
-    return {"ok": True, "model": shape.name, "params": shape.params, "results": rows,
-            "note": "ratio = measured / projected (>= 1: the projection is a bound)"}  # fmt: skip
+            rows.append(
+                {
+                    "batch": batch,
+                    "positions": length,
+                    "ratio": measured / projected,
+                    "measured_ms": ms,
+                    "projected_ms": pms,
+                    "predicted_ms": sim_ms,
+                }
+            )
+            print(
+                f"  [project] batch {batch}, {length} positions: {1000 * measured:.2f} ms "
+                f"measured, {1000 * projected:.2f} ms projected (H200 roofline), "
+                f"{sim_ms:.2f} ms {label}",
+                flush=True,
+            )
+    return {
+        "ok": True,
+        "model": shape.name,
+        "params": shape.params,
+        "results": rows,
+        "note": "ratio = measured / projected (>= 1: the projection is a bound)",
+    }
 
 
 def check_train(args, tmp: Path) -> dict:
@@ -425,8 +501,12 @@ def check_train(args, tmp: Path) -> dict:
         if b == sizes[0]:  # parity with the CPU on the same batch and masks
             cpu = copy.deepcopy(lm.model).float().train()
             ref = trainer.loss_fn(cpu, *batch, enc.mask, torch.Generator().manual_seed(0))
-            got = trainer.loss_fn(model, *trainer.to_device(batch, args.device), enc.mask,
-                                  torch.Generator().manual_seed(0))  # fmt: skip
+            got = trainer.loss_fn(
+                model,
+                *trainer.to_device(batch, args.device),
+                enc.mask,
+                torch.Generator().manual_seed(0),
+            )
             out["loss_cpu"], out["loss_device"] = ref.item(), got.item()
             out["ok"] = abs(ref.item() - got.item()) <= 1e-3 * max(1.0, abs(ref.item()))
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
@@ -483,13 +563,18 @@ def main(argv=None) -> int:
             try:
                 r = SECTIONS[name](args, Path(d))
             except Exception as e:  # a failed section is a result, not the end of the check
-                r = {"ok": False, "error": f"{type(e).__name__}: {e}",
-                     "trace": traceback.format_exc(limit=4)}  # fmt: skip
+                r = {
+                    "ok": False,
+                    "error": f"{type(e).__name__}: {e}",
+                    "trace": traceback.format_exc(limit=4),
+                }
             r["seconds"] = round(time.time() - ts, 1)
             results[name] = r
-            print(f"[gpu_check] {name}: ok={r['ok']} ({r['seconds']} s) "
-                  f"{json.dumps({k: v for k, v in r.items() if k not in ('results', 'trace')})}",
-                  flush=True)  # fmt: skip
+            print(
+                f"[gpu_check] {name}: ok={r['ok']} ({r['seconds']} s) "
+                f"{json.dumps({k: v for k, v in r.items() if k not in ('results', 'trace')})}",
+                flush=True,
+            )
     record = {
         "bench": "gpu_check",
         "device": args.device,
@@ -502,8 +587,10 @@ def main(argv=None) -> int:
     }
     (args.out / "gpu_check.json").write_text(json.dumps(record, indent=1))
     for name, r in results.items():
-        print(f"  {name:8s} {'PASS' if r['ok'] else ('SKIP' if r['ok'] is None else 'FAIL')}"
-              f"  {r.get('skipped') or r.get('error') or r.get('note') or ''}")  # fmt: skip
+        print(
+            f"  {name:8s} {'PASS' if r['ok'] else ('SKIP' if r['ok'] is None else 'FAIL')}"
+            f"  {r.get('skipped') or r.get('error') or r.get('note') or ''}"
+        )
     print(json.dumps(record))
     return 0 if all(r["ok"] is not False for r in results.values()) else 1
 

@@ -23,8 +23,12 @@ def show_projection(record: dict, prompt: float | None = None, batches=(1, 64)) 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("record", type=Path, help="a compare record (bench_compare's JSON)")
-    ap.add_argument("--prompt-tokens", type=float, default=None,
-                    help="the large model's prompt length (default: the record's)")  # fmt: skip
+    ap.add_argument(
+        "--prompt-tokens",
+        type=float,
+        default=None,
+        help="the large model's prompt length (default: the record's)",
+    )
     ap.add_argument("--batches", default="1,64", help="rows per forward (comma-separated)")
     args = ap.parse_args(argv)
     try:

@@ -51,8 +51,9 @@ def main() -> None:
             for tau in TAUS:
                 tok_s = statistics.median(r["tok_s"] for r in timed[tau])
                 paths = timed[tau][0]["paths"]
-                rows.append({"workload": w.name, "batch": b, "tau_pad": tau, "tok_s": tok_s,
-                             "paths": paths})  # fmt: skip
+                rows.append(
+                    {"workload": w.name, "batch": b, "tau_pad": tau, "tok_s": tok_s, "paths": paths}
+                )
     t = Table(title=f"Seer + routing vs tau_pad ({lm.name}, gen_length {g}, tokens/s)")
     t.add_column("workload")
     t.add_column("batch")

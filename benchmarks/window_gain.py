@@ -30,9 +30,13 @@ from seerbench.machine import machine_info
 
 BASE = "baseline@k=1"
 BLOCK = "dual+threshold/b64@t=0.9"  # Fast-dLLM's recipe at its best block size (the sweep)
-ROWS = (("seer", "seer@k=1"), ("threshold", "threshold@t=0.9"),
-        ("seer+threshold", "seer+threshold@t=0.9"), ("dual+threshold/b64", BLOCK),
-        ("seer+dual+threshold/b64", "seer+" + BLOCK))  # fmt: skip
+ROWS = (
+    ("seer", "seer@k=1"),
+    ("threshold", "threshold@t=0.9"),
+    ("seer+threshold", "seer+threshold@t=0.9"),
+    ("dual+threshold/b64", BLOCK),
+    ("seer+dual+threshold/b64", "seer+" + BLOCK),
+)
 ADDS = (("threshold", "seer+threshold@t=0.9"), ("dual+threshold/b64", "seer+" + BLOCK))
 
 
@@ -69,8 +73,11 @@ def changed(first: dict[str, tuple], other: dict[str, tuple]) -> dict:
     common = sorted(set(first) & set(other))
     for k, by in ((0, "text"), (1, "answer ids")):
         if all(first[i][k] is not None and other[i][k] is not None for i in common):
-            return {"common": len(common), "changed": sum(first[i][k] != other[i][k]
-                                                          for i in common), "by": by}  # fmt: skip
+            return {
+                "common": len(common),
+                "changed": sum(first[i][k] != other[i][k] for i in common),
+                "by": by,
+            }
     lengths = all(first[i][2] is not None and other[i][2] is not None for i in common)
     at_least = sum(first[i][2] != other[i][2] for i in common) if lengths else None
     return {"common": len(common), "changed": None, "at_least": at_least}
@@ -152,9 +159,11 @@ def table(rows: list[dict]) -> list[str]:
     for r in rows:
         ms = "-" if r["baseline_ms"] is None else f"{r['baseline_ms']:.0f} ms"
         b32 = "1×" if r.get("baseline_b32_ms") else "-"  # "-": no batch-32 run at this window
-        out.append(f"| {r['window']} | baseline (n = {r['n']}, {ms} b1) | "
-                   f"{100 * r['baseline_accuracy']:.1f} | | 1× | {b32} | {r['window']} | "
-                   f"{r['window']} |")  # fmt: skip
+        out.append(
+            f"| {r['window']} | baseline (n = {r['n']}, {ms} b1) | "
+            f"{100 * r['baseline_accuracy']:.1f} | | 1× | {b32} | {r['window']} | "
+            f"{r['window']} |"
+        )
         for label, _ in ROWS:
             m = r[label]
             if m is None:
@@ -163,9 +172,11 @@ def table(rows: list[dict]) -> list[str]:
             if label == "seer" and r.get("oracle_window"):
                 win += f" (oracle {r['oracle_window']:.1f})"
             nfe = "-" if m.get("nfe") is None else f"{m['nfe']:.1f}"
-            out.append(f"| {r['window']} | {label} | {100 * m['accuracy']:.1f} | "
-                       f"{_pts(m.get('minus_baseline'))}{_ci(m.get('ci95_minus_baseline'))} | "
-                       f"{_x(m.get('b1'))} | {_x(m.get('b32'))} | {win} | {nfe} |")  # fmt: skip
+            out.append(
+                f"| {r['window']} | {label} | {100 * m['accuracy']:.1f} | "
+                f"{_pts(m.get('minus_baseline'))}{_ci(m.get('ci95_minus_baseline'))} | "
+                f"{_x(m.get('b1'))} | {_x(m.get('b32'))} | {win} | {nfe} |"
+            )
     out += [
         "",
         "| window | Seer adds to threshold 0.9: × b1 [CI] (b32), Δ acc | Seer adds to "
@@ -229,8 +240,9 @@ def plot(rows: list[dict], path: Path) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("records", type=Path, nargs="+", help="compare records (bench_compare's JSON)")
-    ap.add_argument("--out", type=Path, default=None,
-                    help="write window_gain-<tag>.json / .md / .png here")  # fmt: skip
+    ap.add_argument(
+        "--out", type=Path, default=None, help="write window_gain-<tag>.json / .md / .png here"
+    )
     args = ap.parse_args(argv)
     rows, models = [], set()
     for path in args.records:
@@ -238,8 +250,10 @@ def main(argv=None) -> int:
         models.add((record.get("model"), (record.get("settings") or {}).get("data")))
         rows.append(row_of(path, record) | {"_answers": baseline_answers(raw_path(path))})
     if len(models) > 1:
-        raise SeerError("the records are of different models or data: " + ", ".join(
-            f"{m} on {d or 'its own task'}" for m, d in sorted(models, key=str)))  # fmt: skip
+        raise SeerError(
+            "the records are of different models or data: "
+            + ", ".join(f"{m} on {d or 'its own task'}" for m, d in sorted(models, key=str))
+        )
     rows.sort(key=lambda r: r["window"])
     if len({r["window"] for r in rows}) < len(rows):
         raise SeerError("two records of the same window")
@@ -270,8 +284,9 @@ def main(argv=None) -> int:
         (args.out / f"window_gain-{tag}.md").write_text(
             f"{model}: Seer's gain against the window (each record's own clock; "
             f"`python benchmarks/window_gain.py {' '.join(map(str, args.records))}`)\n\n"
-            + "\n".join(lines) + "\n"
-        )  # fmt: skip
+            + "\n".join(lines)
+            + "\n"
+        )
         plot(rows, args.out / f"window_gain-{tag}.png")
         runs.write(record, args.out, tag)
         print(f"[window_gain] wrote {args.out}/window_gain-{tag}.*", flush=True)

@@ -33,8 +33,9 @@ def rows(task: str, n: int) -> list[dict]:
             e.image.save(buf, format="PNG", optimize=True)
             row["image"] = base64.b64encode(buf.getvalue()).decode()
         row.update(answer=e.answer, family=e.family)
-        row.update({k: v for k, v in (("metric", e.metric), ("reference", e.reference))
-                    if v is not None})  # fmt: skip
+        row.update(
+            {k: v for k, v in (("metric", e.metric), ("reference", e.reference)) if v is not None}
+        )
         out.append(row)
     return out
 

@@ -53,10 +53,16 @@ CHART_VALUES = (1, 6)  # smallest and largest bar value; a value unit is one cel
 SLOT = SIZE / 3  # side of one of the 3 x 3 shape slots
 SHAPE_SIZES = {"big": 34, "small": 20}
 POSITIONS = (
-    "top left", "top", "top right",
-    "left", "middle", "right",
-    "bottom left", "bottom", "bottom right",
-)  # fmt: skip
+    "top left",
+    "top",
+    "top right",
+    "left",
+    "middle",
+    "right",
+    "bottom left",
+    "bottom",
+    "bottom right",
+)
 """Names of the 3 x 3 shape slots, in reading order."""
 
 

@@ -99,10 +99,37 @@ FRUITS: dict[str, str] = {
 
 TEXT_COLOURS = ("black", "blue", "red", "purple", "green")
 READ_WORDS = (
-    "go", "up", "no", "on", "yes", "off", "top", "hot", "cat", "dog", "sun", "sky", "red",
-    "big", "car", "bus", "map", "box", "cup", "hat", "pen", "cold", "stop", "fish", "tree",
-    "moon", "star", "bird", "ship", "door",
-)  # fmt: skip
+    "go",
+    "up",
+    "no",
+    "on",
+    "yes",
+    "off",
+    "top",
+    "hot",
+    "cat",
+    "dog",
+    "sun",
+    "sky",
+    "red",
+    "big",
+    "car",
+    "bus",
+    "map",
+    "box",
+    "cup",
+    "hat",
+    "pen",
+    "cold",
+    "stop",
+    "fish",
+    "tree",
+    "moon",
+    "star",
+    "bird",
+    "ship",
+    "door",
+)
 LINE_CHARS = 6  # most characters (with spaces) on one printed line: at most 79 px at 22 px
 TEXT_JITTER = (6, 8)  # largest x / y offset of the text block's centre from the middle
 READ_WORDS_RANGE = (1, 3)
@@ -312,9 +339,15 @@ def save_samples(
         ex.image(size).save(path, optimize=True)
         paths.append(path)
         records.append(
-            {"file": path.name, "family": ex.family, "question": ex.question,
-             "prompt": ex.prompt, "answer": ex.answer, "spec": ex.spec.to_dict()}
-        )  # fmt: skip
+            {
+                "file": path.name,
+                "family": ex.family,
+                "question": ex.question,
+                "prompt": ex.prompt,
+                "answer": ex.answer,
+                "spec": ex.spec.to_dict(),
+            }
+        )
     text = json.dumps(records, indent=2, ensure_ascii=False) + "\n"
     (folder / "samples.json").write_text(text, encoding="utf-8")
     return paths

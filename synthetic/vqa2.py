@@ -63,12 +63,63 @@ from synthetic.scenes2 import (
 from synthetic.tasks import HELDOUT_PERCENT, TaskSet, check_split, draw_examples
 
 WORDS = (
-    "go", "up", "no", "on", "yes", "off", "top", "hot", "cat", "dog", "sun", "sky", "red",
-    "big", "car", "bus", "map", "box", "cup", "hat", "pen", "cold", "stop", "fish", "tree",
-    "moon", "star", "bird", "ship", "door", "exit", "open", "shop", "park", "book", "rain",
-    "cake", "milk", "home", "road", "sale", "taxi", "menu", "gate", "room", "left", "right",
-    "north", "south", "water", "bread", "hotel", "train", "music", "apple", "lemon",
-)  # fmt: skip
+    "go",
+    "up",
+    "no",
+    "on",
+    "yes",
+    "off",
+    "top",
+    "hot",
+    "cat",
+    "dog",
+    "sun",
+    "sky",
+    "red",
+    "big",
+    "car",
+    "bus",
+    "map",
+    "box",
+    "cup",
+    "hat",
+    "pen",
+    "cold",
+    "stop",
+    "fish",
+    "tree",
+    "moon",
+    "star",
+    "bird",
+    "ship",
+    "door",
+    "exit",
+    "open",
+    "shop",
+    "park",
+    "book",
+    "rain",
+    "cake",
+    "milk",
+    "home",
+    "road",
+    "sale",
+    "taxi",
+    "menu",
+    "gate",
+    "room",
+    "left",
+    "right",
+    "north",
+    "south",
+    "water",
+    "bread",
+    "hotel",
+    "train",
+    "music",
+    "apple",
+    "lemon",
+)
 """Words printed in `read` pictures (at most 5 letters: they fit a row of 8 glyph cells)."""
 LETTERS = "ABCDEFGH"  # chart bar and table row labels
 TEXT_COLOURS = ("black", "blue", "red", "purple", "green")
@@ -145,8 +196,9 @@ def _read(rng: random.Random) -> Draw:
 def _number(rng: random.Random) -> Draw:
     digits = rng.randint(1, 4)
     value = str(rng.randint(0 if digits == 1 else 10 ** (digits - 1), 10**digits - 1))
-    text = Text(rng.randrange(CELLS), rng.randint(0, CELLS - digits), value,
-                rng.choice(TEXT_COLOURS))  # fmt: skip
+    text = Text(
+        rng.randrange(CELLS), rng.randint(0, CELLS - digits), value, rng.choice(TEXT_COLOURS)
+    )
     return Picture(_background(rng), texts=(text,)), rng.choice(QUESTIONS["number"]), value
 
 
@@ -280,8 +332,12 @@ def generate_examples(
 
 
 def _one_colour(rng: random.Random) -> Draw:
-    item = Item(rng.choice(KINDS), rng.choice(tuple(COLOURS)), rng.randrange(9),
-                rng.choice(tuple(SHAPE_SIZES)))  # fmt: skip
+    item = Item(
+        rng.choice(KINDS),
+        rng.choice(tuple(COLOURS)),
+        rng.randrange(9),
+        rng.choice(tuple(SHAPE_SIZES)),
+    )
     question = rng.choice(QUESTIONS["colour"]).format(kind=item.kind)
     return Picture(_background(rng), items=(item,)), question, item.colour
 
@@ -294,8 +350,9 @@ def _one_glyph(rng: random.Random) -> Draw:
 
 def _one_word(rng: random.Random) -> Draw:
     word = rng.choice(WORDS)
-    text = Text(rng.randrange(CELLS), rng.randint(0, CELLS - len(word)), word,
-                rng.choice(TEXT_COLOURS))  # fmt: skip
+    text = Text(
+        rng.randrange(CELLS), rng.randint(0, CELLS - len(word)), word, rng.choice(TEXT_COLOURS)
+    )
     return Picture(_background(rng), texts=(text,)), rng.choice(QUESTIONS["read"]), word
 
 
@@ -365,8 +422,9 @@ pairs, one picked uniformly per example: single digits, then numbers and words t
 numbers and words only (single digits read at 100 % by then)."""
 
 
-def draw_split(n: int, rng: random.Random, pick: Callable[[], tuple[str, Callable]],
-               split: str = "train") -> list[VQA2Example]:  # fmt: skip
+def draw_split(
+    n: int, rng: random.Random, pick: Callable[[], tuple[str, Callable]], split: str = "train"
+) -> list[VQA2Example]:
     """`n` examples of `split` ("train": never held out; "heldout"), each from the
     (family, draw) that `pick` returns, the others drawn and dropped."""
     out = []

@@ -80,10 +80,17 @@ def test_resume_drops_a_torn_line_and_refuses_foreign_output(lm, tmp_path):
 
 
 def test_a_row_the_model_cannot_take_is_an_error_row_and_the_rest_are_answered(lm, tmp_path):
-    chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"},
-            {"role": "user", "content": "add 1 and 2"}]  # fmt: skip
-    rows = [Example("ok", "add 2 and 3"), Example("chat", "add 1 and 2", messages=chat),
-            Example("long", "copy : " + "cat " * 600), Example("after", "add 4 and 1")]  # fmt: skip
+    chat = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "yo"},
+        {"role": "user", "content": "add 1 and 2"},
+    ]
+    rows = [
+        Example("ok", "add 2 and 3"),
+        Example("chat", "add 1 and 2", messages=chat),
+        Example("long", "copy : " + "cat " * 600),
+        Example("after", "add 4 and 1"),
+    ]
     s = run_batch(lm, rows, tmp_path / "o.jsonl", params=P, max_batch=1, inflight=1)
     out = _rows(tmp_path / "o.jsonl")
     assert [r["id"] for r in out] == ["ok", "chat", "long", "after"] and s.failed == 1
@@ -158,8 +165,22 @@ def test_a_batch_killed_at_random_points_loses_only_the_rows_in_flight(tmp_path,
 
     n, rng = 20, random.Random(int(sig))
     out = tmp_path / "o.jsonl"
-    argv = ["batch", "--model", "builtin-v1", "--data", "builtin-v1", "--n", str(n), "--out",
-            str(out), "--gen-length", "16", "--seer", "--max-batch", "4"]  # fmt: skip
+    argv = [
+        "batch",
+        "--model",
+        "builtin-v1",
+        "--data",
+        "builtin-v1",
+        "--n",
+        str(n),
+        "--out",
+        str(out),
+        "--gen-length",
+        "16",
+        "--seer",
+        "--max-batch",
+        "4",
+    ]
     for round_ in range(2 if sig == signal.SIGKILL else 1):  # SIGKILL: kill a resume too
         log = tmp_path / f"finished{round_}.txt"
         before = _ids(out)
@@ -192,11 +213,24 @@ def test_seer_batch_command_writes_resumes_and_reports_bad_rows_in_one_line(tmp_
     from seer.cli import main
 
     data = tmp_path / "d.jsonl"
-    data.write_text("".join(json.dumps({"id": f"r{i}", "prompt": f"add {i} and 2"}) + "\n"
-                            for i in range(5)))  # fmt: skip
+    data.write_text(
+        "".join(json.dumps({"id": f"r{i}", "prompt": f"add {i} and 2"}) + "\n" for i in range(5))
+    )
     out = tmp_path / "o.jsonl"
-    argv = ["batch", "--model", "builtin-v1", "--data", str(data), "--out", str(out),
-            "--gen-length", "16", "--seer", "--max-batch", "2"]  # fmt: skip
+    argv = [
+        "batch",
+        "--model",
+        "builtin-v1",
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--gen-length",
+        "16",
+        "--seer",
+        "--max-batch",
+        "2",
+    ]
     assert main([*argv, "--n", "3"]) == 0
     assert "3 rows (0 already in" in capsys.readouterr().err
     assert main(argv) == 2
@@ -218,9 +252,19 @@ def test_seer_batch_command_writes_resumes_and_reports_bad_rows_in_one_line(tmp_
 
 
 def _result(text: str):
-    return SimpleNamespace(text=text, tokens=1, token_ids=[0], window=8, detected=None,
-                           seconds=0.0, nfe=1, finish_reason="stop", boundary=None,
-                           hit_window=False, grown=0)  # fmt: skip
+    return SimpleNamespace(
+        text=text,
+        tokens=1,
+        token_ids=[0],
+        window=8,
+        detected=None,
+        seconds=0.0,
+        nfe=1,
+        finish_reason="stop",
+        boundary=None,
+        hit_window=False,
+        grown=0,
+    )
 
 
 def test_a_row_carries_its_family_and_its_tasks_score():
@@ -237,10 +281,19 @@ def test_a_row_carries_its_family_and_its_tasks_score():
 
 
 def test_family_scores_per_family_then_all():
-    ex = [Example("a", "x", answer="1", family="f"), Example("b", "y", answer="1", family="f"),
-          Example("c", "z", family="g"), Example("d", "w", answer="2")]  # fmt: skip
-    rows = [{"id": "a", "score": 1.0}, {"id": "b", "score": 0.0}, {"id": "c"},
-            {"id": "d", "score": 1.0}, {"id": "zz", "score": 1.0}]  # fmt: skip
+    ex = [
+        Example("a", "x", answer="1", family="f"),
+        Example("b", "y", answer="1", family="f"),
+        Example("c", "z", family="g"),
+        Example("d", "w", answer="2"),
+    ]
+    rows = [
+        {"id": "a", "score": 1.0},
+        {"id": "b", "score": 0.0},
+        {"id": "c"},
+        {"id": "d", "score": 1.0},
+        {"id": "zz", "score": 1.0},
+    ]
     got = [(s.family, s.rows, s.scored, s.mean) for s in family_scores(ex, rows)]
     assert got == [("f", 2, 2, 0.5), ("g", 1, 0, None), ("-", 1, 1, 1.0), ("all", 4, 3, 2 / 3)]
 
@@ -249,8 +302,19 @@ def test_seer_batch_on_parallelbench_scores_rows_and_prints_a_table_per_task(lm,
     from seer.cli import main
 
     out = tmp_path / "pb.jsonl"
-    argv = ["batch", "--model", "builtin-v1", "--data", f"parallelbench:{PB}", "--out", str(out),
-            "--gen-length", "8", "--max-batch", "4"]  # fmt: skip
+    argv = [
+        "batch",
+        "--model",
+        "builtin-v1",
+        "--data",
+        f"parallelbench:{PB}",
+        "--out",
+        str(out),
+        "--gen-length",
+        "8",
+        "--max-batch",
+        "4",
+    ]
     assert main([*argv, "--n", "6"]) == 0
     capsys.readouterr()
     assert main([*argv, "--resume"]) == 0  # the table covers the resumed rows too
@@ -260,8 +324,9 @@ def test_seer_batch_on_parallelbench_scores_rows_and_prints_a_table_per_task(lm,
     assert [r["id"] for r in rows] == list(examples)
     for r in rows:
         ex = examples[r["id"]]
-        assert r.get("score") == (None if ex.metric == "sentence_to_words_score"
-                                  else score(ex, r["answer"]))  # fmt: skip
+        assert r.get("score") == (
+            None if ex.metric == "sentence_to_words_score" else score(ex, r["answer"])
+        )
     mean = sum(r.get("score", 0) for r in rows) / 9
     lines = {line.split()[0]: line.split()[1:] for line in err.splitlines() if line.strip()}
     assert lines["waiting_line/copy"][:2] == ["3", "3"]

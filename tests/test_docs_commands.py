@@ -311,8 +311,9 @@ def test_quick_command_runs_as_written(command):
     bin_dir = Path(sys.executable).parent  # `python`, `seer` of the interpreter running the tests
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OMP_NUM_THREADS": "1"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
-    out = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True,
-                         text=True, timeout=600)  # fmt: skip
+    out = subprocess.run(
+        ["bash", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     expect = RUN[command]
     if expect is not None:

@@ -52,22 +52,50 @@ def test_every_extra_of_pyproject_is_known():
 @pytest.mark.parametrize(
     ("blocked", "argv", "says"),
     [
-        ("uvicorn", ["serve", "--model", "builtin-v1"],
-         'seer serve needs the serve extra (uvicorn is not installed): pip install -e ".[serve]"'),
-        ("fastapi", ["serve", "--model", "builtin-v1", "--replicas", "2"],
-         "seer serve needs the serve extra (fastapi is not installed)"),
-        ("ray", ["serve", "--model", "builtin-v1", "--replicas", "2"],
-         'seer serve --replicas needs the ray extra (ray is not installed): pip install -e '
-         '".[ray]"'),
-        ("gradio", ["ui", "--model", "builtin-v1"],
-         'seer ui needs the ui extra (gradio is not installed): pip install -e ".[ui]"'),
-        ("gradio", ["serve", "--model", "builtin-v1", "--ui"],
-         "seer serve --ui needs the ui extra (gradio is not installed)"),
-        ("ray", ["batch", "--model", "builtin-v1", "--data", "/no/such.jsonl", "--out", "o.jsonl",
-                 "--ray", "2"],
-         "seer batch --ray needs the ray extra (ray is not installed)"),
+        (
+            "uvicorn",
+            ["serve", "--model", "builtin-v1"],
+            "seer serve needs the serve extra (uvicorn is not installed): "
+            'pip install -e ".[serve]"',
+        ),
+        (
+            "fastapi",
+            ["serve", "--model", "builtin-v1", "--replicas", "2"],
+            "seer serve needs the serve extra (fastapi is not installed)",
+        ),
+        (
+            "ray",
+            ["serve", "--model", "builtin-v1", "--replicas", "2"],
+            "seer serve --replicas needs the ray extra (ray is not installed): pip install -e "
+            '".[ray]"',
+        ),
+        (
+            "gradio",
+            ["ui", "--model", "builtin-v1"],
+            'seer ui needs the ui extra (gradio is not installed): pip install -e ".[ui]"',
+        ),
+        (
+            "gradio",
+            ["serve", "--model", "builtin-v1", "--ui"],
+            "seer serve --ui needs the ui extra (gradio is not installed)",
+        ),
+        (
+            "ray",
+            [
+                "batch",
+                "--model",
+                "builtin-v1",
+                "--data",
+                "/no/such.jsonl",
+                "--out",
+                "o.jsonl",
+                "--ray",
+                "2",
+            ],
+            "seer batch --ray needs the ray extra (ray is not installed)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_command_without_its_extra_is_one_line_before_the_model(
     capsys, monkeypatch, no_model, blocked, argv, says
 ):
@@ -79,8 +107,10 @@ def test_parquet_data_without_the_data_extra(capsys, monkeypatch, no_model, tmp_
     _block(monkeypatch, "datasets")
     data = tmp_path / "rows.parquet"
     data.write_bytes(b"PAR1")
-    err = _one_line(capsys, ["batch", "--model", "builtin-v1", "--data", str(data), "--out",
-                             str(tmp_path / "o.jsonl")])  # fmt: skip
+    err = _one_line(
+        capsys,
+        ["batch", "--model", "builtin-v1", "--data", str(data), "--out", str(tmp_path / "o.jsonl")],
+    )
     assert f"{data}: reading Parquet / Arrow / save_to_disk data needs the data extra" in err
     err = _one_line(capsys, ["calibrate", "--model", "builtin-v1", "--data", str(data)])
     assert "needs the data extra (datasets is not installed)" in err
@@ -89,16 +119,26 @@ def test_parquet_data_without_the_data_extra(capsys, monkeypatch, no_model, tmp_
 @pytest.mark.parametrize(
     ("module", "blocked", "says"),
     [
-        ("seer.harness.lm_eval", "lm_eval",
-         "model seer for lm-evaluation-harness needs the eval extra (lm_eval is not installed): "
-         'pip install -e ".[eval]"'),
-        ("seer.harness.lmms_eval", "lmms_eval",
-         "model seer for lmms-eval needs the eval extra (lmms_eval is not installed): pip install "
-         '-e ".[eval]" (in the seer checkout), then pip install --no-deps "lmms-eval==0.7.3"'),
-        ("seer.harness.lmms_eval", "loguru", "model seer for lmms-eval needs the eval extra "
-         "(loguru is not installed)"),
+        (
+            "seer.harness.lm_eval",
+            "lm_eval",
+            "model seer for lm-evaluation-harness needs the eval extra (lm_eval is not installed): "
+            'pip install -e ".[eval]"',
+        ),
+        (
+            "seer.harness.lmms_eval",
+            "lmms_eval",
+            "model seer for lmms-eval needs the eval extra (lmms_eval is not installed): "
+            'pip install -e ".[eval]" (in the seer checkout), '
+            'then pip install --no-deps "lmms-eval==0.7.3"',
+        ),
+        (
+            "seer.harness.lmms_eval",
+            "loguru",
+            "model seer for lmms-eval needs the eval extra (loguru is not installed)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_harnesses_without_the_eval_extra(capsys, monkeypatch, module, blocked, says):
     _block(monkeypatch, blocked)
     monkeypatch.delitem(sys.modules, module, raising=False)

@@ -17,16 +17,23 @@ from seer import threads
 from seer.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-PROBE = ("import sys; from seer.cli import main; rc = main(sys.argv[1:]); "
-         "print(json.dumps([rc, 'torch' in sys.modules]))")  # fmt: skip
+PROBE = (
+    "import sys; from seer.cli import main; rc = main(sys.argv[1:]); "
+    "print(json.dumps([rc, 'torch' in sys.modules]))"
+)
 
 
 def _before_torch(argv: list[str]) -> str:
     """Run `seer ARGV` in a fresh interpreter; assert it exits 2 with one line on stderr and
     never imported torch; return that line."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "SEER_NO_PROGRESS": "1"}
-    done = subprocess.run([sys.executable, "-c", "import json; " + PROBE, *argv],
-                          capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", "import json; " + PROBE, *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     rc, torch_imported = json.loads(done.stdout.strip().splitlines()[-1])
     lines = done.stderr.strip().splitlines()
     assert rc == 2 and len(lines) == 1, done.stderr
@@ -40,21 +47,31 @@ def _before_torch(argv: list[str]) -> str:
     [
         (["generate", "--model", "/no/such/model", "--prompt", "x"], ["does not exist"]),
         (["generate", "--model", "builtn", "--prompt", "x"], ["did you mean builtin?"]),
-        (["batch", "--model", "bultin-vqa", "--data", "builtin", "--out", "a.jsonl"],
-         ["did you mean builtin-vqa?"]),
+        (
+            ["batch", "--model", "bultin-vqa", "--data", "builtin", "--out", "a.jsonl"],
+            ["did you mean builtin-vqa?"],
+        ),
         (["calibrate", "--model", "builtin-vq"], ["did you mean builtin-vqa?"]),
         (["generate", "--model", "src", "--prompt", "x"], ["has no config.json"]),
         (["generate", "--model", "builtin", "--prompt", "   "], ["empty prompt"]),
-        (["generate", "--model", "builtin", "--prompt", "x", "--gen-length", "100000"],
-         ["--gen-length 100000", "context of 1024"]),
-        (["generate", "--model", "builtin", "--promt", "x"],
-         ["unknown option --promt", "did you mean --prompt?", "(see seer generate --help)"]),
-        (["generate", "--model", "builtin", "--prompt", "x", "--seer-sigal", "eos_prob"],
-         ["unknown option --seer-sigal", "--seer-signal", "(see seer generate --help)"]),
-        (["batch", "--data", "builtin", "--out", "a.jsonl", "--modle", "builtin"],
-         ["unknown option --modle", "--model", "(see seer batch --help)"]),
+        (
+            ["generate", "--model", "builtin", "--prompt", "x", "--gen-length", "100000"],
+            ["--gen-length 100000", "context of 1024"],
+        ),
+        (
+            ["generate", "--model", "builtin", "--promt", "x"],
+            ["unknown option --promt", "did you mean --prompt?", "(see seer generate --help)"],
+        ),
+        (
+            ["generate", "--model", "builtin", "--prompt", "x", "--seer-sigal", "eos_prob"],
+            ["unknown option --seer-sigal", "--seer-signal", "(see seer generate --help)"],
+        ),
+        (
+            ["batch", "--data", "builtin", "--out", "a.jsonl", "--modle", "builtin"],
+            ["unknown option --modle", "--model", "(see seer batch --help)"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_mistake_is_refused_in_one_line_before_torch_is_imported(argv, words):
     line = _before_torch(argv)
     for w in words:
@@ -184,8 +201,20 @@ def test_an_answer_that_fills_its_window_says_so(capsys):
     line = changed_shape(full)
     assert "the guard grew Seer's window 1 time(s)" in line and "end of Seer's window" in line
     assert changed_shape(GenerationStats(8, 0.1, 5, 8, 32)) is None
-    argv = ["generate", "--model", "builtin", "--prompt", "x", "--gen-length", "8", "--steps",
-            "4", "--json", "--threads", "1"]  # fmt: skip
+    argv = [
+        "generate",
+        "--model",
+        "builtin",
+        "--prompt",
+        "x",
+        "--gen-length",
+        "8",
+        "--steps",
+        "4",
+        "--json",
+        "--threads",
+        "1",
+    ]
     assert main(argv) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["hit_window"] == (record["tokens"] >= record["window"])
@@ -198,8 +227,9 @@ def test_batch_rows_and_the_api_carry_hit_window_and_grown():
     from seer.engine.request import RequestResult
     from seer.serve.responses import seer_info
 
-    res = RequestResult(0, "a b c d", [5] * 4, 4, 3, 4, None, 4, 0.1, 0.1, "length", "eager",
-                        grown=2, gen_length=32)  # fmt: skip
+    res = RequestResult(
+        0, "a b c d", [5] * 4, 4, 3, 4, None, 4, 0.1, 0.1, "length", "eager", grown=2, gen_length=32
+    )
     row = output_row(Example(id="r0", prompt="x"), res)
     assert row["hit_window"] is True and row["grown"] == 2
     info = seer_info(res, 32)

@@ -31,12 +31,16 @@ def _cut(g) -> None:
 
 
 def test_the_readme_generate_example_reports_a_cut():
-    line = next(x for x in README.splitlines()
-                if x.startswith("seer generate --model builtin") and "--seer" in x)  # fmt: skip
+    line = next(
+        x
+        for x in README.splitlines()
+        if x.startswith("seer generate --model builtin") and "--seer" in x
+    )
     command = line.split("  #")[0]
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    out = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env,
-                         timeout=300, check=True)  # fmt: skip
+    out = subprocess.run(
+        ["bash", "-c", command], capture_output=True, text=True, env=env, timeout=300, check=True
+    )
     record = json.loads(out.stdout)
     assert record["boundary"]["length"] is not None, out.stderr
     assert record["nfe"] < record["gen_length"] and record["window"] < record["gen_length"]
@@ -96,8 +100,14 @@ def test_the_web_pages_default_prompt_is_cut(name):
 
 
 # what each command of the README needs installed beyond `pip install -e .` (pyproject's extras)
-NEEDS = {"seer serve": {"serve"}, "seer ui": {"serve", "ui"}, "--replicas": {"ray"},
-         "--ray ": {"ray"}, "mkdocs": {"docs"}, "lm_eval": {"eval"}}  # fmt: skip
+NEEDS = {
+    "seer serve": {"serve"},
+    "seer ui": {"serve", "ui"},
+    "--replicas": {"ray"},
+    "--ray ": {"ray"},
+    "mkdocs": {"docs"},
+    "lm_eval": {"eval"},
+}
 
 
 def _readme_commands() -> list[str]:
@@ -125,13 +135,21 @@ def test_the_readme_quick_start_commands_run_as_written_in_order(tmp_path):
     in the README's order, in a fresh folder."""
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     env.pop("OMP_NUM_THREADS", None)  # the defaults a user gets
-    runnable = [c for c in _readme_commands()
-                if c.startswith("seer ") and not c.startswith(("seer serve", "seer ui"))
-                and "DIR" not in c]  # fmt: skip
+    runnable = [
+        c
+        for c in _readme_commands()
+        if c.startswith("seer ") and not c.startswith(("seer serve", "seer ui")) and "DIR" not in c
+    ]
     assert [c.split()[1] for c in runnable] == ["demo", "generate", "batch"]
     for command in runnable:
-        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env,
-                              cwd=tmp_path, timeout=3600)  # fmt: skip
+        done = subprocess.run(
+            ["bash", "-c", command],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=3600,
+        )
         assert done.returncode == 0, (command, done.stderr[-2000:])
         said = done.stderr.splitlines()  # what it loads, and from where, at once
         assert any(x.startswith("loading builtin") and " from " in x for x in said[:2]), said[:3]

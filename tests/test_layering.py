@@ -63,7 +63,7 @@ LAYERS: list[set[str]] = [
         "provenance",
         "throughput",
         "sim",
-    },  # fmt: skip
+    },
     {"serve", "ui", "harness", "distributed"},
     {"commands"},
     {"cli"},
@@ -166,9 +166,13 @@ def test_the_package_never_imports_the_lab():
 
 @pytest.mark.parametrize(
     "line",
-    ["from seerbench import runs", "import training.trainer",
-     "def f():\n    from seerbench.compare import Config", "from training import builtin as t"],
-)  # fmt: skip
+    [
+        "from seerbench import runs",
+        "import training.trainer",
+        "def f():\n    from seerbench.compare import Config",
+        "from training import builtin as t",
+    ],
+)
 def test_an_import_of_the_lab_fails(tmp_path, line):
     """A package module that imports the benchmark library or the training code is caught."""
     path = tmp_path / "x.py"
@@ -226,9 +230,11 @@ def test_no_module_is_on_a_cycle():
     """Not even a type-checking import closes a circle (the loop's old forward -> loop -> state
     -> forward)."""
     assert _module_cycle(_arrows()) is None, f"modules on a cycle: {_module_cycle(_arrows())}"
-    old = {("seer.diffusion.forward", "seer.diffusion.loop"),
-           ("seer.diffusion.loop", "seer.diffusion.state"),
-           ("seer.diffusion.state", "seer.diffusion.forward")}  # fmt: skip
+    old = {
+        ("seer.diffusion.forward", "seer.diffusion.loop"),
+        ("seer.diffusion.loop", "seer.diffusion.state"),
+        ("seer.diffusion.state", "seer.diffusion.forward"),
+    }
     assert set(_module_cycle(_arrows() | old)) <= {a for a, _ in old}
 
 

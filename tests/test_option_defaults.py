@@ -73,9 +73,17 @@ def front_end_defaults() -> dict:
     out = {("EngineConfig", k): v for k, v in ENGINE.items()}
     out |= {("ServerConfig", k): v for k, v in SERVER.items()}
     out |= _command_defaults()
-    build = ("max_batch", "max_queue", "max_tokens_per_step", "max_image_bytes",
-             "max_body_bytes", "max_image_pixels", "pixel_budget", "prepare_timeout",
-             "chars_per_token")  # fmt: skip
+    build = (
+        "max_batch",
+        "max_queue",
+        "max_tokens_per_step",
+        "max_image_bytes",
+        "max_body_bytes",
+        "max_image_pixels",
+        "pixel_budget",
+        "prepare_timeout",
+        "chars_per_token",
+    )
     for k, v in _signature(seer.serve.build, *build).items():
         out[("seer.serve.build", k)] = v
     listen = ("host", "port", "drain_timeout", "log_level")
@@ -84,8 +92,13 @@ def front_end_defaults() -> dict:
     for k, v in _signature(server.run, "drain_timeout", "log_level").items():
         out[("seer.serve.server.run", k)] = v
     limits = Limits()
-    for k in ("max_image_bytes", "max_image_pixels", "pixel_budget", "prepare_timeout",
-              "chars_per_token"):  # fmt: skip
+    for k in (
+        "max_image_bytes",
+        "max_image_pixels",
+        "pixel_budget",
+        "prepare_timeout",
+        "chars_per_token",
+    ):
         out[("Limits", k)] = getattr(limits, k)
     out[("ServeOptions", "max_body_bytes")] = ServeOptions(model_names=("m",)).max_body_bytes
     for k, v in _signature(ray_serve.serve, *listen).items():
@@ -99,8 +112,11 @@ def front_end_defaults() -> dict:
 
 def test_every_front_end_takes_the_one_default_of_each_option():
     seen = front_end_defaults()
-    wrong = [f"{where} {name} = {value!r}, its spec says {SPEC[name]!r}"
-             for (where, name), value in seen.items() if value != SPEC[name]]  # fmt: skip
+    wrong = [
+        f"{where} {name} = {value!r}, its spec says {SPEC[name]!r}"
+        for (where, name), value in seen.items()
+        if value != SPEC[name]
+    ]
     assert not wrong, "\n".join(wrong)
     # every option with a flag is seen in some subcommand, and the front ends cover them all
     flagged = {f.name for cls in (EngineConfig, ServerConfig) for f, s in specs(cls) if s.flag}
@@ -209,8 +225,14 @@ def test_the_pages_fields_show_the_librarys_defaults(tmp_path):
         if cls is SeerConfig and value != defaults(SeerConfig)[name]:
             wrong.append(f"the page's Seer {name} shows {value!r}, its spec says otherwise")
     assert not wrong, "\n".join(wrong)
-    assert {n for _, n in fields} == {"gen_length", "steps", "block_length", "threshold",
-                                      "cache", "signal"}  # fmt: skip
+    assert {n for _, n in fields} == {
+        "gen_length",
+        "steps",
+        "block_length",
+        "threshold",
+        "cache",
+        "signal",
+    }
     # the page's own controls (tokens per step, run baseline / Seer, the pause) name no option
     options = {f.name for cls in (SamplingParams, SeerConfig) for f, _ in specs(cls)}
     hand_made = [c.label for c in own if str(c.label).split(" (")[0] in options]

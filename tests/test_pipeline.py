@@ -206,8 +206,9 @@ def _small_context(folder: Path, arch: str, context: int) -> Path:
     if arch == "llada":
         raw = llada_config(len(vocab), d_model=32, n_layers=1, max_sequence_length=context, **ids)
     else:
-        raw = dream_config(len(vocab), hidden_size=32, num_hidden_layers=1,
-                           max_position_embeddings=context, **ids)  # fmt: skip
+        raw = dream_config(
+            len(vocab), hidden_size=32, num_hidden_layers=1, max_position_embeddings=context, **ids
+        )
     return save_checkpoint(random_model(raw, std=0.2), raw, folder)
 
 

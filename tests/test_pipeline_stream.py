@@ -25,7 +25,11 @@ def test_the_chunks_concatenate_to_generates_answer(lm, use_seer):
     assert [c.result is not None for c in chunks] == [False] * (len(chunks) - 1) + [True]
     got = chunks[-1].result
     assert (got.text, got.token_ids, got.window, got.nfe) == (
-        want.text, want.token_ids, want.window, want.nfe)  # fmt: skip
+        want.text,
+        want.token_ids,
+        want.window,
+        want.nfe,
+    )
     assert len(chunks) > 2  # the answer came block by block, not all at the end
     answers = [c.answer for c in chunks]
     assert all(a.startswith(b.rstrip()) for a, b in zip(answers[1:], answers[:-1], strict=True))

@@ -85,12 +85,15 @@ def test_a_repeated_library_warning_shows_once_then_one_line_with_the_count(capl
     log = logging.getLogger("seer.models")
     with caplog.at_level(logging.WARNING, "seer.models"), progress.one_line_per_kind():
         for words in (["Zoë"], ["Åke", "Zoë"], ["Ñu"]):
-            log.warning("unknown", extra={"seer_repeat": ("unknown words", len(words), words,
-                                                          "<|unk|>")})  # fmt: skip
+            log.warning(
+                "unknown", extra={"seer_repeat": ("unknown words", len(words), words, "<|unk|>")}
+            )
     said = [r.getMessage() for r in caplog.records]
     assert said[0] == "unknown" and len(said) == 2
-    assert said[1] == ("seer: warning: in all, 3 prompts held 4 piece(s) outside the model's "
-                       "vocabulary, read as <|unk|> (e.g. 'Zoë', 'Åke', 'Ñu')")  # fmt: skip
+    assert said[1] == (
+        "seer: warning: in all, 3 prompts held 4 piece(s) outside the model's "
+        "vocabulary, read as <|unk|> (e.g. 'Zoë', 'Åke', 'Ñu')"
+    )
 
 
 def test_a_silent_stretch_still_prints_a_line_every_interval(capsys):

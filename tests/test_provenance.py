@@ -25,8 +25,9 @@ def lm():
 
 def _data(tmp_path, n=4):
     path = tmp_path / "d.jsonl"
-    path.write_text("".join(json.dumps({"id": f"r{i}", "prompt": f"add {i} and 2"}) + "\n"
-                            for i in range(n)))  # fmt: skip
+    path.write_text(
+        "".join(json.dumps({"id": f"r{i}", "prompt": f"add {i} and 2"}) + "\n" for i in range(n))
+    )
     return path
 
 
@@ -40,20 +41,24 @@ def test_the_record_holds_the_weights_hash_every_setting_and_the_data_hash(lm, t
     assert rec["model"]["dtype"] == "float32" and len(rec["model"]["weights_sha256"]) == 64
     assert rec["sampling"]["gen_length"] == 8 and rec["sampling"]["remasking"] is not None
     assert rec["seer"]["enabled"] and rec["seer"]["margin"] == 2 and rec["seer"]["layer"] >= 0
-    assert rec["data"] == {"source": str(data.resolve()),
-                           "sha256": provenance.files_sha256([data], tmp_path)[0]}  # fmt: skip
+    assert rec["data"] == {
+        "source": str(data.resolve()),
+        "sha256": provenance.files_sha256([data], tmp_path)[0],
+    }
     assert len(out.read_text().splitlines()) == 2  # the rows file holds only rows
 
 
 @pytest.mark.parametrize(
     ("change", "named"),
     [
-        ({"seer": True}, 'seer.enabled=false, this run has seer.enabled=true'),
-        ({"params": SamplingParams(gen_length=8, steps=4)}, "sampling.steps=null, this run has "
-         "sampling.steps=4"),
+        ({"seer": True}, "seer.enabled=false, this run has seer.enabled=true"),
+        (
+            {"params": SamplingParams(gen_length=8, steps=4)},
+            "sampling.steps=null, this run has sampling.steps=4",
+        ),
         ({"data": "edit"}, "data.sha256="),
     ],
-)  # fmt: skip
+)
 def test_resume_with_anything_different_is_refused_naming_the_first_difference(
     lm, tmp_path, change, named
 ):
@@ -113,8 +118,9 @@ def test_an_output_whose_rows_carry_no_settings_is_refused_without_its_record(lm
     run_batch(lm, ex[:1], out, params=P)
     provenance.sidecar(out).unlink()
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    out.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "settings"}) + "\n"
-                           for r in rows))  # fmt: skip
+    out.write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k != "settings"}) + "\n" for r in rows)
+    )
     with pytest.raises(SeerError, match="has no record of the settings that wrote it"):
         run_batch(lm, ex, out, params=P, resume=True)
 
@@ -126,9 +132,14 @@ def test_the_skeleton_resolves_the_settings_the_loaded_model_does(lm):
     assert next(skeleton.model.parameters()).is_meta
     for options, seer_opt in (({}, None), ({"gen_length": 16, "steps": 4}, {"margin": 1})):
         full = provenance.batch_record(lm, lm.sampling(**options), seer_opt, data="builtin-v1")
-        light = provenance.batch_record(skeleton, skeleton.sampling(**options), seer_opt,
-                                        dtype="float32", device="cpu",
-                                        data="builtin-v1")  # fmt: skip
+        light = provenance.batch_record(
+            skeleton,
+            skeleton.sampling(**options),
+            seer_opt,
+            dtype="float32",
+            device="cpu",
+            data="builtin-v1",
+        )
         assert provenance.compared(full) == provenance.compared(light)
 
 
@@ -142,8 +153,17 @@ def test_the_cli_refuses_resuming_a_full_window_output_with_seer(tmp_path, capsy
 
     data = _data(tmp_path)
     out = tmp_path / "o.jsonl"
-    argv = ["batch", "--model", "builtin-v1", "--data", str(data), "--out", str(out),
-            "--gen-length", "8"]  # fmt: skip
+    argv = [
+        "batch",
+        "--model",
+        "builtin-v1",
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+        "--gen-length",
+        "8",
+    ]
     assert main([*argv, "--n", "2"]) == 0
     capsys.readouterr()
     monkeypatch.setattr(options, "load", lambda *a: pytest.fail("the model loaded first"))

@@ -43,9 +43,15 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     mask, eos = VOCAB - 1, VOCAB - 2
     raw = llada_config(
-        VOCAB, d_model=128, n_layers=args.layers, n_heads=4, mlp_hidden_size=384,
-        mask_token_id=mask, eos_token_id=eos, pad_token_id=eos,
-    )  # fmt: skip
+        VOCAB,
+        d_model=128,
+        n_layers=args.layers,
+        n_heads=4,
+        mlp_hidden_size=384,
+        mask_token_id=mask,
+        eos_token_id=eos,
+        pad_token_id=eos,
+    )
     raw.update(weight_tying=not args.untied, rope_theta=10000.0, max_sequence_length=256)
     model = random_model(raw, seed=0, std=0.02).train()
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)

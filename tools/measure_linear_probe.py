@@ -45,8 +45,10 @@ def collect(lm, examples, batch: int) -> dict:
         for k in layers:
             hidden[k].append(prof.hidden[k])
         end_prob.append(prof.end_prob)
-        print(f"  {i + len(inputs)}/{len(examples)} rows ({time.perf_counter() - t0:.0f} s)",
-              flush=True)  # fmt: skip
+        print(
+            f"  {i + len(inputs)}/{len(examples)} rows ({time.perf_counter() - t0:.0f} s)",
+            flush=True,
+        )
     return {
         "ids": [e.id for e in examples],
         "ends": ends,
@@ -148,8 +150,15 @@ def main() -> None:
     width = evaluation["end_prob"].shape[1]
     print(table(rows, len(calib["ids"]), len(evaluation["ids"]), width, evaluation["ends"]))
     n_calib, n_eval = len(calib["ids"]), len(evaluation["ids"])
-    record = {"model": args.model, "data": args.data, "l2": args.l2, "width": width,
-              "n_calib": n_calib, "n_eval": n_eval, "rows": rows}  # fmt: skip
+    record = {
+        "model": args.model,
+        "data": args.data,
+        "l2": args.l2,
+        "width": width,
+        "n_calib": n_calib,
+        "n_eval": n_eval,
+        "rows": rows,
+    }
     print(json.dumps(record))
 
 

@@ -125,8 +125,10 @@ def window_choices(c: TrainConfig) -> list[int]:
     except ValueError:
         out = []
     if not out or min(out) < 1:
-        raise SeerError(f"--long-windows {c.long_windows!r}: give positive window sizes, "
-                        "comma-separated (e.g. 128,256,512)")  # fmt: skip
+        raise SeerError(
+            f"--long-windows {c.long_windows!r}: give positive window sizes, "
+            "comma-separated (e.g. 128,256,512)"
+        )
     return out
 
 

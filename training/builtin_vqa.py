@@ -74,8 +74,9 @@ class Batcher(multimodal.ImageBatcher):
 
 def exact_match(lm, examples, window: int, batch: int = 50, **kw) -> dict:
     """Greedy generation through the real pipeline (prompt processor, images) on `examples`."""
-    return trainer.pipeline_score(lm, examples, window, batch,
-                                  lambda e, text: int(text == e.answer), **kw)  # fmt: skip
+    return trainer.pipeline_score(
+        lm, examples, window, batch, lambda e, text: int(text == e.answer), **kw
+    )
 
 
 def write_tokenizer(export: Path) -> None:
@@ -97,8 +98,14 @@ def batches(batcher: Batcher, c: TrainConfig, rng: random.Random):
         yield batcher(examples, rng, c.full_window_prob)
 
 
-def train(out: Path, minutes: float, c: TrainConfig, eval_every: int = 500, eval_n: int = 100,
-          threads: int | None = None):  # fmt: skip
+def train(
+    out: Path,
+    minutes: float,
+    c: TrainConfig,
+    eval_every: int = 500,
+    eval_n: int = 100,
+    threads: int | None = None,
+):
     if threads:
         torch.set_num_threads(threads)
     torch.manual_seed(c.seed)

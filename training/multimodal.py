@@ -80,10 +80,18 @@ def build(out: Path, c, build_tokenizer: Callable[[Path], object], image_size: i
 
 def write_processor(export: Path, size: int) -> None:
     """The export's SigLIP image processor config for `size` px square pictures."""
-    processor = {"image_processor_type": "SiglipImageProcessor", "do_resize": True, "resample": 3,
-                 "size": {"height": size, "width": size}, "do_rescale": True,
-                 "rescale_factor": 1 / 255, "do_normalize": True, "image_mean": [0.5] * 3,
-                 "image_std": [0.5] * 3, "do_convert_rgb": True}  # fmt: skip
+    processor = {
+        "image_processor_type": "SiglipImageProcessor",
+        "do_resize": True,
+        "resample": 3,
+        "size": {"height": size, "width": size},
+        "do_rescale": True,
+        "rescale_factor": 1 / 255,
+        "do_normalize": True,
+        "image_mean": [0.5] * 3,
+        "image_std": [0.5] * 3,
+        "do_convert_rgb": True,
+    }
     (export / "preprocessor_config.json").write_text(json.dumps(processor, indent=2) + "\n")
 
 

@@ -44,13 +44,21 @@ JITTER = 24  # a cut row's window: its answer plus 0..JITTER [EOS]
 
 def lm_config(c, vocab: int, mask: int, eos: int, pad: int) -> dict:
     """The LLaDA config.json of `c`'s LM size (d_model, n_layers, n_heads, mlp_hidden_size)."""
-    return llada_config(vocab, d_model=c.d_model, n_layers=c.n_layers, n_heads=c.n_heads,
-                        mlp_hidden_size=c.mlp_hidden_size, mask_token_id=mask, eos_token_id=eos,
-                        pad_token_id=pad)  # fmt: skip
+    return llada_config(
+        vocab,
+        d_model=c.d_model,
+        n_layers=c.n_layers,
+        n_heads=c.n_heads,
+        mlp_hidden_size=c.mlp_hidden_size,
+        mask_token_id=mask,
+        eos_token_id=eos,
+        pad_token_id=pad,
+    )
 
 
-def draw_windows(answers: list[list[int]], window: int, rng: random.Random, full_prob: float,
-                 mode: str = "row") -> list[int]:  # fmt: skip
+def draw_windows(
+    answers: list[list[int]], window: int, rng: random.Random, full_prob: float, mode: str = "row"
+) -> list[int]:
     """Each row's window. "row": the full `window` with probability `full_prob`, else the
     answer (with <|eot_id|>) plus 0..JITTER [EOS], never above `window`. "batch" (the first
     recipe): one window for the batch, the full one with probability `full_prob`, else a length
@@ -175,8 +183,9 @@ def per_family(hits: dict[str, list[float]]) -> dict[str, float]:
 
 
 @torch.inference_mode()
-def loop_score(model, tokens, items, window: int, batch: int, prompt: Callable,
-               score: Callable) -> dict[str, float]:  # fmt: skip
+def loop_score(
+    model, tokens, items, window: int, batch: int, prompt: Callable, score: Callable
+) -> dict[str, float]:
     """Held-out score per family through the denoising loop alone: greedy, one token per step,
     low-confidence remasking. `prompt(item)` -> ids; `score(item, answer_ids)` -> 0..1."""
     from seer.diffusion.loop import DenoisingLoop, make_canvas
@@ -200,8 +209,9 @@ def pipeline_score(lm, examples, window: int, batch: int, score: Callable, **kw)
     hits: dict[str, list[float]] = {}
     for i in range(0, len(examples), batch):
         chunk = examples[i : i + batch]
-        outs = lm.generate([e.question for e in chunk], image=[e.image() for e in chunk],
-                           gen_length=window, **kw)  # fmt: skip
+        outs = lm.generate(
+            [e.question for e in chunk], image=[e.image() for e in chunk], gen_length=window, **kw
+        )
         for e, g in zip(chunk, outs, strict=True):
             hits.setdefault(e.family, []).append(score(e, g.text))
     return per_family(hits)
@@ -300,12 +310,14 @@ def load_state(path: Path, device) -> dict:
         state = torch.load(path, weights_only=True, map_location=device)
     except pickle.UnpicklingError:
         why = "it holds objects other than tensors and plain values"
-        raise SeerError(f"{path} cannot be resumed ({why}); delete it to resume from "
-                        "export/ and resume.json") from None  # fmt: skip
+        raise SeerError(
+            f"{path} cannot be resumed ({why}); delete it to resume from export/ and resume.json"
+        ) from None
     except Exception as e:  # a truncated or foreign file
         why = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise SeerError(f"{path} cannot be resumed ({why}); delete it to resume from "
-                        "export/ and resume.json") from None  # fmt: skip
+        raise SeerError(
+            f"{path} cannot be resumed ({why}); delete it to resume from export/ and resume.json"
+        ) from None
     if not isinstance(state, dict) or not {"model", "opt", "step", "log"} <= set(state):
         raise SeerError(f"{path} is not a training state (model, opt, step, log)")
     return state
@@ -323,8 +335,13 @@ class Schedule:
     timed_evals: bool = False  # log each evaluation's seconds and UTC time too
 
 
-def fit(run: Run, batches: Iterable, loss: Callable[[tuple], torch.Tensor],
-        evaluate: Callable[[], dict], s: Schedule) -> None:  # fmt: skip
+def fit(
+    run: Run,
+    batches: Iterable,
+    loss: Callable[[tuple], torch.Tensor],
+    evaluate: Callable[[], dict],
+    s: Schedule,
+) -> None:
     """The training loop: one AdamW step per batch of `batches` (tuples whose first item is x,
     drawn only while the run has time and steps left) on `loss(batch)`, a loss line every
     `log_every` steps, a held-out evaluation every `eval_every`, saves on the way and at the end.
@@ -345,8 +362,13 @@ def fit(run: Run, batches: Iterable, loss: Callable[[tuple], torch.Tensor],
     print(f"saved step {run.step} to {run.out}{why}", flush=True)
 
 
-def _loop(run: Run, batches: Iterator, loss: Callable[[tuple], torch.Tensor],
-          evaluate: Callable[[], dict], s: Schedule) -> None:  # fmt: skip
+def _loop(
+    run: Run,
+    batches: Iterator,
+    loss: Callable[[tuple], torch.Tensor],
+    evaluate: Callable[[], dict],
+    s: Schedule,
+) -> None:
     t0, done0, ntok = time.time(), run.step, 0
     while run.running():
         batch = next(batches)
@@ -359,8 +381,10 @@ def _loop(run: Run, batches: Iterator, loss: Callable[[tuple], torch.Tensor],
             rate = (
                 f"{ntok / dt:.0f} tok/s" if s.rate == "tok/s" else f"{(step - done0) / dt:.2f} it/s"
             )
-            print(f"step {step} loss {value.item():.4f} lr {lr_at(step, run.c):.2e} {rate}",
-                  flush=True)  # fmt: skip
+            print(
+                f"step {step} loss {value.item():.4f} lr {lr_at(step, run.c):.2e} {rate}",
+                flush=True,
+            )
         if step % s.eval_every == 0:
             started = time.time()
             run.evaluate(value, evaluate)
@@ -389,8 +413,9 @@ def parse_args(
     return args, config(**{f: getattr(args, f) for f in asdict(config())})
 
 
-def main(argv: list[str] | None, config: type, doc: str, out: Path, minutes: float,
-         train: Callable, **kw) -> None:  # fmt: skip
+def main(
+    argv: list[str] | None, config: type, doc: str, out: Path, minutes: float, train: Callable, **kw
+) -> None:
     """`python -m training.<model>`: parse the flags, set the threads, train."""
     args, cfg = parse_args(argv, config, doc, out, minutes)
     torch.set_num_threads(args.threads)

@@ -104,10 +104,18 @@ def _with_seer(cfgs: list[Config]) -> list[Config]:
     return out
 
 
-def build_configs(lm, g: int, budgets: list[int], quick: bool, dpad: bool = True,
-                  daedal: bool = True, blocks=BLOCKS, static: int | None = None,
-                  seer_signal: str | None = None,
-                  rho_eos: bool = True) -> list[Config]:  # fmt: skip
+def build_configs(
+    lm,
+    g: int,
+    budgets: list[int],
+    quick: bool,
+    dpad: bool = True,
+    daedal: bool = True,
+    blocks=BLOCKS,
+    static: int | None = None,
+    seer_signal: str | None = None,
+    rho_eos: bool = True,
+) -> list[Config]:
     """Every config of the comparison (see the script's docstring); `quick`: baseline, seer,
     stop, oracle, static+guard and threshold 0.9 (and DAEDAL, when `daedal`; ρ-EOS, when
     `rho_eos`). `blocks`: the
@@ -145,17 +153,30 @@ def build_configs(lm, g: int, budgets: list[int], quick: bool, dpad: bool = True
         t9 = dict(threshold=0.9)
         out.append(Config("oracle+threshold", "t=0.9", t9, oracle=True, ref=ref1))
         if eos:
-            out.append(Config("seer-eos+threshold", "t=0.9", t9, seer=True, seer_over=EOS_SIGNAL,
-                              ref=ref1))  # fmt: skip
+            out.append(
+                Config("seer-eos+threshold", "t=0.9", t9, seer=True, seer_over=EOS_SIGNAL, ref=ref1)
+            )
         out += _with_seer([Config("factor", f"f={FACTOR}", dict(factor=FACTOR), ref=ref1)])
         for bl in fitting_blocks(g, None, blocks):
             dual, tag = dict(block_length=bl, cache="dual"), f"/b{bl}"
-            out += _with_seer([
-                Config("dual+threshold" + tag, "t=0.9", dict(dual, threshold=0.9), ref=ref1,
-                       block=bl),
-                Config("dual+factor" + tag, f"f={FACTOR}", dict(dual, factor=FACTOR), ref=ref1,
-                       block=bl),
-            ])  # fmt: skip
+            out += _with_seer(
+                [
+                    Config(
+                        "dual+threshold" + tag,
+                        "t=0.9",
+                        dict(dual, threshold=0.9),
+                        ref=ref1,
+                        block=bl,
+                    ),
+                    Config(
+                        "dual+factor" + tag,
+                        f"f={FACTOR}",
+                        dict(dual, factor=FACTOR),
+                        ref=ref1,
+                        block=bl,
+                    ),
+                ]
+            )
     if daedal:  # its own length and reveal rule: compared with the k = 1 baseline
         scaled = dict(daedal=True, daedal_block=8, daedal_eos_tokens=8)
         out += [
@@ -178,19 +199,22 @@ def _block_configs(budget: str, bb: dict, bl: int, ref: str, dpad: bool) -> list
     stop, Fast-dLLM's prefix and dual caches, DPad (each also with Seer)."""
     tag = f"/b{bl}"
     out = [Config("blocks" + tag, budget, bb, ref=ref, block=bl)]
-    out += _with_seer([
-        Config("early-stop" + tag, budget, dict(bb, early_stop=True), ref=ref, block=bl),
-        Config("prefix" + tag, budget, dict(bb, cache="prefix"), ref=ref, block=bl),
-        Config("dual" + tag, budget, dict(bb, cache="dual"), ref=ref, block=bl),
-    ])  # fmt: skip
+    out += _with_seer(
+        [
+            Config("early-stop" + tag, budget, dict(bb, early_stop=True), ref=ref, block=bl),
+            Config("prefix" + tag, budget, dict(bb, cache="prefix"), ref=ref, block=bl),
+            Config("dual" + tag, budget, dict(bb, cache="dual"), ref=ref, block=bl),
+        ]
+    )
     if dpad:  # DPad's suffix dropout with its early termination, by name
         es = dict(bb, early_stop=True, cache="dpad", dpad_window=DPAD_WINDOW)
         out += _with_seer([Config("dpad" + tag, budget, es, ref=ref, block=bl)])
     return out
 
 
-def static_window(lm, source: str, g: int, bucket: int, quantile: float = STATIC_QUANTILE,
-                  progress=None) -> dict:  # fmt: skip
+def static_window(
+    lm, source: str, g: int, bucket: int, quantile: float = STATIC_QUANTILE, progress=None
+) -> dict:
     """static+guard's window: the `quantile` of the calibration split's answer lengths (answer
     tokens + the end token), rounded up to the bucket, never above `g`. The lengths come from
     the model's seer.json "calibration" ("answer_lengths") when it has them, else from the
@@ -208,8 +232,13 @@ def static_window(lm, source: str, g: int, bucket: int, quantile: float = STATIC
     fallback = (meta.get("config") or {}).get("fallback")
     if fallback and quantile == STATIC_QUANTILE and meta.get("gen_length") == g:
         # `seer calibrate` stored this very window: the calibration answers' 95th percentile
-        return {"window": int(fallback), "quantile": quantile, "length_at_quantile": None,
-                "n": calib.get("n_calibration"), "from": "seer.json's fallback window"}  # fmt: skip
+        return {
+            "window": int(fallback),
+            "quantile": quantile,
+            "length_at_quantile": None,
+            "n": calib.get("n_calibration"),
+            "from": "seer.json's fallback window",
+        }
     lengths = calib.get("answer_lengths")
     origin = "seer.json calibration answer_lengths"
     if not lengths:
@@ -224,8 +253,13 @@ def static_window(lm, source: str, g: int, bucket: int, quantile: float = STATIC
         lengths = [r.tokens + 1 for r in res]
         origin = f"full-window baseline answers on the calibration part of {data}"
     q = float(np.quantile(np.asarray(lengths, dtype=float), quantile))
-    return {"window": round_window(math.ceil(q), g, bucket), "quantile": quantile,
-            "length_at_quantile": q, "n": len(lengths), "from": origin}  # fmt: skip
+    return {
+        "window": round_window(math.ceil(q), g, bucket),
+        "quantile": quantile,
+        "length_at_quantile": q,
+        "n": len(lengths),
+        "from": origin,
+    }
 
 
 # -- one request ----------------------------------------------------------------------------------
@@ -298,9 +332,19 @@ def run_one(lm, q, cfg: Config, g: int, seer_cfg, refs: dict) -> Run:
     with Timer() as t:
         out = lm.generate(q, seer=seer_of(cfg, seer_cfg), policy=policy, **kw)
     s = out.stats
-    return Run(out.text, s.tokens, s.window, s.nfe, s.seconds, hash(tuple(out.token_ids)),
-               s.detect_seconds, t.wall, t.cpu, getattr(out, "prompt_tokens", 0),
-               hash(tuple(out.token_ids[: s.tokens])))  # fmt: skip
+    return Run(
+        out.text,
+        s.tokens,
+        s.window,
+        s.nfe,
+        s.seconds,
+        hash(tuple(out.token_ids)),
+        s.detect_seconds,
+        t.wall,
+        t.cpu,
+        getattr(out, "prompt_tokens", 0),
+        hash(tuple(out.token_ids[: s.tokens])),
+    )
 
 
 def timed(lm, q, todo, g, seer_cfg, repeats, refs0: dict):
@@ -325,10 +369,14 @@ def _entry(run: Run, reps: list[tuple], scale: float = 1.0, ex=None) -> dict:
     repeat's times (scaled for a later pass). `ex` given: the text is left out and its score
     kept instead (`keep_text=False`)."""
     loop, det, wall, cpu = (list(x) for x in zip(*reps, strict=True))
-    out = dict(asdict(run), seconds=stats.median(loop) * scale, detect=stats.median(det),
-               seconds_repeats=[s * scale for s in loop],
-               call_wall_repeats=[s * scale for s in wall],
-               call_cpu_repeats=[s * scale for s in cpu])  # fmt: skip
+    out = dict(
+        asdict(run),
+        seconds=stats.median(loop) * scale,
+        detect=stats.median(det),
+        seconds_repeats=[s * scale for s in loop],
+        call_wall_repeats=[s * scale for s in wall],
+        call_cpu_repeats=[s * scale for s in cpu],
+    )
     for k in ("call_wall", "call_cpu"):
         del out[k]
     if ex is not None:
@@ -385,8 +433,9 @@ def preregister(raw: Path, settings: dict, plan: dict) -> dict:
         if "preregistered" in line and same_run(line.get("settings"), settings):
             return line["preregistered"]
     done = len(recorded(raw, settings, 10**9, "request"))
-    plan = dict(plan, written=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                requests_done=done)  # fmt: skip
+    plan = dict(
+        plan, written=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), requests_done=done
+    )
     raw.parent.mkdir(parents=True, exist_ok=True)
     with records.append(raw) as f:
         f.write(json.dumps({"settings": settings, "preregistered": plan}) + "\n")
@@ -431,8 +480,14 @@ def _engine_result(results, examples, b1_hashes) -> dict:
 
 def _round_lines(raw: Path, settings: dict, idx: list[int], pass_: list[str]) -> list[dict]:
     """The engine rounds of this run and pass (the same configs and requests) already timed."""
-    return [x for x in raw_lines(raw) if "engine_round" in x and x["pass"] == pass_
-            and x["requests"] == idx and same_run(x["settings"], settings)]  # fmt: skip
+    return [
+        x
+        for x in raw_lines(raw)
+        if "engine_round" in x
+        and x["pass"] == pass_
+        and x["requests"] == idx
+        and same_run(x["settings"], settings)
+    ]
 
 
 def is_anchor(cfg: Config, anchors: tuple[str, ...] = ()) -> bool:
@@ -456,8 +511,19 @@ def warm_batch1(lm, q, configs, g, seer_cfg) -> int:
     return warm(one, order)
 
 
-def batch1(lm, examples, configs, g, seer_cfg, repeats, raw: Path, settings: dict, progress,
-           anchors: tuple[str, ...] = (), keep_text: bool = True) -> list[dict]:  # fmt: skip
+def batch1(
+    lm,
+    examples,
+    configs,
+    g,
+    seer_cfg,
+    repeats,
+    raw: Path,
+    settings: dict,
+    progress,
+    anchors: tuple[str, ...] = (),
+    keep_text: bool = True,
+) -> list[dict]:
     """Every request through every config; per-request records appended to `raw`.
 
     A request recorded with fewer configs (a method added after the run) gets only the missing
@@ -496,7 +562,7 @@ def batch1(lm, examples, configs, g, seer_cfg, repeats, raw: Path, settings: dic
                 "prompt_cpu_seconds": stats.median(prompt_c),
                 "results": {
                     name: _entry(run, secs[name], ex=drop) for name, run in results.items()
-                },  # fmt: skip
+                },
                 "machine": machine,
             }
             line = rec
@@ -511,18 +577,23 @@ def batch1(lm, examples, configs, g, seer_cfg, repeats, raw: Path, settings: dic
             new = sum(stats.median([x[0] for x in secs[c.name]]) for c in anchor)
             scale = old / new if anchor else 1.0
             added = {
-                name: dict(_entry(results[name], secs[name], scale, drop),
-                           seconds_measured=stats.median([x[0] for x in secs[name]]),
-                           scale=scale)
+                name: dict(
+                    _entry(results[name], secs[name], scale, drop),
+                    seconds_measured=stats.median([x[0] for x in secs[name]]),
+                    scale=scale,
+                )
                 for name in names
-            }  # fmt: skip
+            }
             line = {
-                "settings": settings, "request": i, "id": ex.id, "added": sorted(names),
-                "scale": scale, "results": added,
-                "anchors": {c.name: _entry(results[c.name], secs[c.name], ex=drop)
-                            for c in anchor},
+                "settings": settings,
+                "request": i,
+                "id": ex.id,
+                "added": sorted(names),
+                "scale": scale,
+                "results": added,
+                "anchors": {c.name: _entry(results[c.name], secs[c.name], ex=drop) for c in anchor},
                 "machine": machine,
-            }  # fmt: skip
+            }
             for c in anchor:  # the anchors must give the same tokens as in the first pass
                 if results[c.name].ids_hash != have["results"][c.name]["ids_hash"]:
                     raise AssertionError(f"{c.name}: other tokens than the recorded run")
@@ -573,9 +644,15 @@ def _pass_scale(raw: Path, settings: dict, n: int, rows: list[dict]) -> None:
 
 def _as_run(entry: dict) -> Run:
     """A recorded entry as a `Run` (what an added oracle reads of its reference)."""
-    return Run(entry.get("text", ""), entry["tokens"], entry["window"], entry["nfe"],
-               entry["seconds"], entry["ids_hash"],
-               answer_hash=entry.get("answer_hash"))  # fmt: skip
+    return Run(
+        entry.get("text", ""),
+        entry["tokens"],
+        entry["window"],
+        entry["nfe"],
+        entry["seconds"],
+        entry["ids_hash"],
+        answer_hash=entry.get("answer_hash"),
+    )
 
 
 # -- batch 32 -------------------------------------------------------------------------------------
@@ -607,8 +684,21 @@ def _encode_time(lm, reqs: list) -> Timer:
     return t
 
 
-def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, repeats, rows,
-            raw: Path, settings: dict, progress, anchors: tuple[str, ...] = ()):  # fmt: skip
+def batch32(
+    lm,
+    examples,
+    idx: list[int],
+    sample: str,
+    configs,
+    g,
+    seer_cfg,
+    repeats,
+    rows,
+    raw: Path,
+    settings: dict,
+    progress,
+    anchors: tuple[str, ...] = (),
+):
     """Each engine config over the requests `idx` (all, or a seeded sample) at max_batch 32,
     `repeats` interleaved rounds; each round times the engine call end to end (wall and CPU:
     the engine encodes the prompts) and the same requests' encoding alone (`_encode_time`), so
@@ -665,8 +755,15 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
         got = dict(wall=t.wall, cpu=t.cpu, enc_wall=enc.wall, enc_cpu=enc.cpu)
         for k in keys:
             times[cfg.name][k].append(got[k])
-        line = {"settings": settings, "engine_round": cfg.name, "round": r, "pass": pass_,
-                "requests": idx, **got, "machine": machine}  # fmt: skip
+        line = {
+            "settings": settings,
+            "engine_round": cfg.name,
+            "round": r,
+            "pass": pass_,
+            "requests": idx,
+            **got,
+            "machine": machine,
+        }
         if cfg.name not in first and cfg is not anchor:  # an anchor's answers are on record
             b1 = [rows[i]["results"][cfg.name]["ids_hash"] for i in idx]
             first[cfg.name] = line["result"] = _engine_result(res, sub, b1)
@@ -709,8 +806,7 @@ def batch32(lm, examples, idx: list[int], sample: str, configs, g, seer_cfg, rep
     return _side_by_side(raw, settings, idx, out, marks)
 
 
-def _side_by_side(raw: Path, settings: dict, idx: list[int], out: dict,
-                  anchors: list[str]) -> dict:  # fmt: skip
+def _side_by_side(raw: Path, settings: dict, idx: list[int], out: dict, anchors: list[str]) -> dict:
     """Put the batch-32 times of configs timed by another process of the same run on the clocks
     of the process that timed the reference (the first baseline, `anchors[0]`). A batch-32 pass
     can be split over the cores: the same command run side by side with other `--blocks` or
@@ -721,8 +817,11 @@ def _side_by_side(raw: Path, settings: dict, idx: list[int], out: dict,
     that both parts timed: their total time in the reference's part over their total in the
     other. Configs of a later pass (`scale`: already on the first pass's scale) and parts with no
     anchor in common are left as recorded."""
-    lines = [x for x in raw_lines(raw) if "engine_round" in x and x["requests"] == idx
-             and same_run(x["settings"], settings)]  # fmt: skip
+    lines = [
+        x
+        for x in raw_lines(raw)
+        if "engine_round" in x and x["requests"] == idx and same_run(x["settings"], settings)
+    ]
 
     def part(name: str, rec: dict) -> tuple | None:
         if "pass" in rec:
@@ -748,9 +847,11 @@ def _side_by_side(raw: Path, settings: dict, idx: list[int], out: dict,
         shared = [a for a in anchors if (home, a) in times and (p, a) in times]
         if not shared:
             continue
-        ratio = {k: sum(stats.median(times[(home, a)][k]) for a in shared)
-                 / sum(stats.median(times[(p, a)][k]) for a in shared)
-                 for k in B32_KEYS.values()}  # fmt: skip
+        ratio = {
+            k: sum(stats.median(times[(home, a)][k]) for a in shared)
+            / sum(stats.median(times[(p, a)][k]) for a in shared)
+            for k in B32_KEYS.values()
+        }
         for name, rec in out.items():
             if parts[name] != p or "scale" in rec:
                 continue

@@ -74,8 +74,7 @@ def b1_repeats(x: dict, row: dict, clock: str) -> list[float]:
     return [row.get("prompt_cpu_seconds", 0.0) + s for s in x["call_cpu_repeats"]]
 
 
-B32_KEYS = {"e2e_wall": "wall", "e2e_cpu": "cpu", "loop_wall": "loop_wall",
-            "loop_cpu": "loop_cpu"}  # fmt: skip
+B32_KEYS = {"e2e_wall": "wall", "e2e_cpu": "cpu", "loop_wall": "loop_wall", "loop_cpu": "loop_cpu"}
 
 
 def b32_repeats(e: dict, clock: str) -> list[float]:
@@ -93,8 +92,11 @@ def _b32(rec: dict, e: dict, ref_e: dict | None, clock: str) -> None:
     rec["b32_sample"] = e.get("sample", "first")  # old records: the first engine_n requests
     rec["b32_repeats"] = e.get("repeats", len(e.get("cpu_repeats", [])) or None)
     rec["b32_wall_ms"] = 1000 * e["wall_seconds"] / ne
-    rec["b32"] = {c: 1000 * stats.median(b32_repeats(e, c)) / ne for c in CLOCKS
-                  if f"{B32_KEYS[c]}_seconds" in e}  # fmt: skip
+    rec["b32"] = {
+        c: 1000 * stats.median(b32_repeats(e, c)) / ne
+        for c in CLOCKS
+        if f"{B32_KEYS[c]}_seconds" in e
+    }
     rec["b32_clock"] = clock
     rec["b32_ms"] = 1000 * stats.median(b32_repeats(e, clock)) / ne
     rec["b32_round_ms"] = [1000 * s / ne for s in b32_repeats(e, clock)]
@@ -126,8 +128,9 @@ def score_of(entry: dict, ex) -> float:
     return entry["score"] if "score" in entry else correct(ex, entry["text"])
 
 
-def summarise(rows, eng, configs, g, examples, clock: str = DEFAULT_CLOCK,
-              margin: float = MARGIN) -> dict:  # fmt: skip
+def summarise(
+    rows, eng, configs, g, examples, clock: str = DEFAULT_CLOCK, margin: float = MARGIN
+) -> dict:
     """Per config: accuracy (`seer.data.score` of each row's example, or the score a raw file
     without text recorded), intervals, tests, the non-inferiority verdict at `margin` points
     against the first baseline and against its own reference, costs, times on every clock and
@@ -139,16 +142,20 @@ def summarise(rows, eng, configs, g, examples, clock: str = DEFAULT_CLOCK,
     n = len(rows)
     m = margin / 100
     first = f"baseline@k={configs[0].budget.split('=')[1]}" if configs else ""
-    scores = {c.name: [score_of(r["results"][c.name], ex) for r, ex in
-                       zip(rows, examples, strict=True)] for c in configs}  # fmt: skip
+    scores = {
+        c.name: [score_of(r["results"][c.name], ex) for r, ex in zip(rows, examples, strict=True)]
+        for c in configs
+    }
     for cfg in configs:
         res = [r["results"][cfg.name] for r in rows]
         ref = [r["results"][cfg.ref] for r in rows]
         base = [r["results"][first] for r in rows] if first in scores else ref
         ok, ref_ok = scores[cfg.name], scores[cfg.ref]
         base_ok = scores.get(first, ref_ok)
-        per = {c: [stats.median(b1_repeats(x, r, c)) for x, r in zip(res, rows, strict=True)]
-               for c in CLOCKS}  # fmt: skip
+        per = {
+            c: [stats.median(b1_repeats(x, r, c)) for x, r in zip(res, rows, strict=True)]
+            for c in CLOCKS
+        }
         loop_s = sum(x["seconds"] for x in res) / n
         pairs = list(zip(res, ref, strict=True))
         ni, lo = stats.noninferior(ok, base_ok, m)
@@ -164,8 +171,9 @@ def summarise(rows, eng, configs, g, examples, clock: str = DEFAULT_CLOCK,
             "accuracy": sum(ok) / n,
             "ci95": list(stats.bootstrap(ok)),
             "changed": sum(x["ids_hash"] != y["ids_hash"] for x, y in pairs),
-            "changed_vs_baseline": sum(x["ids_hash"] != y["ids_hash"]
-                                       for x, y in zip(res, base, strict=True)),  # fmt: skip
+            "changed_vs_baseline": sum(
+                x["ids_hash"] != y["ids_hash"] for x, y in zip(res, base, strict=True)
+            ),
             "shorter_than_ref": sum(x["tokens"] < y["tokens"] for x, y in pairs),
             "window_cuts": sum(x["window"] < g and x["tokens"] >= x["window"] for x in res),
             "mean_window": sum(x["window"] for x in res) / n,
@@ -190,10 +198,13 @@ def summarise(rows, eng, configs, g, examples, clock: str = DEFAULT_CLOCK,
             "ni_lower_vs_ref": lo_ref,
             "later_pass": sum("scale" in x for x in res),
             "correct": ok,
-        }  # fmt: skip
-        rec["b1_speedup_vs_ref_ci95"] = list(_speedup_ci(
-            [b1_repeats(y, r, clock) for y, r in zip(ref, rows, strict=True)],
-            [b1_repeats(x, r, clock) for x, r in zip(res, rows, strict=True)]))  # fmt: skip
+        }
+        rec["b1_speedup_vs_ref_ci95"] = list(
+            _speedup_ci(
+                [b1_repeats(y, r, clock) for y, r in zip(ref, rows, strict=True)],
+                [b1_repeats(x, r, clock) for x, r in zip(res, rows, strict=True)],
+            )
+        )
         if cfg.seer:  # detection (and the cut) as a share of this config's loop time
             det = [x.get("detect", 0.0) for x in res]
             rec["detect_ms"] = 1000 * sum(det) / n
@@ -258,16 +269,23 @@ def _seer_adds(out: dict, rows, scores: dict, clock: str) -> None:
             "p": stats.paired_test(scores[name], scores[other]),
             "changed": sum(
                 r["results"][name]["ids_hash"] != r["results"][other]["ids_hash"] for r in rows
-            ),  # fmt: skip
+            ),
         }
         if "b32_ms" in rec and "b32_ms" in out[other]:
             adds["b32_speedup"] = out[other]["b32_ms"] / rec["b32_ms"]
         rec["seer_adds"] = adds
 
 
-def select_fastest(scores: dict, times: dict, reference: str, margin: float,
-                   reps: int = SELECT_REPS, seed: int = 0,
-                   per_request: bool = True, rule: str = "holm") -> dict:  # fmt: skip
+def select_fastest(
+    scores: dict,
+    times: dict,
+    reference: str,
+    margin: float,
+    reps: int = SELECT_REPS,
+    seed: int = 0,
+    per_request: bool = True,
+    rule: str = "holm",
+) -> dict:
     """How often each config is the fastest that passes the margin when the requests are
     redrawn (with replacement) and the selection is done again in each redraw (`rule`
     "holm": Holm's step-down over the candidates in each redraw, as `verdicts`; "unadjusted":
@@ -326,8 +344,9 @@ def _holm_redraws(mean: np.ndarray, se: np.ndarray, margin: float, ref: int) -> 
     return ok
 
 
-def verdicts(scores: dict, reference: str, margin: float, seeds: int = SEEDS,
-             alpha: float = ALPHA) -> dict:  # fmt: skip
+def verdicts(
+    scores: dict, reference: str, margin: float, seeds: int = SEEDS, alpha: float = ALPHA
+) -> dict:
     """The selection's verdict per candidate (every name of `scores` but `reference`; scores
     per request, the same requests for all): `p` (one-sided non-inferiority p-value at
     `margin` points, seed 0: `stats.noninferior_p`), `unadjusted` (p <= alpha at seed 0: the
@@ -351,8 +370,13 @@ def verdicts(scores: dict, reference: str, margin: float, seeds: int = SEEDS,
     for i, k in enumerate(names):
         a, h = alone[i] / seeds, adjusted[i] / seeds
         verdict = "pass" if h == 1 else ("borderline" if 0 < a < 1 or 0 < h < 1 else "fail")
-        out[k] = {"p": p0[i], "unadjusted": p0[i] <= alpha, "seed_share": a, "holm_share": h,
-                  "verdict": verdict}  # fmt: skip
+        out[k] = {
+            "p": p0[i],
+            "unadjusted": p0[i] <= alpha,
+            "seed_share": a,
+            "holm_share": h,
+            "verdict": verdict,
+        }
     return out
 
 
@@ -368,8 +392,9 @@ def _clock_mark(r: dict) -> str:
     return "" if one_clock_b32(r) else "‡"
 
 
-def headline(results: dict, reference: str, margin: float | None = None,
-             reps: int = SELECT_REPS) -> dict:  # fmt: skip
+def headline(
+    results: dict, reference: str, margin: float | None = None, reps: int = SELECT_REPS
+) -> dict:
     """The user's question: among the configs not worse than the `reference` (the first
     baseline, one token per step by default) by more than the margin (`noninferior`), which is
     fastest at batch 1 and at batch 32 on the run's clock, how often it is the fastest when the
@@ -381,38 +406,57 @@ def headline(results: dict, reference: str, margin: float | None = None,
     margin = ref.get("margin", MARGIN) if margin is None else margin
     runnable = {k: r for k, r in results.items() if not r["method"].startswith("oracle")}
     ok = {k: r for k, r in runnable.items() if r.get("noninferior")}
-    out: dict = {"reference": reference, "margin": margin, "equal_accuracy": sorted(ok),
-                 "clock": ref.get("b1_clock", DEFAULT_CLOCK)}  # fmt: skip
+    out: dict = {
+        "reference": reference,
+        "margin": margin,
+        "equal_accuracy": sorted(ok),
+        "clock": ref.get("b1_clock", DEFAULT_CLOCK),
+    }
     out["selection"] = SELECTION
     for key in ("b1", "b32"):
         clock, flag = f"{key}_ms", ("noninferior" if key == "b1" else "b32_noninferior")
         correct = "correct" if key == "b1" else "b32_correct"
-        have = {k: r for k, r in runnable.items()
-                if clock in r and (key == "b1" or one_clock_b32(r))}  # fmt: skip
+        have = {
+            k: r for k, r in runnable.items() if clock in r and (key == "b1" or one_clock_b32(r))
+        }
         if clock not in ref or not all(correct in r for r in have.values()):
             continue
         v = verdicts({k: r[correct] for k, r in have.items()}, reference, margin)
         unadjusted = [k for k, r in have.items() if r.get(flag) or k == reference]
         passed = [k for k in have if k == reference or v[k]["verdict"] == "pass"]
         best = min(passed, key=lambda k: have[k][clock])
-        x = {"fastest": best, "ms": have[best][clock],
-             "speedup_vs_reference": ref[clock] / have[best][clock],
-             "rule": "holm", "passed": sorted(passed),
-             "borderline": {k: {f: v[k][f] for f in ("seed_share", "holm_share")}
-                            for k in sorted(have, key=lambda k: have[k][clock])
-                            if k in v and v[k]["verdict"] == "borderline"
-                            and have[k][clock] < have[best][clock]},
-             "fastest_unadjusted": min(unadjusted, key=lambda k: have[k][clock])}  # fmt: skip
+        x = {
+            "fastest": best,
+            "ms": have[best][clock],
+            "speedup_vs_reference": ref[clock] / have[best][clock],
+            "rule": "holm",
+            "passed": sorted(passed),
+            "borderline": {
+                k: {f: v[k][f] for f in ("seed_share", "holm_share")}
+                for k in sorted(have, key=lambda k: have[k][clock])
+                if k in v and v[k]["verdict"] == "borderline" and have[k][clock] < have[best][clock]
+            },
+            "fastest_unadjusted": min(unadjusted, key=lambda k: have[k][clock]),
+        }
         timed = {k: have[k] for k in passed}
         if key == "b1" and all("b1_request_ms" in r for r in have.values()):
-            x["shares"] = select_fastest({k: r["correct"] for k, r in have.items()},
-                                         {k: r["b1_request_ms"] for k, r in have.items()},
-                                         reference, margin, reps)  # fmt: skip
+            x["shares"] = select_fastest(
+                {k: r["correct"] for k, r in have.items()},
+                {k: r["b1_request_ms"] for k, r in have.items()},
+                reference,
+                margin,
+                reps,
+            )
         elif key == "b32" and all("b32_round_ms" in r for r in have.values()):
             rounds = min(len(r["b32_round_ms"]) for r in have.values())
-            x["shares"] = select_fastest({k: r["b32_correct"] for k, r in have.items()},
-                                         {k: r["b32_round_ms"][:rounds] for k, r in have.items()},
-                                         reference, margin, reps, per_request=False)  # fmt: skip
+            x["shares"] = select_fastest(
+                {k: r["b32_correct"] for k, r in have.items()},
+                {k: r["b32_round_ms"][:rounds] for k, r in have.items()},
+                reference,
+                margin,
+                reps,
+                per_request=False,
+            )
         if "shares" in x:
             x["share"] = x["shares"].get(best, 0.0)
             x["clear"] = x["share"] >= CLEAR
@@ -437,8 +481,11 @@ def _speedup_ci(ref: list[list[float]], res: list[list[float]]) -> tuple[float, 
 
 def detection(results: dict) -> dict:
     """Seer's detection overhead per Seer config: its share of the loop's time, and ms."""
-    return {k: {"share": r["detect_share"], "detect_ms": r["detect_ms"], "loop_ms": r["loop_ms"]}
-            for k, r in results.items() if "detect_share" in r}  # fmt: skip
+    return {
+        k: {"share": r["detect_share"], "detect_ms": r["detect_ms"], "loop_ms": r["loop_ms"]}
+        for k, r in results.items()
+        if "detect_share" in r
+    }
 
 
 def mark_frontier(out: dict) -> None:
@@ -464,8 +511,10 @@ def normalise(record: dict) -> dict:
         r.setdefault("family", r["method"])
         r.setdefault("cache", (r.get("params") or {}).get("cache", "none"))
         r.setdefault("block", (r.get("params") or {}).get("block_length"))
-        for old, new in (("loop_speedup_vs_ref", "b1_speedup_vs_ref"),
-                         ("loop_speedup_vs_ref_ci95", "b1_speedup_vs_ref_ci95")):  # fmt: skip
+        for old, new in (
+            ("loop_speedup_vs_ref", "b1_speedup_vs_ref"),
+            ("loop_speedup_vs_ref_ci95", "b1_speedup_vs_ref_ci95"),
+        ):
             if old in r:
                 r.setdefault(new, r[old])
         r["seer_adds"] = _old_adds(r.get("seer_adds"))
@@ -507,9 +556,25 @@ def show(record: dict) -> None:
         f"{clock_label(record, 'b32')} at batch 32), median of {record['repeats']} "
         "(shared CPU: noisy, compare ratios)"
     )
-    cols = ("config", "acc", "95% CI", "NI", "changed", "shorter", "cuts", "window", "NFE",
-            "b1 ms", "x ref", "model x", "b32 ms", "b32 x ref", "eq-NFE base", "d acc",
-            "front")  # fmt: skip
+    cols = (
+        "config",
+        "acc",
+        "95% CI",
+        "NI",
+        "changed",
+        "shorter",
+        "cuts",
+        "window",
+        "NFE",
+        "b1 ms",
+        "x ref",
+        "model x",
+        "b32 ms",
+        "b32 x ref",
+        "eq-NFE base",
+        "d acc",
+        "front",
+    )
     for col in cols:
         t.add_column(col, justify="right")
     for name, r in record["results"].items():
@@ -517,15 +582,24 @@ def show(record: dict) -> None:
         front = ("1" if r["pareto_b1"] else "") + ("/32" if r.get("pareto_b32") else "")
         ni = "-" if "noninferior" not in r else ("yes" if r["noninferior"] else "no")
         t.add_row(
-            name, f"{r['accuracy']:.1%}", f"{lo:.0%}-{hi:.0%}", ni,
-            str(r["changed"]), str(r["shorter_than_ref"]), str(r["window_cuts"]),
-            f"{r['mean_window']:.1f}", f"{r['nfe']:.1f}", f"{r['b1_ms']:.0f}",
-            f"{r['b1_speedup_vs_ref']:.2f}x", _model(r, "b1"),
+            name,
+            f"{r['accuracy']:.1%}",
+            f"{lo:.0%}-{hi:.0%}",
+            ni,
+            str(r["changed"]),
+            str(r["shorter_than_ref"]),
+            str(r["window_cuts"]),
+            f"{r['mean_window']:.1f}",
+            f"{r['nfe']:.1f}",
+            f"{r['b1_ms']:.0f}",
+            f"{r['b1_speedup_vs_ref']:.2f}x",
+            _model(r, "b1"),
             f"{r['b32_ms']:.1f}" if "b32_ms" in r else "-",
             f"{r['b32_speedup_vs_ref']:.2f}x" if "b32_speedup_vs_ref" in r else "-",
             r["equal_nfe_baseline"].split("@")[1],
-            f"{100 * r['accuracy_minus_equal_nfe_baseline']:+.1f}", front,
-        )  # fmt: skip
+            f"{100 * r['accuracy_minus_equal_nfe_baseline']:+.1f}",
+            front,
+        )
     c.print(t)
     c.print(
         "NI: not worse than the first baseline by more than the margin (one-sided 95 % lower "
@@ -606,17 +680,26 @@ def preregistration(record: dict) -> tuple[str, bool]:
     plan = record.get("preregistered")
     margin = (record.get("headline") or {}).get("margin", record.get("margin"))
     if not plan:
-        return ("margin not pre-registered in this record (given on the command line; the "
-                "record predates pre-registration)", False)  # fmt: skip
+        return (
+            "margin not pre-registered in this record (given on the command line; the "
+            "record predates pre-registration)",
+            False,
+        )
     if plan.get("requests_done"):
-        return (f"post hoc: the plan was written after {plan['requests_done']} requests had "
-                "run", True)  # fmt: skip
+        return (
+            f"post hoc: the plan was written after {plan['requests_done']} requests had run",
+            True,
+        )
     if margin is not None and abs(float(plan["margin"]) - float(margin)) > 1e-9:
-        return (f"post hoc: margin {margin:g} points, not the pre-registered "
-                f"{plan['margin']:g}", True)  # fmt: skip
-    return ("pre-registered: the margin, the primary comparison and the selection rule were "
-            f"written into the raw file before the first request ({plan.get('written', '?')})",
-            False)  # fmt: skip
+        return (
+            f"post hoc: margin {margin:g} points, not the pre-registered {plan['margin']:g}",
+            True,
+        )
+    return (
+        "pre-registered: the margin, the primary comparison and the selection rule were "
+        f"written into the raw file before the first request ({plan.get('written', '?')})",
+        False,
+    )
 
 
 def primary_result(results: dict, pair: tuple[str, str] | None, reference: str) -> dict | None:
@@ -626,11 +709,15 @@ def primary_result(results: dict, pair: tuple[str, str] | None, reference: str) 
         return None
     t, c = results[pair[0]], results[pair[1]]
     a = t.get("seer_adds") if (t.get("seer_adds") or {}).get("config") == pair[1] else None
-    out = {"treatment": pair[0], "control": pair[1],
-           "b1_speedup": c["b1_ms"] / t["b1_ms"],
-           "accuracy_difference": t["accuracy"] - c["accuracy"],
-           "noninferior_vs_reference": t.get("noninferior"), "ni_lower": t.get("ni_lower"),
-           "reference": reference}  # fmt: skip
+    out = {
+        "treatment": pair[0],
+        "control": pair[1],
+        "b1_speedup": c["b1_ms"] / t["b1_ms"],
+        "accuracy_difference": t["accuracy"] - c["accuracy"],
+        "noninferior_vs_reference": t.get("noninferior"),
+        "ni_lower": t.get("ni_lower"),
+        "reference": reference,
+    }
     if a:
         out.update(b1_speedup_ci95=a["b1_speedup_ci95"], ci95=a["ci95"])
     if "b32_ms" in t and "b32_ms" in c:
@@ -647,8 +734,10 @@ def _primary_lines(record: dict) -> list[str]:
     if not p:
         return []
     how = "pre-registered" if plan else "named after the run: not pre-registered in this record"
-    line = (f"Primary comparison ({how}): {p['treatment']} against {p['control']}, "
-            f"{p['b1_speedup']:.2f}×")  # fmt: skip
+    line = (
+        f"Primary comparison ({how}): {p['treatment']} against {p['control']}, "
+        f"{p['b1_speedup']:.2f}×"
+    )
     if p.get("b1_speedup_ci95"):
         line += " [{:.2f}, {:.2f}]".format(*p["b1_speedup_ci95"])
     line += f" at batch 1, accuracy {100 * p['accuracy_difference']:+.1f} points"
@@ -658,8 +747,10 @@ def _primary_lines(record: dict) -> list[str]:
         line += f"; {p['b32_speedup']:.2f}× at batch 32"
     if p.get("ni_lower") is not None:
         ok = "within" if p["noninferior_vs_reference"] else "not within"
-        line += (f"; {p['treatment']} is {ok} the margin of {p['reference']} (lower bound "
-                 f"{100 * p['ni_lower']:+.1f})")  # fmt: skip
+        line += (
+            f"; {p['treatment']} is {ok} the margin of {p['reference']} (lower bound "
+            f"{100 * p['ni_lower']:+.1f})"
+        )
     return ["", line + "."]
 
 
@@ -672,19 +763,36 @@ def markdown(record: dict) -> str:
     old = record["clock"] == "old"
     margin = (record.get("headline") or {}).get("margin")
     ks = sorted({int(r["budget"][2:]) for r in res.values() if r["budget"].startswith("k=")})
-    grid = [k for k in ks if any(r["method"] != "baseline" and r["budget"] == f"k={k}"
-                                 for r in res.values())]  # fmt: skip
-    fams = list(dict.fromkeys(r.get("family", r["method"]) for r in res.values()
-                              if r["budget"] in {f"k={k}" for k in grid}))  # fmt: skip
+    grid = [
+        k
+        for k in ks
+        if any(r["method"] != "baseline" and r["budget"] == f"k={k}" for r in res.values())
+    ]
+    fams = list(
+        dict.fromkeys(
+            r.get("family", r["method"])
+            for r in res.values()
+            if r["budget"] in {f"k={k}" for k in grid}
+        )
+    )
     pct = lambda x: f"{100 * x:.1f}"  # noqa: E731
     clock = f"{clock_label(record)} at batch 1, {clock_label(record, 'b32')} at batch 32"
     rule = "none (old format: the paired interval reaching 0)"
     how, post_hoc = preregistration(record)
     if not old:
-        rule = (f"margin {margin:g} points (one-sided 95 % lower bound of the paired "
-                f"difference, bootstrap over requests); {how}")  # fmt: skip
-    out = ["**Post hoc** (" + how + "): every verdict below uses a margin not fixed before "
-           "the run.", ""] if post_hoc else []  # fmt: skip
+        rule = (
+            f"margin {margin:g} points (one-sided 95 % lower bound of the paired "
+            f"difference, bootstrap over requests); {how}"
+        )
+    out = (
+        [
+            "**Post hoc** (" + how + "): every verdict below uses a margin not fixed before "
+            "the run.",
+            "",
+        ]
+        if post_hoc
+        else []
+    )
     out += [
         f"{record['model']}, n = {record['n']} (batch 32: {_b32n(res)} requests, "
         f"{_b32sample(res)}); clock: {clock}; non-inferiority: {rule}.",
@@ -714,12 +822,17 @@ def markdown(record: dict) -> str:
                 else "—"
             )
             tag = (f" /b{r['block']}" if r.get("block") else "") + ("" if pick[1] or old else " †")
-            cells.append(f"{pct(r['accuracy'])} · {r['nfe']:.1f} · "
-                         f"{r['b1_speedup_vs_ref']:.1f}× / {b32}{tag}")  # fmt: skip
+            cells.append(
+                f"{pct(r['accuracy'])} · {r['nfe']:.1f} · "
+                f"{r['b1_speedup_vs_ref']:.1f}× / {b32}{tag}"
+            )
         out.append(f"| {fam} | " + " | ".join(cells) + " |")
     if any("b32_ms" in r and not one_clock_b32(r) for r in res.values()):
-        out += ["", "‡ a batch-32 figure not on one clock: timed by a second process or in a "
-                "later pass (footnotes ¹ and ² below the table of every config)."]  # fmt: skip
+        out += [
+            "",
+            "‡ a batch-32 figure not on one clock: timed by a second process or in a "
+            "later pass (footnotes ¹ and ² below the table of every config).",
+        ]
     base = res[f"baseline@k={ks[0]}"]
     out += _primary_lines(record) if not old else []
     out += _best_table(record, base) if not old else []
@@ -749,8 +862,11 @@ def markdown(record: dict) -> str:
         slo, shi = r["b1_speedup_vs_ref_ci95"]
         ref = r["ref"].split("@")[1]
         eq = r["equal_nfe_baseline"].split("@")[1]
-        ni = "—" if "noninferior" not in r else (
-            f"{'yes' if r['noninferior'] else 'no'} [{100 * r['ni_lower']:+.1f}]")  # fmt: skip
+        ni = (
+            "—"
+            if "noninferior" not in r
+            else (f"{'yes' if r['noninferior'] else 'no'} [{100 * r['ni_lower']:+.1f}]")
+        )
         b32 = f"{r['b32_ms']:.0f}" if "b32_ms" in r else "—"
         b32a = pct(r["b32_accuracy"]) if "b32_accuracy" in r else "—"
         b32r = f"{r['b32_speedup_vs_ref']:.2f}×" if "b32_speedup_vs_ref" in r else "—"
@@ -776,12 +892,15 @@ def markdown(record: dict) -> str:
             "¹ added after the first pass: run in a later pass beside the anchors (`--anchors`), "
             "its batch-1 times scaled by one ratio per pass and clock: the anchors' first-pass / "
             "later-pass time on that clock, summed over the pass's requests"
-            + (". At batch 32 its CPU time is as measured, not scaled: its batch-32 speed-ups "
-               "over first-pass configs (‡) are not on one clock (the machine's load changes "
-               "CPU time too, by ~10 % between passes), and no headline uses them"
-               if any(r.get("b32_later_pass") for r in res.values()) else "")
+            + (
+                ". At batch 32 its CPU time is as measured, not scaled: its batch-32 speed-ups "
+                "over first-pass configs (‡) are not on one clock (the machine's load changes "
+                "CPU time too, by ~10 % between passes), and no headline uses them"
+                if any(r.get("b32_later_pass") for r in res.values())
+                else ""
+            )
             + ".",
-        ]  # fmt: skip
+        ]
     side = {n: r["b32_part_scale"]["cpu"] for n, r in res.items() if "b32_part_scale" in r}
     if side:
         lo, hi = min(side.values()), max(side.values())
@@ -805,7 +924,7 @@ def markdown(record: dict) -> str:
             "each Seer config's denoising loop (wall time): "
             + "; ".join(
                 f"{k} {100 * d['share']:.1f} % ({d['detect_ms']:.1f} ms)" for k, d in det.items()
-            )  # fmt: skip
+            )
             + ".",
         ]
     return "\n".join(out) + "\n"
@@ -853,18 +972,27 @@ def _sweep_table(res: dict, margin: float | None) -> list[str]:
 def _best_table(record: dict, base: dict) -> list[str]:
     """Every method family at its fastest setting within the margin of the first baseline."""
     res = record["results"]
-    out = ["", "Each method at its fastest setting (budget, block size) within the margin of "
-           f"{(record.get('headline') or {}).get('reference', 'the first baseline')}; † none "
-           "is within it (its most accurate setting shown):", "",
-           "| method | setting | accuracy % | NI lower | b1 × | b32 × |",
-           "|---" * 6 + "|"]  # fmt: skip
+    out = [
+        "",
+        "Each method at its fastest setting (budget, block size) within the margin of "
+        f"{(record.get('headline') or {}).get('reference', 'the first baseline')}; † none "
+        "is within it (its most accurate setting shown):",
+        "",
+        "| method | setting | accuracy % | NI lower | b1 × | b32 × |",
+        "|---" * 6 + "|",
+    ]
     for fam, (name, ok) in best_settings(res).items():
         r = res[name]
-        b32 = (f"{base['b32_ms'] / r['b32_ms']:.2f}×{_clock_mark(r)}"
-               if "b32_ms" in r and "b32_ms" in base else "—")  # fmt: skip
+        b32 = (
+            f"{base['b32_ms'] / r['b32_ms']:.2f}×{_clock_mark(r)}"
+            if "b32_ms" in r and "b32_ms" in base
+            else "—"
+        )
         b1 = base["b1_ms"] / r["b1_ms"]
-        out.append(f"| {fam} | {name}{'' if ok else ' †'} | {100 * r['accuracy']:.1f} | "
-                   f"{100 * r['ni_lower']:+.1f} | {b1:.2f}× | {b32} |")  # fmt: skip
+        out.append(
+            f"| {fam} | {name}{'' if ok else ' †'} | {100 * r['accuracy']:.1f} | "
+            f"{100 * r['ni_lower']:+.1f} | {b1:.2f}× | {b32} |"
+        )
     return out
 
 
@@ -872,24 +1000,31 @@ def _cost_lines(record: dict) -> list[str]:
     cm = record.get("cost_model")
     if not cm:
         return []
-    out = ["", "Cost model (time = r + Σ over forwards (a + b·q + c·q·kv), least squares on this "
-           "run's own times; `seerbench.costmodel`): "]  # fmt: skip
+    out = [
+        "",
+        "Cost model (time = r + Σ over forwards (a + b·q + c·q·kv), least squares on this "
+        "run's own times; `seerbench.costmodel`): ",
+    ]
     res = record.get("results", {})
     for key, label in (("b1", "batch 1"), ("b32", "batch 32")):
         f = cm.get(key)
         if not f:
             continue
-        out[-1] += (f"{label}: {f['n']} observations, relative RMS error "
-                    f"{100 * f['rel_rmse']:.0f} %")  # fmt: skip
+        out[-1] += f"{label}: {f['n']} observations, relative RMS error {100 * f['rel_rmse']:.0f} %"
         # what the tables use: each config's fitted (in-sample) speed-up over its reference
-        errs = {n: r[f"model_{key}_error"] for n, r in res.items()
-                if f"model_{key}_error" in r and r.get("ref", n) != n}  # fmt: skip
+        errs = {
+            n: r[f"model_{key}_error"]
+            for n, r in res.items()
+            if f"model_{key}_error" in r and r.get("ref", n) != n
+        }
         if errs:
             worst = max(errs, key=lambda n: abs(errs[n]))
             rms = math.sqrt(sum(e * e for e in errs.values()) / len(errs))
-            out[-1] += (f", its speed-ups over the reference {100 * rms:.0f} % RMS from the "
-                        f"measured over {len(errs)} configs (largest {worst} "
-                        f"{100 * errs[worst]:+.0f} %)")  # fmt: skip
+            out[-1] += (
+                f", its speed-ups over the reference {100 * rms:.0f} % RMS from the "
+                f"measured over {len(errs)} configs (largest {worst} "
+                f"{100 * errs[worst]:+.0f} %)"
+            )
         out[-1] += "; "
     out[-1] = out[-1].rstrip("; ") + "."
     return out
@@ -905,8 +1040,10 @@ def headline_lines(record: dict) -> list[str]:
             continue
         x = h[key]
         if "margin" in h and x.get("rule") == "holm":
-            rule = (f"within {h['margin']:g} points of {h['reference']} (one-sided 95 % bound, "
-                    "Holm-corrected over the candidates)")  # fmt: skip
+            rule = (
+                f"within {h['margin']:g} points of {h['reference']} (one-sided 95 % bound, "
+                "Holm-corrected over the candidates)"
+            )
         elif "margin" in h:
             rule = f"within {h['margin']:g} points of {h['reference']} (one-sided 95 % bound)"
         else:
@@ -923,8 +1060,10 @@ def headline_lines(record: dict) -> list[str]:
                     line += f" ({_shares(others)}{', …' if more else ''})"
             out.append(line[0].upper() + line[1:] + _unselected(x) + ".")
             continue
-        line = (f"{rule}, the fastest config at {label} ({clock}) is {x['fastest']} "
-                f"({x['speedup_vs_reference']:.1f}× faster than {h['reference']})")  # fmt: skip
+        line = (
+            f"{rule}, the fastest config at {label} ({clock}) is {x['fastest']} "
+            f"({x['speedup_vs_reference']:.1f}× faster than {h['reference']})"
+        )
         line = line[0].upper() + line[1:]
         if "share" in x:
             line += f"; it is the fastest in {100 * x['share']:.0f} % of request redraws"
@@ -971,10 +1110,14 @@ def _adds_table(record: dict) -> list[str]:
     rows = [(k, r["seer_adds"]) for k, r in res.items() if r.get("seer_adds")]
     if not rows:
         return []
-    out = ["", "What Seer adds to each method (Seer + X against X on the same requests; speed-up "
-           "interval over requests and repeats, accuracy difference paired, points):", "",
-           "| Seer + X | X | b1 speed-up [CI] | Δ acc [CI] | p | changed | b32 speed-up |",
-           "|---" * 7 + "|"]  # fmt: skip
+    out = [
+        "",
+        "What Seer adds to each method (Seer + X against X on the same requests; speed-up "
+        "interval over requests and repeats, accuracy difference paired, points):",
+        "",
+        "| Seer + X | X | b1 speed-up [CI] | Δ acc [CI] | p | changed | b32 speed-up |",
+        "|---" * 7 + "|",
+    ]
     for k, a in rows:
         lo, hi = a["b1_speedup_ci95"]
         dlo, dhi = a["ci95"]
@@ -1030,12 +1173,16 @@ def plot(record: dict, path: Path) -> None:
     ncol = 9 if len(clocks) == 2 else 6  # legend columns: one panel is 11 inches wide, not 7
     legend_in = 0.25 + 0.17 * -(-(len(methods) + 1) // ncol)  # inches: its rows, below the axes
     height = 5.5 + legend_in
-    fig, axes = plt.subplots(1, len(clocks), figsize=(max(7 * len(clocks), 11), height),
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        1, len(clocks), figsize=(max(7 * len(clocks), 11), height), squeeze=False
+    )
     for ax, clock in zip(axes[0], clocks, strict=True):
         for i, m in enumerate(methods):
-            pts = sorted((r for r in res.values() if r["method"] == m and clock in r),
-                         key=lambda r, c=clock: r[c], reverse=True)  # fmt: skip
+            pts = sorted(
+                (r for r in res.values() if r["method"] == m and clock in r),
+                key=lambda r, c=clock: r[c],
+                reverse=True,
+            )
             if not pts:
                 continue
             x, y = zip(*(_relative(r, ref, clock) for r in pts), strict=True)
@@ -1048,13 +1195,20 @@ def plot(record: dict, path: Path) -> None:
             else:
                 ax.errorbar(x, y, **style)
             for r, x0, y0 in zip(pts, x, y, strict=True):
-                ax.annotate(r["budget"], (x0, y0), fontsize=6, xytext=(3, 3),
-                            textcoords="offset points")  # fmt: skip
+                ax.annotate(
+                    r["budget"], (x0, y0), fontsize=6, xytext=(3, 3), textcoords="offset points"
+                )
         flag = "pareto_b1" if clock == "b1_ms" else "pareto_b32"
         front = sorted(_relative(r, ref, clock) for r in res.values() if clock in r and r[flag])
         if front:
-            ax.step(*zip(*front, strict=True), where="pre", color="k", lw=0.8, ls=":",
-                    label="Pareto front")  # fmt: skip
+            ax.step(
+                *zip(*front, strict=True),
+                where="pre",
+                color="k",
+                lw=0.8,
+                ls=":",
+                label="Pareto front",
+            )
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_xscale("log")
         if clock == "b1_ms":
@@ -1105,16 +1259,21 @@ def readme_table(record: dict) -> str:
     b1 = h.get("b1") or {}
     num = lambda x, f=".1f": format(x, f).replace("-", "−")  # noqa: E731
     sign = lambda x: num(x, "+.1f")  # noqa: E731
-    out = [f"| config | accuracy % [95 % CI] | Δ vs {steps} steps [95 % CI] | within "
-           f"{h['margin']:g} points? (Holm) [lower bound] | window | × {steps} steps, batch 1 "
-           "[95 % CI] | × batch 32 |", "|---" * 7 + "|"]  # fmt: skip
+    out = [
+        f"| config | accuracy % [95 % CI] | Δ vs {steps} steps [95 % CI] | within "
+        f"{h['margin']:g} points? (Holm) [lower bound] | window | × {steps} steps, batch 1 "
+        "[95 % CI] | × batch 32 |",
+        "|---" * 7 + "|",
+    ]
     for name, label in README_ROWS:
         r = res.get(name)
         if r is None:
             continue
         lo, hi = r["ci95"]
-        row = [label.format(steps=steps), f"{num(100 * r['accuracy'])} [{num(100 * lo)}, "
-               f"{num(100 * hi)}]"]  # fmt: skip
+        row = [
+            label.format(steps=steps),
+            f"{num(100 * r['accuracy'])} [{num(100 * lo)}, {num(100 * hi)}]",
+        ]
         if r is ref:
             row += ["—", "—"]
         else:
@@ -1128,8 +1287,10 @@ def readme_table(record: dict) -> str:
                 verdict = "borderline"
             else:
                 verdict = "no"
-            row += [f"{sign(d)} [{sign(100 * dlo)}, {sign(100 * dhi)}]",
-                    f"{verdict} [{sign(100 * r['ni_lower'])}]"]  # fmt: skip
+            row += [
+                f"{sign(d)} [{sign(100 * dlo)}, {sign(100 * dhi)}]",
+                f"{verdict} [{sign(100 * r['ni_lower'])}]",
+            ]
         g = record["gen_length"]
         window = str(g) if r["mean_window"] == g else num(r["mean_window"])
         x1 = ref["b1_ms"] / r["b1_ms"]
@@ -1168,8 +1329,11 @@ def main(argv: list[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser(description="re-apply the selection rule to written records")
     ap.add_argument("records", nargs="+", type=Path)
-    ap.add_argument("--readme", action="store_true",
-                    help="print the README's first table of the (one) record instead")  # fmt: skip
+    ap.add_argument(
+        "--readme",
+        action="store_true",
+        help="print the README's first table of the (one) record instead",
+    )
     args = ap.parse_args(argv)
     if args.readme:
         import json

@@ -70,9 +70,15 @@ class Shape:
 def shape_of(raw: dict, name: str, image_tokens: int = 0, vision_flops: float = 0.0) -> Shape:
     """A `Shape` from a config.json dict (LLaDA's OLMo names or Llama's)."""
     pick = lambda *keys: next(int(raw[k]) for k in keys if raw.get(k))  # noqa: E731
-    return Shape(name, pick("d_model", "hidden_size"), pick("n_layers", "num_hidden_layers"),
-                 pick("mlp_hidden_size", "intermediate_size"), pick("vocab_size", "embedding_size"),
-                 image_tokens, vision_flops)  # fmt: skip
+    return Shape(
+        name,
+        pick("d_model", "hidden_size"),
+        pick("n_layers", "num_hidden_layers"),
+        pick("mlp_hidden_size", "intermediate_size"),
+        pick("vocab_size", "embedding_size"),
+        image_tokens,
+        vision_flops,
+    )
 
 
 def llada_8b() -> Shape:
@@ -92,8 +98,15 @@ def lavida() -> Shape:
 # -- the work of one request ----------------------------------------------------------------------
 
 
-def forwards(prompt: float, window: float, nfe: float, g: int, cache: str = "none",
-             block: int | None = None, cut: bool = False) -> Iterator[tuple]:  # fmt: skip
+def forwards(
+    prompt: float,
+    window: float,
+    nfe: float,
+    g: int,
+    cache: str = "none",
+    block: int | None = None,
+    cut: bool = False,
+) -> Iterator[tuple]:
     """(count, q, kv) of a request's forwards (see the module docstring); `cut`: step 0 ran at
     the full window `g` before a window policy cut it to `window`."""
     P, W = float(prompt), max(1.0, float(window))
@@ -156,23 +169,44 @@ def fit(x: np.ndarray, y: np.ndarray) -> Fit:
 def forward_seconds(shape: Shape, rows: int, q: float, kv: float, hw: dict = H200) -> float:
     """One forward of `rows` rows on `hw` (roofline: compute or memory bound, whichever is
     slower; bf16)."""
-    flops = rows * (2 * shape.layer_params * q + 4 * shape.layers * shape.hidden * q * kv
-                    + 2 * shape.hidden * shape.vocab * q)  # fmt: skip
+    flops = rows * (
+        2 * shape.layer_params * q
+        + 4 * shape.layers * shape.hidden * q * kv
+        + 2 * shape.hidden * shape.vocab * q
+    )
     nbytes = 2 * shape.params + rows * shape.layers * 2 * kv * shape.hidden * 2
     return max(flops / hw["flops"], nbytes / hw["bytes"])
 
 
-def request_seconds(shape: Shape, batch: int, prompt, window, nfe, g, cache="none", block=None,
-                    cut=False, hw: dict = H200) -> float:  # fmt: skip
+def request_seconds(
+    shape: Shape,
+    batch: int,
+    prompt,
+    window,
+    nfe,
+    g,
+    cache="none",
+    block=None,
+    cut=False,
+    hw: dict = H200,
+) -> float:
     """Projected seconds per request at `batch` rows per forward (every row alike)."""
     p = prompt + shape.image_tokens
-    total = sum(n * forward_seconds(shape, batch, q, kv, hw)
-                for n, q, kv in forwards(p, window, nfe, g, cache, block, cut))  # fmt: skip
+    total = sum(
+        n * forward_seconds(shape, batch, q, kv, hw)
+        for n, q, kv in forwards(p, window, nfe, g, cache, block, cut)
+    )
     return total / batch + shape.vision_flops / hw["flops"]
 
 
-def project(results: dict, g: int, shape: Shape, batches=(1, 64), hw: dict = H200,
-            prompt: float | None = None) -> dict:  # fmt: skip
+def project(
+    results: dict,
+    g: int,
+    shape: Shape,
+    batches=(1, 64),
+    hw: dict = H200,
+    prompt: float | None = None,
+) -> dict:
     """Every config of a compare record's `results` projected on `shape` and `hw`: ms per
     request and the speed-up over its reference at each batch size, from the config's measured
     mean window, NFE, prompt length (or `prompt`), cache and block size."""
@@ -180,8 +214,15 @@ def project(results: dict, g: int, shape: Shape, batches=(1, 64), hw: dict = H20
     for name, r in results.items():
         p = prompt if prompt is not None else r.get("prompt_tokens") or 0.0
         cut = bool(r.get("seer") or r["method"].startswith(("oracle", "static")))
-        shp = dict(prompt=p, window=r["mean_window"], nfe=r["nfe"], g=g,
-                   cache=r.get("cache", "none"), block=r.get("block"), cut=cut)  # fmt: skip
+        shp = dict(
+            prompt=p,
+            window=r["mean_window"],
+            nfe=r["nfe"],
+            g=g,
+            cache=r.get("cache", "none"),
+            block=r.get("block"),
+            cut=cut,
+        )
         out[name] = {f"b{b}_ms": 1000 * request_seconds(shape, b, hw=hw, **shp) for b in batches}
         out[name]["bound"] = _bound(shape, shp, hw)
     for name, r in out.items():
@@ -219,8 +260,17 @@ def annotate(results: dict, rows: list, eng: dict, configs: list, g: int, clock:
         xs = []
         for row in rows:
             x = row["results"][c.name]
-            xs.append(terms(x.get("prompt_tokens", 0), x["window"], x["nfe"], g,
-                            c.params.get("cache", "none"), c.block, _cut(c)))  # fmt: skip
+            xs.append(
+                terms(
+                    x.get("prompt_tokens", 0),
+                    x["window"],
+                    x["nfe"],
+                    g,
+                    c.params.get("cache", "none"),
+                    c.block,
+                    _cut(c),
+                )
+            )
             ys.append(median(b1_repeats(x, row, clock)))
         feats[c.name] = np.asarray(xs)
     if not feats:
@@ -258,8 +308,9 @@ def _speedups(results: dict, pred: dict, key: str, ms: str) -> None:
         r[f"model_{key}_error"] = x / measured - 1
 
 
-def projection_lines(record: dict, shapes=None, batches=(1, 64), hw: dict = H200,
-                     prompt: float | None = None) -> list[str]:  # fmt: skip
+def projection_lines(
+    record: dict, shapes=None, batches=(1, 64), hw: dict = H200, prompt: float | None = None
+) -> list[str]:
     """A compare record's table projected to `shapes` (LLaDA-8B and LaViDa) on `hw`, as
     Markdown lines, labelled as a projection."""
     from seerbench.compare_report import normalise
@@ -289,8 +340,11 @@ def projection_lines(record: dict, shapes=None, batches=(1, 64), hw: dict = H200
         ]
         for name, r in sorted(proj.items(), key=lambda kv: -kv[1][f"b{batches[0]}_ms"]):
             m = res[name]
-            cells = " | ".join(f"{r[f'b{b}_ms']:.1f} | {r[f'b{b}_speedup_vs_ref']:.2f}×"
-                               for b in batches)  # fmt: skip
-            out.append(f"| {name} | {m['mean_window']:.1f} | {m['nfe']:.1f} | {cells} | "
-                       f"{m['b1_speedup_vs_ref']:.2f}× | {r['bound']} |")  # fmt: skip
+            cells = " | ".join(
+                f"{r[f'b{b}_ms']:.1f} | {r[f'b{b}_speedup_vs_ref']:.2f}×" for b in batches
+            )
+            out.append(
+                f"| {name} | {m['mean_window']:.1f} | {m['nfe']:.1f} | {cells} | "
+                f"{m['b1_speedup_vs_ref']:.2f}× | {r['bound']} |"
+            )
     return out

@@ -229,8 +229,9 @@ class MarginalsModel(nn.Module):
         self.task, self.n, self.tokens, self.vocab = task, n, tokens, vocab
         self.prompt_len = n + (task == "replace_random")
 
-    def forward(self, input_ids, attention_mask=None, position_ids=None, logits_positions=None,
-                **_) -> MarginalsOutput:  # fmt: skip
+    def forward(
+        self, input_ids, attention_mask=None, position_ids=None, logits_positions=None, **_
+    ) -> MarginalsOutput:
         x = input_ids  # (B, S)
         probs = x.new_zeros((*x.shape, self.vocab), dtype=torch.float32)
         probs[:, : self.prompt_len] = 1 / self.vocab  # prompt columns: never read
@@ -280,8 +281,9 @@ class Measured:
         return self.correct / self.trials
 
 
-def measure(task: str, n: int, k: int, trials: int, seed: int = 0,
-            remasking: str = "random", pool: int = 32) -> Measured:  # fmt: skip
+def measure(
+    task: str, n: int, k: int, trials: int, seed: int = 0, remasking: str = "random", pool: int = 32
+) -> Measured:
     """`trials` rows of the task (n distinct items each, drawn from `pool` item tokens, and the
     new word for replace_random), decoded in one batch by our loop with `MarginalsModel` at
     temperature 1, k tokens per step; each row scored with the official metric."""
@@ -293,8 +295,13 @@ def measure(task: str, n: int, k: int, trials: int, seed: int = 0,
     draw = torch.rand(trials, pool, generator=g).argsort(dim=1)[:, : n + 1]  # (trials, n + 1)
     prompts = draw[:, : n + (task == "replace_random")].tolist()
     model = MarginalsModel(task, n, tokens, pool + 2)
-    p = SamplingParams(gen_length=n, steps=len(step_counts(n, k)), temperature=1.0,
-                       remasking=remasking, seed=seed + 1)  # fmt: skip
+    p = SamplingParams(
+        gen_length=n,
+        steps=len(step_counts(n, k)),
+        temperature=1.0,
+        remasking=remasking,
+        seed=seed + 1,
+    )
     out = DenoisingLoop(model, tokens).run(make_canvas(prompts, n, tokens, "cpu"), p)
     items, words, got = draw[:, :n].tolist(), draw[:, n].tolist(), out.answer.tolist()
     correct = sum(score(task, i, a, w) for i, a, w in zip(items, got, words, strict=True))

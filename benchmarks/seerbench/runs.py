@@ -41,8 +41,19 @@ import torch
 from seerbench.machine import machine_info
 
 RESULTS = Path("docs") / "results"  # the published records, from the repository root
-SCHEMA = ("bench", "model", "source", "n", "seed", "repeats", "threads", "machine", "settings",
-          "results", "wall_seconds")  # fmt: skip
+SCHEMA = (
+    "bench",
+    "model",
+    "source",
+    "n",
+    "seed",
+    "repeats",
+    "threads",
+    "machine",
+    "settings",
+    "results",
+    "wall_seconds",
+)
 SHARED = ("n", "seed", "data", "repeats", "threads", "out")
 
 
@@ -89,10 +100,10 @@ def add_arguments(
         "data": lambda: ap.add_argument("--data", default=data, help=h["data"]),
         "repeats": lambda: ap.add_argument(
             "--repeats", type=positive, default=repeats, help=h["repeats"]
-        ),  # fmt: skip
+        ),
         "threads": lambda: ap.add_argument(
             "--threads", type=positive, default=threads, help=h["threads"]
-        ),  # fmt: skip
+        ),
         "out": lambda: ap.add_argument("--out", type=Path, default=None, help=h["out"]),
     }
     for name in SHARED:
@@ -180,8 +191,15 @@ class Session:
         seed = getattr(self.args, "seed", None)
         torch.manual_seed(0 if seed is None else seed)
 
-    def record(self, results, *, model: str | None = None, source: str | None = None,
-               n: int | None = None, **extra) -> dict:  # fmt: skip
+    def record(
+        self,
+        results,
+        *,
+        model: str | None = None,
+        source: str | None = None,
+        n: int | None = None,
+        **extra,
+    ) -> dict:
         """The record of `SCHEMA` (missing shared arguments are None), then `extra`."""
         a = self.args
         rec = {

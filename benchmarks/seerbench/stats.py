@@ -116,21 +116,24 @@ def spread(xs: Sequence[float]) -> dict:
     return {"median": median(s), "q1": q(0.25), "q3": q(0.75), "min": s[0], "max": s[-1]}
 
 
-def lower_bound(xs: Sequence[float], ys: Sequence[float], level: float = 0.95, seed: int = 0,
-                reps: int = BOOT) -> float:  # fmt: skip
+def lower_bound(
+    xs: Sequence[float], ys: Sequence[float], level: float = 0.95, seed: int = 0, reps: int = BOOT
+) -> float:
     """One-sided `level` lower bound of the paired difference mean(xs) - mean(ys) (percentile
     bootstrap over requests: the (1 - level) quantile of the resampled differences)."""
     if len(ys) != len(xs):
         raise ValueError(f"paired samples differ in size: {len(xs)} and {len(ys)}")
     g = torch.Generator().manual_seed(seed)
-    d = torch.tensor([float(x) - float(y) for x, y in zip(xs, ys, strict=True)],
-                     dtype=torch.float64)  # fmt: skip
+    d = torch.tensor(
+        [float(x) - float(y) for x, y in zip(xs, ys, strict=True)], dtype=torch.float64
+    )
     means = d[torch.randint(0, len(d), (reps, len(d)), generator=g)].mean(dim=1).sort().values
     return float(means[int((1 - level) * reps)])
 
 
-def noninferior(xs: Sequence[float], ys: Sequence[float], margin: float, level: float = 0.95,
-                seed: int = 0) -> tuple[bool, float]:  # fmt: skip
+def noninferior(
+    xs: Sequence[float], ys: Sequence[float], margin: float, level: float = 0.95, seed: int = 0
+) -> tuple[bool, float]:
     """(passes, lower bound): `xs` is not worse than `ys` by more than `margin` (same units as
     the scores: 0.03 for 3 points of 0/1 scores) when the one-sided `level` lower bound of the
     paired difference is >= -margin."""

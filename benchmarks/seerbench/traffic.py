@@ -56,8 +56,10 @@ def trace(examples, kind: str, model: str, seed: int) -> list[dict]:
     for ex in examples:
         content: object = ex.prompt
         if ex.image is not None:
-            content = [{"type": "image_url", "image_url": {"url": data_uri(ex.image)}},
-                       {"type": "text", "text": ex.prompt}]  # fmt: skip
+            content = [
+                {"type": "image_url", "image_url": {"url": data_uri(ex.image)}},
+                {"type": "text", "text": ex.prompt},
+            ]
         body: dict = {"model": model, "messages": [{"role": "user", "content": content}]}
         if kind == "uniform":
             body.update(temperature=0.0, max_tokens=LENGTHS[1], steps=LENGTHS[1] // 2)
@@ -92,8 +94,15 @@ class Server:
             port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
         app = build_app(lm, **build)
-        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                loop="asyncio", http="h11", ws="none")  # fmt: skip
+        config = uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            loop="asyncio",
+            http="h11",
+            ws="none",
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

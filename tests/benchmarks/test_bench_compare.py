@@ -57,13 +57,35 @@ def _few_calibration_answers(tmp_path, n: int = 4):
 def test_a_quick_run_and_its_resume(bench, tmp_path):
     raw = tmp_path / "raw.jsonl"
     model = _few_calibration_answers(tmp_path)
-    argv = ["--model", str(model), "--data", "builtin-v1", "--n", "3", "--repeats", "2",
-            "--budgets", "8", "--quick", "--no-engine", "--raw", str(raw),
-            "--plot", str(tmp_path / "p.png")]  # fmt: skip
+    argv = [
+        "--model",
+        str(model),
+        "--data",
+        "builtin-v1",
+        "--n",
+        "3",
+        "--repeats",
+        "2",
+        "--budgets",
+        "8",
+        "--quick",
+        "--no-engine",
+        "--raw",
+        str(raw),
+        "--plot",
+        str(tmp_path / "p.png"),
+    ]
     rec = bench.main(argv)
     res = rec["results"]
-    assert set(res) == {"baseline@k=8", "seer@k=8", "stop@k=8", "oracle@k=8", "static+guard@k=8",
-                        "threshold@t=0.9", "seer+threshold@t=0.9"}  # fmt: skip
+    assert set(res) == {
+        "baseline@k=8",
+        "seer@k=8",
+        "stop@k=8",
+        "oracle@k=8",
+        "static+guard@k=8",
+        "threshold@t=0.9",
+        "seer+threshold@t=0.9",
+    }
     for r in res.values():
         lo, hi = r["ci95"]
         assert lo <= r["accuracy"] <= hi and r["nfe"] > 0 and r["loop_ms"] > 0
@@ -107,9 +129,25 @@ def test_a_raw_file_is_not_resumed_with_other_weights(bench, tmp_path):
 
     model, raw = tmp_path / "m", tmp_path / "raw.jsonl"
     shutil.copytree(builtin_path("builtin-v1"), model)
-    argv = ["--model", str(model), "--data", "builtin-v1", "--n", "1", "--repeats", "1",
-            "--budgets", "8", "--quick", "--no-static", "--no-engine", "--raw", str(raw),
-            "--plot", str(tmp_path / "p.png")]  # fmt: skip
+    argv = [
+        "--model",
+        str(model),
+        "--data",
+        "builtin-v1",
+        "--n",
+        "1",
+        "--repeats",
+        "1",
+        "--budgets",
+        "8",
+        "--quick",
+        "--no-static",
+        "--no-engine",
+        "--raw",
+        str(raw),
+        "--plot",
+        str(tmp_path / "p.png"),
+    ]
     bench.main(argv)
     state = load_file(model / "model.safetensors")
     name = next(iter(state))
@@ -128,12 +166,27 @@ def test_a_config_added_later_runs_alone_beside_the_anchors(bench, tmp_path, mon
     recorded requests beside the full-window baselines only; its times are put on the first
     pass's scale; its tokens equal a run that had it from the start."""
     raw = tmp_path / "raw.jsonl"
-    argv = ["--model", "builtin-v1", "--n", "2", "--repeats", "1", "--budgets", "8", "--quick",
-            "--no-static", "--engine-n", "1", "--raw", str(raw)]  # fmt: skip
+    argv = [
+        "--model",
+        "builtin-v1",
+        "--n",
+        "2",
+        "--repeats",
+        "1",
+        "--budgets",
+        "8",
+        "--quick",
+        "--no-static",
+        "--engine-n",
+        "1",
+        "--raw",
+        str(raw),
+    ]
     full = bench.build_configs
     added = "seer+threshold@t=0.9"
-    monkeypatch.setattr(bench, "build_configs",
-                        lambda *a, **k: [c for c in full(*a, **k) if c.name != added])  # fmt: skip
+    monkeypatch.setattr(
+        bench, "build_configs", lambda *a, **k: [c for c in full(*a, **k) if c.name != added]
+    )
     first = bench.main(argv)
     assert added not in first["results"]
     monkeypatch.setattr(bench, "build_configs", full)
@@ -154,8 +207,10 @@ def test_a_config_added_later_runs_alone_beside_the_anchors(bench, tmp_path, mon
         new = sum(x["anchors"][base][key][0] for x in supp)
         got = [x["results"][added][key][0] / x["scale"] * old / new for x in supp]
         if clock == "e2e_cpu":  # the clock adds the prompt's encoding (first pass)
-            got = [t + firsts[x["request"]]["prompt_cpu_seconds"]
-                   for t, x in zip(got, supp, strict=True)]  # fmt: skip
+            got = [
+                t + firsts[x["request"]]["prompt_cpu_seconds"]
+                for t, x in zip(got, supp, strict=True)
+            ]
         assert again["results"][added]["b1"][clock] == pytest.approx(1000 * sum(got) / len(got))
     eng = [x for x in lines if x.get("engine") == added]
     assert len(eng) == 1 and "scale" in eng[0] and len(eng[0]["correct"]) == 1
@@ -175,8 +230,21 @@ def test_a_quick_run_extended_with_add_runs_only_the_added_config(bench, tmp_pat
     """`--add` takes configs out of the full set (a block method at one block size, say) into a
     quick run; on a finished run's raw file it runs only them, beside the anchors."""
     raw = tmp_path / "raw.jsonl"
-    argv = ["--model", "builtin-v1", "--n", "1", "--repeats", "1", "--budgets", "8", "--quick",
-            "--no-static", "--no-engine", "--raw", str(raw)]  # fmt: skip
+    argv = [
+        "--model",
+        "builtin-v1",
+        "--n",
+        "1",
+        "--repeats",
+        "1",
+        "--budgets",
+        "8",
+        "--quick",
+        "--no-static",
+        "--no-engine",
+        "--raw",
+        str(raw),
+    ]
     bench.main(argv)
     added = "dual/b16@k=8"
     rec = bench.main([*argv, "--add", added, "--anchors", "baseline@k=8"])
@@ -201,9 +269,24 @@ def test_a_parallelbench_source_runs_its_chats_and_scores_with_seer_data_score(
     examples = bench.held_out(f"parallelbench:{root}/waiting_line", 2, 0)
     assert all(e.metric for e in examples) and any(len(e.messages) > 1 for e in examples)
     monkeypatch.setattr(seer.data, "score", lambda ex, text: float(ex.id == examples[0].id))
-    argv = ["--model", "builtin-v1", "--data", f"parallelbench:{root}/waiting_line", "--n", "2",
-            "--repeats", "1", "--budgets", "8", "--quick", "--no-static", "--engine-n", "2",
-            "--raw", str(tmp_path / "raw.jsonl")]  # fmt: skip
+    argv = [
+        "--model",
+        "builtin-v1",
+        "--data",
+        f"parallelbench:{root}/waiting_line",
+        "--n",
+        "2",
+        "--repeats",
+        "1",
+        "--budgets",
+        "8",
+        "--quick",
+        "--no-static",
+        "--engine-n",
+        "2",
+        "--raw",
+        str(tmp_path / "raw.jsonl"),
+    ]
     res = bench.main(argv + ["--out", str(tmp_path / "out")])["results"]
     assert res["baseline@k=8"]["accuracy"] == 0.5 and res["baseline@k=8"]["b32_accuracy"] == 0.5
     # the run on other data keeps its own files: the model's own comparison is not overwritten
@@ -227,8 +310,22 @@ def test_a_run_stopped_in_its_engine_rounds_resumes_at_the_next_round(bench, tmp
     from seer.engine import Engine
 
     raw = tmp_path / "raw.jsonl"
-    argv = ["--model", "builtin-v1", "--n", "3", "--repeats", "2", "--budgets", "8", "--quick",
-            "--no-static", "--engine-n", "3", "--raw", str(raw)]  # fmt: skip
+    argv = [
+        "--model",
+        "builtin-v1",
+        "--n",
+        "3",
+        "--repeats",
+        "2",
+        "--budgets",
+        "8",
+        "--quick",
+        "--no-static",
+        "--engine-n",
+        "3",
+        "--raw",
+        str(raw),
+    ]
     timed, real = [], Engine.generate
 
     class Stop(Exception):
@@ -307,13 +404,25 @@ def test_a_batch1_only_plot_is_one_panel_with_room_for_its_legend(tmp_path):
     from seerbench.compare_report import plot
 
     def row(method, ms, acc):
-        return dict(method=method, budget="k=1", b1_ms=ms, accuracy=acc, pareto_b1=False,
-                    ci95_minus_baseline=[-0.05, 0.05])  # fmt: skip
+        return dict(
+            method=method,
+            budget="k=1",
+            b1_ms=ms,
+            accuracy=acc,
+            pareto_b1=False,
+            ci95_minus_baseline=[-0.05, 0.05],
+        )
 
     res = {f"m{i}@k=1": row(f"m{i}", 100.0 / (i + 2), 0.5) for i in range(60)}
     res["baseline@k=1"] = row("baseline", 100.0, 0.5)
-    record = dict(model="builtin", n=10, gen_length=128, clock="e2e_cpu", results=res,
-                  headline={"reference": "baseline@k=1"})  # fmt: skip
+    record = dict(
+        model="builtin",
+        n=10,
+        gen_length=128,
+        clock="e2e_cpu",
+        results=res,
+        headline={"reference": "baseline@k=1"},
+    )
     few = dict(record, results={k: res[k] for k in ("baseline@k=1", "m0@k=1")})
     plot(record, tmp_path / "many.png")
     plot(few, tmp_path / "few.png")
@@ -328,8 +437,20 @@ def test_a_batch32_pass_split_over_two_processes_is_put_on_one_clock(bench, tmp_
     with the baseline of their own process, each clock scaled by the baselines' time in the
     first part over their time in the second."""
     raw, raw2 = tmp_path / "raw.jsonl", tmp_path / "raw2.jsonl"
-    argv = ["--model", "builtin-v1", "--n", "2", "--repeats", "1", "--budgets", "8", "--quick",
-            "--no-static", "--engine-n", "2"]  # fmt: skip
+    argv = [
+        "--model",
+        "builtin-v1",
+        "--n",
+        "2",
+        "--repeats",
+        "1",
+        "--budgets",
+        "8",
+        "--quick",
+        "--no-static",
+        "--engine-n",
+        "2",
+    ]
     bench.main([*argv, "--raw", str(raw), "--no-engine"])  # batch 1 for every config
     raw2.write_text(raw.read_text())
     kept = len(raw2.read_text().splitlines())
@@ -349,7 +470,8 @@ def test_a_batch32_pass_split_over_two_processes_is_put_on_one_clock(bench, tmp_
         want = 1000 * rounds[(other, moved)][key] * r / 2
         assert res[moved]["b32"][clock] == pytest.approx(want)
     assert res[moved]["b32_part_scale"]["cpu"] == pytest.approx(
-        rounds[(home, base)]["cpu"] / rounds[(other, base)]["cpu"])  # fmt: skip
+        rounds[(home, base)]["cpu"] / rounds[(other, base)]["cpu"]
+    )
     # the first part's configs and the baseline are as the first process timed them
     for name in ("seer@k=8", base):
         want = 1000 * rounds[(home, name)]["cpu"] / 2

@@ -17,8 +17,10 @@ def bench():
 
 def test_a_run_with_another_models_points(bench, tmp_path, capsys):
     pts = tmp_path / "model.json"
-    points = [{"task": "shuffle", "n": 4, "k": 2, "correct": 3, "total": 10},
-              {"task": "copy", "n": 4, "k": 4, "correct": 9, "total": 10}]  # fmt: skip
+    points = [
+        {"task": "shuffle", "n": 4, "k": 2, "correct": 3, "total": 10},
+        {"task": "copy", "n": 4, "k": 4, "correct": 9, "total": 10},
+    ]
     pts.write_text(json.dumps({"label": "a trained model", "points": points}))
     out = tmp_path / "fig.png"
     argv = ["--n", "4", "--trials", "300", "--tasks", "shuffle", "copy", "--remasking", "random"]
@@ -44,10 +46,16 @@ def test_curves_keep_one_line_where_the_rules_agree(bench):
 
 @pytest.mark.parametrize(
     ("content", "match"),
-    [("{not json", "not a points file"), ('{"label": "x"}', "not a points file"),
-     ('{"label": "x", "points": [{"task": "copy", "n": 4, "k": 1, "correct": 5, "total": 3}]}',
-      "0 <= correct <= total")],
-)  # fmt: skip
+    [
+        ("{not json", "not a points file"),
+        ('{"label": "x"}', "not a points file"),
+        (
+            '{"label": "x", "points": '
+            '[{"task": "copy", "n": 4, "k": 1, "correct": 5, "total": 3}]}',
+            "0 <= correct <= total",
+        ),
+    ],
+)
 def test_a_bad_points_file_is_one_line(bench, tmp_path, capsys, content, match):
     bad = tmp_path / "bad.json"
     bad.write_text(content)

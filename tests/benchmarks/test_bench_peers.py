@@ -35,8 +35,13 @@ def test_export_copies_the_model_and_the_modeling_files(tmp_path):
     with benchmark("bench_peers") as bp:
         out = bp.export_llada(builtin_path("builtin"), code, tmp_path / "llada")
         names = {p.name for p in out.iterdir()}
-        assert {"config.json", "model.safetensors", "tokenizer.json", "modeling_llada.py",
-                "configuration_llada.py"} <= names  # fmt: skip
+        assert {
+            "config.json",
+            "model.safetensors",
+            "tokenizer.json",
+            "modeling_llada.py",
+            "configuration_llada.py",
+        } <= names
         assert (out / "model.safetensors").read_bytes() == (
             builtin_path("builtin") / "model.safetensors"
         ).read_bytes()
@@ -93,7 +98,7 @@ def _stand_in_dlmserve(vocab):
             from_pretrained=lambda *a, torch_dtype, **k: Model(torch_dtype)
         ),
         LoadedLLaDA=lambda **kw: types.SimpleNamespace(**kw),
-    )  # fmt: skip
+    )
     engine = types.SimpleNamespace(load_llada=original)
     return llada, engine, calls
 
@@ -126,15 +131,28 @@ def test_the_launcher_refuses_a_tokenizer_without_the_mask_token():
 
 def _recs(texts, scores, latencies):
     rows = zip(texts, scores, latencies, strict=True)
-    return [{"i": i, "id": f"r{i}", "status": 200, "text": t, "score": s, "latency_s": lat,
-             "completion_tokens": 3} for i, (t, s, lat) in enumerate(rows)]  # fmt: skip
+    return [
+        {
+            "i": i,
+            "id": f"r{i}",
+            "status": 200,
+            "text": t,
+            "score": s,
+            "latency_s": lat,
+            "completion_tokens": 3,
+        }
+        for i, (t, s, lat) in enumerate(rows)
+    ]
 
 
 def test_percentile_is_nearest_rank():
     with benchmark("bench_peers") as bp:
         xs = [float(x) for x in range(1, 101)]
         assert (bp.percentile(xs, 0.5), bp.percentile(xs, 0.9), bp.percentile(xs, 0.99)) == (
-            51.0, 90.0, 99.0)  # fmt: skip
+            51.0,
+            90.0,
+            99.0,
+        )
         assert bp.percentile([], 0.5) is None and bp.percentile([3.0], 0.99) == 3.0
 
 
@@ -151,7 +169,7 @@ def test_summary_ratios_accuracy_and_solo_equal_answers():
                 _recs(["x", "q", "q", "w"], [1.0, 0.0, 0.0, 1.0], lat)[:3]
                 + [{"i": 3, "id": "r3", "status": 500, "error": "boom", "latency_s": 9.0}],
                 5.0,
-            ),  # fmt: skip
+            ),
             ("dlmserve-localleap", 1): (_recs(a, [0.0, 0.0, 1.0, 0.0], lat), 1.0),
         }
         res = bp.summarise(points, margin=3.0)
@@ -244,12 +262,20 @@ def test_resume_reads_back_the_rounds_every_raw_file_holds(tmp_path):
         assert bp.rounds_done(recs[2:4], parts) is None  # not a prefix
         keys = [("seer-equal", 1), ("dlmserve-default", 1)]
         for cfg, _ in keys:
-            bp.save_point(tmp_path / f"{cfg}-c1.jsonl", recs[:4], 5.0,
-                          {"config": cfg, "concurrency": 1, "n": 8})  # fmt: skip
+            bp.save_point(
+                tmp_path / f"{cfg}-c1.jsonl",
+                recs[:4],
+                5.0,
+                {"config": cfg, "concurrency": 1, "n": 8},
+            )
         k, got = bp.resume(tmp_path, keys, parts, 8)
         assert k == 2 and got[("seer-equal", 1)] == [recs[:4], 5.0]
-        bp.save_point(tmp_path / "dlmserve-default-c1.jsonl", recs[:6], 7.0,
-                      {"config": "dlmserve-default", "concurrency": 1, "n": 8})  # fmt: skip
+        bp.save_point(
+            tmp_path / "dlmserve-default-c1.jsonl",
+            recs[:6],
+            7.0,
+            {"config": "dlmserve-default", "concurrency": 1, "n": 8},
+        )
         with pytest.raises(SystemExit, match=re.escape("different numbers of rounds ([2, 3])")):
             bp.resume(tmp_path, keys, parts, 8)
         with pytest.raises(SystemExit, match="other requests than this run's rounds"):

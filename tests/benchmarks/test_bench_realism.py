@@ -64,5 +64,17 @@ def test_a_file_that_is_not_a_raw_record_is_one_line(bench, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "no id"}\n')
     with pytest.raises(SystemExit, match="bad.jsonl:1 is not a --raw record"):
-        bench.main(["--model", "builtin-v1", "--data", FAKE, "--configs", "k=1", "--window", "16",
-                    "--from-raw", str(bad)])  # fmt: skip
+        bench.main(
+            [
+                "--model",
+                "builtin-v1",
+                "--data",
+                FAKE,
+                "--configs",
+                "k=1",
+                "--window",
+                "16",
+                "--from-raw",
+                str(bad),
+            ]
+        )

@@ -17,9 +17,16 @@ def row(i: int, texts: dict, secs: dict) -> dict:
     res = {}
     for name, text in texts.items():
         s = secs[name]
-        res[name] = {"text": text, "tokens": len(text), "window": 64 if "seer" not in name else 16,
-                     "nfe": 64 if "seer" not in name else 16, "seconds": sorted(s)[1],
-                     "seconds_repeats": s, "ids_hash": hash(text), "detect": 0.01}  # fmt: skip
+        res[name] = {
+            "text": text,
+            "tokens": len(text),
+            "window": 64 if "seer" not in name else 16,
+            "nfe": 64 if "seer" not in name else 16,
+            "seconds": sorted(s)[1],
+            "seconds_repeats": s,
+            "ids_hash": hash(text),
+            "detect": 0.01,
+        }
     return {"request": i, "prompt_seconds": 0.001, "results": res}
 
 
@@ -35,8 +42,12 @@ def record():
     rows = []
     for i in range(N):
         wrong = "no" if i == 0 else "yes"  # Seer changes one answer, and it is wrong
-        texts = {"baseline@k=1": "yes", "seer@k=1": wrong, "threshold@t=0.9": "yes",
-                 "seer+threshold@t=0.9": "yes"}  # fmt: skip
+        texts = {
+            "baseline@k=1": "yes",
+            "seer@k=1": wrong,
+            "threshold@t=0.9": "yes",
+            "seer+threshold@t=0.9": "yes",
+        }
         secs = {
             "baseline@k=1": [1.0, 1.1, 1.2],
             "seer@k=1": [0.25, 0.26, 0.24],
@@ -45,11 +56,20 @@ def record():
         }
         rows.append(row(i, texts, secs))
     idx = list(range(0, N, 2))
-    eng = {c.name: {"correct": [1.0] * len(idx), "sample": "random:0", "repeats": 3,
-                    "wall_seconds": 1.0, "cpu_seconds": t, "cpu_repeats": [t, t, t],
-                    "same_text_as_batch1": 1.0, "nfe": [8] * len(idx),
-                    "hashes": [hash("yes")] * len(idx)}
-           for c, t in zip(configs, (2.0, 0.5, 0.4, 0.2), strict=True)}  # fmt: skip
+    eng = {
+        c.name: {
+            "correct": [1.0] * len(idx),
+            "sample": "random:0",
+            "repeats": 3,
+            "wall_seconds": 1.0,
+            "cpu_seconds": t,
+            "cpu_repeats": [t, t, t],
+            "same_text_as_batch1": 1.0,
+            "nfe": [8] * len(idx),
+            "hashes": [hash("yes")] * len(idx),
+        }
+        for c, t in zip(configs, (2.0, 0.5, 0.4, 0.2), strict=True)
+    }
     res = summarise(rows, eng, configs, 64, examples)
     mark_frontier(res)
     return res
@@ -106,14 +126,34 @@ def test_the_published_configs_cover_every_method():
     names = {c.name for c in build_configs(LM, 64, [1, 2, 4, 8], quick=False)}
     for method in ("baseline", "seer", "stop", "oracle", "seer-eos"):
         assert all(f"{method}@k={k}" in names for k in (1, 2, 4, 8)), method
-    for method in ("blocks", "early-stop", "prefix", "dual", "dpad", "seer+dpad", "seer+prefix",
-                   "seer+dual", "seer+early-stop"):  # fmt: skip
+    for method in (
+        "blocks",
+        "early-stop",
+        "prefix",
+        "dual",
+        "dpad",
+        "seer+dpad",
+        "seer+prefix",
+        "seer+dual",
+        "seer+early-stop",
+    ):
         assert all(f"{method}/b8@k={k}" in names for k in (1, 2, 4, 8)), method
         assert f"{method}/b64@k=1" in names and f"{method}/b32@k=8" in names
-    for extra in ("baseline@k=16", "baseline@k=32", "threshold@t=0.5", "seer+threshold@t=0.7",
-                  "factor@f=1.0", "seer+dual+factor/b8@f=1.0", "dual+threshold/b32@t=0.9",
-                  "oracle+threshold@t=0.9", "seer-eos+threshold@t=0.9",
-                  "daedal@official", "daedal@i8", "rho-eos@official", "rho-eos@i8"):  # fmt: skip
+    for extra in (
+        "baseline@k=16",
+        "baseline@k=32",
+        "threshold@t=0.5",
+        "seer+threshold@t=0.7",
+        "factor@f=1.0",
+        "seer+dual+factor/b8@f=1.0",
+        "dual+threshold/b32@t=0.9",
+        "oracle+threshold@t=0.9",
+        "seer-eos+threshold@t=0.9",
+        "daedal@official",
+        "daedal@i8",
+        "rho-eos@official",
+        "rho-eos@i8",
+    ):
         assert extra in names
     dpad = next(c for c in build_configs(LM, 64, [8], quick=False) if c.family == "dpad")
     assert dpad.params["cache"] == "dpad" and dpad.engine  # by name, through the engine too
@@ -121,8 +161,15 @@ def test_the_published_configs_cover_every_method():
         c.method
         for c in build_configs(LM, 64, [8], quick=True, daedal=False, static=16, rho_eos=False)
     }
-    assert quick == {"baseline", "seer", "stop", "oracle", "static+guard", "threshold",
-                     "seer+threshold"}  # fmt: skip
+    assert quick == {
+        "baseline",
+        "seer",
+        "stop",
+        "oracle",
+        "static+guard",
+        "threshold",
+        "seer+threshold",
+    }
     own_eos = {c.method for c in build_configs(LM, 64, [8], False, seer_signal="eos_prob")}
     assert not any(m.startswith("seer-eos") for m in own_eos)  # it would repeat seer
 
@@ -130,8 +177,14 @@ def test_the_published_configs_cover_every_method():
 def test_the_tables_say_what_seer_adds_at_each_batch_size(record):
     from seerbench.compare_report import markdown
 
-    rec = {"results": record, "gen_length": 64, "model": "m", "n": N, "clock": "e2e_cpu",
-           "headline": headline(record, "baseline@k=1")}  # fmt: skip
+    rec = {
+        "results": record,
+        "gen_length": 64,
+        "model": "m",
+        "n": N,
+        "clock": "e2e_cpu",
+        "headline": headline(record, "baseline@k=1"),
+    }
     md = markdown(rec)
     assert "at batch 1 (end to end, CPU time) is seer+threshold@t=0.9" in md
     assert "at batch 32 (end to end, CPU time) is seer+threshold" in md

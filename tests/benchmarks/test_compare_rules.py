@@ -44,23 +44,40 @@ def test_the_selection_is_redone_in_every_redraw_of_the_requests():
     # two configs as fast as each other (noise per request): neither is clearly the fastest
     a = list(2.0 + rng.normal(0, 0.5, n))
     b = list(2.0 + rng.normal(0, 0.5, n))
-    share = select_fastest({"base": ref, "a": ref, "b": ref},
-                           {"base": [10.0] * n, "a": a, "b": b}, "base", 3.0, reps=400)  # fmt: skip
+    share = select_fastest(
+        {"base": ref, "a": ref, "b": ref},
+        {"base": [10.0] * n, "a": a, "b": b},
+        "base",
+        3.0,
+        reps=400,
+    )
     assert set(share) == {"a", "b"} and max(share.values()) < 0.9
-    rec = {"headline": {"reference": "base", "margin": 3.0,
-                        "b1": {"fastest": "a", "speedup_vs_reference": 5.0, "share": 0.45,
-                               "clear": False, "shares": {"a": 0.45, "b": 0.55}}},
-           "clock": "e2e_cpu"}  # fmt: skip
+    rec = {
+        "headline": {
+            "reference": "base",
+            "margin": 3.0,
+            "b1": {
+                "fastest": "a",
+                "speedup_vs_reference": 5.0,
+                "share": 0.45,
+                "clear": False,
+                "shares": {"a": 0.45, "b": 0.55},
+            },
+        },
+        "clock": "e2e_cpu",
+    }
     line = headline_lines(rec)[0]
     assert "Within 3 points of base" in line and "no config is clearly the fastest" in line
     # the reference itself the fastest within the margin: no other config passes, said so
     shares = {"base": 0.72, "a": 0.2, "b": 0.08}
-    rec["headline"]["b1"] = dict(fastest="base", speedup_vs_reference=1.0, share=0.72, clear=True,
-                                 shares=shares)  # fmt: skip
+    rec["headline"]["b1"] = dict(
+        fastest="base", speedup_vs_reference=1.0, share=0.72, clear=True, shares=shares
+    )
     assert headline_lines(rec)[0] == (
         "Within 3 points of base (one-sided 95 % bound), no config but base itself passes at "
         "batch 1 (end to end, CPU time); another config passes in 28 % of request redraws "
-        "(a 20 %, b 8 %).")  # fmt: skip
+        "(a 20 %, b 8 %)."
+    )
     del shares["b"]  # the shares name the most frequent few: the rest is "…"
     assert headline_lines(rec)[0].endswith("in 28 % of request redraws (a 20 %, …).")
 
@@ -72,9 +89,15 @@ def test_the_cost_model_recovers_known_coefficients():
     for _ in range(200):
         cache = ["none", "prefix", "dual", "dpad"][rng.integers(4)]
         w = int(rng.choice([16, 32, 64, 128]))
-        shp = dict(prompt=int(rng.integers(10, 200)), window=w, nfe=int(rng.integers(4, w + 1)),
-                   g=128, cache=cache, block=8 if cache != "none" else None,
-                   cut=bool(rng.integers(2)))  # fmt: skip
+        shp = dict(
+            prompt=int(rng.integers(10, 200)),
+            window=w,
+            nfe=int(rng.integers(4, w + 1)),
+            g=128,
+            cache=cache,
+            block=8 if cache != "none" else None,
+            cut=bool(rng.integers(2)),
+        )
         x.append(costmodel.terms(**shp))
         shapes.append(shp)
     x = np.asarray(x)
@@ -89,9 +112,11 @@ def test_the_cost_model_recovers_known_coefficients():
 def test_the_cost_line_states_the_error_of_the_predicted_speedups():
     from seerbench.compare_report import _cost_lines
 
-    res = {"base": {"ref": "base", "model_b1_error": 0.0},
-           "a": {"ref": "base", "model_b1_error": 0.30},
-           "b": {"ref": "base", "model_b1_error": -0.40}}  # fmt: skip
+    res = {
+        "base": {"ref": "base", "model_b1_error": 0.0},
+        "a": {"ref": "base", "model_b1_error": 0.30},
+        "b": {"ref": "base", "model_b1_error": -0.40},
+    }
     cm = {"b1": {"coef": [0, 0, 0, 0], "n": 30, "rel_rmse": 0.5}}
     line = _cost_lines({"cost_model": cm, "results": res})[1]
     assert "batch 1: 30 observations, relative RMS error 50 %" in line
@@ -124,8 +149,14 @@ def test_block_sizes_are_swept_and_named():
     assert fitting_blocks(48, 1) == [8, 16]  # each divides the window
     assert fitting_blocks(128, None, (8, 32)) == [8, 32]
     names = {c.name for c in build_configs(LM, 128, [1, 16], False, blocks=(8, 32))}
-    assert {"dual/b8@k=1", "dual/b32@k=1", "seer+prefix/b32@k=16", "dpad/b32@k=16",
-            "dual+threshold/b32@t=0.9", "seer+dual+threshold/b8@t=0.9"} <= names  # fmt: skip
+    assert {
+        "dual/b8@k=1",
+        "dual/b32@k=1",
+        "seer+prefix/b32@k=16",
+        "dpad/b32@k=16",
+        "dual+threshold/b32@t=0.9",
+        "seer+dual+threshold/b8@t=0.9",
+    } <= names
     assert "dual/b8@k=16" not in names and "dual/b64@k=1" not in names
     assert family("seer+dual+threshold/b32") == "seer+dual+threshold" and family("seer") == "seer"
     c = Config("dual/b32", "k=1", {"block_length": 32}, block=32)
@@ -143,8 +174,18 @@ def test_a_raw_file_without_text_keeps_scores_ids_and_the_machine(tmp_path):
     examples = load_examples("builtin", n=2, part="eval")[:1]
     configs = [Config("baseline", "k=8", {"steps": 1}, ref="baseline@k=8")]
     raw = tmp_path / "raw.jsonl"
-    rows = batch1(lm, examples, configs, 8, resolve(lm, True), 1, raw, {"s": 1},
-                  lambda *a: None, keep_text=False)  # fmt: skip
+    rows = batch1(
+        lm,
+        examples,
+        configs,
+        8,
+        resolve(lm, True),
+        1,
+        raw,
+        {"s": 1},
+        lambda *a: None,
+        keep_text=False,
+    )
     line = json.loads(raw.read_text().splitlines()[0])
     entry = line["results"]["baseline@k=8"]
     assert "text" not in entry and "answer" not in line and entry["score"] in (0.0, 1.0)
@@ -167,8 +208,9 @@ def test_a_run_hashes_its_answer_apart_from_the_window_padding():
     class LM:
         def generate(self, q, seer=None, policy=None, gen_length=0, **kw):
             ids = [5, 6] + [2] * (gen_length - 2)  # an answer of two tokens, then [EOS]
-            stats = SimpleNamespace(tokens=2, window=gen_length, nfe=gen_length, seconds=0.1,
-                                    detect_seconds=0.0)  # fmt: skip
+            stats = SimpleNamespace(
+                tokens=2, window=gen_length, nfe=gen_length, seconds=0.1, detect_seconds=0.0
+            )
             return SimpleNamespace(text="5 6", token_ids=ids, stats=stats)
 
     cfg = Config("baseline", "k=1", {})
@@ -187,8 +229,14 @@ def test_the_block_sweep_table_has_one_column_per_block_size():
     from seerbench.compare_report import _sweep_table
 
     def row(acc, x, lo, ok, block):
-        return dict(accuracy=acc, b1_speedup_vs_ref=x, ni_lower=lo, noninferior=ok, block=block,
-                    budget="k=1")  # fmt: skip
+        return dict(
+            accuracy=acc,
+            b1_speedup_vs_ref=x,
+            ni_lower=lo,
+            noninferior=ok,
+            block=block,
+            budget="k=1",
+        )
 
     res = {
         "baseline@k=1": dict(accuracy=0.5, budget="k=1", block=None),
@@ -209,8 +257,16 @@ def _results(scores: dict, ms: dict, margin: float = 3.0) -> dict:
     out = {}
     for k, s in scores.items():
         ok, lo = stats.noninferior(s, scores["base"], margin / 100)
-        out[k] = {"method": k, "seer": False, "correct": s, "b1_ms": ms[k], "margin": margin,
-                  "b1_request_ms": [ms[k]] * len(s), "noninferior": ok, "ni_lower": lo}  # fmt: skip
+        out[k] = {
+            "method": k,
+            "seer": False,
+            "correct": s,
+            "b1_ms": ms[k],
+            "margin": margin,
+            "b1_request_ms": [ms[k]] * len(s),
+            "noninferior": ok,
+            "ni_lower": lo,
+        }
     return out
 
 
@@ -242,8 +298,9 @@ def test_the_winner_must_pass_holm_over_the_candidates():
     assert res["risky"]["noninferior"]  # unadjusted, it passes
     h = headline(res, "base", 3.0, reps=200)["b1"]
     assert h["fastest"] == "sound" and h["fastest_unadjusted"] == "risky"
-    line = headline_lines({"headline": {"reference": "base", "margin": 3.0, "b1": h},
-                           "clock": "e2e_cpu"})[0]  # fmt: skip
+    line = headline_lines(
+        {"headline": {"reference": "base", "margin": 3.0, "b1": h}, "clock": "e2e_cpu"}
+    )[0]
     assert "Holm-corrected" in line and "risky is faster and passes the margin on its own" in line
 
 
@@ -259,8 +316,9 @@ def test_a_config_whose_verdict_flips_with_the_bootstrap_seed_is_borderline():
     assert res["flaky"]["noninferior"]  # seed 0 passes it: the old rule's winner
     h = headline(res, "base", 3.0, reps=200)["b1"]
     assert h["fastest"] == "sound" and list(h["borderline"]) == ["flaky"]
-    line = headline_lines({"headline": {"reference": "base", "margin": 3.0, "b1": h},
-                           "clock": "e2e_cpu"})[0]  # fmt: skip
+    line = headline_lines(
+        {"headline": {"reference": "base", "margin": 3.0, "b1": h}, "clock": "e2e_cpu"}
+    )[0]
     assert "borderline, not winners" in line and "flaky (passes alone under" in line
 
 
@@ -292,11 +350,17 @@ def test_committed_reports_say_how_their_margin_was_fixed_and_render_from_their_
 def test_a_report_at_another_margin_than_the_plan_is_post_hoc():
     from seerbench.compare_report import preregistration
 
-    plan = {"margin": 3.0, "primary": ["seer+threshold@t=0.9", "threshold@t=0.9"],
-            "written": "2026-12-07T00:00:00Z", "requests_done": 0}  # fmt: skip
+    plan = {
+        "margin": 3.0,
+        "primary": ["seer+threshold@t=0.9", "threshold@t=0.9"],
+        "written": "2026-12-07T00:00:00Z",
+        "requests_done": 0,
+    }
     assert preregistration({"preregistered": plan, "margin": 3.0}) == (
         "pre-registered: the margin, the primary comparison and the selection rule were written "
-        "into the raw file before the first request (2026-12-07T00:00:00Z)", False)  # fmt: skip
+        "into the raw file before the first request (2026-12-07T00:00:00Z)",
+        False,
+    )
     how, post_hoc = preregistration({"preregistered": plan, "margin": 5.0})
     assert post_hoc and "not the pre-registered 3" in how
     how, post_hoc = preregistration({"preregistered": dict(plan, requests_done=40), "margin": 3})
@@ -309,8 +373,10 @@ def test_a_batch32_time_from_another_process_or_pass_is_never_a_headline():
     from seerbench.compare_report import headline, one_clock_b32
 
     ref = [1.0] * 100
-    res = _results({"base": ref, "a": ref, "b": ref, "c": ref},
-                   {"base": 100.0, "a": 50.0, "b": 40.0, "c": 30.0})  # fmt: skip
+    res = _results(
+        {"base": ref, "a": ref, "b": ref, "c": ref},
+        {"base": 100.0, "a": 50.0, "b": 40.0, "c": 30.0},
+    )
     for k, ms in (("base", 1000.0), ("a", 500.0), ("b", 100.0), ("c", 90.0)):
         res[k] |= {"b32_ms": ms, "b32_correct": ref, "b32_round_ms": [ms], "b32_noninferior": True}
     res["b"]["b32_part_scale"] = {"cpu": 0.915}

@@ -24,22 +24,36 @@ def test_the_mixed_trace_varies_every_per_request_option_and_uniform_none():
     assert 25 < sum(b.get("seer") is False for b in mixed) < 75  # Seer on for most
     assert 25 < sum("threshold" in b for b in mixed) < 75
     assert all(b["steps"] == b["max_tokens"] // 2 for b in mixed)
-    assert len({tuple(sorted((k, str(v)) for k, v in b.items() if k != "messages"))
-                for b in uniform}) == 1  # fmt: skip
+    assert (
+        len({tuple(sorted((k, str(v)) for k, v in b.items() if k != "messages")) for b in uniform})
+        == 1
+    )
     assert trace(examples(200), "mixed", "builtin", 0) == mixed  # seeded: the same trace
     assert [deterministic(b) for b in mixed] == [
-        b["temperature"] == 0 or "seed" in b for b in mixed]  # fmt: skip
+        b["temperature"] == 0 or "seed" in b for b in mixed
+    ]
 
 
 def test_verdicts_compare_mixed_with_uniform_and_the_old_grouping():
     def row(grouping, traffic, c, rpf, steps):
-        return {"model": "m", "grouping": grouping, "traffic": traffic, "concurrency": c,
-                "rows_per_forward": rpf, "row_steps_per_s": steps,
-                "tokens_per_s": steps}  # fmt: skip
+        return {
+            "model": "m",
+            "grouping": grouping,
+            "traffic": traffic,
+            "concurrency": c,
+            "rows_per_forward": rpf,
+            "row_steps_per_s": steps,
+            "tokens_per_s": steps,
+        }
 
-    rows = [row("layout", "uniform", 1, 1, 10), row("layout", "mixed", 1, 1, 5),
-            row("layout", "uniform", 8, 4, 20), row("layout", "mixed", 8, 3.8, 9),
-            row("params", "mixed", 8, 1, 6), row("apart", "mixed", 8, 3.04, 8)]  # fmt: skip
+    rows = [
+        row("layout", "uniform", 1, 1, 10),
+        row("layout", "mixed", 1, 1, 5),
+        row("layout", "uniform", 8, 4, 20),
+        row("layout", "mixed", 8, 3.8, 9),
+        row("params", "mixed", 8, 1, 6),
+        row("apart", "mixed", 8, 3.04, 8),
+    ]
     with benchmark("bench_serving") as bench:
         v = bench.trace_verdicts(rows)["m/layout/c8"]
     assert v["mixed_over_uniform_rows_per_forward"] == 3.8 / 4

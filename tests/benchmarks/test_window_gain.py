@@ -16,29 +16,61 @@ def _record(tmp_path, window: int, texts: list[str | None], seer_x: float, data=
     """A compare record (the keys window_gain reads) and its raw file, as bench_compare writes
     (`raw`: each request's baseline entry, in place of its text alone)."""
     res = {
-        "baseline@k=1": dict(accuracy=0.5, b1_ms=100.0 * window, b32_ms=50.0 * window,
-                             ref="baseline@k=1", mean_window=window),
+        "baseline@k=1": dict(
+            accuracy=0.5,
+            b1_ms=100.0 * window,
+            b32_ms=50.0 * window,
+            ref="baseline@k=1",
+            mean_window=window,
+        ),
         "oracle@k=1": dict(accuracy=0.5, ref="baseline@k=1", mean_window=20.0),
-        "seer@k=1": dict(accuracy=0.48, accuracy_minus_ref=-0.02, ci95_minus_ref=[-0.06, 0.02],
-                         b1_speedup_vs_ref=seer_x,
-                         b32_speedup_vs_ref=seer_x + 1, ref="baseline@k=1", mean_window=21.0),
-        "threshold@t=0.9": dict(accuracy=0.5, accuracy_minus_ref=0.0, b1_speedup_vs_ref=10.0,
-                                b32_speedup_vs_ref=12.0, ref="baseline@k=1", mean_window=window),
+        "seer@k=1": dict(
+            accuracy=0.48,
+            accuracy_minus_ref=-0.02,
+            ci95_minus_ref=[-0.06, 0.02],
+            b1_speedup_vs_ref=seer_x,
+            b32_speedup_vs_ref=seer_x + 1,
+            ref="baseline@k=1",
+            mean_window=21.0,
+        ),
+        "threshold@t=0.9": dict(
+            accuracy=0.5,
+            accuracy_minus_ref=0.0,
+            b1_speedup_vs_ref=10.0,
+            b32_speedup_vs_ref=12.0,
+            ref="baseline@k=1",
+            mean_window=window,
+        ),
         "seer+threshold@t=0.9": dict(
-            accuracy=0.49, accuracy_minus_ref=-0.01, b1_speedup_vs_ref=10.0 * seer_x / 4,
-            ref="baseline@k=1", mean_window=21.0,
-            seer_adds=dict(b1_speedup=seer_x / 4, b1_speedup_ci95=[1.0, 2.0],
-                           accuracy_difference=-0.01, ci95=[-0.05, 0.03])),
-    }  # fmt: skip
-    rec = dict(bench="compare", model="builtin", n=len(texts), gen_length=window, results=res,
-               settings={"data": data})  # fmt: skip
+            accuracy=0.49,
+            accuracy_minus_ref=-0.01,
+            b1_speedup_vs_ref=10.0 * seer_x / 4,
+            ref="baseline@k=1",
+            mean_window=21.0,
+            seer_adds=dict(
+                b1_speedup=seer_x / 4,
+                b1_speedup_ci95=[1.0, 2.0],
+                accuracy_difference=-0.01,
+                ci95=[-0.05, 0.03],
+            ),
+        ),
+    }
+    rec = dict(
+        bench="compare",
+        model="builtin",
+        n=len(texts),
+        gen_length=window,
+        results=res,
+        settings={"data": data},
+    )
     path = tmp_path / f"compare-builtin-g{window}.json"
     path.write_text(json.dumps(rec))
     with (tmp_path / f"raw-builtin-g{window}.jsonl").open("w") as f:
         for i, t in enumerate(texts):
             entry = raw[i] if raw else {"text": t}
-            f.write(json.dumps({"request": i, "id": str(i),
-                                "results": {"baseline@k=1": entry}}) + "\n")  # fmt: skip
+            f.write(
+                json.dumps({"request": i, "id": str(i), "results": {"baseline@k=1": entry}}) + "\n"
+            )
         f.write('{"request": 0, "id": "0", "resu')  # a line cut by a stopped run
     return path
 
@@ -75,15 +107,28 @@ def test_records_without_text_say_so(tmp_path, capsys):
 def test_records_without_text_compare_answer_hashes_else_count_other_lengths(tmp_path, capsys):
     """Without text, answers are compared by the hash of their ids before the end token (the
     same at any window); raw files from before that hash give a lower bound: other lengths."""
-    a = _record(tmp_path, 128, [None] * 3, 4.0, raw=[dict(answer_hash=h, tokens=n) for h, n in
-                                                     ((1, 5), (2, 6), (3, 7))])  # fmt: skip
-    b = _record(tmp_path, 256, [None] * 3, 6.0, raw=[dict(answer_hash=h, tokens=n) for h, n in
-                                                     ((1, 5), (9, 6), (8, 8))])  # fmt: skip
+    a = _record(
+        tmp_path,
+        128,
+        [None] * 3,
+        4.0,
+        raw=[dict(answer_hash=h, tokens=n) for h, n in ((1, 5), (2, 6), (3, 7))],
+    )
+    b = _record(
+        tmp_path,
+        256,
+        [None] * 3,
+        6.0,
+        raw=[dict(answer_hash=h, tokens=n) for h, n in ((1, 5), (9, 6), (8, 8))],
+    )
     with benchmark("window_gain") as wg:
         wg.main([str(a), str(b)])
     out = capsys.readouterr().out
     assert json.loads(out.strip().splitlines()[-1])["results"][1]["changed_vs_first"] == {
-        "common": 3, "changed": 2, "by": "answer ids"}  # fmt: skip
+        "common": 3,
+        "changed": 2,
+        "by": "answer ids",
+    }
     assert "| 2 of 3 |" in out
     a = _record(tmp_path, 128, [None] * 3, 4.0, raw=[dict(tokens=n) for n in (5, 6, 7)])
     b = _record(tmp_path, 256, [None] * 3, 6.0, raw=[dict(tokens=n) for n in (5, 6, 8)])

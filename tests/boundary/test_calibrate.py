@@ -66,8 +66,9 @@ def test_write_defaults_keeps_other_keys(tmp_path):
 
 
 def test_calibrate_cli_on_a_multimodal_model_writes_defaults_and_plots(lavida_dir, tmp_path):
-    report = run_calibration(lavida_dir, 10, tmp_path / "cal", write=True, max_over=0.5,
-                             data="builtin-vqa")  # fmt: skip
+    report = run_calibration(
+        lavida_dir, 10, tmp_path / "cal", write=True, max_over=0.5, data="builtin-vqa"
+    )
     assert report["data"] == "builtin-vqa"
     assert report["n"]["calibration"] + report["n"]["evaluation"] == 10
     for png in ("sparsity_aligned.png", "sparsity_aligned_best.png", "end_prob_aligned.png"):
@@ -84,8 +85,12 @@ def test_choose_takes_the_fastest_setting_that_cuts_nothing():
     def sc(signal, over, window, detected=1.0):
         return sweep.Score({"signal": signal}, 0.0, over, detected, window)
 
-    scores = [sc("sparsity", 0.0, 30.0), sc("eos_prob", 0.02, 9.0), sc("eos_prob", 0.0, 12.0),
-              sc("combined", 0.0, 11.0, detected=0.0)]  # fmt: skip
+    scores = [
+        sc("sparsity", 0.0, 30.0),
+        sc("eos_prob", 0.02, 9.0),
+        sc("eos_prob", 0.0, 12.0),
+        sc("combined", 0.0, 11.0, detected=0.0),
+    ]
     assert sweep.choose(scores).mean_window == 12.0  # 9 cuts an answer; 11 never detects
     assert sweep.choose(scores, max_over=0.05).mean_window == 9.0
     assert sweep.choose(scores, "sparsity").mean_window == 30.0
@@ -109,8 +114,7 @@ def test_calibrate_on_a_users_file_splits_disjoint_and_deduplicated(text_dir, tm
     rows = [{"id": f"r{i}", "prompt": w} for i, w in enumerate(words)]
     rows += [{"id": "dup0", "prompt": words[0]}, {"id": "dup3", "prompt": words[3]}]  # repeats
     data = _rows(tmp_path / "prompts.jsonl", rows)
-    report = run_calibration(text_dir, None, tmp_path / "out", False, data=str(data),
-                             gen_length=16)  # fmt: skip
+    report = run_calibration(text_dir, None, tmp_path / "out", False, data=str(data), gen_length=16)
     calib, ev = report["split"]["calibration_ids"], report["split"]["evaluation_ids"]
     by_id = {e.id: e.key for e in load_examples(data)}
     keys_c, keys_e = [by_id[i] for i in calib], [by_id[i] for i in ev]
@@ -167,13 +171,24 @@ def test_a_calibration_where_nothing_passes_says_no_and_writes_nothing(
     rows = [{"id": f"r{i}", "prompt": w} for i, w in enumerate(WORDS)]
     data = _rows(tmp_path / "prompts.jsonl", rows)
     before = (text_dir / "seer.json").read_bytes() if (text_dir / "seer.json").exists() else None
-    argv = ["calibrate", "--model", str(text_dir), "--data", str(data), "--gen-length", "16",
-            "--out", str(tmp_path / "out"), "--write"]  # fmt: skip
+    argv = [
+        "calibrate",
+        "--model",
+        str(text_dir),
+        "--data",
+        str(data),
+        "--gen-length",
+        "16",
+        "--out",
+        str(tmp_path / "out"),
+        "--write",
+    ]
     assert main(argv) == 2
     out, err = capsys.readouterr()
     last = err.strip().splitlines()[-1]
-    assert last.startswith("seer: error: --write: nothing written: Seer is not recommended for "
-                           "this model on this data"), last  # fmt: skip
+    assert last.startswith(
+        "seer: error: --write: nothing written: Seer is not recommended for this model on this data"
+    ), last
     assert "oracle window" in last and "points" in last  # with the oracle's own loss
     assert "Seer is not recommended" in out and "[lower " in out  # the report says it too
     after = (text_dir / "seer.json").read_bytes() if (text_dir / "seer.json").exists() else None
@@ -197,8 +212,9 @@ def test_write_never_changes_the_package_and_refuses_a_failed_held_out_check(
     rows = [{"id": f"r{i}", "prompt": w} for i, w in enumerate(WORDS)]
     data = _rows(tmp_path / "prompts.jsonl", rows)
     before = (text_dir / "seer.json").read_bytes() if (text_dir / "seer.json").exists() else None
-    report = run_calibration(text_dir, None, tmp_path / "out", True, data=str(data),
-                             gen_length=16, force=True)  # fmt: skip
+    report = run_calibration(
+        text_dir, None, tmp_path / "out", True, data=str(data), gen_length=16, force=True
+    )
     after = (text_dir / "seer.json").read_bytes() if (text_dir / "seer.json").exists() else None
     assert after == before
     if report["recommended"]:

@@ -24,10 +24,20 @@ def bench():
 @pytest.fixture(scope="module")
 def record(bench, tmp_path_factory):
     folder = make_random_checkpoint("lavida-llada", tmp_path_factory.mktemp("lv"), layers=4)
-    sparsity = dict(signal="sparsity", rule="changepoint", tensor="gate", layer=2, theta=0.1,
-                    direction="rising", z=2.0)  # fmt: skip
-    meta = {"system_prompt": None, "config": {"signal": "eos_prob", "eos_tau": 0.3},
-            "sparsity_config": sparsity}  # fmt: skip
+    sparsity = dict(
+        signal="sparsity",
+        rule="changepoint",
+        tensor="gate",
+        layer=2,
+        theta=0.1,
+        direction="rising",
+        z=2.0,
+    )
+    meta = {
+        "system_prompt": None,
+        "config": {"signal": "eos_prob", "eos_tau": 0.3},
+        "sparsity_config": sparsity,
+    }
     (folder / "seer.json").write_text(json.dumps(meta))
     args = Namespace(model=str(folder), task=None, n=5, seed=11, gen_length=16, threads=1)
     return bench.run(args)

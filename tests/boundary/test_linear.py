@@ -238,8 +238,13 @@ def test_profile_rejects_another_hidden_size():
 # -- storage ---------------------------------------------------------------------------------
 def _builtin_sized(layer: int = 3) -> LinearProbe:
     g = torch.Generator().manual_seed(1)
-    return LinearProbe(layer, torch.randn(128, generator=g), -0.25, torch.randn(128, generator=g),
-                       torch.rand(128, generator=g) + 0.5)  # fmt: skip
+    return LinearProbe(
+        layer,
+        torch.randn(128, generator=g),
+        -0.25,
+        torch.randn(128, generator=g),
+        torch.rand(128, generator=g) + 0.5,
+    )
 
 
 def test_save_and_load_round_trip(tmp_path, builtin):
@@ -278,8 +283,12 @@ def test_a_missing_or_corrupt_file_is_one_error_line(tmp_path, damage):
     elif damage == "no_layer":
         save_file({"weight": torch.ones(4)}, str(path), metadata={"format": "seer-linear-probe"})
     else:
-        t = {"weight": torch.ones(4), "bias": torch.ones(1), "mean": torch.ones(3),
-             "std": torch.ones(4)}  # fmt: skip
+        t = {
+            "weight": torch.ones(4),
+            "bias": torch.ones(1),
+            "mean": torch.ones(3),
+            "std": torch.ones(4),
+        }
         save_file(t, str(path), metadata={"format": "seer-linear-probe", "layer": "0"})
     with pytest.raises(SeerError) as e:
         LinearProbe.load(tmp_path)

@@ -13,8 +13,25 @@ from seer.calibrate import trials as tr
 
 def _trial(name="t", setting=None, n=300, cost=10.0, lower=0.0, worse=0, changed=0):
     setting = {"signal": "eos_prob"} if setting is None else setting
-    return tr.Trial(name, setting, n, cost, cost / 100, 10.0, 16.0, 16.0, 0, 0, 0.0, changed,
-                    worse, 0, 0.5, 0.0, lower)  # fmt: skip
+    return tr.Trial(
+        name,
+        setting,
+        n,
+        cost,
+        cost / 100,
+        10.0,
+        16.0,
+        16.0,
+        0,
+        0,
+        0.0,
+        changed,
+        worse,
+        0,
+        0.5,
+        0.0,
+        lower,
+    )
 
 
 def test_the_bootstrap_bound_sits_below_the_mean_and_tightens_with_more_rows():
@@ -60,10 +77,12 @@ def test_shortlist_takes_every_family_at_each_cut_share_with_the_fallback():
     def sc(setting, over, window):
         return sweep.Score(setting, 0.0, over, 1.0, window)
 
-    scores = [sc({"signal": "eos_prob", "eos_tau": 0.9}, 0.02, 20.0),
-              sc({"signal": "eos_prob", "eos_tau": 0.2}, 0.0, 40.0),
-              sc({"signal": "sparsity", "layer": 1}, 0.0, 100.0),
-              sc({"signal": "sparsity", "rule": "changepoint", "z": 4.0}, 0.1, 30.0)]  # fmt: skip
+    scores = [
+        sc({"signal": "eos_prob", "eos_tau": 0.9}, 0.02, 20.0),
+        sc({"signal": "eos_prob", "eos_tau": 0.2}, 0.0, 40.0),
+        sc({"signal": "sparsity", "layer": 1}, 0.0, 100.0),
+        sc({"signal": "sparsity", "rule": "changepoint", "z": 4.0}, 0.1, 30.0),
+    ]
     picks = sweep.shortlist(scores, 48)
     names = [n for n, _ in picks]
     assert names.count("end probability") == 2  # tau 0.2 (no cut) and 0.9 (cuts 2 %)
@@ -111,6 +130,24 @@ def test_a_setting_stops_once_it_cannot_pass():
 
 
 def test_a_stopped_trial_never_passes():
-    t = tr.Trial("x", {"signal": "eos_prob"}, 3, 1.0, 0.1, 3.0, 8.0, 8.0, 0, 0, 0.0, 0, 0, 0,
-                 None, 0.0, 0.0, stopped=True)  # fmt: skip
+    t = tr.Trial(
+        "x",
+        {"signal": "eos_prob"},
+        3,
+        1.0,
+        0.1,
+        3.0,
+        8.0,
+        8.0,
+        0,
+        0,
+        0.0,
+        0,
+        0,
+        0,
+        None,
+        0.0,
+        0.0,
+        stopped=True,
+    )
     assert tr.pick([t]) is None and not t.passes

@@ -135,15 +135,17 @@ def _never(**kw) -> SeerConfig:
 def test_a_row_without_a_boundary_keeps_the_fallback_window_with_the_guard_behind_it():
     loop = DenoisingLoop(EndsAtOnce(tiny("llada")), TOKENS)
     p = SamplingParams(gen_length=32, steps=32)
-    out = loop.run(make_canvas(PROMPTS[:1], 32, TOKENS, "cpu"), p, SeerPolicy(_never(fallback=6),
-                                                                             TOKENS))  # fmt: skip
+    out = loop.run(
+        make_canvas(PROMPTS[:1], 32, TOKENS, "cpu"), p, SeerPolicy(_never(fallback=6), TOKENS)
+    )
     rep = out.extras["boundaries"][0]
     assert rep.length is None and rep.fallback and rep.window == 8  # 6, bucket-rounded
     assert out.window.tolist() == [8] and out.nfe == 1 + 7  # step 0, then the window's steps
     # the guard grows a fallback window whose answer reaches it (a random model never ends)
     loop = DenoisingLoop(tiny("llada"), TOKENS)
-    grown = loop.run(make_canvas(PROMPTS[:1], 32, TOKENS, "cpu"), p,
-                     SeerPolicy(_never(fallback=6), TOKENS))  # fmt: skip
+    grown = loop.run(
+        make_canvas(PROMPTS[:1], 32, TOKENS, "cpu"), p, SeerPolicy(_never(fallback=6), TOKENS)
+    )
     assert grown.window.tolist() == [32] and grown.grown.tolist() == [2]  # 8 -> 16 -> 32
     # no fallback: the full window, said so in the report
     full = loop.run(make_canvas(PROMPTS[:1], 32, TOKENS, "cpu"), p, SeerPolicy(_never(), TOKENS))

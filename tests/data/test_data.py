@@ -42,12 +42,15 @@ def test_jsonl_reads_every_field_in_file_order(tmp_path):
         {"type": "image_url", "image_url": {"url": _uri(_png("blue"))}},
     ]
     chat = [{"role": "system", "content": "be brief"}, {"role": "user", "content": parts}]
-    path = _jsonl(tmp_path / "d.jsonl", [
-        {"prompt": "add 1 and 2", "answer": 3},
-        "",  # blank lines are not rows
-        {"id": "q7", "prompt": "what colour ?", "image": "img/red.png", "answer": "red"},
-        {"messages": chat, "family": "vqa"},
-    ])  # fmt: skip
+    path = _jsonl(
+        tmp_path / "d.jsonl",
+        [
+            {"prompt": "add 1 and 2", "answer": 3},
+            "",  # blank lines are not rows
+            {"id": "q7", "prompt": "what colour ?", "image": "img/red.png", "answer": "red"},
+            {"messages": chat, "family": "vqa"},
+        ],
+    )
     a, b, c = load_examples(path)
     assert (a.id, a.prompt, a.answer, a.image, a.messages) == ("0", "add 1 and 2", "3", None, None)
     assert b.id == "q7" and b.image == str((tmp_path / "img" / "red.png").resolve())

@@ -16,10 +16,15 @@ from seer.errors import SeerError
 ROOT = Path(__file__).parents[1] / "fixtures" / "parallelbench"
 TEST = Path("dataset/parallel_bench/data/output/test")
 ALL = [
-    "puzzle/latin_square_n4", "puzzle/sudoku_n4_12", "waiting_line/copy",
-    "waiting_line/insert_random", "waiting_line/remove_random", "waiting_line/replace_random",
-    "waiting_line/shuffle", "words_to_sentence/easy",
-]  # fmt: skip
+    "puzzle/latin_square_n4",
+    "puzzle/sudoku_n4_12",
+    "waiting_line/copy",
+    "waiting_line/insert_random",
+    "waiting_line/remove_random",
+    "waiting_line/replace_random",
+    "waiting_line/shuffle",
+    "words_to_sentence/easy",
+]
 
 
 def _families(source: str) -> list[str]:
@@ -35,8 +40,11 @@ def test_a_task_a_group_and_every_task_are_selected_by_the_path():
 
 def test_a_row_becomes_the_official_chat_with_its_reference_and_metric():
     a, b, c = load_examples(f"parallelbench:{ROOT}/waiting_line/copy")
-    assert [e.id for e in (a, b, c)] == ["waiting_line/copy/0", "waiting_line/copy/1",
-                                         "waiting_line/copy/2"]  # fmt: skip
+    assert [e.id for e in (a, b, c)] == [
+        "waiting_line/copy/0",
+        "waiting_line/copy/1",
+        "waiting_line/copy/2",
+    ]
     ask = "A queue holds these people:\n{}\nWrite the queue again, unchanged, as a list.\n"
     icl = '["Hana Vell", "Ivo Crane"]'
     own = '["Ada Quill", "Bram Osei", "Cleo Marsh"]'
@@ -87,13 +95,18 @@ def _checkout(tmp_path) -> Path:
     [
         ("{tmp}/nowhere/waiting_line/copy", "does not exist; give a ParallelBench checkout"),
         ("{tmp}", "is not a ParallelBench checkout (no dataset/parallel_bench/data/output/test)"),
-        ("{root}/waiting_line/cpy", "no task 'waiting_line/cpy'; waiting_line holds: copy, "
-                                    "insert_random, remove_random, replace_random, shuffle"),
-        ("{root}/queue", "no task or group 'queue'; groups: puzzle, waiting_line, "
-                         "words_to_sentence"),
+        (
+            "{root}/waiting_line/cpy",
+            "no task 'waiting_line/cpy'; waiting_line holds: copy, "
+            "insert_random, remove_random, replace_random, shuffle",
+        ),
+        (
+            "{root}/queue",
+            "no task or group 'queue'; groups: puzzle, waiting_line, words_to_sentence",
+        ),
         ("", "give the checkout's folder"),
     ],
-)  # fmt: skip
+)
 def test_bad_sources_are_one_line(tmp_path, spec, message):
     with pytest.raises(SeerError) as e:
         load_examples("parallelbench:" + spec.format(tmp=tmp_path, root=ROOT))
@@ -109,11 +122,13 @@ def test_bad_sources_are_one_line(tmp_path, spec, message):
         ('{"input": {"context": "[]"}}', ":2: field 'answer': must be a string or an object"),
         ('{"input": {"context": "[]"}, "answer": 3}', ":2: field 'answer': must be a string"),
         ('{"input": {"ctx": "[]"}, "answer": "[]"}', ":2: field 'input': no 'context' for the"),
-        ('{"input": {"context": "[]", "icl_examples": [{"input": {"context": "[]"}, "answer": '
-         '{"input": []}}]}, "answer": "[]"}', ":2: in-context example 0: field 'answer': an "
-                                               "object needs an 'example' string"),
+        (
+            '{"input": {"context": "[]", "icl_examples": [{"input": {"context": "[]"}, "answer": '
+            '{"input": []}}]}, "answer": "[]"}',
+            ":2: in-context example 0: field 'answer': an object needs an 'example' string",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_malformed_row_is_one_line_naming_file_and_line(tmp_path, line, message):
     root = _checkout(tmp_path)
     path = root / TEST / "waiting_line" / "copy.jsonl"

@@ -68,8 +68,9 @@ def test_engine_matches_official_daedal(builtin, case):
     assert [o.stats.nfe for o in out] == solo
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c["name"].startswith("tiny")],
-                         ids=lambda c: c["name"])  # fmt: skip
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c["name"].startswith("tiny")], ids=lambda c: c["name"]
+)
 def test_loop_matches_official_daedal(tiny_golden, case):
     p = SamplingParams(remasking="low_confidence", **options(case))
     canvas = make_canvas(case["prompt_ids"], p.gen_length, GOLDEN_TOKENS, "cpu")
@@ -86,8 +87,10 @@ def test_the_goldens_exercise_every_mechanism():
     assert all(c["same_in_float64"] for c in CASES)
     assert all(c["solo_equal"] for c in CASES if "solo_equal" in c)
     grew = [c for c in CASES if c["sizing_growths"] > 0]
-    assert any(c["widths"][c["sizing_growths"]] < len(c["prompt_ids"][0])
-               + c["kwargs"]["max_gen_length"] for c in grew)  # fmt: skip
+    assert any(
+        c["widths"][c["sizing_growths"]] < len(c["prompt_ids"][0]) + c["kwargs"]["max_gen_length"]
+        for c in grew
+    )
 
     def inserts(c: dict) -> bool:  # a canvas grew by expansion_factor - 1 between two calls
         w, n = c["widths"], c["kwargs"].get("expansion_factor", 8)
@@ -149,13 +152,26 @@ def test_seer_and_a_fixed_window_do_not_compose(builtin):
 def test_cli_flags(builtin, capsys):
     from seer.cli import main
 
-    argv = ["generate", "--model", "builtin-v1", "--daedal", "--daedal-initial", "8",
-            "--daedal-block", "8", "--daedal-eos-tokens", "8", "--json", "--prompt",
-            "copy : red box"]  # fmt: skip
+    argv = [
+        "generate",
+        "--model",
+        "builtin-v1",
+        "--daedal",
+        "--daedal-initial",
+        "8",
+        "--daedal-block",
+        "8",
+        "--daedal-eos-tokens",
+        "8",
+        "--json",
+        "--prompt",
+        "copy : red box",
+    ]
     assert main(argv) in (0, None)
     got = json.loads(capsys.readouterr().out)
-    want = builtin.generate("copy : red box", daedal=True, daedal_initial=8, daedal_block=8,
-                            daedal_eos_tokens=8)  # fmt: skip
+    want = builtin.generate(
+        "copy : red box", daedal=True, daedal_initial=8, daedal_block=8, daedal_eos_tokens=8
+    )
     assert got["token_ids"] == want.token_ids and got["nfe"] == want.stats.nfe
     assert main(["generate", "--model", "builtin-v1", "--daedal-low", "2", "--prompt", "x"]) == 2
     err = capsys.readouterr().err
@@ -212,8 +228,15 @@ def test_masks_predicted_everywhere_still_reveal_one_token_per_step():
         return out
 
     model.forward = masks_first
-    p = SamplingParams(gen_length=16, remasking="low_confidence", daedal=True, daedal_initial=8,
-                       daedal_block=8, daedal_expand=4, daedal_eos_tokens=4)  # fmt: skip
+    p = SamplingParams(
+        gen_length=16,
+        remasking="low_confidence",
+        daedal=True,
+        daedal_initial=8,
+        daedal_block=8,
+        daedal_expand=4,
+        daedal_eos_tokens=4,
+    )
     res = DenoisingLoop(model, TOKENS).run(make_canvas([[5, 6, 7]], 16, TOKENS, "cpu"), p)
     assert TOKENS.mask not in res.answer[0].tolist()
     assert res.nfe == 3 + 16 and res.window.tolist() == [16]

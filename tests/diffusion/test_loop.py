@@ -212,9 +212,12 @@ def _dream_counts(masks: int, steps: int, eps: float = 1e-3) -> list[int]:
     remaining, out = masks, []
     for j in range(steps):
         k = timestep_count(
-            torch.tensor([j]), torch.tensor([steps]), torch.tensor([remaining]),
-            torch.tensor([masks]), eps,
-        )  # fmt: skip
+            torch.tensor([j]),
+            torch.tensor([steps]),
+            torch.tensor([remaining]),
+            torch.tensor([masks]),
+            eps,
+        )
         out.append(int(k))
         remaining -= int(k)
     return out
@@ -271,8 +274,11 @@ def test_plan_runs_rows_in_lockstep():
     assert plan.total == 4
     start, end, j, n, active = plan.current(torch.device("cpu"))
     assert (start.tolist(), end.tolist(), j.tolist(), active.tolist()) == (
-        [0, 0], [4, 4], [0, 0], [True, True],
-    )  # fmt: skip
+        [0, 0],
+        [4, 4],
+        [0, 0],
+        [True, True],
+    )
     plan.step = 2
     start, end, j, n, active = plan.current(torch.device("cpu"))
     assert start[0] == 4 and end[0] == 8 and j[0] == 0 and n[0] == 2

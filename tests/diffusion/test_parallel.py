@@ -92,8 +92,9 @@ def test_threshold_one_reveals_one_per_step_like_the_schedule():
     model = tiny("llada")
     prompts = [[5, 6, 7, 8], [9, 10]]
     base = SamplingParams(gen_length=16, steps=16, block_length=8, remasking="low_confidence")
-    par = SamplingParams(gen_length=16, steps=4, block_length=8, remasking="low_confidence",
-                         threshold=1.0)  # fmt: skip
+    par = SamplingParams(
+        gen_length=16, steps=4, block_length=8, remasking="low_confidence", threshold=1.0
+    )
     loop = DenoisingLoop(model, TOKENS)
     a = loop.run(make_canvas(prompts, 16, TOKENS, "cpu"), base)
     b = loop.run(make_canvas(prompts, 16, TOKENS, "cpu"), par)
@@ -105,8 +106,9 @@ def test_a_cut_window_runs_under_threshold_like_a_short_request(cache):
     """Seer composes with parallel decoding: cut to 8 after step 0, then the same tokens as a
     request whose window is 8, apart from step 0 (which saw the full window)."""
     model = tiny("llada")
-    p = SamplingParams(gen_length=16, block_length=8, remasking="low_confidence",
-                       threshold=0.05, cache=cache)  # fmt: skip
+    p = SamplingParams(
+        gen_length=16, block_length=8, remasking="low_confidence", threshold=0.05, cache=cache
+    )
     loop = DenoisingLoop(model, TOKENS)
     out = loop.run(make_canvas([[5, 6, 7, 8]], 16, TOKENS, "cpu"), p, FixedWindowPolicy([8]))
     assert int(out.window[0]) == 8 and out.nfe <= 8
@@ -176,8 +178,12 @@ def test_suffix_dropout_runs_only_the_scratchpad_after_the_block():
     cols = [4 + min(4 * (b + 1) + 4, 16) for b in range(4) for _ in range(4)]
     assert out.forwarded == 2 * sum(cols) < plain.forwarded
     assert out.nfe == plain.nfe and not (out.answer == TOKENS.mask).any()
-    cut = loop.run(make_canvas(prompts, 16, TOKENS, "cpu"), p, FixedWindowPolicy([8, 8]),
-                   cache=SuffixDropout(0))  # fmt: skip
+    cut = loop.run(
+        make_canvas(prompts, 16, TOKENS, "cpu"),
+        p,
+        FixedWindowPolicy([8, 8]),
+        cache=SuffixDropout(0),
+    )
     assert (cut.answer[:, 8:] == TOKENS.eos).all()
     with pytest.raises(ValueError):
         SuffixDropout(-1)
@@ -194,8 +200,13 @@ def test_suffix_dropout_keys_are_each_rows_own_scratchpad():
 
     canvas = SimpleNamespace(x=torch.zeros(2, 4 + 64, dtype=torch.long), prompt_len=4)
     z = torch.zeros(2, dtype=torch.long)
-    behind = StepRows(start=torch.tensor([0, 24]), end=torch.tensor([8, 32]), j=z, steps=z + 8,
-                      active=torch.tensor([True, True]))  # fmt: skip
+    behind = StepRows(
+        start=torch.tensor([0, 24]),
+        end=torch.tensor([8, 32]),
+        j=z,
+        steps=z + 8,
+        active=torch.tensor([True, True]),
+    )
     span = SuffixDropout(4).span(canvas, behind, 0, 32, 0)
     assert (span.lo, span.hi, span.fill) == (0, 4 + 32 + 4, True)
     assert span.keys is not None
@@ -228,9 +239,24 @@ def test_dpad_by_name_runs_through_generate_the_engine_and_the_cli(capsys):
     assert [g.stats.nfe for g in solo] == [w.nfe for w in want]
     batch = lm.generate(qs, p)
     assert [g.token_ids for g in batch] == [g.token_ids for g in solo]
-    argv = ["generate", "--model", "builtin-v1", "--prompt", qs[0], "--gen-length", "32",
-            "--steps", "16", "--block-length", "8", "--cache", "dpad", "--dpad-window", "4",
-            "--json"]  # fmt: skip
+    argv = [
+        "generate",
+        "--model",
+        "builtin-v1",
+        "--prompt",
+        qs[0],
+        "--gen-length",
+        "32",
+        "--steps",
+        "16",
+        "--block-length",
+        "8",
+        "--cache",
+        "dpad",
+        "--dpad-window",
+        "4",
+        "--json",
+    ]
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["answer"] == solo[0].text
     with pytest.raises(seer.SeerError, match="dpad_window must be >= 0"):

@@ -42,11 +42,16 @@ def test_traits_decide_what_composes():
 
 def test_the_rows_options_build_their_policies(tiny_llada):
     loop = DenoisingLoop(tiny_llada, TOKENS)
-    names = [[p.name for p in for_rows(loop, rows, "cpu")] for rows in (
-        [P], [P, SamplingParams(gen_length=16, stop=((5,),))],
-        [SamplingParams(gen_length=16, threshold=0.9)],
-        [SamplingParams(gen_length=64, daedal=True)],
-        [SamplingParams(gen_length=64, rho_eos=True)])]  # fmt: skip
+    names = [
+        [p.name for p in for_rows(loop, rows, "cpu")]
+        for rows in (
+            [P],
+            [P, SamplingParams(gen_length=16, stop=((5,),))],
+            [SamplingParams(gen_length=16, threshold=0.9)],
+            [SamplingParams(gen_length=64, daedal=True)],
+            [SamplingParams(gen_length=64, rho_eos=True)],
+        )
+    ]
     assert names == [[], ["stop"], ["threshold/factor/early_stop"], ["daedal"], ["rho_eos"]]
 
 

@@ -61,8 +61,9 @@ def test_engine_matches_official_rho_eos(builtin, case):
     assert [o.stats.nfe for o in out] == [case["nfe"]]
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c["name"].startswith("tiny")],
-                         ids=lambda c: c["name"])  # fmt: skip
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c["name"].startswith("tiny")], ids=lambda c: c["name"]
+)
 def test_loop_matches_official_rho_eos(case):
     model = load_model(GOLDEN)
     p = SamplingParams(remasking="low_confidence", **options(case))
@@ -107,12 +108,22 @@ def test_defaults_are_the_official_ones():
 @pytest.mark.parametrize(
     "rho, scheduler, change",
     [
-        (0.5, "exp", 0), (0.4, "exp", 0), (0.6, "exp", 0),  # inside the band, its edges too
-        (0.35, "exp", 8), (0.25, "exp", 16), (0.15, "exp", 32), (0.05, "exp", 64),
-        (0.0, "exp", 64), (0.0, "linear", 32), (0.0, "const", 8),
-        (0.65, "exp", -8), (0.75, "exp", -16), (0.95, "exp", -64), (1.0, "linear", -32),
+        (0.5, "exp", 0),
+        (0.4, "exp", 0),
+        (0.6, "exp", 0),  # inside the band, its edges too
+        (0.35, "exp", 8),
+        (0.25, "exp", 16),
+        (0.15, "exp", 32),
+        (0.05, "exp", 64),
+        (0.0, "exp", 64),
+        (0.0, "linear", 32),
+        (0.0, "const", 8),
+        (0.65, "exp", -8),
+        (0.75, "exp", -16),
+        (0.95, "exp", -64),
+        (1.0, "linear", -32),
     ],
-)  # fmt: skip
+)
 def test_window_change_by_hand(rho, scheduler, change):
     """K = 8 x m, m from ceil(gap / 0.1) (exp: 2^(seg-1), linear: seg, const 1), m <= 8."""
     assert window_change(rho, 0.4, 0.6, 8, scheduler) == change
@@ -177,12 +188,25 @@ def test_rows_beside_other_traffic_keep_their_answers(builtin):
 def test_cli_flags(builtin, capsys):
     from seer.cli import main
 
-    argv = ["generate", "--model", "builtin", "--rho-initial", "16", "--rho-block", "8",
-            "--rho-eos-tokens", "8", "--json", "--prompt", "copy : red box"]  # fmt: skip
+    argv = [
+        "generate",
+        "--model",
+        "builtin",
+        "--rho-initial",
+        "16",
+        "--rho-block",
+        "8",
+        "--rho-eos-tokens",
+        "8",
+        "--json",
+        "--prompt",
+        "copy : red box",
+    ]
     assert main(argv) in (0, None)
     got = json.loads(capsys.readouterr().out)
-    want = builtin.generate("copy : red box", rho_eos=True, rho_initial=16, rho_block=8,
-                            rho_eos_tokens=8)  # fmt: skip
+    want = builtin.generate(
+        "copy : red box", rho_eos=True, rho_initial=16, rho_block=8, rho_eos_tokens=8
+    )
     assert got["token_ids"] == want.token_ids and got["nfe"] == want.stats.nfe
     assert main(["generate", "--model", "builtin", "--rho-low", "2", "--prompt", "x"]) == 2
     err = capsys.readouterr().err
@@ -208,8 +232,9 @@ def test_the_length_stops_changing_after_64_steps():
     length: 72 positions, one per step, 72 forwards."""
     model = load_model(GOLDEN)
     one = dict(rho_expand=1, rho_scheduler="const", rho_reveal=1.0)
-    p = SamplingParams(gen_length=100, remasking="low_confidence", rho_initial=8, rho_block=8,
-                       rho_eos=True, **one)  # fmt: skip
+    p = SamplingParams(
+        gen_length=100, remasking="low_confidence", rho_initial=8, rho_block=8, rho_eos=True, **one
+    )
     canvas = make_canvas([[5, 6, 7]], p.gen_length, GOLDEN_TOKENS, "cpu")
     res = DenoisingLoop(model, GOLDEN_TOKENS).run(canvas, p)
     assert res.window.tolist() == [8 + 64] and res.nfe == 72

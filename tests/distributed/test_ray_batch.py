@@ -64,8 +64,14 @@ def single(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("single") / "out.jsonl"
     lm = seer.load("builtin-v1")
-    run_batch(lm, load_examples("builtin-v1", n=9), out, params=lm.sampling(gen_length=GEN),
-              seer=True, max_batch=3)  # fmt: skip
+    run_batch(
+        lm,
+        load_examples("builtin-v1", n=9),
+        out,
+        params=lm.sampling(gen_length=GEN),
+        seer=True,
+        max_batch=3,
+    )
     return _rows(out)
 
 
@@ -74,9 +80,16 @@ def test_two_actors_one_killed_every_row_once_with_the_single_process_answers(
 ):
     out, marker = tmp_path / "out.jsonl", tmp_path / "killed"
     with deadline(DEADLINE):
-        s = batch("builtin-v1", load_examples("builtin-v1", n=9), out, actors=2,
-                  sampling={"gen_length": GEN}, seer=True, max_batch=3,
-                  _fault=str(marker))  # fmt: skip
+        s = batch(
+            "builtin-v1",
+            load_examples("builtin-v1", n=9),
+            out,
+            actors=2,
+            sampling={"gen_length": GEN},
+            seer=True,
+            max_batch=3,
+            _fault=str(marker),
+        )
     assert marker.exists()  # an actor did SIGKILL itself while holding a batch
     assert (s.rows, s.skipped, s.actors) == (9, 0, 2)
     assert _strip(_rows(out)) == _strip(single)  # every id once, in input order, same answers
@@ -87,8 +100,24 @@ def test_seer_batch_ray_command_writes_parquet_in_input_order(cluster, single, t
     from seer.cli import main
 
     out = tmp_path / "out.parquet"
-    argv = ["batch", "--model", "builtin-v1", "--data", "builtin-v1", "--n", "5", "--out", str(out),
-            "--ray", "1", "--seer", "--gen-length", str(GEN), "--max-batch", "3"]  # fmt: skip
+    argv = [
+        "batch",
+        "--model",
+        "builtin-v1",
+        "--data",
+        "builtin-v1",
+        "--n",
+        "5",
+        "--out",
+        str(out),
+        "--ray",
+        "1",
+        "--seer",
+        "--gen-length",
+        str(GEN),
+        "--max-batch",
+        "3",
+    ]
     with deadline(DEADLINE):
         assert main(argv) == 0
     err = capsys.readouterr().err
@@ -116,6 +145,13 @@ def test_a_ray_resume_with_other_settings_is_refused(tmp_path):
     ex = load_examples("builtin-v1", n=3)
     run_batch(lm, ex[:1], out, params=lm.sampling(gen_length=GEN), data="builtin-v1")
     with pytest.raises(SeerError, match="seer.enabled=false, this run has seer.enabled=true"):
-        batch("builtin-v1", ex, out, sampling={"gen_length": GEN}, seer=True, resume=True,
-              data="builtin-v1")  # fmt: skip
+        batch(
+            "builtin-v1",
+            ex,
+            out,
+            sampling={"gen_length": GEN},
+            seer=True,
+            resume=True,
+            data="builtin-v1",
+        )
     assert len(out.read_text().splitlines()) == 1

@@ -79,11 +79,12 @@ def _ask(server: Server) -> list:
                 c.chat.completions.create(
                     model=MODEL, messages=q, max_tokens=24, extra_body={"seer": False}
                 )
-            ),  # fmt: skip
+            ),
             _dump(c.completions.create(model=MODEL, prompt="The capital of", temperature=0)),
         ]
-        stream = c.chat.completions.create(model=MODEL, messages=q, stream=True,
-                                           stream_options={"include_usage": True})  # fmt: skip
+        stream = c.chat.completions.create(
+            model=MODEL, messages=q, stream=True, stream_options={"include_usage": True}
+        )
         out.append([_dump(chunk) for chunk in stream])
         out.append(
             [_dump(ch) for ch in c.completions.create(model=MODEL, prompt="a b", stream=True)]

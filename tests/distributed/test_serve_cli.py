@@ -60,8 +60,12 @@ def test_deployment_options_fixed_autoscaled_gpu_and_cpu():
     assert "max_queued_requests" not in fixed  # no --max-queue: the proxy holds them all
     auto = deployment_options(2, 1, 4, gpu=True, max_batch=16, max_queue=4, drain_timeout=60)
     assert "num_replicas" not in auto
-    scaling = {"min_replicas": 1, "max_replicas": 4, "initial_replicas": 2,
-               "target_ongoing_requests": 8}  # fmt: skip
+    scaling = {
+        "min_replicas": 1,
+        "max_replicas": 4,
+        "initial_replicas": 2,
+        "target_ongoing_requests": 8,
+    }
     assert auto["autoscaling_config"] == scaling
     assert auto["ray_actor_options"] == {"num_gpus": 1}
     assert auto["max_ongoing_requests"] == 20

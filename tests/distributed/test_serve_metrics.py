@@ -30,8 +30,11 @@ def _replica(answers: list[tuple[int, float]], waiting: int, errors: int = 0) ->
 
 
 def _samples(text: bytes) -> dict[tuple, float]:
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for f in text_string_to_metric_families(text.decode()) for s in f.samples}  # fmt: skip
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(text.decode())
+        for s in f.samples
+    }
 
 
 def test_counters_and_histograms_sum_over_replicas_gauges_over_live_ones():

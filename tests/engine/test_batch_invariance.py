@@ -125,8 +125,9 @@ def _check(lm, rows, reqs, routing, min_group, tag) -> None:
         assert got[i].token_ids == _solo[key], f"row {k} ({rows[k]}) differs from its solo run"
 
 
-@pytest.mark.parametrize(("cache", "seer_on"), [("dpad", False), ("dpad", True), ("dual", False),
-                                               ("prefix", False)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("cache", "seer_on"), [("dpad", False), ("dpad", True), ("dual", False), ("prefix", False)]
+)
 def test_rows_that_join_a_cached_batch_later_keep_their_solo_answers(text, cache, seer_on):
     """Early stop frees a row's slot for a request that starts at its first block while its
     neighbours are at later ones: each row keeps its solo answer under every cache (DPad's
@@ -148,14 +149,21 @@ def test_rows_that_join_a_cached_batch_later_keep_their_solo_answers(text, cache
     params=st.integers(0, len(TEXT_PARAMS) - 1),
     min_group=st.sampled_from([1, 2, 4]),
 )
-def test_text_rows_equal_their_solo_runs_beside_any_neighbours(text, rows, routing, params,
-                                                                min_group):  # fmt: skip
+def test_text_rows_equal_their_solo_runs_beside_any_neighbours(
+    text, rows, routing, params, min_group
+):
     lm, ex = text
     ids = list(ex)
     p = lm.sampling(**TEXT_PARAMS[params])
     reqs = [_request(lm, ex[ids[i]], kind, w, p) for i, kind, w, _ in rows]
-    _check(lm, [(ids[i], kind, w, t) for i, kind, w, t in rows], reqs, routing, min_group,
-           ("text", params))  # fmt: skip
+    _check(
+        lm,
+        [(ids[i], kind, w, t) for i, kind, w, t in rows],
+        reqs,
+        routing,
+        min_group,
+        ("text", params),
+    )
 
 
 @settings(max_examples=4, **SETTINGS)
@@ -166,8 +174,9 @@ def test_text_rows_equal_their_solo_runs_beside_any_neighbours(text, rows, routi
 def test_image_rows_equal_their_solo_runs_beside_any_neighbours(vqa, rows, routing):
     lm, ex = vqa
     p = lm.sampling(gen_length=64, steps=32)
-    reqs = [_request(lm, ex[i % len(ex)], kind, w, p, ex[i % len(ex)].image)
-            for i, kind, w, _ in rows]  # fmt: skip
+    reqs = [
+        _request(lm, ex[i % len(ex)], kind, w, p, ex[i % len(ex)].image) for i, kind, w, _ in rows
+    ]
     _check(lm, [(i % len(ex), kind, w, t) for i, kind, w, t in rows], reqs, routing, 2, ("vqa",))
 
 
@@ -288,8 +297,10 @@ def test_mixed_traffic_rows_equal_their_solo_runs(text, rows, routing):
 def test_mixed_image_rows_equal_their_solo_runs(vqa, rows):
     lm, ex = vqa
     opts = [o for o in range(len(MIXED)) if "stop" not in MIXED[o]]  # the text model's ids
-    reqs = [_mixed_request(lm, ex[i % len(ex)], opts[o % len(opts)], w, ex[i % len(ex)].image)
-            for i, o, w, _ in rows]  # fmt: skip
+    reqs = [
+        _mixed_request(lm, ex[i % len(ex)], opts[o % len(opts)], w, ex[i % len(ex)].image)
+        for i, o, w, _ in rows
+    ]
     _check_mixed(lm, reqs, [t for *_, t in rows], "mixed-vqa")
 
 
@@ -320,8 +331,10 @@ def test_arrivals_share_step_0_across_window_caps_and_with_running_rows(model, r
     lm, ex = request.getfixturevalue(model)
     ex = list(ex.values()) if isinstance(ex, dict) else list(ex)
     opts = [0, 1, 5, 6] if model == "text" else [0, 2, 5, 6]  # greedy, seeded, capped at 32
-    reqs = [_mixed_request(lm, ex[0], 0, "seer", ex[0].image),
-            _mixed_request(lm, ex[1], 5, "seer", ex[1].image)]  # fmt: skip  # caps 64 and 32
+    reqs = [
+        _mixed_request(lm, ex[0], 0, "seer", ex[0].image),
+        _mixed_request(lm, ex[1], 5, "seer", ex[1].image),
+    ]  # caps 64 and 32
     reqs += [_mixed_request(lm, e, o, "full", e.image) for e, o in zip(ex[2:], opts, strict=False)]
     ticks = [0, 0, 1, 1, 2, 3]
     naive = EngineConfig(routing="naive", kernel="reference")  # one forward per tick

@@ -80,10 +80,24 @@ def test_seer_batch_resolves_the_runs_settings_once(tmp_path, resolves, capsys):
     from seer.cli import main
 
     data = tmp_path / "d.jsonl"
-    data.write_text("".join(json.dumps({"id": f"r{i}", "prompt": f"add {i} and 2"}) + "\n"
-                            for i in range(3)))  # fmt: skip
-    argv = ["--quiet", "batch", "--model", "builtin", "--data", str(data), "--out",
-            str(tmp_path / "o.jsonl"), "--gen-length", "8", "--steps", "8", "--seer"]  # fmt: skip
+    data.write_text(
+        "".join(json.dumps({"id": f"r{i}", "prompt": f"add {i} and 2"}) + "\n" for i in range(3))
+    )
+    argv = [
+        "--quiet",
+        "batch",
+        "--model",
+        "builtin",
+        "--data",
+        str(data),
+        "--out",
+        str(tmp_path / "o.jsonl"),
+        "--gen-length",
+        "8",
+        "--steps",
+        "8",
+        "--seer",
+    ]
     assert main(argv) == 0, capsys.readouterr().err
     assert len((tmp_path / "o.jsonl").read_text().splitlines()) == 3
     assert len(resolves) == 1
@@ -99,8 +113,12 @@ def test_the_server_resolves_each_request_once(lm, resolves):
         for body in ({"prompt": "add 1 and 2"}, {"prompt": "add 3 and 4", "seer": {}}):
             got = client.post("/v1/completions", json={"model": "builtin", "max_tokens": 8, **body})
             assert got.status_code == 200, got.text
-        chat = {"model": "builtin", "max_tokens": 8, "stream": True,
-                "messages": [{"role": "user", "content": "add 5 and 6"}]}  # fmt: skip
+        chat = {
+            "model": "builtin",
+            "max_tokens": 8,
+            "stream": True,
+            "messages": [{"role": "user", "content": "add 5 and 6"}],
+        }
         with client.stream("POST", "/v1/chat/completions", json=chat) as got:
             assert got.status_code == 200 and "[DONE]" in got.read().decode()
     assert len(resolves) == 3
@@ -120,8 +138,9 @@ def test_the_page_resolves_each_side_once(lm, resolves):
         run = next(f for f in blocks.fns.values() if f.fn.__name__ == "run").fn
 
         async def click():
-            async for _ in run("add 1 and 2", None, 8, 8, 0, None, 0, "none", "eos_prob",
-                               True, True, 0.0):  # fmt: skip
+            async for _ in run(
+                "add 1 and 2", None, 8, 8, 0, None, 0, "none", "eos_prob", True, True, 0.0
+            ):
                 pass
 
         asyncio.run(asyncio.wait_for(click(), 120))

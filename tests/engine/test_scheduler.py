@@ -73,8 +73,10 @@ def test_every_row_is_planned_exactly_once(windows, routing, tau):
         assert all(windows[r] <= p.width <= p.bucket for r in p.rows)
         if p.path == "varlen":
             ends = [o + 4 + windows[r] for o, r in zip(p.offsets, p.rows, strict=True)]
-            assert all(o // p.packed_len == (e - 1) // p.packed_len for o, e in
-                       zip(p.offsets, ends, strict=True))  # fmt: skip
+            assert all(
+                o // p.packed_len == (e - 1) // p.packed_len
+                for o, e in zip(p.offsets, ends, strict=True)
+            )
             assert max(ends) <= p.packs * p.packed_len
 
 

@@ -104,8 +104,14 @@ def test_answers_equal_solo_runs_whatever_arrives_when(
             window=w if kind == "fixed" else None,
         )
         arrivals.setdefault(t, []).append(r)
-    cfg = EngineConfig(routing=routing, policy=policy, max_tokens_per_step=budget, min_group=2,
-                       kernel="reference", max_batch=4)  # fmt: skip
+    cfg = EngineConfig(
+        routing=routing,
+        policy=policy,
+        max_tokens_per_step=budget,
+        min_group=2,
+        kernel="reference",
+        max_batch=4,
+    )
     got, order = drive(Engine(lm, cfg), arrivals)
     for k, r in enumerate(order):
         assert len(got[k]) == 1, "a request was lost or returned twice"

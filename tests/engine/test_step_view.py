@@ -16,13 +16,21 @@ SEER = SeerConfig(layer=0, theta=0.1, tau_jump=0.02, gamma=1.0, lookahead=2, buc
 NO_MASK = {"banned_ids": (TOKENS.mask,)}  # random models may emit the mask id as a token
 CASES = [  # (arch, params, seer, fixed window)
     ("llada", SamplingParams(gen_length=16, steps=8, block_length=4, **NO_MASK), None, None),
-    ("llada", SamplingParams(gen_length=16, steps=16, block_length=8, cache="dual", **NO_MASK),
-     SEER, None),
+    (
+        "llada",
+        SamplingParams(gen_length=16, steps=16, block_length=8, cache="dual", **NO_MASK),
+        SEER,
+        None,
+    ),
     ("llada", SamplingParams(gen_length=16, steps=8, threshold=0.3, **NO_MASK), None, 8),
     ("dream", SamplingParams(gen_length=16, steps=8, remasking="entropy", **NO_MASK), SEER, None),
-    ("dream", SamplingParams(gen_length=16, steps=16, block_length=4, stop=((7,),), **NO_MASK),
-     None, None),
-]  # fmt: skip
+    (
+        "dream",
+        SamplingParams(gen_length=16, steps=16, block_length=4, stop=((7,),), **NO_MASK),
+        None,
+        None,
+    ),
+]
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +61,7 @@ def requests(p, seer, window, watch=None) -> list[Request]:
             seer=seer,
             window=window,
             on_step=watch[k].append if k in watch else None,
-        )  # fmt: skip
+        )
         for k, n in enumerate((3, 7, 5))
     ]
 
@@ -65,8 +73,12 @@ def test_watching_changes_no_answer_and_the_last_view_is_the_answer(lms, arch, p
     views: dict[int, list[StepView]] = {0: [], 2: []}
     watched = run(lm, requests(p, seer, window, views))
     for a, b in zip(plain, watched, strict=True):
-        assert (a.token_ids, a.nfe, a.window, a.detected) == (b.token_ids, b.nfe, b.window,
-                                                              b.detected)  # fmt: skip
+        assert (a.token_ids, a.nfe, a.window, a.detected) == (
+            b.token_ids,
+            b.nfe,
+            b.window,
+            b.detected,
+        )
     for k, seen in views.items():
         res = watched[k]
         assert [v.step for v in seen] == list(range(1, res.nfe + 1))  # every step, in order

@@ -30,8 +30,9 @@ KNOWN: dict[tuple[str, str], str] = {}
 OTHER_KERNELS = (
     torch.backends.cpu.get_cpu_capability() == "AVX2" or torch.cpu._is_amx_tile_supported()
 )
-ISA_BOUND = {(f, "bfloat16") for f in CASES} | {("lavida_dream_first_forward", d) for d in
-                                                ("float32", "bfloat16")}  # fmt: skip
+ISA_BOUND = {(f, "bfloat16") for f in CASES} | {
+    ("lavida_dream_first_forward", d) for d in ("float32", "bfloat16")
+}
 ISA_REASON = "golden recorded with AVX-512 kernels, no AMX; this CPU rounds bf16/SigLIP differently"
 
 

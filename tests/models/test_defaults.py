@@ -111,8 +111,15 @@ def test_each_family_defaults_to_its_official_readme_call():
     llada = LLaDAModelLM.sampling_defaults({}, None)
     assert llada == {"gen_length": 128, "temperature": 0.0, "remasking": "low_confidence"}
     dream = DreamModel.sampling_defaults({}, None)  # README call + inherited top_k
-    assert dream == {"gen_length": 512, "temperature": 0.2, "top_p": 0.95, "top_k": 50,
-                     "remasking": "entropy", "alg_temp": None, "eps": 1e-3}  # fmt: skip
+    assert dream == {
+        "gen_length": 512,
+        "temperature": 0.2,
+        "top_p": 0.95,
+        "top_k": 50,
+        "remasking": "entropy",
+        "alg_temp": None,
+        "eps": 1e-3,
+    }
     assert DreamModel.sampling_defaults({"top_k": 7}, None)["top_k"] == 7  # config.json's own
     assert DreamModel.sampling_defaults({"top_k": None}, None)["top_k"] is None
     mmada = MMaDAModelLM.sampling_defaults({}, None)  # inference_mmu.py, max_seq_length 512

@@ -214,8 +214,14 @@ def test_prefix_lm_batches_like_single_runs_and_runs_under_seer(lavida):
     cfg = resolve(lavida, True)
     for run, cache in ((cut, "prefix_lm"), (plain_cut, "none")):
         p = lavida.sampling(**{**kw, "cache": cache})
-        prof = step0(lavida, lavida.prompt(prompts[0], images[0]), params=p, layers=(cfg.layer,),
-                     thetas=(cfg.theta,), tensors=(cfg.tensor,))  # fmt: skip
+        prof = step0(
+            lavida,
+            lavida.prompt(prompts[0], images[0]),
+            params=p,
+            layers=(cfg.layer,),
+            thetas=(cfg.theta,),
+            tensors=(cfg.tensor,),
+        )
         assert run.boundary.profile == prof.at(cfg.layer, cfg.theta, cfg.tensor)[0].tolist()
     assert cut.boundary.profile != plain_cut.boundary.profile  # the prompt never sees the answer
 

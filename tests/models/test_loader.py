@@ -24,8 +24,9 @@ INPUT = torch.tensor([[5, 9, 17, 33, 62, 62, 62, 2]])
 def _raw(arch: str) -> dict:
     if arch == "llada":
         return llada_config(64, d_model=32, n_layers=2, n_heads=2, **IDS)
-    return dream_config(64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        num_key_value_heads=1, **IDS)  # fmt: skip
+    return dream_config(
+        64, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, **IDS
+    )
 
 
 def make(folder: Path, arch: str = "llada", seed: int = 0) -> Path:

@@ -31,8 +31,19 @@ class Server:
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "SEER_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
-        cmd = [sys.executable, "-m", "seer.cli", "serve", "--host", "127.0.0.1",
-               "--port", str(self.port), "--log-level", "warning", *args]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "seer.cli",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--log-level",
+            "warning",
+            *args,
+        ]
         self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"seer-serve-{self.port}.log"
         self._log = self.log.open("w")
         self.proc = subprocess.Popen(cmd, env=env, stdout=self._log, stderr=subprocess.STDOUT)

@@ -78,8 +78,9 @@ class Long(threading.Thread):
         self.status = httpx.post(f"{self.url}/v1/completions", json=LONG, timeout=120).status_code
 
 
-@pytest.mark.parametrize("signals", [[signal.SIGINT], [signal.SIGTERM, signal.SIGTERM]],
-                         ids=["SIGINT", "SIGTERM twice"])  # fmt: skip
+@pytest.mark.parametrize(
+    "signals", [[signal.SIGINT], [signal.SIGTERM, signal.SIGTERM]], ids=["SIGINT", "SIGTERM twice"]
+)
 def test_a_shutdown_by_any_signal_exits_0_and_answers_what_runs(signals):
     srv = Server("--model", MODEL, "--no-seer", "--drain-timeout", "120", "--log-level", "info")
     try:

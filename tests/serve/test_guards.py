@@ -45,8 +45,13 @@ def fill(body):
         return {k: fill(v) for k, v in body.items()}
     if isinstance(body, list):
         return [fill(v) for v in body]
-    return substitute(body, png=png_uri(), bad_png=uri(bad_png()), long_text="a " * 10_000,
-                      bad_ppm=uri(b"P6\n32 x\n255\n" + bytes(96), "x-portable-pixmap"))  # fmt: skip
+    return substitute(
+        body,
+        png=png_uri(),
+        bad_png=uri(bad_png()),
+        long_text="a " * 10_000,
+        bad_ppm=uri(b"P6\n32 x\n255\n" + bytes(96), "x-portable-pixmap"),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +65,16 @@ def images(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(images):
-    srv = Server("--model", MODEL, "--api-key", KEY, "--allow-local-images", str(images),
-                 "--max-body-mb", "1")  # fmt: skip
+    srv = Server(
+        "--model",
+        MODEL,
+        "--api-key",
+        KEY,
+        "--allow-local-images",
+        str(images),
+        "--max-body-mb",
+        "1",
+    )
     yield srv.wait()
     assert srv.stop() == 0, srv.log.read_text()[-2000:]
     log = srv.log.read_text()
@@ -105,8 +118,12 @@ def _image(server, url: str) -> httpx.Response:
         {"type": "image_url", "image_url": {"url": url}},
     ]
     body = {"model": MODEL, "max_tokens": 8, "messages": [{"role": "user", "content": parts}]}
-    return httpx.post(f"{server.url}/v1/chat/completions", json=body,
-                      headers={"Authorization": f"Bearer {KEY}"}, timeout=120)  # fmt: skip
+    return httpx.post(
+        f"{server.url}/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {KEY}"},
+        timeout=120,
+    )
 
 
 def test_a_local_image_in_the_folder_answers_as_its_data_uri(server, images):
@@ -118,8 +135,17 @@ def test_a_local_image_in_the_folder_answers_as_its_data_uri(server, images):
 
 
 def test_every_refused_path_reads_the_same_whether_or_not_it_exists(server, images):
-    paths = ["/etc/passwd", "/etc/no-such-file", "../../etc/hostname", "link.png", "missing.png",
-             "x", "/", "ok.png/..", "\x00"]  # fmt: skip
+    paths = [
+        "/etc/passwd",
+        "/etc/no-such-file",
+        "../../etc/hostname",
+        "link.png",
+        "missing.png",
+        "x",
+        "/",
+        "ok.png/..",
+        "\x00",
+    ]
     said = {_image(server, p).json()["error"]["message"] for p in paths}
     assert len(said) == 1 and REFUSED in said.pop()
 
@@ -136,8 +162,12 @@ def test_max_completion_tokens_sets_the_window_and_may_repeat_max_tokens(server)
     hi = [{"role": "user", "content": "hi"}]
     for extra in ({"max_completion_tokens": 8}, {"max_completion_tokens": 8, "max_tokens": 8}):
         body = {"model": MODEL, "messages": hi, **extra}
-        r = httpx.post(f"{server.url}/v1/chat/completions", json=body,
-                       headers={"Authorization": f"Bearer {KEY}"}, timeout=120)  # fmt: skip
+        r = httpx.post(
+            f"{server.url}/v1/chat/completions",
+            json=body,
+            headers={"Authorization": f"Bearer {KEY}"},
+            timeout=120,
+        )
         assert r.status_code == 200, r.text
         assert r.json()["choices"][0]["seer"]["gen_length"] == 8
 

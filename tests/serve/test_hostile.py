@@ -53,15 +53,23 @@ CHAT, TEXT = "/v1/chat/completions", "/v1/completions"
 HOSTILE = {
     "50k stop strings": (lambda: _body(messages=HI, stop=["ab"] * 50_000), CHAT, 400),
     "200k stop strings": (lambda: _body(messages=HI, stop=["ab"] * 200_000), CHAT, 413),
-    "500k text parts": (lambda: _body(messages=[{"role": "user", "content": [
-        {"type": "text", "text": "a"}] * 500_000}]), CHAT, 413),
-    "900k messages": (lambda: _body(messages=[{"role": "user", "content": "a"}] * 900_000),
-                      CHAT, 413),
+    "500k text parts": (
+        lambda: _body(
+            messages=[{"role": "user", "content": [{"type": "text", "text": "a"}] * 500_000}]
+        ),
+        CHAT,
+        413,
+    ),
+    "900k messages": (
+        lambda: _body(messages=[{"role": "user", "content": "a"}] * 900_000),
+        CHAT,
+        413,
+    ),
     "3k messages": (lambda: _body(messages=[{"role": "user", "content": "a"}] * 3_000), CHAT, 400),
     "100k nested lists": (lambda: b"[" * 100_000 + b"]" * 100_000, CHAT, 400),
     "60k token ids": (lambda: _body(prompt=[5] * 60_000), TEXT, 400),
     "a 20 MB prompt": (lambda: _body(prompt="a " * 10_000_000), TEXT, 400),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("name", list(HOSTILE))
@@ -86,30 +94,48 @@ def test_health_answers_while_a_hostile_request_is_refused(client, name, capsys)
     err = r.json()["error"]
     assert "\n" not in err["message"] and err["message"], err
     with capsys.disabled():  # the real figure, for the record
-        print(f"\n{name}: {len(waits)} /health answers while refused, slowest "
-              f"{max(waits, default=0) * 1000:.0f} ms")  # fmt: skip
+        print(
+            f"\n{name}: {len(waits)} /health answers while refused, slowest "
+            f"{max(waits, default=0) * 1000:.0f} ms"
+        )
     assert max(waits, default=0) < HEALTH_BOUND, (name, max(waits))
 
 
 CASES = {  # each field's bound, and the options only a stream may take
     "stop: at most 4 stop strings": {"messages": HI, "stop": list("abcde")},
     "stop: a stop string has at most 256": {"messages": HI, "stop": "x" * 257},
-    "stop: a stop string has at most 256 characters, got 1,000": {"messages": HI,
-                                                                  "stop": ["x" * 1000]},
+    "stop: a stop string has at most 256 characters, got 1,000": {
+        "messages": HI,
+        "stop": ["x" * 1000],
+    },
     "messages: at most 1,024 messages": {"messages": HI * 1025},
-    "at most 256 content parts": {"messages": [{"role": "user", "content": [
-        {"type": "text", "text": "a"}] * 257}]},
+    "at most 256 content parts": {
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "a"}] * 257}]
+    },
     "model: String should have at most 256": {"model": "m" * 257, "messages": HI},
     "user: String should have at most 256": {"messages": HI, "user": "u" * 257},
-    "detail: String should have at most 256": {"messages": [{"role": "user", "content": [
-        {"type": "image_url", "image_url": {"url": "data:,", "detail": "d" * 300}}]}]},
+    "detail: String should have at most 256": {
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image_url", "image_url": {"url": "data:,", "detail": "d" * 300}}
+                ],
+            }
+        ]
+    },
     "at most 64 Seer options": {"messages": HI, "seer": {f"k{i}": 1 for i in range(65)}},
     "stream_options: Dictionary should have at most 64": {
-        "messages": HI, "stream": True, "stream_options": {f"k{i}": 1 for i in range(65)}},
+        "messages": HI,
+        "stream": True,
+        "stream_options": {f"k{i}": 1 for i in range(65)},
+    },
     'stream_options is only allowed with "stream": true': {
-        "messages": HI, "stream_options": {"include_usage": True}},
+        "messages": HI,
+        "stream_options": {"include_usage": True},
+    },
     "the request body must be a JSON object, not list": [1, 2],
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("said", list(CASES))
@@ -123,8 +149,13 @@ def test_every_list_and_string_has_a_bound(client, said):
 
 
 def test_a_stream_may_ask_for_usage(client):
-    body = {"model": MODEL, "prompt": "add 1 and 2", "max_tokens": 8, "stream": True,
-            "stream_options": {"include_usage": True}}  # fmt: skip
+    body = {
+        "model": MODEL,
+        "prompt": "add 1 and 2",
+        "max_tokens": 8,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     r = _post(client, json.dumps(body).encode(), "/v1/completions")
     assert r.status_code == 200 and '"usage"' in r.text
 
@@ -145,8 +176,12 @@ def test_a_decompression_bomb_is_the_413_naming_max_image_mp(lm):
         return struct.pack(">I", len(data)) + kind + data + crc
 
     ihdr = struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)
-    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + \
-        chunk(b"IEND", b"")  # fmt: skip
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b""))
+        + chunk(b"IEND", b"")
+    )
     uri = "data:image/png;base64," + base64.b64encode(png).decode()
     part = [{"type": "text", "text": "what"}, {"type": "image_url", "image_url": {"url": uri}}]
     with TestClient(build(seer_vqa())) as c:
@@ -170,8 +205,13 @@ def test_no_openapi_schema_nor_docs_page(client):
 
 
 # -- a fuzz of request bodies ------------------------------------------------------------------
-LEAF = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
-                 st.floats(allow_nan=False), st.text(max_size=40))  # fmt: skip
+LEAF = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False),
+    st.text(max_size=40),
+)
 JSON = st.recursive(
     LEAF,
     lambda inner: (
@@ -179,11 +219,35 @@ JSON = st.recursive(
     ),
     max_leaves=30,
 )
-FIELDS = ["model", "messages", "prompt", "stop", "stream", "stream_options", "max_tokens",
-          "max_completion_tokens", "steps", "temperature", "seer", "n", "user", "logprobs",
-          "block_length", "top_p", "top_k", "echo", "suffix", "cfg_scale", "remasking"]  # fmt: skip
-MESSAGE = st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "assistant", "x"]),
-                                 "content": st.one_of(st.text(max_size=20), JSON)})  # fmt: skip
+FIELDS = [
+    "model",
+    "messages",
+    "prompt",
+    "stop",
+    "stream",
+    "stream_options",
+    "max_tokens",
+    "max_completion_tokens",
+    "steps",
+    "temperature",
+    "seer",
+    "n",
+    "user",
+    "logprobs",
+    "block_length",
+    "top_p",
+    "top_k",
+    "echo",
+    "suffix",
+    "cfg_scale",
+    "remasking",
+]
+MESSAGE = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from(["user", "system", "assistant", "x"]),
+        "content": st.one_of(st.text(max_size=20), JSON),
+    }
+)
 
 
 @st.composite
@@ -198,8 +262,7 @@ def bodies(draw):
     return body
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck),
-          derandomize=True)  # fmt: skip
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(body=bodies(), completions=st.booleans())
 def test_fuzzed_bodies_get_4xx_json_and_the_server_lives(client, body, completions):
     if completions:
@@ -246,8 +309,10 @@ def _closed_within(s: socket.socket, seconds: float) -> bytes:
 
 
 def test_half_sent_bodies_and_silent_connections_are_closed(server):
-    head = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
-            b"\r\nContent-Length: 1000\r\n\r\n")  # fmt: skip
+    head = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+        b"\r\nContent-Length: 1000\r\n\r\n"
+    )
     half = [_open(server) for _ in range(20)]
     for s in half:
         s.sendall(head + b'{"model": "builtin-v1", "mess')
@@ -265,8 +330,10 @@ def test_half_sent_bodies_and_silent_connections_are_closed(server):
 def test_a_client_that_half_closes_gets_a_reply_or_a_clean_close(server):
     body = json.dumps({"model": MODEL, "messages": HI, "max_tokens": 4}).encode()
     s = _open(server)
-    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
-              b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
+    s.sendall(
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+        b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
     s.shutdown(socket.SHUT_WR)  # a half-close: the server takes it as the client leaving
     reply = _closed_within(s, 30)
     assert reply == b"" or reply.startswith(b"HTTP/1.1 200"), reply[:200]

@@ -15,8 +15,14 @@ import pytest
 from serve_helpers import Server, httpx, metrics, total
 
 MODEL = "builtin-v1"
-LONG = {"model": MODEL, "prompt": "spell sun", "max_tokens": 128, "steps": 128,
-        "block_length": 32, "stream": True}  # fmt: skip
+LONG = {
+    "model": MODEL,
+    "prompt": "spell sun",
+    "max_tokens": 128,
+    "steps": 128,
+    "block_length": 32,
+    "stream": True,
+}
 SHORT = {"model": MODEL, "prompt": "spell sun", "max_tokens": 8}
 
 

@@ -14,10 +14,26 @@ HI = [{"role": "user", "content": "hi"}]
 
 
 def test_options_map_openai_fields_to_sampling_and_leave_defaults_out():
-    body = ChatRequest(model="m", messages=HI, max_tokens=32, temperature=0.5, top_p=0.9,
-                       seed=3, steps=16, block_length=8, threshold=0.9)  # fmt: skip
-    assert body.options() == {"gen_length": 32, "temperature": 0.5, "top_p": 0.9, "seed": 3,
-                              "steps": 16, "block_length": 8, "threshold": 0.9}  # fmt: skip
+    body = ChatRequest(
+        model="m",
+        messages=HI,
+        max_tokens=32,
+        temperature=0.5,
+        top_p=0.9,
+        seed=3,
+        steps=16,
+        block_length=8,
+        threshold=0.9,
+    )
+    assert body.options() == {
+        "gen_length": 32,
+        "temperature": 0.5,
+        "top_p": 0.9,
+        "seed": 3,
+        "steps": 16,
+        "block_length": 8,
+        "threshold": 0.9,
+    }
     assert ChatRequest(model="m", messages=HI).options() == {}  # the model's defaults
     assert ChatRequest(model="m", messages=HI, max_completion_tokens=8).options() == {
         "gen_length": 8
@@ -32,7 +48,7 @@ def test_daedal_and_early_stop_options_as_the_cli_takes_them():
         "daedal_initial": 8,
         "daedal_low": 0.2,
         "early_stop": True,
-    }  # fmt: skip  (a daedal_* option turns it on)
+    }  # a daedal_* option turns it on
     assert ChatRequest(model="m", messages=HI, daedal=True).options() == {"daedal": True}
     with pytest.raises(ValueError, match="daedal false"):
         ChatRequest(model="m", messages=HI, daedal=False, daedal_initial=8).options()
@@ -42,9 +58,16 @@ def test_daedal_and_early_stop_options_as_the_cli_takes_them():
 
 @pytest.mark.parametrize(
     "extra",
-    [{"stepz": 3}, {"n": 2}, {"logprobs": True}, {"presence_penalty": 0.5}, {"max_tokens": 0},
-     {"top_p": 0}, {"temperature": -1}],
-)  # fmt: skip
+    [
+        {"stepz": 3},
+        {"n": 2},
+        {"logprobs": True},
+        {"presence_penalty": 0.5},
+        {"max_tokens": 0},
+        {"top_p": 0},
+        {"temperature": -1},
+    ],
+)
 def test_bad_or_unsupported_fields_are_refused(extra):
     with pytest.raises(ValidationError):
         ChatRequest(model="m", messages=HI, **extra)

@@ -89,9 +89,11 @@ def test_image_chat_equals_generate_and_the_cli(client, vqa_lm, capsys):
     for s in sample_images()[:3]:
         opts = {"max_tokens": 32, "steps": 16, "block_length": 16}
         r = client.chat.completions.create(
-            model=MODEL, messages=image_message(s["question"], data_uri(s["file"])),
-            max_tokens=32, extra_body={"steps": 16, "block_length": 16},
-        )  # fmt: skip
+            model=MODEL,
+            messages=image_message(s["question"], data_uri(s["file"])),
+            max_tokens=32,
+            extra_body={"steps": 16, "block_length": 16},
+        )
         g = offline(vqa_lm, s["question"], s["file"], gen_length=32, steps=16, block_length=16)
         check_same(r.choices[0], r.usage, g, opts["max_tokens"])
     s = LIST
@@ -107,9 +109,11 @@ def test_image_chat_equals_generate_and_the_cli(client, vqa_lm, capsys):
 def test_seer_off_per_request_and_completions(client, vqa_lm):
     q = "how many shapes are there ?"
     r = client.chat.completions.create(
-        model=MODEL, messages=[{"role": "user", "content": q}], max_tokens=16,
+        model=MODEL,
+        messages=[{"role": "user", "content": q}],
+        max_tokens=16,
         extra_body={"seer": False, "remasking": "low_confidence"},
-    )  # fmt: skip
+    )
     g = offline(vqa_lm, q, seer=False, gen_length=16, remasking="low_confidence")
     check_same(r.choices[0], r.usage, g, 16)
     assert r.choices[0].seer["window"] == 16 and r.choices[0].seer["detected"] is None
@@ -150,16 +154,24 @@ def test_streaming_concatenates_to_the_answer(client, server, vqa_lm):
     s = LIST
     messages = image_message(s["question"], data_uri(s["file"]))
     extra = {"steps": 32, "block_length": 4, "seer": False}
-    full = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=32,
-                                          extra_body=extra)  # fmt: skip
-    chunks = list(client.chat.completions.create(
-        model=MODEL, messages=messages, max_tokens=32, extra_body=extra, stream=True,
-        stream_options={"include_usage": True},
-    ))  # fmt: skip
+    full = client.chat.completions.create(
+        model=MODEL, messages=messages, max_tokens=32, extra_body=extra
+    )
+    chunks = list(
+        client.chat.completions.create(
+            model=MODEL,
+            messages=messages,
+            max_tokens=32,
+            extra_body=extra,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
     pieces = [c.choices[0].delta.content or "" for c in chunks if c.choices]
     assert "".join(pieces) == full.choices[0].message.content
-    g = offline(vqa_lm, s["question"], s["file"], seer=False, gen_length=32, steps=32,
-                block_length=4)  # fmt: skip
+    g = offline(
+        vqa_lm, s["question"], s["file"], seer=False, gen_length=32, steps=32, block_length=4
+    )
     assert full.choices[0].message.content == g.text
     assert chunks[0].choices[0].delta.role == "assistant"
     last = [c for c in chunks if c.choices][-1]
@@ -170,12 +182,10 @@ def test_streaming_concatenates_to_the_answer(client, server, vqa_lm):
 
 def test_async_client_streaming_and_not(server, vqa_lm):
     async def main():
-        async with openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key=KEY,
-                                      max_retries=0) as c:  # fmt: skip
+        async with openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key=KEY, max_retries=0) as c:
             q = "spell sun"
             r = await c.completions.create(model=MODEL, prompt=q, max_tokens=16)
-            stream = await c.completions.create(model=MODEL, prompt=q, max_tokens=16,
-                                                stream=True)  # fmt: skip
+            stream = await c.completions.create(model=MODEL, prompt=q, max_tokens=16, stream=True)
             text = "".join([ch.choices[0].text async for ch in stream if ch.choices])
             return r, text
 
@@ -199,8 +209,9 @@ def test_32_concurrent_requests_each_equal_its_solo_answer(server, vqa_lm):
         )
 
     async def main():
-        async with openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key=KEY, max_retries=0,
-                                      timeout=120) as c:  # fmt: skip
+        async with openai.AsyncOpenAI(
+            base_url=f"{server.url}/v1", api_key=KEY, max_retries=0, timeout=120
+        ) as c:
             return await asyncio.gather(*(ask(c, ex, i) for i, ex in enumerate(examples)))
 
     responses = asyncio.run(main())
@@ -273,8 +284,11 @@ def test_error_codes_400_401_404_413_have_openai_bodies(server):
     _error(_post(server, {"model": MODEL, "messages": local}), 400, "--allow-local-images")
     turns = [*hi, {"role": "assistant", "content": "x"}, *hi]
     _error(_post(server, {"model": MODEL, "messages": turns}), 400, "one user message")
-    r = httpx.post(f"{server.url}/v1/chat/completions", content=b"{not json",
-                   headers={"Authorization": f"Bearer {KEY}"})  # fmt: skip
+    r = httpx.post(
+        f"{server.url}/v1/chat/completions",
+        content=b"{not json",
+        headers={"Authorization": f"Bearer {KEY}"},
+    )
     _error(r, 400)
     _error(_post(server, {"model": MODEL, "messages": hi}, key=None), 401, "API key")
     _error(_post(server, {"model": MODEL, "messages": hi}, key="wrong"), 401)
@@ -288,8 +302,12 @@ def test_error_codes_400_401_404_413_have_openai_bodies(server):
             yield b'{"role": "user", "content": "' + b"x" * 40000 + b'"},'
         yield b'{"role": "user", "content": "hi"}]}'
 
-    r = httpx.post(f"{server.url}/v1/chat/completions", content=chunked(), timeout=60,
-                   headers={"Authorization": f"Bearer {KEY}"})  # fmt: skip
+    r = httpx.post(
+        f"{server.url}/v1/chat/completions",
+        content=chunked(),
+        timeout=60,
+        headers={"Authorization": f"Bearer {KEY}"},
+    )
     _error(r, 413, "body")
     import numpy as np
     from PIL import Image
@@ -303,11 +321,23 @@ def test_error_codes_400_401_404_413_have_openai_bodies(server):
 
 def test_client_disconnect_aborts_the_request(server):
     before = metrics(server.url)
-    body = {"model": MODEL, "prompt": "spell sun", "max_tokens": 128, "steps": 128,
-            "block_length": 32, "seer": False, "stream": True}  # fmt: skip
+    body = {
+        "model": MODEL,
+        "prompt": "spell sun",
+        "max_tokens": 128,
+        "steps": 128,
+        "block_length": 32,
+        "seer": False,
+        "stream": True,
+    }
     t0 = time.monotonic()
-    with httpx.stream("POST", f"{server.url}/v1/completions", json=body, timeout=60,
-                      headers={"Authorization": f"Bearer {KEY}"}) as r:  # fmt: skip
+    with httpx.stream(
+        "POST",
+        f"{server.url}/v1/completions",
+        json=body,
+        timeout=60,
+        headers={"Authorization": f"Bearer {KEY}"},
+    ) as r:
         assert r.status_code == 200
         next(r.iter_lines())  # the first chunk, then hang up
     deadline = time.monotonic() + 30
@@ -319,8 +349,9 @@ def test_client_disconnect_aborts_the_request(server):
         assert time.monotonic() < deadline, "the disconnect was not noticed"
         time.sleep(0.05)
     # the aborted request does not hold the engine: a short one is answered at once
-    r = _post(server, {"model": MODEL, "prompt": "spell sun", "max_tokens": 8},
-              path="/v1/completions")  # fmt: skip
+    r = _post(
+        server, {"model": MODEL, "prompt": "spell sun", "max_tokens": 8}, path="/v1/completions"
+    )
     assert r.status_code == 200
     answered = total(m, "seer_request_latency_seconds_count")
     assert answered == total(before, "seer_request_latency_seconds_count"), "it was answered"

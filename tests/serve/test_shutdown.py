@@ -20,8 +20,9 @@ from serve_helpers import Server, httpx, metrics, total
 openai = pytest.importorskip("openai")
 
 MODEL = "builtin-v1"
-LONG = dict(model=MODEL, prompt="spell sun", max_tokens=448,
-            extra_body={"steps": 448, "block_length": 32})  # fmt: skip
+LONG = dict(
+    model=MODEL, prompt="spell sun", max_tokens=448, extra_body={"steps": 448, "block_length": 32}
+)
 
 
 def _client(url: str):
@@ -52,15 +53,30 @@ def _plain(call: Call, url: str) -> None:
 
 
 def _raw_stream(call: Call, url: str) -> None:
-    body = {"model": MODEL, "prompt": "spell sun", "max_tokens": 448, "steps": 448,
-            "block_length": 32, "stream": True}  # fmt: skip
+    body = {
+        "model": MODEL,
+        "prompt": "spell sun",
+        "max_tokens": 448,
+        "steps": 448,
+        "block_length": 32,
+        "stream": True,
+    }
     with httpx.stream("POST", f"{url}/v1/completions", json=body, timeout=60) as r:
         call.lines.extend(line for line in r.iter_lines() if line)
 
 
 def test_sigterm_past_the_drain_timeout_ends_every_request_cleanly():
-    srv = Server("--model", MODEL, "--no-seer", "--max-batch", "4", "--drain-timeout", "0",
-                 "--log-level", "info")  # fmt: skip
+    srv = Server(
+        "--model",
+        MODEL,
+        "--no-seer",
+        "--max-batch",
+        "4",
+        "--drain-timeout",
+        "0",
+        "--log-level",
+        "info",
+    )
     try:
         srv.wait()
         calls = [Call(lambda c, f=f: f(c, srv.url)) for f in (_stream, _plain, _raw_stream)]

@@ -155,8 +155,10 @@ def test_a_trace_row_that_would_be_read_wrong_is_refused(tmp_path, rows):
 
 def test_a_compare_record_s_timing_rows_are_skipped(tmp_path):
     f = tmp_path / "raw.jsonl"
-    row = {"settings": {"gen_length": 128}, "results": {"baseline@k=1": {
-        "tokens": 3, "window": 128, "nfe": 128, "prompt_tokens": 20}}}  # fmt: skip
+    row = {
+        "settings": {"gen_length": 128},
+        "results": {"baseline@k=1": {"tokens": 3, "window": 128, "nfe": 128, "prompt_tokens": 20}},
+    }
     f.write_text(json.dumps(row) + "\n" + json.dumps({"settings": {}, "wall": 1.0}) + "\n")
     t = trace.load(str(f))
     assert t.gen_length == 128 and [(r.prompt, r.answer) for r in t.requests] == [(20, 3)]
@@ -166,8 +168,9 @@ def test_a_compare_record_s_timing_rows_are_skipped(tmp_path):
 def test_arrivals_wait_on_the_virtual_clock():
     reqs = [SimRequest(50, 10, arrival=0.0), SimRequest(50, 10, arrival=100.0)]
     cfg = EngineConfig(max_batch=4)
-    res = SimEngine(builtin_shapes()["llada-8b"], gpu("a100"), EFF, cfg,
-                    Decoding(gen_length=64)).run(reqs, "baseline")  # fmt: skip
+    res = SimEngine(
+        builtin_shapes()["llada-8b"], gpu("a100"), EFF, cfg, Decoding(gen_length=64)
+    ).run(reqs, "baseline")
     assert res.seconds > 100.0  # the second request cannot finish before it arrives
     assert max(res.latencies) < 100.0  # latency counts from its step 0, not the idle gap
 
@@ -184,16 +187,31 @@ def test_a_second_run_replays_the_graphs_the_first_captured():
 
 def test_the_table_says_how_requests_arrive(tmp_path, capsys):
     f = tmp_path / "t.jsonl"
-    f.write_text('{"prompt_tokens": 10, "answer_tokens": 5, "arrival": 0}\n'
-                 '{"prompt_tokens": 10, "answer_tokens": 5, "arrival": 2.5}\n')  # fmt: skip
+    f.write_text(
+        '{"prompt_tokens": 10, "answer_tokens": 5, "arrival": 0}\n'
+        '{"prompt_tokens": 10, "answer_tokens": 5, "arrival": 2.5}\n'
+    )
     assert main(["simulate", "--trace", str(f), "--batches", "1", "--gen-length", "32"]) == 0
     head = capsys.readouterr().out.splitlines()[0]
     assert "arrives at once" not in head and "arrive at the trace's times" in head
 
 
 def test_seer_simulate_prints_a_predicted_table_with_its_validation_error(capsys):
-    argv = ["simulate", "--model", "lavida-llada", "--gpu", "h100", "--trace", "chartqa",
-            "--batches", "1", "16", "--gen-length", "64", "--json"]  # fmt: skip
+    argv = [
+        "simulate",
+        "--model",
+        "lavida-llada",
+        "--gpu",
+        "h100",
+        "--trace",
+        "chartqa",
+        "--batches",
+        "1",
+        "16",
+        "--gen-length",
+        "64",
+        "--json",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("PREDICTED, not measured")

@@ -120,8 +120,22 @@ def test_tokenizer_round_trips_every_item_without_unknown_tokens(items, tok):
         assert unk not in ids and tok.decode(ids) == it.answer
         for msg in it.messages():
             assert unk not in tok(msg["content"], add_special_tokens=False)["input_ids"]
-    assert pieces('["Ann Lee", "Bo"]\n1,2') == ['[', '"', 'Ann', ' Lee', '"', ',', ' "', 'Bo',
-                                               '"', ']', '\n', '1', ',', '2']  # fmt: skip
+    assert pieces('["Ann Lee", "Bo"]\n1,2') == [
+        "[",
+        '"',
+        "Ann",
+        " Lee",
+        '"',
+        ",",
+        ' "',
+        "Bo",
+        '"',
+        "]",
+        "\n",
+        "1",
+        ",",
+        "2",
+    ]
 
 
 def test_answer_lengths_have_a_long_tail(tok):
@@ -137,8 +151,16 @@ def test_answer_lengths_have_a_long_tail(tok):
 def test_trainer_runs_resumes_and_exports_a_loadable_checkpoint(tmp_path):
     from training.builtin_v2 import TrainConfig, train
 
-    cfg = TrainConfig(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, batch_size=4,
-                      window=32, total_steps=2, warmup=1)  # fmt: skip
+    cfg = TrainConfig(
+        d_model=32,
+        n_layers=2,
+        n_heads=2,
+        mlp_hidden_size=64,
+        batch_size=4,
+        window=32,
+        total_steps=2,
+        warmup=1,
+    )
     _, log = train(tmp_path, minutes=5, c=cfg, eval_every=2, threads=1, eval_n=4)
     assert log[-1]["step"] == 2 and 0 <= log[-1]["heldout_exact_match"]["all"] <= 1
     lm = seer.load(tmp_path / "export")

@@ -196,12 +196,18 @@ def test_multimodal_tokenizer(mm_tok) -> None:
     assert [mm_tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS] == list(range(7))
     image_id = mm_tok.convert_tokens_to_ids(IMAGE_TOKEN)
     assert image_id == len(SPECIAL_TOKENS)
-    assert len(mm_tok) == len(SPECIAL_TOKENS) + 1 + len(set(multimodal_words()) | {"user"} | {
-        "system", "assistant"})  # fmt: skip
+    assert len(mm_tok) == len(SPECIAL_TOKENS) + 1 + len(
+        set(multimodal_words()) | {"user"} | {"system", "assistant"}
+    )
     ids = chat_ids(mm_tok, f"{IMAGE_TOKEN}\nwhat colour is the shape ?")
     tokens = mm_tok.convert_ids_to_tokens(ids)
-    assert tokens[:5] == ["<|startoftext|>", "<|start_header_id|>", "user", "<|end_header_id|>",
-                          IMAGE_TOKEN]  # fmt: skip
+    assert tokens[:5] == [
+        "<|startoftext|>",
+        "<|start_header_id|>",
+        "user",
+        "<|end_header_id|>",
+        IMAGE_TOKEN,
+    ]
     assert tokens[-3:] == ["<|start_header_id|>", "assistant", "<|end_header_id|>"]
     assert ids.count(image_id) == 1 and mm_tok.convert_tokens_to_ids(UNK_TOKEN) not in ids
 

@@ -30,9 +30,15 @@ def tok(tmp_path_factory):
 def test_vocabulary_is_pinned(tok):
     vocab = tok.get_vocab()
     assert [tok.convert_ids_to_tokens(i) for i in range(8)] == [
-        "<|startoftext|>", "<|endoftext|>", "<|mdm_mask|>", "<|start_header_id|>",
-        "<|end_header_id|>", "<|eot_id|>", "<|unk|>", "<image>",
-    ]  # fmt: skip
+        "<|startoftext|>",
+        "<|endoftext|>",
+        "<|mdm_mask|>",
+        "<|start_header_id|>",
+        "<|end_header_id|>",
+        "<|eot_id|>",
+        "<|unk|>",
+        "<image>",
+    ]
     listing = "\n".join(t for t, _ in sorted(vocab.items(), key=lambda kv: kv[1]))
     # changing the task texts' words changes this: the training run's weights depend on it
     assert len(vocab) == 274
@@ -77,8 +83,12 @@ def test_list_accepts_any_order_and_rejects_missing_or_extra_objects():
 
 
 def test_pair_accepts_any_two_of_the_shared_colour_in_any_order():
-    items = (Item("circle", "red", 0), Item("bar", "red", 1), Item("square", "red", 5),
-             Item("triangle", "blue", 7))  # fmt: skip
+    items = (
+        Item("circle", "red", 0),
+        Item("bar", "red", 1),
+        Item("square", "red", 5),
+        Item("triangle", "blue", 7),
+    )
     e = vqa2.VQA2Example("pair", Picture("white", items=items), "name two", "")
     reds = ["red circle", "red bar", "red square"]
     for a, b in itertools.permutations(reds, 2):
@@ -90,13 +100,16 @@ def test_pair_accepts_any_two_of_the_shared_colour_in_any_order():
         "red circle and red triangle",
         "red circle and red bar and red square",
     ):
-        assert vqa2.score(e, wrong) == 0.0  # fmt: skip
+        assert vqa2.score(e, wrong) == 0.0
 
 
 def test_generated_pairs_have_one_repeated_colour():
     for e in vqa2.generate_examples(40, seed=2, split="train", families=("pair",)):
-        counts = [c for c in (sum(i.colour == col for i in e.picture.items)
-                              for col in scenes2.COLOURS) if c > 1]  # fmt: skip
+        counts = [
+            c
+            for c in (sum(i.colour == col for i in e.picture.items) for col in scenes2.COLOURS)
+            if c > 1
+        ]
         assert len(counts) == 1
 
 
@@ -155,8 +168,10 @@ def test_reading_warmup_prints_one_digit_apart_and_takes_its_share():
         assert question in vqa2.QUESTIONS["number"]
         seen.add(len(cells))
     assert seen == set(vqa2.GLYPH_COPIES)
-    assert all(not vqa2.is_heldout(e.picture, e.question) and vqa2.score(e, e.answer) == 1.0
-               for e in vqa2.reading_examples(50, rng))  # fmt: skip
+    assert all(
+        not vqa2.is_heldout(e.picture, e.question) and vqa2.score(e, e.answer) == 1.0
+        for e in vqa2.reading_examples(50, rng)
+    )
     drawn = draw(TrainConfig(batch_size=64, read_share=0.5), random.Random(1), step=0)
     share = sum(
         len({t.text for t in e.picture.texts}) == 1
@@ -199,8 +214,12 @@ def test_reading_runs_print_one_number_or_word_per_row():
 
 
 def _warm_questions() -> set[str]:
-    return {q.format(kind=k) for f in ("colour", "number", "read") for q in vqa2.QUESTIONS[f]
-            for k in scenes2.KINDS} | {vqa2.QUESTIONS["count"][0]}  # fmt: skip
+    return {
+        q.format(kind=k)
+        for f in ("colour", "number", "read")
+        for q in vqa2.QUESTIONS[f]
+        for k in scenes2.KINDS
+    } | {vqa2.QUESTIONS["count"][0]}
 
 
 def test_pictures_round_trip_and_render_glyphs_in_their_cells():

@@ -37,8 +37,10 @@ def phases(script: str, prefix: str) -> list[list[str]]:
 
 
 def test_text_release_has_the_three_phases_of_the_model_card():
-    cfgs = [trainer.parse_args(a, train.TrainConfig, "x", Path("r"), 1.0)[1]
-            for a in phases("release_builtin.sh", "python -m training.builtin ")]  # fmt: skip
+    cfgs = [
+        trainer.parse_args(a, train.TrainConfig, "x", Path("r"), 1.0)[1]
+        for a in phases("release_builtin.sh", "python -m training.builtin ")
+    ]
     assert [c.windows for c in cfgs] == ["batch", "batch", "row"]
     end = 0
     for c in cfgs:
@@ -109,8 +111,11 @@ def test_vqa2_release_step_ships_the_export_as_builtin_vqa():
     assert "dst=src/seer/assets/builtin-vqa\n" in text
     shipped = {p.name for p in dst.iterdir()}
     assert copied | {"seer.json", "generation_config.json", "MODEL_CARD.md"} == shipped
-    lines = [shlex.split(x.strip().split(" |")[0]) for x in text.splitlines()
-             if x.strip().startswith("seer ")]  # fmt: skip
+    lines = [
+        shlex.split(x.strip().split(" |")[0])
+        for x in text.splitlines()
+        if x.strip().startswith("seer ")
+    ]
     args = [build_parser().parse_args(a[1:]) for a in lines]
     calibrate = next(a for a in args if a.command == "calibrate")
     assert (calibrate.model, calibrate.data) == ("builtin-vqa", "builtin-vqa") and calibrate.write

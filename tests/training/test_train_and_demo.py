@@ -18,8 +18,16 @@ from training.trainer import loss_fn
 
 
 def test_training_runs_a_few_steps_and_exports_a_loadable_checkpoint(tmp_path):
-    cfg = TrainConfig(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, batch_size=4,
-                      window=64, total_steps=3, warmup=1)  # fmt: skip
+    cfg = TrainConfig(
+        d_model=32,
+        n_layers=2,
+        n_heads=2,
+        mlp_hidden_size=64,
+        batch_size=4,
+        window=64,
+        total_steps=3,
+        warmup=1,
+    )
     _, log = train(tmp_path, minutes=5, c=cfg, eval_every=3, eval_n=8)
     assert log and log[-1]["step"] == 3 and 0 <= log[-1]["heldout_exact_match"]["all"] <= 1
     lm = seer.load(tmp_path / "export")
@@ -35,8 +43,16 @@ def test_training_runs_a_few_steps_and_exports_a_loadable_checkpoint(tmp_path):
 def test_a_run_resumes_from_its_export_when_the_optimiser_state_is_gone(tmp_path, capsys):
     """What a committed run keeps (export/ and resume.json, not the large state.pt) is enough:
     the weights and the step come back, the evaluation log too."""
-    cfg = TrainConfig(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, batch_size=4,
-                      window=64, total_steps=2, warmup=1)  # fmt: skip
+    cfg = TrainConfig(
+        d_model=32,
+        n_layers=2,
+        n_heads=2,
+        mlp_hidden_size=64,
+        batch_size=4,
+        window=64,
+        total_steps=2,
+        warmup=1,
+    )
     model, log = train(tmp_path, minutes=5, c=cfg, eval_every=2, eval_n=4)
     saved = {k: v.clone() for k, v in model.state_dict().items()}
     (tmp_path / "state.pt").unlink()
@@ -104,8 +120,19 @@ def test_demo_prints_a_table_and_writes_the_png(four_layer, tmp_path, capsys):
 
 def test_profile_writes_a_heatmap(four_layer, tmp_path, capsys):
     png = tmp_path / "p.png"
-    rc = main(["profile", "--model", str(four_layer), "--prompt", "add 1 and 2", "--out", str(png),
-               "--gen-length", "16"])  # fmt: skip
+    rc = main(
+        [
+            "profile",
+            "--model",
+            str(four_layer),
+            "--prompt",
+            "add 1 and 2",
+            "--out",
+            str(png),
+            "--gen-length",
+            "16",
+        ]
+    )
     assert rc == 0 and png.stat().st_size > 1000
     assert "true end" in capsys.readouterr().out
 
@@ -114,8 +141,9 @@ def test_calibrate_writes_seer_json_that_load_uses(four_layer, tmp_path):
     from seer.calibrate import run_calibration
     from seer.engine.request import seer_config as resolve
 
-    report = run_calibration(four_layer, 16, tmp_path / "cal", write=True, max_over=0.5,
-                             data="builtin-v1")  # fmt: skip
+    report = run_calibration(
+        four_layer, 16, tmp_path / "cal", write=True, max_over=0.5, data="builtin-v1"
+    )
     assert (tmp_path / "cal" / "sparsity_aligned.png").is_file()
     auc = report["auc"]["end_prob"]  # NaN when no answer of the random model ends
     assert auc != auc or 0 <= auc <= 1
@@ -191,8 +219,16 @@ def test_sigterm_saves_the_step_it_reached_and_stops(tmp_path, monkeypatch):
 
     monkeypatch.setattr(builtin, "batches", batches)
     before = signal.getsignal(signal.SIGTERM)
-    cfg = TrainConfig(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, batch_size=4,
-                      window=64, total_steps=50, warmup=1)  # fmt: skip
+    cfg = TrainConfig(
+        d_model=32,
+        n_layers=2,
+        n_heads=2,
+        mlp_hidden_size=64,
+        batch_size=4,
+        window=64,
+        total_steps=50,
+        warmup=1,
+    )
     train(tmp_path, minutes=5, c=cfg, eval_every=100, eval_n=8)
     assert torch.load(tmp_path / "state.pt", weights_only=True)["step"] == 3
     assert signal.getsignal(signal.SIGTERM) is before

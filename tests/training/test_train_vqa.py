@@ -13,8 +13,18 @@ from seer.models.vision import IMAGE_TOKEN_INDEX
 from synthetic import vqa
 from training import builtin_vqa as train_vqa
 
-TINY = dict(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, vision_hidden=16,
-            vision_layers=2, vision_heads=2, batch_size=4, total_steps=3, init_from="")  # fmt: skip
+TINY = dict(
+    d_model=32,
+    n_layers=2,
+    n_heads=2,
+    mlp_hidden_size=64,
+    vision_hidden=16,
+    vision_layers=2,
+    vision_heads=2,
+    batch_size=4,
+    total_steps=3,
+    init_from="",
+)
 
 
 def test_batches_match_the_inference_prompt_and_training_exports_a_loadable_model(tmp_path):
@@ -61,8 +71,9 @@ def test_the_first_multimodal_model_loads_and_answers_its_sample_colours():
     lm = seer.load("builtin-vqa-v1")
     assert lm.multimodal and lm.meta["seer"]["config"]["signal"] == "eos_prob"
     colours = [s for s in sample_images("builtin-vqa-v1") if s["family"] == "colour"]
-    outs = lm.generate([s["question"] for s in colours], image=[s["file"] for s in colours],
-                       seer=True)  # fmt: skip
+    outs = lm.generate(
+        [s["question"] for s in colours], image=[s["file"] for s in colours], seer=True
+    )
     assert [g.text for g in outs] == [s["answer"] for s in colours]
     assert all(g.stats.window < 64 for g in outs)  # Seer cut the 64-position window
 
@@ -79,7 +90,8 @@ def test_the_shipped_multimodal_model_is_calibrated_on_its_own_task_in_its_windo
     assert meta["calibration"]["data"] == "builtin-vqa"
     assert meta["calibration"]["evaluation"]["no_boundary"] == 0  # a boundary in every row
     samples = sample_images("builtin-vqa")[:2]
-    outs = lm.generate([s["question"] for s in samples], image=[s["file"] for s in samples],
-                       seer=True)  # fmt: skip
+    outs = lm.generate(
+        [s["question"] for s in samples], image=[s["file"] for s in samples], seer=True
+    )
     assert all(g.stats.gen_length == 128 and g.text for g in outs)
     assert all(g.stats.window < 128 for g in outs)  # Seer cut the windows of one-word answers

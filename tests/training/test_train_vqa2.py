@@ -15,9 +15,20 @@ from seer.models.vision import IMAGE_TOKEN_INDEX
 from synthetic import vqa2
 from training import builtin_vqa2 as train_vqa2
 
-TINY = dict(d_model=32, n_layers=2, n_heads=2, mlp_hidden_size=64, vision_hidden=16,
-            vision_layers=2, vision_heads=2, batch_size=4, total_steps=2, window=16,
-            init_from="", eval_n=2)  # fmt: skip
+TINY = dict(
+    d_model=32,
+    n_layers=2,
+    n_heads=2,
+    mlp_hidden_size=64,
+    vision_hidden=16,
+    vision_layers=2,
+    vision_heads=2,
+    batch_size=4,
+    total_steps=2,
+    window=16,
+    init_from="",
+    eval_n=2,
+)
 
 
 def test_batches_match_the_inference_prompt(tmp_path):
@@ -50,8 +61,10 @@ def test_grouped_batches_sort_answers_by_length(tmp_path):
     tok, raw, model, proc, lm = train_vqa2.build(tmp_path, c)
     batcher, queue, rng = train_vqa2.Batcher(proc, tok, c.window), [], random.Random(0)
     chunks = [train_vqa2.next_batch(queue, c, rng, batcher)[0] for _ in range(train_vqa2.GROUP)]
-    spans = sorted((min(lens), max(lens)) for lens in
-                   ([len(batcher.answer(e.answer)) for e in ch] for ch in chunks))  # fmt: skip
+    spans = sorted(
+        (min(lens), max(lens))
+        for lens in ([len(batcher.answer(e.answer)) for e in ch] for ch in chunks)
+    )
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))  # chunks do not interleave
 
 
@@ -79,8 +92,18 @@ def test_realism_benchmark_reports_every_family_and_mode(tmp_path):
     with benchmark("bench_vqa2") as bench:
         mean, (lo, hi) = bench.paired_interval([1, 1, 0, 1], [0, 1, 0, 1])
         assert mean == 0.25 and lo <= mean <= hi
-        argv = ["--model", str(tmp_path / "export"), "--n", "1", "--window", "16",
-                "--tokens-per-step", "1,8", "--batch", "9"]  # fmt: skip
+        argv = [
+            "--model",
+            str(tmp_path / "export"),
+            "--n",
+            "1",
+            "--window",
+            "16",
+            "--tokens-per-step",
+            "1,8",
+            "--batch",
+            "9",
+        ]
         record = bench.main(argv)
     assert set(record["accuracy"]) == {"k=1", "k=8", "seer"}
     assert set(record["accuracy"]["k=1"]) == {*vqa2.FAMILIES, "all"}

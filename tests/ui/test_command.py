@@ -84,6 +84,11 @@ def test_an_api_key_guards_the_api_and_the_page_asks_for_it(argv, monkeypatch):
         assert reset.status_code != 401  # past the guard, Gradio's own answer
 
 
-GRADIO_API = [("GET", "/ui/gradio_api/heartbeat/abc"), ("GET", "/ui/gradio_api/queue/data"),
-              ("POST", "/ui/gradio_api/reset"), ("POST", "/ui/gradio_api/cancel"),
-              ("POST", "/ui/gradio_api/queue/join"), ("POST", "/ui/gradio_api/upload")]  # fmt: skip
+GRADIO_API = [
+    ("GET", "/ui/gradio_api/heartbeat/abc"),
+    ("GET", "/ui/gradio_api/queue/data"),
+    ("POST", "/ui/gradio_api/reset"),
+    ("POST", "/ui/gradio_api/cancel"),
+    ("POST", "/ui/gradio_api/queue/join"),
+    ("POST", "/ui/gradio_api/upload"),
+]

@@ -66,8 +66,9 @@ def server():
     app = build(lm, model_names=model_names(lm, "builtin-vqa"))
     mount(app, lm)
     port = _free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                            loop="asyncio", http="h11", ws="none")  # fmt: skip
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", loop="asyncio", http="h11", ws="none"
+    )
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
@@ -93,8 +94,19 @@ def _generate(capsys, question: str, image: str, *seer: str) -> dict:
     from seer.cli import main
 
     capsys.readouterr()
-    argv = ["--quiet", "generate", "--model", "builtin-vqa", "--prompt", question,
-            "--image", image, "--json", *SETTINGS, *seer]  # fmt: skip
+    argv = [
+        "--quiet",
+        "generate",
+        "--model",
+        "builtin-vqa",
+        "--prompt",
+        question,
+        "--image",
+        image,
+        "--json",
+        *SETTINGS,
+        *seer,
+    ]
     assert main(argv) == 0
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 

@@ -38,8 +38,9 @@ def click(run, ids, text, image=None, window=8) -> dict:
 
     async def go():
         out = {}
-        async for update in run(text, image, window, window, 0, None, 0, "none", "eos_prob",
-                                True, False, 0.0):  # fmt: skip
+        async for update in run(
+            text, image, window, window, 0, None, 0, "none", "eos_prob", True, False, 0.0
+        ):
             for comp, value in update.items():
                 out[comp.elem_id] = value
         return out

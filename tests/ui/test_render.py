@@ -45,8 +45,12 @@ def test_a_canvas_shows_masks_new_tokens_ends_and_the_cut():
 
 def test_a_full_window_has_no_cut_and_step0_marks_every_token_new():
     html = render.canvas(view([5, M, E, E], 4), None, LABELS, TOKENS, "baseline")
-    assert chips(html) == [("token new", "four"), ("masked", "·"), ("end new", "EOS"),
-                           ("end new", "EOS")]  # fmt: skip
+    assert chips(html) == [
+        ("token new", "four"),
+        ("masked", "·"),
+        ("end new", "EOS"),
+        ("end new", "EOS"),
+    ]
     assert "seer-cut" not in html
 
 

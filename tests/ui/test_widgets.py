@@ -15,8 +15,12 @@ from seer.sampling import SamplingParams  # noqa: E402
 from seer.spec import kind, specs  # noqa: E402
 from seer.ui.widgets import option_of, widget  # noqa: E402
 
-SCALARS = [(cls, f, s) for cls in (SamplingParams, SeerConfig) for f, s in specs(cls)
-           if kind(f) is not None]  # fmt: skip
+SCALARS = [
+    (cls, f, s)
+    for cls in (SamplingParams, SeerConfig)
+    for f, s in specs(cls)
+    if kind(f) is not None
+]
 
 
 @pytest.mark.parametrize("cls, f, s", SCALARS, ids=lambda x: getattr(x, "name", ""))
@@ -39,8 +43,13 @@ def test_the_page_shows_its_own_value_and_words():
     with gr.Blocks():
         w = widget(SamplingParams, "threshold", 0, label="threshold (0: off)", elem_id="t")
         seer = widget(SeerConfig, "signal")
-    assert (w.value, w.label, w.elem_id, w.minimum, w.maximum) == (0, "threshold (0: off)", "t",
-                                                                    0, 1)  # fmt: skip
+    assert (w.value, w.label, w.elem_id, w.minimum, w.maximum) == (
+        0,
+        "threshold (0: off)",
+        "t",
+        0,
+        1,
+    )
     assert seer.label == "Seer signal" and seer.value == "sparsity"
 
 

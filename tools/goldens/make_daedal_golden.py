@@ -56,9 +56,17 @@ LLADA = ROOT / "tests" / "fixtures" / "golden" / "llada"
 
 BUILTIN = ROOT / "src" / "seer" / "assets" / "builtin-v1"
 # The tiny model's confidences are 0.02-0.3: a reveal threshold among them
-SMALL = dict(initial_gen_length=8, max_gen_length=48, block_length=8, high_conf_threshold=0.25,
-             low_conf_threshold=0.05, expansion_factor=4, eos_confidence_threshold=0.01,
-             expand_eos_confidence_threshold=0.05, eos_check_tokens=4)  # fmt: skip
+SMALL = dict(
+    initial_gen_length=8,
+    max_gen_length=48,
+    block_length=8,
+    high_conf_threshold=0.25,
+    low_conf_threshold=0.05,
+    expansion_factor=4,
+    eos_confidence_threshold=0.01,
+    expand_eos_confidence_threshold=0.05,
+    eos_check_tokens=4,
+)
 
 
 BUILTIN_TEXTS = (  # held-out style requests of the built-in text model (seer.data builtin-v1)
@@ -76,8 +84,9 @@ def builtin_cases(ids) -> list[tuple[str, list[list[int]], dict]]:
     """On the built-in text model (it predicts [EOS] where its answers end)."""
     official = dict(initial_gen_length=64, max_gen_length=128, block_length=32)
     small = dict(initial_gen_length=8, max_gen_length=64, block_length=8, eos_check_tokens=8)
-    inserts = dict(small, initial_gen_length=4, expand_eos_confidence_threshold=0.99,
-                   low_conf_threshold=0.3)  # fmt: skip
+    inserts = dict(
+        small, initial_gen_length=4, expand_eos_confidence_threshold=0.99, low_conf_threshold=0.3
+    )
     return [
         ("builtin_official_lookup", [ids[0]], official),
         ("builtin_official_copy", [ids[1]], official),
@@ -120,8 +129,9 @@ def load_official(daedal: Path):
     body = [n for n in ast.parse(src).body if isinstance(n, ast.FunctionDef) and n.name in wanted]
     ns = {"torch": torch, "F": F, "dist": torch.distributed}
     exec(compile(ast.Module(body=body, type_ignores=[]), str(path), "exec"), ns)
-    mods = import_dir_as_package("daedal_llada", daedal / "dllm_eval" / "models",
-                                 ["configuration_llada", "modeling_llada"])  # fmt: skip
+    mods = import_dir_as_package(
+        "daedal_llada", daedal / "dllm_eval" / "models", ["configuration_llada", "modeling_llada"]
+    )
     return ns["generate"], mods["modeling_llada"].LLaDAModelLM
 
 
@@ -141,11 +151,16 @@ def run(generate, model, prompt: list[list[int]], kw: dict, ids: dict) -> dict:
     """One official call; `ids`: mask_id and eos_token_id."""
     counted = Counted(model)
     with contextlib.redirect_stdout(io.StringIO()) as log:
-        out = generate(counted, torch.tensor(prompt), None, temperature=0.0, cfg_scale=0.0,
-                       **ids, **kw)  # fmt: skip
+        out = generate(
+            counted, torch.tensor(prompt), None, temperature=0.0, cfg_scale=0.0, **ids, **kw
+        )
     sizing = log.getvalue().count("Expand initial length")
-    return dict(output_ids=[o.tolist() for o in out], nfe=len(counted.widths),
-                widths=counted.widths, sizing_growths=sizing)  # fmt: skip
+    return dict(
+        output_ids=[o.tolist() for o in out],
+        nfe=len(counted.widths),
+        widths=counted.widths,
+        sizing_growths=sizing,
+    )
 
 
 def main(argv=None) -> int:
@@ -161,8 +176,12 @@ def main(argv=None) -> int:
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(str(BUILTIN))
-    chat = [tok.apply_chat_template([{"role": "user", "content": t}], add_generation_prompt=True,
-                                    tokenize=True) for t in BUILTIN_TEXTS]  # fmt: skip
+    chat = [
+        tok.apply_chat_template(
+            [{"role": "user", "content": t}], add_generation_prompt=True, tokenize=True
+        )
+        for t in BUILTIN_TEXTS
+    ]
     g = torch.Generator().manual_seed(args.prompt_seed)
     rand = lambda *shape: torch.randint(0, 300, shape, generator=g).tolist()  # noqa: E731
     prompts = {"p7": rand(1, 7), "p3": rand(1, 3), "p7_batch": rand(2, 7)}
@@ -176,8 +195,14 @@ def main(argv=None) -> int:
             rec = run(generate, model, prompt, kw, ids)
             rec64 = run(generate, model64, prompt, kw, ids)
             same64 = rec64["output_ids"] == rec["output_ids"]
-            entry = dict(name=name, checkpoint=str(folder.relative_to(ROOT)), prompt_ids=prompt,
-                         kwargs=kw, **rec, same_in_float64=same64)  # fmt: skip
+            entry = dict(
+                name=name,
+                checkpoint=str(folder.relative_to(ROOT)),
+                prompt_ids=prompt,
+                kwargs=kw,
+                **rec,
+                same_in_float64=same64,
+            )
             if len(prompt) > 1:
                 solo = [run(generate, model, [row], kw, ids) for row in prompt]
                 entry["solo_nfe"] = [s["nfe"] for s in solo]
@@ -203,12 +228,12 @@ def main(argv=None) -> int:
             k: v.default
             for k, v in inspect.signature(generate).parameters.items()
             if v.default is not inspect.Parameter.empty
-        },  # fmt: skip
+        },
         "versions": {
             "torch": torch.__version__,
             "transformers": transformers.__version__,
             "python": sys.version.split()[0],
-        },  # fmt: skip
+        },
         "prompt_seed": args.prompt_seed,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

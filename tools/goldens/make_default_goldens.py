@@ -170,8 +170,16 @@ def dream(args):
     mods = gc.import_dir_as_package("official_dream", model_dir, names)
     folder = GOLDEN / "dream"
     prompt = _prompt(7, _config(folder)["eos_token_id"])
-    call = dict(max_new_tokens=512, output_history=True, return_dict_in_generate=True,
-                steps=512, temperature=0.2, top_p=0.95, alg="entropy", alg_temp=0.0)  # fmt: skip
+    call = dict(
+        max_new_tokens=512,
+        output_history=True,
+        return_dict_in_generate=True,
+        steps=512,
+        temperature=0.2,
+        top_p=0.95,
+        alg="entropy",
+        alg_temp=0.0,
+    )
 
     def run(dtype):
         model = mods["modeling_dream"].DreamModel.from_pretrained(folder, torch_dtype=dtype)
@@ -212,8 +220,16 @@ def _lavida(args, kind: str):
     folder = dirs[kind]
     image = Image.open(folder / "image.png").convert("RGB")
     if kind == "llada":  # predict.py's timed call
-        call = dict(do_sample=False, temperature=0.1, max_new_tokens=64, block_length=64,
-                    step_ratio=0.5, prefix_lm=True, verbose=True, schedule="shift")  # fmt: skip
+        call = dict(
+            do_sample=False,
+            temperature=0.1,
+            max_new_tokens=64,
+            block_length=64,
+            step_ratio=0.5,
+            prefix_lm=True,
+            verbose=True,
+            schedule="shift",
+        )
     else:  # LaViDa shows no Dream call: LlavaDreamForMaskedDiffusion.generate's own defaults
         call = {}
     holder = {}
@@ -294,7 +310,7 @@ def llada_v(args):
     image = Image.open(folder / "test.png").convert("RGB")
     call = dict(
         steps=128, gen_length=128, block_length=128, stopping_criteria=["<|eot_id|>"]
-    )  # fmt: skip  generate_demo.py
+    )  # generate_demo.py
     holder = {}
 
     def run(dtype):
@@ -309,9 +325,13 @@ def llada_v(args):
         stop, pdb.set_trace = pdb.set_trace, lambda *a, **k: None
         try:
             tok, model, processor, _ = builder.load_pretrained_model(
-                str(folder), None, "llava_llada", attn_implementation="sdpa",
-                device_map="auto", torch_dtype=name,
-            )  # fmt: skip
+                str(folder),
+                None,
+                "llava_llada",
+                attn_implementation="sdpa",
+                device_map="auto",
+                torch_dtype=name,
+            )
         finally:
             pdb.set_trace = stop
         assert next(model.parameters()).dtype == dtype
@@ -400,8 +420,10 @@ def main(argv=None) -> int:
         for k in DTYPES:
             if k not in names and same and k in old:
                 record[k] = old[k]
-        record = {**{k: v for k, v in record.items() if k not in DTYPES}, **{
-            k: record[k] for k in DTYPES if k in record}}  # fmt: skip
+        record = {
+            **{k: v for k, v in record.items() if k not in DTYPES},
+            **{k: record[k] for k in DTYPES if k in record},
+        }
     args.out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1) + "\n")
     if TENSORS:
@@ -412,8 +434,10 @@ def main(argv=None) -> int:
         if set(names) != set(DTYPES) and tpath.is_file():  # keep the other dtypes' tensors
             from safetensors.torch import load_file
 
-            flat = {**{k: v for k, v in load_file(tpath).items() if k.split(".")[0] not in names},
-                    **flat}  # fmt: skip
+            flat = {
+                **{k: v for k, v in load_file(tpath).items() if k.split(".")[0] not in names},
+                **flat,
+            }
         save_file(flat, tpath, metadata={"format": "pt"})
         print(f"wrote {tpath}")
     print(f"wrote {path}")

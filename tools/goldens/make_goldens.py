@@ -608,14 +608,16 @@ class ParallelRecorder:
 
     def _plain(self, logits, temperature, remasking, mask_index, x, num, threshold=None):
         x0, chosen = self.plain(logits, temperature, remasking, mask_index, x, num, threshold)
-        self.calls.append(("threshold", threshold, logits.detach().clone(), mask_index.clone(),
-                           chosen.clone()))  # fmt: skip
+        self.calls.append(
+            ("threshold", threshold, logits.detach().clone(), mask_index.clone(), chosen.clone())
+        )
         return x0, chosen
 
     def _dynamic(self, logits, temperature, remasking, mask_index, x, num, factor=1):
         x0, chosen = self.dynamic(logits, temperature, remasking, mask_index, x, num, factor)
-        self.calls.append(("factor", factor, logits.detach().clone(), mask_index.clone(),
-                           chosen.clone()))  # fmt: skip
+        self.calls.append(
+            ("factor", factor, logits.detach().clone(), mask_index.clone(), chosen.clone())
+        )
         return x0, chosen
 
     def remove(self):
@@ -654,8 +656,9 @@ def run_llada_parallel(args, out: Path, P) -> bool:
 
     llada_dir = args.llada_model_dir or args.fast_dllm / "llada" / "model"
     gen_file = args.fast_dllm_parallel
-    import_dir_as_package("fast_dllm_llada.model", llada_dir, ["configuration_llada",
-                                                                  "modeling_llada"])  # fmt: skip
+    import_dir_as_package(
+        "fast_dllm_llada.model", llada_dir, ["configuration_llada", "modeling_llada"]
+    )
     root = types.ModuleType("fast_dllm_llada")
     root.__path__ = [str(Path(gen_file).resolve().parent)]
     sys.modules["fast_dllm_llada"] = root
@@ -679,8 +682,10 @@ def run_llada_parallel(args, out: Path, P) -> bool:
         for k in worst:
             if st[k] is not None:
                 worst[k] = min(worst[k], st[k])
-        print(f"[llada-parallel] {name}: nfe={nfe} counts={st['transfer_counts_per_call']} "
-              f"rule gap={st['min_rule_gap']}")  # fmt: skip
+        print(
+            f"[llada-parallel] {name}: nfe={nfe} counts={st['transfer_counts_per_call']} "
+            f"rule gap={st['min_rule_gap']}"
+        )
     failed = min(worst.values()) < args.min_gap
     if failed:
         print(f"[llada-parallel] WARNING: a decision margin is below {args.min_gap}")
@@ -915,10 +920,13 @@ def main(argv=None):
     failed = False
     for kind in kinds:
         if kind == "llada-parallel":
-            if args.fast_dllm_parallel is None or (args.fast_dllm is None and
-                                                   args.llada_model_dir is None):  # fmt: skip
-                ap.error("the parallel goldens need --fast-dllm-parallel and --fast-dllm "
-                         "(or --llada-model-dir)")  # fmt: skip
+            if args.fast_dllm_parallel is None or (
+                args.fast_dllm is None and args.llada_model_dir is None
+            ):
+                ap.error(
+                    "the parallel goldens need --fast-dllm-parallel and --fast-dllm "
+                    "(or --llada-model-dir)"
+                )
             failed |= run_llada_parallel(args, args.out / "llada", _prompts(args.prompt_seed))
             continue
         if kind == "llada-cache":

@@ -196,13 +196,29 @@ MM = dict(
 # Generation cases: the demo uses steps = gen_length = block_length = 128 with the stop word
 # '<|eot_id|>'; scaled down.
 CASES = [
-    dict(name="a_demo_steps16_gen16_block16_stop", steps=16, gen_length=16, block_length=16,
-         stopping_criteria=["<|eot_id|>"]),
-    dict(name="b_steps8_gen16_block4_stop", steps=8, gen_length=16, block_length=4,
-         stopping_criteria=["<|eot_id|>"]),
-    dict(name="c_steps8_gen16_block8_nostop_suffix", steps=8, gen_length=16, block_length=8,
-         stopping_criteria=None, generation_suffix=" done"),
-]  # fmt: skip
+    dict(
+        name="a_demo_steps16_gen16_block16_stop",
+        steps=16,
+        gen_length=16,
+        block_length=16,
+        stopping_criteria=["<|eot_id|>"],
+    ),
+    dict(
+        name="b_steps8_gen16_block4_stop",
+        steps=8,
+        gen_length=16,
+        block_length=4,
+        stopping_criteria=["<|eot_id|>"],
+    ),
+    dict(
+        name="c_steps8_gen16_block8_nostop_suffix",
+        steps=8,
+        gen_length=16,
+        block_length=8,
+        stopping_criteria=None,
+        generation_suffix=" done",
+    ),
+]
 N_LOGIT_MASKS = 16
 
 
@@ -321,11 +337,17 @@ def build_tower(off, out: Path) -> None:
     vision["model_type"] = "siglip_vision_model"
     (out / TOWER_DIR / "config.json").write_text(
         json.dumps(
-            {"architectures": ["SiglipModel"], "model_type": "siglip", "vision_config": vision,
-             "torch_dtype": "float32"},
-            indent=2, sort_keys=True,
-        ) + "\n"
-    )  # fmt: skip
+            {
+                "architectures": ["SiglipModel"],
+                "model_type": "siglip",
+                "vision_config": vision,
+                "torch_dtype": "float32",
+            },
+            indent=2,
+            sort_keys=True,
+        )
+        + "\n"
+    )
 
 
 def build_model(off, out: Path):
@@ -518,9 +540,13 @@ def run_generations(off, model, tok, ids, images, image_sizes, prompt_len):
             rec = ForwardRecorder(model, prompt_len)
             try:
                 out = model.generate(
-                    real_input, images=images, image_sizes=image_sizes,
-                    mask_id=int(to_real[MASK_ID]), tokenizer=rtok, **kw,
-                )  # fmt: skip
+                    real_input,
+                    images=images,
+                    image_sizes=image_sizes,
+                    mask_id=int(to_real[MASK_ID]),
+                    tokenizer=rtok,
+                    **kw,
+                )
             finally:
                 rec.close()
         tiny = [back[int(i)] for i in out[0]]
@@ -565,12 +591,19 @@ def build(args, off) -> None:
         raise RuntimeError("pixel values are not an exact function of uint8 codes")
     save_png_stack(u8, out / "pixel_values.png")
     gens = run_generations(off, model, tok, ids, images, image_sizes, info["prompt_embed_len"])
-    save_file({k: v.contiguous() for k, v in tensors.items()}, out / "golden.safetensors",
-              metadata={"format": "pt"})  # fmt: skip
+    save_file(
+        {k: v.contiguous() for k, v in tensors.items()},
+        out / "golden.safetensors",
+        metadata={"format": "pt"},
+    )
     meta = dict(
         source=dict(repo="github.com/ML-GSAI/LLaDA-V", commit=git_rev(Path(args.llada_v))),
-        versions=dict(torch=torch.__version__, transformers=__import__("transformers").__version__,
-                      numpy=np.__version__, pillow=Image.__version__),
+        versions=dict(
+            torch=torch.__version__,
+            transformers=__import__("transformers").__version__,
+            numpy=np.__version__,
+            pillow=Image.__version__,
+        ),
         seeds=dict(lm_and_projector=SEED, tower=SEED + 1),
         init=f"weights ~ N(0, {WEIGHT_STD}^2); norm weights 1 + {NORM_STD}N(0,1); "
         f"biases {NORM_STD}N(0,1)",
@@ -580,10 +613,12 @@ def build(args, off) -> None:
             file="pixel_values.png",
             shape=list(u8.shape),
             formula="float32: (u8 * float32(1/255) - 0.5) / 0.5, crops stacked vertically",
-            sha256_float32=hashlib.sha256(torch.from_numpy(u8_to_pixels(u8)).numpy().tobytes()).hexdigest(),
+            sha256_float32=hashlib.sha256(
+                torch.from_numpy(u8_to_pixels(u8)).numpy().tobytes()
+            ).hexdigest(),
         ),
         n_logit_masks=N_LOGIT_MASKS,
-    )  # fmt: skip
+    )
     golden = dict(meta=meta, **info, generations=gens)
     (out / "golden.json").write_text(json.dumps(golden, indent=1) + "\n")
     print(json.dumps({k: v for k, v in golden.items() if k != "meta"}, indent=1)[:3000])
@@ -639,11 +674,21 @@ def verify(args, off) -> int:
 PAD_ROWS = 16  # the release: vocab_size 126464, len(tokenizer) 126349 (115 rows no token names)
 RESIZE_QUESTION = "What is in the picture? Describe the colors."
 RESIZE_CASES = [
-    dict(name="steps8_gen16_block16_stop", steps=8, gen_length=16, block_length=16,
-         stopping_criteria=["<|eot_id|>"]),
-    dict(name="steps8_gen16_block8_nostop", steps=8, gen_length=16, block_length=8,
-         stopping_criteria=None),
-]  # fmt: skip
+    dict(
+        name="steps8_gen16_block16_stop",
+        steps=8,
+        gen_length=16,
+        block_length=16,
+        stopping_criteria=["<|eot_id|>"],
+    ),
+    dict(
+        name="steps8_gen16_block8_nostop",
+        steps=8,
+        gen_length=16,
+        block_length=8,
+        stopping_criteria=None,
+    ),
+]
 
 
 def official_loader(off, folder: Path, dtype: str = "float32"):
@@ -657,9 +702,13 @@ def official_loader(off, folder: Path, dtype: str = "float32"):
     stop, pdb.set_trace = pdb.set_trace, lambda *a, **k: None
     try:
         tok, model, processor, _ = builder.load_pretrained_model(
-            str(folder), None, "llava_llada", attn_implementation="sdpa", device_map="auto",
+            str(folder),
+            None,
+            "llava_llada",
+            attn_implementation="sdpa",
+            device_map="auto",
             torch_dtype=dtype,
-        )  # fmt: skip
+        )
     finally:
         pdb.set_trace = stop
     return tok, model.eval(), processor
@@ -688,8 +737,12 @@ def build_resize(args, off) -> None:
 
     src, out = Path(args.llada_v_fixture).resolve(), Path(args.resize_out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                 "generation_config.json"):  # fmt: skip
+    for name in (
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "generation_config.json",
+    ):
         shutil.copy(src / name, out / name)
     shutil.copytree(src / TOWER_DIR, out / TOWER_DIR, dirs_exist_ok=True)
     os.chdir(src)
@@ -719,17 +772,22 @@ def build_resize(args, off) -> None:
     global CASES
     CASES = RESIZE_CASES
     gens = run_generations(off, model, tok, ids, None, None, ids.shape[1])
-    save_file({"input_ids": ids.contiguous(), "logits": logits.contiguous()},
-              out / "golden.safetensors", metadata={"format": "pt"})  # fmt: skip
+    save_file(
+        {"input_ids": ids.contiguous(), "logits": logits.contiguous()},
+        out / "golden.safetensors",
+        metadata={"format": "pt"},
+    )
     meta = dict(
         source=dict(repo="github.com/ML-GSAI/LLaDA-V", commit=git_rev(Path(args.llada_v))),
         versions=dict(torch=torch.__version__, transformers=__import__("transformers").__version__),
         loader="llava.model.builder.load_pretrained_model(folder, None, 'llava_llada', "
         "attn_implementation='sdpa', device_map='auto') (float32)",
-        config_vocab_size=n + PAD_ROWS, tokenizer_len=n, rows_after_load=rows,
+        config_vocab_size=n + PAD_ROWS,
+        tokenizer_len=n,
+        rows_after_load=rows,
         weights=f"tests/fixtures/golden/llada_v + {PAD_ROWS} rows (seed {SEED + 2})",
         n_logit_masks=N_LOGIT_MASKS,
-    )  # fmt: skip
+    )
     golden = dict(meta=meta, question=RESIZE_QUESTION, generations=gens)
     (out / "golden.json").write_text(json.dumps(golden, indent=1) + "\n")
     print(json.dumps(golden, indent=1)[:2000])

@@ -75,9 +75,15 @@ SCALED = dict(initial_gen_length=16, max_gen_length=128, block_length=8, eos_che
 
 def builtin_cases(ids) -> list[tuple[str, list[list[int]], dict]]:
     """On the built-in text model (it predicts [EOS] where its answers end, confidently)."""
-    step1 = dict(SCALED, initial_gen_length=64, expansion_factor=1, scheduler="const",
-                 low_density_threshold=0.5, high_density_threshold=0.5,
-                 high_conf_threshold=1.0)  # fmt: skip
+    step1 = dict(
+        SCALED,
+        initial_gen_length=64,
+        expansion_factor=1,
+        scheduler="const",
+        low_density_threshold=0.5,
+        high_density_threshold=0.5,
+        high_conf_threshold=1.0,
+    )
     return [
         *[(f"builtin_official_{i}", [ids[i]], OFFICIAL) for i in range(len(ids))],
         *[(f"builtin_scaled_{i}", [ids[i]], SCALED) for i in range(len(ids))],
@@ -109,8 +115,13 @@ def builtin_cases(ids) -> list[tuple[str, list[list[int]], dict]]:
 def tiny_cases(prompts) -> list[tuple[str, list[list[int]], dict]]:
     """On the tiny random checkpoint ([EOS] is never its argmax: ρ is 0 and the window grows
     by the largest step to the cap, then denoises; a low threshold reveals several per step)."""
-    small = dict(initial_gen_length=8, max_gen_length=48, block_length=8,
-                 high_conf_threshold=0.05, expansion_factor=4)  # fmt: skip
+    small = dict(
+        initial_gen_length=8,
+        max_gen_length=48,
+        block_length=8,
+        high_conf_threshold=0.05,
+        expansion_factor=4,
+    )
     return [
         ("tiny_official_max96", prompts["p7"], dict(initial_gen_length=64, max_gen_length=96)),
         ("tiny_small", prompts["p3"], small),
@@ -122,15 +133,22 @@ def load_official(rho: Path):
     """The functions of models/LLaDA_rho_EOS.py that `generate` calls, and LLaDAModelLM."""
     path = rho / "models" / "LLaDA_rho_EOS.py"
     src = path.read_text()
-    wanted = ("add_gumbel_noise", "_calculate_eos_confidence", "_calculate_eos_density",
-              "E_factor_func", "_adjust_length_by_eos_density", "generate")  # fmt: skip
+    wanted = (
+        "add_gumbel_noise",
+        "_calculate_eos_confidence",
+        "_calculate_eos_density",
+        "E_factor_func",
+        "_adjust_length_by_eos_density",
+        "generate",
+    )
     body = [n for n in ast.parse(src).body if isinstance(n, ast.FunctionDef) and n.name in wanted]
     assert {n.name for n in body} == set(wanted), "the official file changed"
     ns = {"torch": torch, "F": F, "dist": torch.distributed}
     ns.update({k: getattr(typing, k) for k in ("Dict", "List", "Optional", "Tuple", "Union")})
     exec(compile(ast.Module(body=body, type_ignores=[]), str(path), "exec"), ns)
-    mods = import_dir_as_package("rho_eos_llada", rho / "dllm_eval" / "models",
-                                 ["configuration_llada", "modeling_llada"])  # fmt: skip
+    mods = import_dir_as_package(
+        "rho_eos_llada", rho / "dllm_eval" / "models", ["configuration_llada", "modeling_llada"]
+    )
     return ns["generate"], mods["modeling_llada"].LLaDAModelLM
 
 
@@ -153,14 +171,19 @@ def run(generate, model, prompt: list[list[int]], kw: dict, ids: dict) -> dict:
     """One official call; `ids`: mask_id and eos_token_id."""
     counted = Counted(model)
     with contextlib.redirect_stdout(io.StringIO()) as log:
-        out = generate(counted, torch.tensor(prompt), None, temperature=0.0, cfg_scale=0.0,
-                       **ids, **kw)  # fmt: skip
+        out = generate(
+            counted, torch.tensor(prompt), None, temperature=0.0, cfg_scale=0.0, **ids, **kw
+        )
     steps = STEP.findall(log.getvalue())
-    return dict(output_ids=[o.tolist() for o in out], nfe=len(counted.widths),
-                widths=counted.widths, densities=[float(d) for _, d, _ in steps],
-                actions=[int(a) for _, _, a in steps],
-                stagnant="stagnant" in log.getvalue(),
-                step_cap="max_decode_steps" in log.getvalue())  # fmt: skip
+    return dict(
+        output_ids=[o.tolist() for o in out],
+        nfe=len(counted.widths),
+        widths=counted.widths,
+        densities=[float(d) for _, d, _ in steps],
+        actions=[int(a) for _, _, a in steps],
+        stagnant="stagnant" in log.getvalue(),
+        step_cap="max_decode_steps" in log.getvalue(),
+    )
 
 
 def main(argv=None) -> int:
@@ -175,8 +198,12 @@ def main(argv=None) -> int:
 
     generate, LLaDAModelLM = load_official(args.rho_eos)
     tok = AutoTokenizer.from_pretrained(str(BUILTIN))
-    chat = [tok.apply_chat_template([{"role": "user", "content": t}], add_generation_prompt=True,
-                                    tokenize=True) for t in BUILTIN_TEXTS]  # fmt: skip
+    chat = [
+        tok.apply_chat_template(
+            [{"role": "user", "content": t}], add_generation_prompt=True, tokenize=True
+        )
+        for t in BUILTIN_TEXTS
+    ]
     g = torch.Generator().manual_seed(args.prompt_seed)
     rand = lambda *shape: torch.randint(0, 300, shape, generator=g).tolist()  # noqa: E731
     prompts = {"p7": rand(1, 7), "p3": rand(1, 3)}
@@ -189,15 +216,25 @@ def main(argv=None) -> int:
         for name, prompt, kw in todo:
             rec = run(generate, model, prompt, kw, ids)
             rec64 = run(generate, model64, prompt, kw, ids)
-            entry = dict(name=name, checkpoint=str(folder.relative_to(ROOT)), prompt_ids=prompt,
-                         kwargs=kw, **rec,
-                         same_in_float64=rec64["output_ids"] == rec["output_ids"])  # fmt: skip
+            entry = dict(
+                name=name,
+                checkpoint=str(folder.relative_to(ROOT)),
+                prompt_ids=prompt,
+                kwargs=kw,
+                **rec,
+                same_in_float64=rec64["output_ids"] == rec["output_ids"],
+            )
             gens.append(entry)
             n = len(rec["output_ids"][0]) - len(prompt[0])
-            print(f"[rho-eos] {name}: nfe={rec['nfe']} length={n} f64={entry['same_in_float64']} "
-                  f"widths={rec['widths'][:10]} actions={rec['actions'][:10]}")  # fmt: skip
-    defaults = {k: v.default for k, v in inspect.signature(generate).parameters.items()
-                if v.default is not inspect.Parameter.empty}  # fmt: skip
+            print(
+                f"[rho-eos] {name}: nfe={rec['nfe']} length={n} f64={entry['same_in_float64']} "
+                f"widths={rec['widths'][:10]} actions={rec['actions'][:10]}"
+            )
+    defaults = {
+        k: v.default
+        for k, v in inspect.signature(generate).parameters.items()
+        if v.default is not inspect.Parameter.empty
+    }
     meta = {
         "generator": "tools/goldens/make_rho_eos_golden.py",
         "official": {
@@ -220,7 +257,7 @@ def main(argv=None) -> int:
             "torch": torch.__version__,
             "transformers": transformers.__version__,
             "python": sys.version.split()[0],
-        },  # fmt: skip
+        },
         "prompt_seed": args.prompt_seed,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
