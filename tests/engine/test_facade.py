@@ -43,7 +43,7 @@ def test_loop_state_accessors_read_masks_revealed_and_bytes():
     c = make_canvas([[5, 6], [7]], 4, TOKENS, "cpu")  # prompt width 2, window 4, all masks
     c.x[0, 2:] = torch.tensor([1, 2, 9, 3])  # row 0: two revealed, then a mask
     c.x[1, 2:] = torch.tensor([1, 2, 3, 4])  # row 1: all revealed
-    s = LoopState(c, SamplingParams(gen_length=4), Plan([[], []]), None, None)
+    s = LoopState.new(c, SamplingParams(gen_length=4), Plan([[], []]))
     assert s.masks_left(TOKENS.mask) == [1, 0]
     assert s.revealed(TOKENS.mask) == [2, 4]
     want = sum(t.numel() * t.element_size() for t in (c.x, c.attention_mask))
