@@ -161,11 +161,16 @@ def run_calibration(
 
 
 def packaged(folder: Path) -> bool:
-    """Whether `folder` is inside the installed package (a built-in model's own files)."""
+    """Whether `folder` holds a built-in model's own files (inside the installed package, or a
+    retired built-in model's folder in the repository), never written to."""
     from importlib import resources
 
-    assets = Path(str(resources.files("seer") / "assets")).resolve()
-    return Path(folder).resolve().is_relative_to(assets)
+    from seer.sampling import RETIRED_MODELS
+
+    here = Path(folder).resolve()
+    root = Path(str(resources.files("seer"))).resolve()
+    kept = [root.parents[1] / "checkpoints" / name / "export" for name in RETIRED_MODELS]
+    return here.is_relative_to(root / "assets") or any(here.is_relative_to(k) for k in kept)
 
 
 def _writable_copy(folder: Path, out: Path) -> Path:
