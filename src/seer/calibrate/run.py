@@ -161,16 +161,11 @@ def run_calibration(
 
 
 def packaged(folder: Path) -> bool:
-    """Whether `folder` holds a built-in model's own files (inside the installed package, or a
-    retired built-in model's folder in the repository), never written to."""
+    """Whether `folder` is inside the installed package (a built-in model's own files)."""
     from importlib import resources
 
-    from seer.sampling import RETIRED_MODELS
-
-    here = Path(folder).resolve()
-    root = Path(str(resources.files("seer"))).resolve()
-    kept = [root.parents[1] / "checkpoints" / name / "export" for name in RETIRED_MODELS]
-    return here.is_relative_to(root / "assets") or any(here.is_relative_to(k) for k in kept)
+    assets = Path(str(resources.files("seer") / "assets")).resolve()
+    return Path(folder).resolve().is_relative_to(assets)
 
 
 def _writable_copy(folder: Path, out: Path) -> Path:
