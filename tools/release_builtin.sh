@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How the first built-in text model, builtin-v1, was produced (run from the repo root). It shipped in
-# the package (src/seer/assets/builtin-v1); it now lives in checkpoints/builtin-v1/export, where
+# the package (src/seer/assets/builtin-v1); it now lives in checkpoints/builtin-v1, where
 # `--model builtin-v1` finds it in a checkout.
 #
 # The shipped weights (step 13064) come from three training phases on one run folder; each phase
@@ -26,7 +26,7 @@ train --windows batch --lr 1.5e-3 --min-lr 5e-5 --cycle-start 7000 --total-steps
 train --windows row --lr 8e-4 --min-lr 5e-5 --cycle-start 8564 --total-steps 4500
 
 # 4. copy the export to its folder, calibrate Seer on held-out prompts, store seer.json:
-dst=checkpoints/builtin-v1/export
+dst=checkpoints/builtin-v1
 mkdir -p "$dst"
 cp "$run"/export/{config.json,model.safetensors,tokenizer.json,tokenizer_config.json} "$dst"/
 cp "$run"/export/special_tokens_map.json "$dst"/

@@ -31,7 +31,7 @@ RULES = LLADA_RULES + DREAM_RULES
 CACHES = ("none", "prefix", "dual", "prefix_lm", "dpad")  # KV-cache policies (seer.diffusion.cache)
 # the models loadable by name (`builtin_folder`): the two shipped in the package
 # (seer/assets/<name>: the text model v2 and the multimodal model v2), and the first text and
-# multimodal models, kept in the repository (checkpoints/<name>/export) for its tests and the
+# multimodal models, kept in the repository (checkpoints/<name>) for its tests and the
 # records measured on them, not in the package. Each one's own task is the data source of the
 # same name (`seer.data.builtin`).
 SHIPPED_MODELS = ("builtin", "builtin-vqa")
@@ -46,18 +46,18 @@ MAX_TEMPERATURE = 10
 
 def builtin_folder(name: str) -> Path:
     """The folder of a built-in model: a shipped one's in the package (seer/assets/<name>); a
-    retired one's in the repository beside the package (checkpoints/<name>/export), so it loads
+    retired one's in the repository beside the package (checkpoints/<name>), so it loads
     by name from a checkout only; elsewhere a `SeerError` says where it lives."""
     package = Path(str(resources.files("seer")))
     if name in SHIPPED_MODELS:
         return package / "assets" / name
     if name not in RETIRED_MODELS:
         raise SeerError(f"unknown built-in model {name!r}; choose {', '.join(BUILTIN_MODELS)}")
-    folder = package.parents[1] / "checkpoints" / name / "export"
+    folder = package.parents[1] / "checkpoints" / name
     if not (folder / "config.json").is_file():
         raise SeerError(
             f"{name} is not in the package: it lives in the Seer repository "
-            f"(checkpoints/{name}/export); run from a checkout of it, pass that folder, or use "
+            f"(checkpoints/{name}); run from a checkout of it, pass that folder, or use "
             f"{' / '.join(SHIPPED_MODELS)}"
         )
     return folder
