@@ -89,7 +89,9 @@ def test_a_retired_builtin_model_resolves_in_a_checkout_and_is_named_elsewhere(
     one line says where they live, and the shipped models still resolve."""
     from seer import sampling
 
-    root = sampling.builtin_folder("builtin").parents[3]  # src/seer/assets/builtin
+    assets = sampling.builtin_folder("builtin").parent  # what the wheel ships: its models only
+    assert {p.parent.name for p in assets.glob("*/config.json")} == set(sampling.SHIPPED_MODELS)
+    root = assets.parents[2]  # src/seer/assets
     assert builtin_path("builtin-v1") == root / "checkpoints" / "builtin-v1"
     assert read_config("builtin-v1")[0].name == "builtin-v1"  # the folder's name: the lm's name
     assert (builtin_path("builtin-vqa-v1") / "model.safetensors").is_file()
