@@ -323,6 +323,7 @@ def test_quick_command_runs_as_written(command):
 def test_the_run_figures_are_the_ones_the_docs_give():
     """The figures `RUN` checks are the ones docs/evaluation.md states for these lines."""
     text = " ".join((ROOT / "docs" / "evaluation.md").read_text().split())
-    assert "it gives exact match 0.00 on `seer_tiny_gen`" in text
+    assert "`builtin` gives exact match 0.00 on `seer_tiny_gen`" in text
     assert "accuracy 0.75 on `seer_tiny_mc`" in text
+    assert "`builtin-vqa` gives exact match 0.5 on `seer_tiny_vqa`" in text
     assert "`seer_tiny_vqa` on `builtin-vqa-v1`" in text and "exact match 0.333" in text
