@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# How the built-in text model in src/seer/assets/builtin-v1 was produced (run from the repo root).
+# How the first built-in text model, builtin-v1, was produced (run from the repo root). It shipped in
+# the package (src/seer/assets/builtin-v1); it now lives in checkpoints/builtin-v1, where
+# `--model builtin-v1` finds it in a checkout.
 #
 # The shipped weights (step 13064) come from three training phases on one run folder; each phase
 # resumes the previous one's state (`--out` holds state.pt), and `--cycle-start` begins a warm
@@ -23,8 +25,8 @@ train --windows batch --lr 1.5e-3 --min-lr 5e-5 --cycle-start 7000 --total-steps
 #    plus 0-24 [EOS], the rest hidden: what a Seer cut leaves), cosine 8e-4 -> 5e-5
 train --windows row --lr 8e-4 --min-lr 5e-5 --cycle-start 8564 --total-steps 4500
 
-# 4. copy the export into the package, calibrate Seer on held-out prompts, store seer.json:
-dst=src/seer/assets/builtin-v1
+# 4. copy the export to its folder, calibrate Seer on held-out prompts, store seer.json:
+dst=checkpoints/builtin-v1
 mkdir -p "$dst"
 cp "$run"/export/{config.json,model.safetensors,tokenizer.json,tokenizer_config.json} "$dst"/
 cp "$run"/export/special_tokens_map.json "$dst"/

@@ -133,11 +133,9 @@ def run_demo(
 
     console = progress.console()
     name = model or ("builtin" if text else "builtin-vqa")
-    from importlib import resources
+    from seer.sampling import BUILTIN_MODELS, builtin_folder
 
-    from seer.sampling import BUILTIN_MODELS
-
-    where = resources.files("seer") / "assets" / str(name) if str(name) in BUILTIN_MODELS else None
+    where = builtin_folder(str(name)) if str(name) in BUILTIN_MODELS else None
     with progress.status(f"loading {name}" + (f" from {where}" if where else ""), first=True):
         lm = seer.load(name)
         from seer import plots

@@ -17,6 +17,8 @@ from __future__ import annotations
 import functools
 import numbers
 from dataclasses import dataclass, field, fields, make_dataclass, replace
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from seer import policies as registry
@@ -27,16 +29,38 @@ LLADA_RULES = ("low_confidence", "random")  # LLaDA's remasking: linear schedule
 DREAM_RULES = ("origin", "maskgit_plus", "topk_margin", "entropy")  # Dream's algorithms
 RULES = LLADA_RULES + DREAM_RULES
 CACHES = ("none", "prefix", "dual", "prefix_lm", "dpad")  # KV-cache policies (seer.diffusion.cache)
-# the models shipped in the package (seer/assets/<name>), loadable by name: the text model v2,
-# the multimodal model v2, and the first text and multimodal models (kept for the tests and the
-# records measured on them). Each one's own task is the data source of the same name
-# (`seer.data.builtin`).
-BUILTIN_MODELS = ("builtin", "builtin-vqa", "builtin-v1", "builtin-vqa-v1")
+# the models loadable by name (`builtin_folder`): the two shipped in the package
+# (seer/assets/<name>: the text model v2 and the multimodal model v2), and the first text and
+# multimodal models, kept in the repository (checkpoints/<name>) for its tests and the
+# records measured on them, not in the package. Each one's own task is the data source of the
+# same name (`seer.data.builtin`).
+SHIPPED_MODELS = ("builtin", "builtin-vqa")
+RETIRED_MODELS = ("builtin-v1", "builtin-vqa-v1")
+BUILTIN_MODELS = SHIPPED_MODELS + RETIRED_MODELS
 SCHEDULES = ("linear", "timestep", "shift")  # reveal counts per step (seer.diffusion.schedule)
 # LLaDA's Gumbel-max divides exp(logits) by (-log u) ** temperature in float64: past ~20 the
 # power underflows to 0 for u near 1 (and overflows for u near 0), the draw becomes inf / inf
 # and the answer garbage; 10 keeps every term finite (and is already all but uniform)
 MAX_TEMPERATURE = 10
+
+
+def builtin_folder(name: str) -> Path:
+    """The folder of a built-in model: a shipped one's in the package (seer/assets/<name>); a
+    retired one's in the repository beside the package (checkpoints/<name>), so it loads
+    by name from a checkout only; elsewhere a `SeerError` says where it lives."""
+    package = Path(str(resources.files("seer")))
+    if name in SHIPPED_MODELS:
+        return package / "assets" / name
+    if name not in RETIRED_MODELS:
+        raise SeerError(f"unknown built-in model {name!r}; choose {', '.join(BUILTIN_MODELS)}")
+    folder = package.parents[1] / "checkpoints" / name
+    if not (folder / "config.json").is_file():
+        raise SeerError(
+            f"{name} is not in the package: it lives in the Seer repository "
+            f"(checkpoints/{name}); run from a checkout of it, pass that folder, or use "
+            f"{' / '.join(SHIPPED_MODELS)}"
+        )
+    return folder
 
 
 @dataclass(slots=True, frozen=True)

@@ -118,7 +118,7 @@ def test_a_cut_window_runs_under_threshold_like_a_short_request(cache):
 # -- dInfer's early stop -------------------------------------------------------------------------
 
 
-BUILTIN = Path(__file__).parents[2] / "src" / "seer" / "assets" / "builtin-v1"
+BUILTIN = Path(__file__).parents[2] / "checkpoints" / "builtin-v1"
 
 
 def test_early_stop_ends_a_row_after_the_block_that_holds_eos():

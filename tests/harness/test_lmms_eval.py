@@ -23,7 +23,7 @@ from seer.harness.lmms_eval import SeerLMMs  # noqa: E402  (registers model "see
 from seer.harness.options import HarnessOptions  # noqa: E402
 
 TASKS = Path(__file__).parent / "lmms_tasks"
-IMAGES = Path(seer.__file__).parent / "assets" / "builtin-vqa-v1" / "images"
+IMAGES = Path(seer.__file__).parents[2] / "checkpoints" / "builtin-vqa-v1" / "images"
 
 
 @pytest.fixture(scope="module")

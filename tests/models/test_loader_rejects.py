@@ -79,3 +79,29 @@ def test_integer_weights_where_floats_belong(tmp_path):
     save_file(tensors, folder / "model.safetensors")
     with pytest.raises(CheckpointError, match=f"{name} is stored as I32"):
         load_model(folder)
+
+
+def test_a_retired_builtin_model_resolves_in_a_checkout_and_is_named_elsewhere(
+    tmp_path, monkeypatch
+):
+    """The first built-in models live in the repository, not the wheel: from a checkout their
+    names find checkpoints/<name>; from an installed package (no checkpoints/ beside it)
+    one line says where they live, and the shipped models still resolve."""
+    from seer import sampling
+
+    assets = sampling.builtin_folder("builtin").parent  # what the wheel ships: its models only
+    assert {p.parent.name for p in assets.glob("*/config.json")} == set(sampling.SHIPPED_MODELS)
+    root = assets.parents[2]  # src/seer/assets
+    assert builtin_path("builtin-v1") == root / "checkpoints" / "builtin-v1"
+    assert read_config("builtin-v1")[0].name == "builtin-v1"  # the folder's name: the lm's name
+    assert (builtin_path("builtin-vqa-v1") / "model.safetensors").is_file()
+    site = tmp_path / "site-packages" / "seer"
+    site.mkdir(parents=True)
+    monkeypatch.setattr(sampling.resources, "files", lambda package: site)
+    assert builtin_path("builtin") == site / "assets" / "builtin"
+    for name in sampling.RETIRED_MODELS:
+        with pytest.raises(CheckpointError, match=f"checkpoints/{name}") as e:
+            read_config(name)
+        assert "\n" not in str(e.value) and "not in the package" in str(e.value)
+    with pytest.raises(CheckpointError, match="unknown built-in model"):
+        builtin_path("builtin-v3")

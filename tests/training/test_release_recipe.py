@@ -47,7 +47,7 @@ def test_text_release_has_the_three_phases_of_the_model_card():
         assert c.cycle_start == end  # each phase resumes where the last ended
         end = c.cycle_start + c.total_steps
     assert [c.cycle_start for c in cfgs] == [0, 7000, 8564] and end == 13064
-    card = (ROOT / "src/seer/assets/builtin-v1/MODEL_CARD.md").read_text()
+    card = (ROOT / "checkpoints/builtin-v1/MODEL_CARD.md").read_text()
     for step in ("7000", "8564", "13064"):
         assert step in card
     assert cfgs[2].lr == pytest.approx(8e-4) and cfgs[0].lr == pytest.approx(1.5e-3)
@@ -57,7 +57,7 @@ def test_vqa_release_has_its_one_phase():
     (args,) = phases("release_builtin_vqa.sh", "python -m training.builtin_vqa ")
     c = trainer.parse_args(args, train_vqa.TrainConfig, "x", Path("r"), 1.0)[1]
     assert c.total_steps == 6000 and c.cycle_start == 0 and c.init_from == "builtin-v1"
-    assert "6000 steps" in (ROOT / "src/seer/assets/builtin-vqa-v1/MODEL_CARD.md").read_text()
+    assert "6000 steps" in (ROOT / "checkpoints/builtin-vqa-v1/MODEL_CARD.md").read_text()
 
 
 def test_one_window_per_batch_mode(tmp_path):

@@ -54,7 +54,7 @@ from goldens_common import git_rev, import_dir_as_package  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 LLADA = ROOT / "tests" / "fixtures" / "golden" / "llada"
 
-BUILTIN = ROOT / "src" / "seer" / "assets" / "builtin-v1"
+BUILTIN = ROOT / "checkpoints" / "builtin-v1"  # src/seer/assets/builtin-v1 when made
 # The tiny model's confidences are 0.02-0.3: a reveal threshold among them
 SMALL = dict(
     initial_gen_length=8,

@@ -20,7 +20,7 @@ from seer import spec
 from seer.boundary.config import SeerConfig
 from seer.engine.config import EngineConfig
 from seer.policies import REGISTRY
-from seer.sampling import BUILTIN_MODELS, SamplingParams
+from seer.sampling import BUILTIN_MODELS, SHIPPED_MODELS, SamplingParams, builtin_folder
 from seer.serve.config import ServerConfig
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def add_model(
         "--model",
         required=default is None,
         default=default,
-        help=help or f"model folder, or {' / '.join(BUILTIN)} (the shipped models)",
+        help=help or f"model folder, or {' / '.join(SHIPPED_MODELS)} (the shipped models)",
     )
     p.add_argument("--dtype", default=None, help="float32 | bfloat16 | float16 (default float32)")
     p.add_argument("--device", default=None, help="cpu | cuda | cuda:N (default cpu)")
@@ -112,11 +112,9 @@ def add_model(
 
 
 def folder_of(name: str) -> Path:
-    """The folder a --model argument names (a built-in model's in the package), torch-free."""
-    from importlib import resources
-
+    """The folder a --model argument names (a built-in model's: `builtin_folder`), torch-free."""
     if name in BUILTIN:
-        return Path(str(resources.files("seer") / "assets" / name))
+        return builtin_folder(name)
     return Path(name).expanduser()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from importlib import resources
 from pathlib import Path
 
 import torch
@@ -21,7 +22,7 @@ from seer.models.configs import (
     lavida_config,
     llada_config,
 )
-from seer.models.loader import build_model, builtin_path, init_buffers
+from seer.models.loader import build_model, init_buffers
 from seer.models.tokens import load_tokenizer
 
 __all__ = [
@@ -96,6 +97,9 @@ def save_checkpoint(model, raw: dict, folder: str | Path, dtype=torch.float32) -
 ARCHS = ("llada", "dream", "lavida-llada", "lavida-dream")
 RANDOM_WINDOW = 64  # default answer window of `make_random_checkpoint` models
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+# the tokenizer of the random models: builtin-v1's (a small word-level vocabulary), its
+# files shipped alone so `seer make-checkpoint` needs no model in the package
+TOKENIZER = Path(str(resources.files("seer") / "assets" / "tokenizer"))
 
 
 def make_random_checkpoint(
@@ -106,8 +110,9 @@ def make_random_checkpoint(
     seed: int = 0,
     overwrite: bool = False,
 ) -> Path:
-    """A random model of `arch` with the built-in models' word-level tokenizer (copied from the
-    shipped `builtin-v1` folder, with its special ids), ready for `seer.load`.
+    """A random model of `arch` with the first built-in model's word-level tokenizer (the
+    package's `assets/tokenizer`: `builtin-v1`'s files; the special ids are its tokens'),
+    ready for `seer.load`.
 
     The config is validated before anything is written, so a bad size leaves no folder behind.
     A folder that holds anything is refused (its files would be overwritten) unless
@@ -119,10 +124,13 @@ def make_random_checkpoint(
             f"{folder} is not empty; its files would be overwritten: choose "
             "a new folder (or --force to replace them)"
         )
-    source = builtin_path("builtin-v1")
+    source = TOKENIZER
     tok = load_tokenizer(source)
-    shipped = json.loads((source / "config.json").read_text())
-    ids = {k: shipped[k] for k in ("mask_token_id", "eos_token_id", "pad_token_id")}
+    ids = {
+        "mask_token_id": tok.mask_token_id,
+        "eos_token_id": tok.eos_token_id,
+        "pad_token_id": tok.pad_token_id,
+    }
     vocab = len(tok)
     lm = arch.removeprefix("lavida-")
     if lm == "llada":

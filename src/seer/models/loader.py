@@ -19,7 +19,6 @@ import dataclasses
 import importlib
 import json
 import re
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
@@ -34,7 +33,7 @@ from seer.models.defaults import (
     read_generation_config,
     read_json_object,
 )
-from seer.sampling import BUILTIN_MODELS
+from seer.sampling import BUILTIN_MODELS, builtin_folder
 
 if TYPE_CHECKING:
     from seer.models.common import BidirectionalLM
@@ -128,11 +127,13 @@ BUILTIN = BUILTIN_MODELS
 
 
 def builtin_path(name: str = "builtin") -> Path:
-    """Folder of a shipped model: "builtin" (text), "builtin-vqa" (questions about pictures), or
-    the first models "builtin-v1" (text) and "builtin-vqa-v1" (pictures and text)."""
-    if name not in BUILTIN:
-        raise CheckpointError(f"unknown built-in model {name!r}; choose {', '.join(BUILTIN)}")
-    return Path(str(resources.files("seer") / "assets" / name))
+    """Folder of a built-in model: "builtin" (text), "builtin-vqa" (questions about pictures),
+    shipped in the package, or the first models "builtin-v1" (text) and "builtin-vqa-v1"
+    (pictures and text), in the repository (`seer.sampling.builtin_folder`)."""
+    try:
+        return builtin_folder(name)
+    except SeerError as e:
+        raise CheckpointError(str(e)) from None
 
 
 def model_folder(path: str | Path) -> Path:

@@ -6,7 +6,7 @@ from PIL import Image
 
 import seer
 
-IMAGES = Path(seer.__file__).parent / "assets" / "builtin-vqa-v1" / "images"
+IMAGES = Path(seer.__file__).parents[2] / "checkpoints" / "builtin-vqa-v1" / "images"
 
 
 def doc_to_visual(doc):
