@@ -404,8 +404,9 @@ def load(
     threads: int | None = None,
 ) -> DiffusionLM:
     """Load a model folder (config.json + safetensors + tokenizer files) as published, or a
-    shipped model by name (`seer.sampling.BUILTIN_MODELS`): "builtin" (text), "builtin-vqa"
-    (questions about pictures), "builtin-v1" / "builtin-vqa-v1" (the first ones).
+    built-in model by name (`seer.sampling.builtin_folder`): "builtin" (text) and "builtin-vqa"
+    (questions about pictures) ship in the package; "builtin-v1" / "builtin-vqa-v1" (the first
+    ones) load from a checkout of the repository (`checkpoints/`).
 
     Everything the folder says about defaults is read here, once: `lm.defaults` (sampling, from
     the family's official call and generation_config.json; Seer's settings, from seer.json).
