@@ -144,3 +144,37 @@ def test_one_chat_encoder_speaks_each_front_ends_words():
     lm.tokenizer.chat_template = None  # this copy's tokenizer only
     with pytest.raises(SeerError, match="^no template$"):
         encode_chat(lm, turn, one_turn="one turn", no_template="no template", strict=False)
+
+
+def _calls(name: str) -> set[str]:
+    """The modules that call `name` (a function or a method) anywhere."""
+    out = set()
+    for p in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.Call):
+                f = node.func
+                if getattr(f, "attr", getattr(f, "id", None)) == name:
+                    out.add(p.relative_to(SRC).as_posix())
+    return out
+
+
+def test_the_defaults_are_laid_in_one_place():
+    """A caller's options go over the model's defaults in the processor only (`defaults`, which
+    `lm.sampling` is); the loader lays the model's own files (`ModelDefaults.build`), and the
+    run record fills the rule of the params it is given."""
+    laid = {
+        p.relative_to(SRC).as_posix()
+        for p in SRC.rglob("*.py")
+        for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        and node.module == "seer.models.defaults"
+        and any(a.name == "layer" for a in node.names)
+    }
+    assert laid == {"engine/request.py"}  # and `ModelDefaults.build`, beside `layer`
+    assert _calls("with_defaults") == {"engine/request.py", "provenance.py"}
+    lm = seer.load("builtin")
+    from seer.engine.request import defaults
+
+    assert lm.sampling(gen_length=8) == defaults(lm, gen_length=8) != lm.sampling()
+    with pytest.raises(SeerError, match="^unknown generation option 'gen_lenght'"):
+        lm.sampling(gen_lenght=8)
