@@ -11,6 +11,7 @@ import torch
 import seer
 from seer import CheckpointError, Generation, SamplingParams, SeerError
 from seer.diffusion.loop import DenoisingLoop, make_canvas
+from seer.engine.prompts import encode_chat
 from seer.models.configs import dream_config, llada_config
 from seer.models.factory import make_random_checkpoint, random_model, save_checkpoint
 from training.tokenizer import build_tokenizer, vocabulary
@@ -138,8 +139,8 @@ def test_chat_prompts_are_the_whole_conversation(lm):
     assert lm.generate(chat, gen_length=8).token_ids == lm.generate(PROMPT, gen_length=8).token_ids
     turns = [{"role": "user", "content": PROMPTS[1]}, {"role": "assistant", "content": "a"}, *chat]
     assert (
-        lm._encode_chat(turns) != lm.encode(PROMPT)
-        and lm._encode_chat(turns)[-3:] == lm.encode(PROMPT)[-3:]
+        encode_chat(lm, turns) != lm.encode(PROMPT)
+        and encode_chat(lm, turns)[-3:] == lm.encode(PROMPT)[-3:]
     )
     both = lm.generate([chat, turns], gen_length=8)
     assert [g.token_ids for g in both] == [

@@ -51,7 +51,6 @@ from seer import provenance
 from seer.data import Example, scorable, score
 from seer.engine.config import DEFAULTS as ENGINE
 from seer.errors import SeerError
-from seer.models import tokens
 
 if TYPE_CHECKING:
     from seer.lm import DiffusionLM
@@ -132,20 +131,23 @@ def request_for(lm: DiffusionLM, ex: Example, params, seer):
     prompt: str | list[int] = ex.prompt
     chat = True
     if ex.messages is not None and ex.messages != [{"role": "user", "content": ex.prompt}]:
-        if lm.processor is not None:
-            raise SeerError(
-                f"row {ex.id}: {lm.name or 'this model'} takes one user turn per request, "
-                "not a chat; give the row a prompt"
-            )
-        prompt, chat = chat_ids(lm.tokenizer, ex.messages), False
+        one_turn = (
+            f"row {ex.id}: {lm.name or 'this model'} takes one user turn per request, "
+            "not a chat; give the row a prompt"
+        )
+        prompt, chat = chat_ids(lm, ex.messages, one_turn), False
     return Request(prompt, params=params, seer=seer, image=ex.image, chat=chat)
 
 
-def chat_ids(tokenizer, messages: list[dict]) -> list[int]:
-    """A whole chat through the tokenizer's template (+ the assistant header), as a flat list."""
-    if tokenizer is None or not getattr(tokenizer, "chat_template", None):
-        raise SeerError("a chat (messages) needs a tokenizer with a chat template")
-    return tokens.chat_ids(tokenizer, messages)
+NO_TEMPLATE = "a chat (messages) needs a tokenizer with a chat template"
+
+
+def chat_ids(lm: DiffusionLM, messages: list[dict], one_turn: str) -> list[int]:
+    """A row's whole chat through the input processor's chat encoder (the tokenizer's template +
+    the assistant header), refused in `seer batch`'s words (the rows were checked when read)."""
+    from seer.engine.prompts import encode_chat
+
+    return encode_chat(lm, messages, one_turn=one_turn, no_template=NO_TEMPLATE, strict=False)
 
 
 def encoder(lm: DiffusionLM):
@@ -156,9 +158,8 @@ def encoder(lm: DiffusionLM):
     def encode(lm: DiffusionLM, ex):
         if ex.messages is None or ex.messages == [{"role": "user", "content": ex.prompt}]:
             return lm.prompt(ex.prompt, ex.image)
-        if lm.processor is not None:
-            raise SeerError(f"row {ex.id}: {lm.name} takes one user turn per request, not a chat")
-        return PromptInput(chat_ids(lm.tokenizer, ex.messages))
+        one_turn = f"row {ex.id}: {lm.name} takes one user turn per request, not a chat"
+        return PromptInput(chat_ids(lm, ex.messages, one_turn))
 
     return encode
 

@@ -22,22 +22,18 @@ import torch
 
 from seer.diffusion.loop import Canvas, DenoisingLoop, WindowPolicy, make_canvas
 from seer.engine.inputs import Chat, ImageInput, Images, Prompt, Prompts, SeerOption
+from seer.engine.prompts import encode, prompt_input, prompt_inputs  # the methods' bodies
 from seer.engine.request import (
-    ONE_KIND,
     Deltas,
     GenerationStats,
     PartialResult,
     RequestResult,
     StreamChunk,
-    all_inputs,
-    is_chat,
-    is_ids,
+    defaults,
     process,
-    rows,
     single,
 )
 from seer.errors import CheckpointError, SeerError
-from seer.images import load_image
 from seer.models import loader
 from seer.models import tokens as tokenizing
 from seer.models.defaults import ModelDefaults, SeerSettings
@@ -88,8 +84,9 @@ class DiffusionLM:
         """The model's default `SamplingParams` with `options` over them (None: the default).
 
         The one way every front end (generate, the CLI, the engine, the server) builds its
-        params, so the same options give the same answer everywhere."""
-        return self.defaults.params(**options).with_defaults(self.default_rule)
+        params, so the same options give the same answer everywhere: the input processor's
+        `seer.engine.request.defaults`."""
+        return defaults(self, **options)  # the processor lays them
 
     @property
     def multimodal(self) -> bool:
@@ -107,29 +104,14 @@ class DiffusionLM:
     def max_length(self) -> int:
         return self.model.context_length
 
-    # -- prompts ----------------------------------------------------------------------------
+    # -- prompts (the input processor's: `seer.engine.prompts`) ------------------------------
     def encode(self, prompt: str, chat: bool = True) -> list[int]:
-        _check_text(prompt)
-        self._check_chars(prompt)
-        if not prompt.strip():
-            raise SeerError("empty prompt: give some text")
-        if self.tokenizer is None:
-            raise SeerError("this model was loaded without a tokenizer; pass token ids instead")
-        if chat and getattr(self.tokenizer, "chat_template", None):
-            return tokenizing.chat_ids(self.tokenizer, prompt)
-        return tokenizing.plain_ids(self.tokenizer, prompt, prompt=True)
+        """The ids of one text prompt (the chat template unless `chat=False`)."""
+        return encode(self, prompt, chat)
 
     def prompt(self, text: str, image: ImageInput | None = None, chat: bool = True) -> PromptInput:
         """One request's prompt: ids (and embeddings, for models that splice images)."""
-        _check_text(text)
-        self._check_chars(text)
-        if image is not None and not self.multimodal:
-            raise SeerError(f"{self.name or 'this model'} is a text model; it takes no image")
-        if self.processor is None:
-            return PromptInput(self.encode(text, chat))
-        if not text.strip():
-            raise SeerError("empty prompt: give some text")
-        return self.processor(text, None if image is None else load_image(image), chat)
+        return prompt_input(self, text, image, chat)
 
     def canvas(
         self,
@@ -158,91 +140,7 @@ class DiffusionLM:
         attention_mask: torch.Tensor | None = None,
     ) -> list[PromptInput]:
         """The batch's prompts, encoded (images spliced in) and checked against the model."""
-        if isinstance(prompts, PromptInput) or all_inputs(prompts):
-            if images is not None:
-                raise SeerError("a PromptInput already holds its image; give no image=")
-            inputs = [prompts] if isinstance(prompts, PromptInput) else list(prompts)
-            self._check([q.ids for q in inputs], p, any(q.embeds is not None for q in inputs))
-            return inputs
-        if images is not None or self.processor is not None:
-            texts = [prompts] if isinstance(prompts, str) else prompts
-            if isinstance(texts, list) and texts and all(isinstance(t, str) for t in texts):
-                imgs = images if isinstance(images, (list, tuple)) else [images] * len(texts)
-                if len(imgs) != len(texts):
-                    raise SeerError(f"{len(imgs)} images for {len(texts)} prompts; give one each")
-                pairs = zip(cast("list[str]", texts), imgs, strict=True)
-                inputs = [self.prompt(t, im, chat) for t, im in pairs]
-                self._check([q.ids for q in inputs], p, images=True)
-                return inputs
-            if images is not None:
-                raise SeerError("images go with text prompts; token-id prompts cannot take one")
-        ids = self._prompt_ids(prompts, chat, attention_mask)
-        self._check(ids, p)
-        return [PromptInput(q) for q in ids]
-
-    def _prompt_ids(
-        self, prompts: Any, chat: bool, attention_mask: torch.Tensor | None
-    ) -> list[list[int]]:  # `prompts`: whatever the caller gave, checked here kind by kind
-        if isinstance(prompts, str):
-            prompts = [prompts]
-        if isinstance(prompts, torch.Tensor):  # (B, L) or (L,) ids, optional attention mask
-            return [cast("list[int]", q) for q, _ in rows(prompts, None, attention_mask)]
-        if not prompts:
-            raise SeerError("no prompt given")
-        if all(isinstance(t, int) for t in prompts):  # one prompt as a flat list of ids
-            return [list(prompts)]
-        if all(isinstance(q, str) for q in prompts):
-            return [self.encode(q, chat) for q in prompts]
-        if is_chat(prompts):  # one OpenAI-style chat
-            return [self._encode_chat(prompts)]
-        if all(is_chat(q) for q in prompts):
-            return [self._encode_chat(q) for q in prompts]
-        if not all(is_ids(q) for q in prompts):
-            raise SeerError(ONE_KIND)
-        return [list(map(int, q)) for q in prompts]
-
-    def _encode_chat(self, messages: Chat) -> list[int]:
-        """Ids of an OpenAI-style chat (role/content dicts) and the assistant header."""
-        if self.tokenizer is None:
-            raise SeerError("this model was loaded without a tokenizer; pass token ids instead")
-        for m in messages:
-            if set(m) - {"role", "content"} or not isinstance(m.get("content"), str):
-                raise SeerError("a chat message is a dict of a role and a text content")
-            _check_text(m["content"])
-        return tokenizing.chat_ids(self.tokenizer, messages)
-
-    def _check_chars(self, text: str) -> None:
-        """A text that cannot fit the context whatever the tokenizer (over `MAX_CHARS_PER_TOKEN`
-        characters per token of it) is refused before it is tokenized (a 30 MB row would
-        otherwise take minutes to be refused)."""
-        limit = MAX_CHARS_PER_TOKEN * self.max_length
-        if len(text) > limit:
-            raise SeerError(
-                f"the prompt is {len(text):,} characters: it cannot fit the "
-                f"model's context of {self.max_length:,} tokens (at most {limit:,} "
-                "characters); shorten it"
-            )
-
-    def _check(self, ids: list[list[int]], p: SamplingParams, images: bool = False) -> None:
-        vocab = self.model.get_input_embeddings().num_embeddings
-        if images and not ids:
-            raise SeerError("no prompt given")
-        for q in ids:
-            if not q:
-                raise SeerError("empty prompt: give at least one token")
-            if len(q) + p.gen_length > self.max_length:
-                raise SeerError(
-                    f"prompt of {len(q)} tokens{' (image included)' if images else ''} + "
-                    f"gen_length {p.gen_length} exceeds the model's context of "
-                    f"{self.max_length}; shorten the prompt or lower gen_length"
-                )
-            if min(q) < 0 or max(q) >= vocab:
-                raise SeerError(f"prompt token ids must lie in [0, {vocab})")
-        if self.tokens.mask in {t for q in ids for t in q}:
-            raise SeerError("the prompt contains the [MASK] token id; remove it")
-        for name in ("banned_ids", "suffix"):
-            if any(not 0 <= i < vocab for i in getattr(p, name) or ()):
-                raise SeerError(f"{name} must hold token ids in [0, {vocab})")
+        return prompt_inputs(self, prompts, p, images, chat, attention_mask)
 
     # -- generation ---------------------------------------------------------------------------
     @overload
@@ -377,22 +275,6 @@ class DiffusionLM:
         if self.tokenizer is None:
             return " ".join(map(str, ids))
         return cast(str, self.tokenizer.decode(ids, skip_special_tokens=True)).strip()
-
-
-MAX_CHARS_PER_TOKEN = 32  # more characters a token than any tokenizer's average (3-5)
-
-
-def _check_text(text: object) -> None:
-    """A prompt is a str of valid Unicode (no lone surrogates, e.g. undecodable command-line
-    bytes that Python kept as surrogate escapes)."""
-    if not isinstance(text, str):
-        raise SeerError(f"a prompt is text or token ids, not {type(text).__name__}")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise SeerError(
-            "the prompt is not valid UTF-8 text (it holds undecodable bytes); decode it first"
-        ) from None
 
 
 def load(

@@ -28,8 +28,8 @@ A request is resolved once, at the front end's boundary (`seer.engine.request.re
 model's defaults, Seer's settings fitted, the rules between options), and the engine takes only
 resolved requests: `add` refuses one that is not, in one line. `submit` (one request) and
 `generate` (a list) are the conveniences for requests as built: they resolve those that are
-not, once, then add them. `add` encodes and checks the prompt and makes the window policy a
-typed `Window`. Its state (waiting -> running -> done) lives in the
+not, once, then add them. `add` encodes and checks the prompt (`seer.engine.prompts`) and
+makes the window policy a typed `Window`. Its state (waiting -> running -> done) lives in the
 scheduler, which the engine moves only through `add`, `started`, `finish` and `abort` (vLLM v1's
 contract). The engine reads a run through `LoopState`'s accessors (`masks_left`, `revealed`,
 `held_bytes`) and the model through `EngineModel` (`model.py`), never their internals.
@@ -53,6 +53,7 @@ import torch
 from seer.diffusion.state import LoopState, WindowPolicy
 from seer.engine.config import EngineConfig
 from seer.engine.model import EngineModel
+from seer.engine.prompts import prompt_inputs
 from seer.engine.request import PartialResult, Request, RequestResult, StepView, resolve
 from seer.engine.runner import Runner
 from seer.engine.scheduler import BatchPlan, Scheduler, SchedulerOutput
@@ -204,7 +205,7 @@ class Engine:
         t0, lm = time.perf_counter(), self.lm
         p = req.params
         assert p is not None  # resolved
-        inputs = lm.prompt_inputs(req.prompt, p, req.image, req.chat)
+        inputs = prompt_inputs(lm, req.prompt, p, req.image, req.chat)
         if len(inputs) != 1:
             raise SeerError("a Request holds one prompt (text or one id list), not a batch")
         window = self._window(req, policy)

@@ -3,24 +3,25 @@
 `seer.DiffusionLM` is one (`seer.load` returns it); a test or another front end may hand the
 engine anything with these members. The engine never reaches past them: the network itself is
 driven through `loop` (the one denoising loop, holding the model) and read through `model`
-only for its input embeddings; prompts are encoded and checked by `prompt_inputs`; answers
+only for its input embeddings and its context; prompts are encoded and checked by the input
+processor (`seer.engine.prompts`) through `tokenizer`, `processor` and `max_length`; answers
 are decoded by `decode`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import torch
+    from transformers import PreTrainedTokenizerBase
 
     from seer.diffusion.graphs import GraphCache
     from seer.diffusion.loop import DenoisingLoop
-    from seer.engine.inputs import Images, Prompts
     from seer.models.base import DiffusionModel
     from seer.models.defaults import ModelDefaults
-    from seer.models.multimodal import PromptInput
-    from seer.sampling import SamplingParams, TokenIds
+    from seer.models.multimodal import PromptProcessor
+    from seer.sampling import TokenIds
 
 
 class EngineModel(Protocol):
@@ -30,7 +31,10 @@ class EngineModel(Protocol):
     tokens: TokenIds  # special ids: [MASK] (masks left, revealed), end tokens (answer length)
     loop: DenoisingLoop  # the denoising loop over `model`: begin / step / answers
     name: str  # said in Seer's notices
-    defaults: ModelDefaults  # read once by the loader; Seer's `resolve` reads `defaults.seer`
+    defaults: ModelDefaults  # read once by the loader: the processor lays options over its
+    # values (`seer.engine.request.defaults`) and Seer's `resolve` reads `defaults.seer`
+    tokenizer: PreTrainedTokenizerBase | None  # text and chats -> ids (`seer.engine.prompts`)
+    processor: PromptProcessor | None  # a multimodal model's prompt processor (images)
 
     @property
     def default_rule(self) -> str:
@@ -40,19 +44,14 @@ class EngineModel(Protocol):
     @property
     def device(self) -> torch.device: ...
 
-    def sampling(self, **options: Any) -> SamplingParams:
-        """The model's default `SamplingParams` with `options` over them."""
+    @property
+    def max_length(self) -> int:
+        """The model's context in tokens (prompt + answer)."""
         ...
 
-    def prompt_inputs(
-        self,
-        prompts: Prompts,
-        p: SamplingParams,
-        images: Images = None,
-        chat: bool = True,
-        attention_mask: torch.Tensor | None = None,
-    ) -> list[PromptInput]:
-        """The prompts encoded (images spliced in) and checked against the model and `p`."""
+    @property
+    def multimodal(self) -> bool:
+        """The model takes images (its prompt processor accepts them)."""
         ...
 
     def decode(self, ids: list[int]) -> str: ...

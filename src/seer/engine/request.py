@@ -5,6 +5,9 @@ sampling options) becomes immutable `Request`s with concrete options here, and o
 
 - `process` (the library's `generate` / `stream`): the prompts split into rows (`rows`,
   `single`), the settings resolved once for all of them;
+- `defaults`: the model's sampling defaults with a caller's options over them, the one place
+  they are laid (`DiffusionLM.sampling` is it: the front ends that show or store options build
+  their params with it);
 - `resolve`: one request's settings made concrete, once, at the boundary between a front end
   and the engine: the model's sampling defaults applied under the options given (`sampling`),
   Seer's settings read (seer.json) and fitted to the model (`seer_config`), and every rule
@@ -14,7 +17,8 @@ sampling options) becomes immutable `Request`s with concrete options here, and o
 The library, `seer batch`, the server, the page and the harness (through `Engine.generate`)
 call it; the engine takes only resolved requests (`Engine.add` refuses another;
 `Engine.submit` and `Engine.generate` resolve a request as built, once) and never re-reads a
-default. Each row's prompt is encoded and checked at `Engine.add` (`prompt_inputs`).
+default. Each row's prompt is encoded and checked at `Engine.add` (`seer.engine.prompts`, the
+processor's other half: text, chats, ids and images into `PromptInput`s).
 
 Out: `RequestResult`, the `PartialResult`s a request's `on_block` callback receives while it
 runs, the `StepView`s its `on_step` callback receives after each of its denoising steps, and
@@ -35,6 +39,7 @@ from seer.boundary.config import SeerConfig
 from seer.boundary.detector import BoundaryReport
 from seer.engine.inputs import ImageInput, Images, Prompt, Prompts, SeerOption
 from seer.errors import SeerError
+from seer.models.defaults import OPTIONS, layer
 from seer.models.multimodal import PromptInput
 from seer.policies import decides
 from seer.sampling import LLADA_RULES, SUFFIX_RULE, SamplingParams
@@ -120,16 +125,36 @@ class SeerOptionError(SeerError):
     """`resolve` refused the request's Seer settings (the server names its `seer` field)."""
 
 
+def defaults(lm: EngineModel, **options: Any) -> SamplingParams:
+    """The model's defaults with the caller's `options` over them, the one place they are laid
+    (`DiffusionLM.sampling` is this): the model's values (its family's official call under its
+    generation_config.json, read once by the loader: `lm.defaults`), the options over them (None:
+    the default; a new `gen_length` drops the default window's `steps` and `block_length`
+    unless given), and the model's unmasking rule where none is given."""
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise SeerError(
+            f"unknown generation option {unknown[0]!r}; choose from {', '.join(OPTIONS)}"
+        )
+    given = {k: v for k, v in options.items() if v is not None}
+    values, _ = layer(dict(lm.defaults.values), {}, given, "caller")
+    try:
+        p = SamplingParams(**values)
+    except TypeError as e:  # e.g. a string where a number goes
+        raise SeerError(f"bad generation option: {e}") from None
+    return p.with_defaults(lm.default_rule)
+
+
 def sampling(
     lm: EngineModel, params: SamplingParams | None = None, overrides: dict[str, Any] | None = None
 ) -> SamplingParams:
-    """The request's `SamplingParams`: `params` (None: the model's defaults) with `overrides`
-    over them (None values: the default), the model's unmasking rule filled in and the rules
-    that depend on it checked (cfg_scale is LLaDA's)."""
+    """The request's `SamplingParams`: `params` (None: the model's defaults, `defaults`) with
+    `overrides` over them (None values: the default), the model's unmasking rule filled in and
+    the rules that depend on it checked (cfg_scale is LLaDA's)."""
     overrides = overrides or {}
     try:
         if params is None:
-            p = lm.sampling(**overrides) if hasattr(lm, "sampling") else SamplingParams(**overrides)
+            p = defaults(lm, **overrides)
         elif overrides:
             p = replace(params, **overrides)
         else:
@@ -237,7 +262,7 @@ def process(
     settings resolved once for the batch (`resolve`: `policy`, a window policy object decides
     the window; then Seer is off, rows of one kind sharing their step 0), the prompts split into
     rows (`rows`), one request each. Each row's prompt is encoded and checked where every front
-    end's are, at `Engine.add` (`prompt_inputs`)."""
+    end's are, at `Engine.add` (`seer.engine.prompts.prompt_inputs`)."""
     seer = None if policy else seer
     template = Request("", params, seer=seer, chat=chat, on_block=on_block)
     one = resolve(lm, template, policy=policy, **overrides)

@@ -11,7 +11,8 @@ Sampling defaults come, lowest first, from
    `max_new_tokens`, `temperature`, `top_p`, `top_k` and the diffusion samplers' `steps`,
    `block_length`, `alg`, `alg_temp`, `eps`, ...); other keys (token ids, `use_cache`, ...) are
    not sampling options and are ignored;
-3. the caller's options (`lm.sampling(**options)`), where None means "use the default".
+3. the caller's options, where None means "use the default", laid over them by the input
+   processor (`seer.engine.request.defaults`, what `lm.sampling(**options)` calls).
 
 `steps` and `block_length` belong to the default window: when a file or a caller sets another
 `gen_length` without them, they default to that window (one block, one token per step), so a
@@ -31,11 +32,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 
-from seer.errors import CheckpointError, SeerError
+from seer.errors import CheckpointError
 from seer.sampling import SamplingOptions, SamplingParams
 from seer.spec import kind, type_ok
 
-# what `lm.sampling()` accepts: every option under its flat name, and `policies`
+# what the caller's options may name (`seer.engine.request.defaults`, `lm.sampling()`): every
+# option under its flat name, and `policies`
 OPTIONS = (*(f.name for f in fields(SamplingOptions)), "policies")
 WINDOW_BOUND = ("steps", "block_length")  # defaults that belong to the default window
 # generation_config.json key -> SamplingParams field (HF names and the official samplers' names)
@@ -186,32 +188,18 @@ class ModelDefaults:
 
     @classmethod
     def build(cls, official: dict, generation: dict | None = None, seer=None) -> ModelDefaults:
-        values, sources = _layer({}, {}, official, "official")
-        values, sources = _layer(values, sources, generation or {}, "generation_config.json")
+        values, sources = layer({}, {}, official, "official")
+        values, sources = layer(values, sources, generation or {}, "generation_config.json")
         params = SamplingParams(**values)  # validated once, here
         del params
         return cls(MappingProxyType(values), MappingProxyType(sources), seer or SeerSettings())
 
     @property
     def gen_length(self) -> int:
-        return self.params().gen_length
-
-    def params(self, **options) -> SamplingParams:
-        """These defaults with `options` over them; an option of None means the default."""
-        unknown = sorted(set(options) - set(OPTIONS))
-        if unknown:
-            raise SeerError(
-                f"unknown generation option {unknown[0]!r}; choose from {', '.join(OPTIONS)}"
-            )
-        given = {k: v for k, v in options.items() if v is not None}
-        values, _ = _layer(dict(self.values), {}, given, "caller")
-        try:
-            return SamplingParams(**values)
-        except TypeError as e:  # e.g. a string where a number goes
-            raise SeerError(f"bad generation option: {e}") from None
+        return SamplingParams(**self.values).gen_length
 
 
-def _layer(values: dict, sources: dict, over: Mapping, source: str) -> tuple[dict, dict]:
+def layer(values: dict, sources: dict, over: Mapping, source: str) -> tuple[dict, dict]:
     """`over` on top of `values`; a new window drops the window-bound defaults below it."""
     values, sources = dict(values), dict(sources)
     if "gen_length" in over and over["gen_length"] != values.get("gen_length"):

@@ -1,9 +1,11 @@
 """`seer serve`: an OpenAI-compatible HTTP server over the step-level engine (FastAPI + uvicorn).
 
     protocol.py   the request bodies (pydantic)          responses.py  response / chunk bodies
-    convert.py    body -> engine Request (prompt, image, sampling through lm.sampling, Seer)
+    convert.py    body -> engine Request (prompt, image; sampling and Seer resolved by the input
+                  processor, `seer.engine.request`)
     worker.py     the engine's thread: adds/aborts in, results and block partials out
-    prepare.py    off the engine's thread: image decoding, tokenizing, their limits
+    prepare.py    off the engine's thread: image decoding, tokenizing (`seer.engine.prompts`),
+                  their limits
     security.py   the API key (before the body is read), the local image folder
     app.py        the endpoints, errors (OpenAI-style bodies), body limit, disconnects
     metrics.py    Prometheus metrics (`seer_*`)

@@ -4,7 +4,8 @@ once by `seer.engine.request.resolve` (the library's defaults, rules and message
 A chat with one user message goes through the same prompt path as `seer generate` and
 `DiffusionLM.generate` (the text, its image, the model's chat template), so the answers agree.
 Longer chats (system, earlier turns) on text models are rendered with the tokenizer's chat
-template (in `prepare`, off the engine's thread). Images come as `data:` URIs, or paths under
+template (the input processor's chat encoder, `seer.engine.prompts.encode_chat`, called by
+`prepare`, off the engine's thread). Images come as `data:` URIs, or paths under
 the folder of `--allow-local-images DIR` (`security.local_image`); nothing is ever fetched from
 the network. Nothing here tokenizes or decodes: that is `prepare`'s.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from seer.engine.prompts import chat_ready
 from seer.engine.request import Request, SeerOptionError, resolve
 from seer.errors import SeerError
 from seer.serve.errors import bad_request, too_large
@@ -42,17 +44,19 @@ def chat_prompt(lm: DiffusionLM, body: ChatRequest, limits: Limits) -> Prompt:
         raise bad_request("the last message must be the user's", "messages")
     if len(messages) == 1:
         return Prompt(_text(messages[0]), True, image)
-    if lm.processor is not None:
-        raise bad_request(
-            "this multimodal model answers one user message (with its image); send the "
-            "question alone",
-            "messages",
-        )
-    tok = lm.tokenizer
-    if tok is None or not getattr(tok, "chat_template", None):
-        raise bad_request("this model has no chat template: send one user message", "messages")
+    try:  # the input processor's chat encoder, in the server's words (it runs in `prepare`)
+        chat_ready(lm, one_turn=ONE_TURN, no_template=NO_TEMPLATE)
+    except SeerError as e:
+        raise bad_request(str(e), "messages") from None
     turns = [{"role": _role(m.role), "content": _text(m)} for m in messages]
     return Prompt(turns, False, None)  # rendered with the template by `prepare`
+
+
+# the server's refusals of a whole chat (`seer.engine.prompts.chat_ready`)
+ONE_TURN = (
+    "this multimodal model answers one user message (with its image); send the question alone"
+)
+NO_TEMPLATE = "this model has no chat template: send one user message"
 
 
 def completion_prompt(lm: DiffusionLM, body: CompletionRequest) -> Prompt:

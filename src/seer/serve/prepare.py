@@ -246,14 +246,15 @@ class Preparer:
             raise _undecodable(e) from None
 
     def _inputs(self, prompt: Prompt, params, image):
-        from seer.models.tokens import chat_ids
+        from seer.engine.prompts import encode_chat, prompt_inputs
 
         lm = self.lm  # `params`: resolved (`seer.engine.request.resolve`)
         text = prompt.prompt
         try:
             if isinstance(text, list) and text and isinstance(text[0], dict):
-                text = chat_ids(lm.tokenizer, text)
-            return lm.prompt_inputs(text, params, image, prompt.chat)[0]
+                # the turns were checked as they were read (`convert.chat_prompt`)
+                text = encode_chat(lm, text, strict=False)
+            return prompt_inputs(lm, text, params, image, prompt.chat)[0]
         except SeerError as e:
             msg = str(e)
             raise APIError(413 if "too large" in msg else 400, msg, "invalid_request") from None
