@@ -336,7 +336,6 @@ class Engine:
 
     def _views(self, s: LoopState, seqs: list[Sequence], finished: list[bool]) -> None:
         """Each watching row's canvas after this step, to its request's `on_step`."""
-        assert s.row_nfe is not None  # set by the state's first step
         canvas, nfe = self.runner.loop.answers(s).tolist(), s.row_nfe.tolist()
         for q in seqs:
             if q.request.on_step is not None:
@@ -390,12 +389,12 @@ class Engine:
             prompt_tokens=q.prompt_len,
             window=q.window,
             detected=None if boundary is None else boundary.length,
-            nfe=0 if s is None or s.row_nfe is None else int(s.row_nfe[q.row]),
+            nfe=0 if s is None else int(s.row_nfe[q.row]),
             latency=now - q.arrival,
             first_block_latency=first - q.arrival,
             finish_reason=reason,
             path=q.path,
-            grown=0 if s is None or s.grown is None else int(s.grown[q.row]),
+            grown=0 if s is None else int(s.grown[q.row]),
             boundary=boundary,
             seconds=now - q.started if q.started else 0.0,
             gen_length=q.params.gen_length,
