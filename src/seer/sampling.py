@@ -340,7 +340,7 @@ class SamplingParams:
     def sets_length(self) -> bool:
         """A policy that sets the answer length itself is on (its traits say so: DAEDAL,
         ρ-EOS): Seer, a fixed window and the guard do not apply."""
-        return any(_DECLARED[type(o)].traits.sets_length for o in self.policies)
+        return bool(self.length_setters)
 
     @property
     def length_setters(self) -> list[str]:
