@@ -1,7 +1,8 @@
 """benchmarks/validate_sim.py and costmodel_oos.py: the simulator's fit uses a stated third of
-the development set; the test set shares no point with it, carries its acceptance rule and the
-frozen fit, and is scored once; the package's validation figures are the published records';
-the CPU cost model is scored on requests it was not fitted on."""
+the development set (which holds the first, burned test set); the second test set shares no
+point with it, carries its acceptance rule and the frozen fit, and is scored once; the package's
+validation figures are the published records'; the CPU cost model is scored on requests it was
+not fitted on."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from seer.sim import validation
 
 def test_the_fit_third_is_every_third_point_and_the_rest_are_held_out():
     with benchmark("validate_sim") as v:
-        pts = v.points()
+        pts = v.dev_points()
         record = json.loads((v.ROOT / "docs/results/sim/validation.json").read_text())
     assert record["set"] == "development"
+    assert len(pts) == len(v.points()) + len(v.test_points()[1])  # the burned set is in it
     assert [p["id"] for i, p in enumerate(pts) if i % 3 == 0] == record["fit_points"]
     roles = {r["id"]: r["role"] for r in record["points"]}
     assert sum(r == "dev fit" for r in roles.values()) == len(pts) // 3 + (len(pts) % 3 > 0)
@@ -29,7 +31,7 @@ def test_the_fit_third_is_every_third_point_and_the_rest_are_held_out():
 def test_the_package_carries_the_published_validation():
     with benchmark("validate_sim") as v:
         record = json.loads((v.ROOT / "docs/results/sim/validation.json").read_text())
-        score = v.ROOT / "docs/results/sim/test-score.json"
+        score = v.ROOT / "docs/results/sim/test2-score.json"
         test = json.loads(score.read_text()) if score.is_file() else None
     mine = validation()
     for key in ("efficiency", "fit_points", "date"):
@@ -39,38 +41,48 @@ def test_the_package_carries_the_published_validation():
         assert mine["held_out_set"] == "development"
         assert mine["median_abs_error_held_out"] == record["median_abs_error_held_out"]
     else:
-        assert mine["held_out_set"] == "test"
+        assert mine["held_out_set"] == "test2"
         assert mine["median_abs_error_held_out"] == test["median_abs_error"]
         assert mine["held_out"] == test["points_scored"]
         assert test["efficiency"] == record["efficiency"]  # scored at the frozen dev fit
 
 
-def test_the_test_set_is_fresh_and_carries_its_rule_and_frozen_fit():
+def test_the_second_test_set_is_fresh_and_carries_its_rule():
     with benchmark("validate_sim") as v:
-        spec, pts = v.test_points()
-        dev = {p["id"] for p in v.points()}
+        spec, pts = v.test_points(v.TEST2_POINTS)
+        dev_pts = v.dev_points()
         record = json.loads((v.ROOT / "docs/results/sim/validation.json").read_text())
     rule = spec["acceptance"]
     assert rule["target"] == 0.30 and "median" in rule["metric"]
-    assert rule["efficiency_values"] == record["efficiency"]
+    if "efficiency_values" in rule:  # frozen before scoring
+        assert rule["efficiency_values"] == record["efficiency"]
     ids = [p["id"] for p in pts]
-    assert len(ids) == len(set(ids)) and not dev & set(ids)
+    assert len(ids) == len(set(ids)) and not {p["id"] for p in dev_pts} & set(ids)
     # no published figure of the development set comes back under another name
-    dev_values = {(p["model"], p["published"]) for p in v.points()}
-    assert not dev_values & {(p["model"], p["published"]) for p in pts}
+    dev_values = {(p["model"], p["published"], p["source"]) for p in dev_pts}
+    assert not dev_values & {(p["model"], p["published"], p["source"]) for p in pts}
+    assert not {p["source"] for p in dev_pts} & {p["source"] for p in pts}
     for p in pts:
         assert p["source"] and p["setup"] and p["published"] > 0
 
 
-def test_the_test_set_is_scored_once(tmp_path, monkeypatch, capsys):
+def test_the_burned_test_set_is_refused_as_a_test(capsys):
     with benchmark("validate_sim") as v:
-        monkeypatch.setattr(v, "ROOT", tmp_path)
-        (tmp_path / "docs/results/sim").mkdir(parents=True)
-        (tmp_path / "docs/results/sim/test-score.json").write_text("{}")
-        dev = json.loads((v.TEST_POINTS.parents[0] / "validation.json").read_text())
-        (tmp_path / "docs/results/sim/validation.json").write_text(json.dumps(dev))
-        assert v.score_test(no_write=False) == 2
-    assert "scored once" in capsys.readouterr().err
+        assert v.main(["--set", "test"]) == 2
+    assert "development set now" in capsys.readouterr().err
+
+
+def test_seer_paper_points_count_the_tokens_its_latency_gives():
+    # Table 1, LaViDa-LLaDA MathVista: 0.16 tokens/s at 8.79 s a request = 1.4 tokens a request
+    with benchmark("validate_sim") as v:
+        pts = {p["id"]: p for p in v.dev_points()}
+        p = pts["seer-paper Table 1 lavida-llada mathvista baseline"]
+        assert v._latency(p) == 8.79
+        assert v._latency(pts["seer-paper MMaDA InfoVQA seer"]) == 0.49
+        assert v._latency(pts["seer-paper Fig5 b32 vanilla"]) is None  # no latency published
+        hw, tokens, ledger = v._simulate(p)
+    n = max(4 * p["batch"], 8)
+    assert abs(tokens - 0.16 * 8.79 * n) < 1e-9
 
 
 def test_a_point_is_repriced_from_its_ledger_at_any_efficiency():
@@ -118,10 +130,12 @@ def test_the_published_record_is_what_the_code_predicts():
         eff = Efficiency(**record["efficiency"])
         rows = {r["id"]: r for r in record["points"]}
         errors = []
-        for p in v.points():
+        for p in v.dev_points():
             r = rows[p["id"]]
             assert r["published"] == p["published"]
-            assert abs(v.predict(p, eff) - r["predicted"]) <= 1e-3 * r["predicted"], p["id"]
+            # the record rounds to 3 decimals
+            tol = max(1e-3 * r["predicted"], 5e-4)
+            assert abs(v.predict(p, eff) - r["predicted"]) <= tol, p["id"]
             if r["role"] == "dev held out":
                 errors.append(abs(r["predicted"] / r["published"] - 1))
     assert abs(statistics.median(errors) - record["median_abs_error_held_out"]) < 1e-3
