@@ -395,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         "--groupings",
         nargs="+",
         default=["params", "apart", "layout"],
-        choices=["params", "apart", "layout"],
+        choices=["params", "apart", "policy-apart", "layout"],
         help="--trace: the engine's groupings",
     )
     args = ap.parse_args(argv)

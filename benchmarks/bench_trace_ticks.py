@@ -16,6 +16,17 @@ does. One line per tick lists its forwards (`p<rows>`: a step 0 apart; `d<rows>/
 running rows, joining arrivals included). `--time R` also times every case R times through the
 engine, the groupings interleaved in one process, and reports each grouping's median wall over
 the first grouping's (the CPU cost of a grouping; no HTTP).
+
+Steady state: with more requests than clients, `steady_*` count only the ticks from the first
+answer to the tick the trace ran dry (every client busy, the first synchronised arrivals
+over), so that a run of many requests is read apart from its start and its tail.
+
+Predicted GPU throughput (`--gpu`, `--gpu-model`; default LLaDA-8B on an H100): every recorded
+model forward (its rows x columns, as the forward hook sees them) is priced by the simulator's
+roofline (`seer.sim.cost`, the validated efficiencies, no graph captures: a warm engine) as if
+the model were `--gpu-model`; `predicted_row_steps_per_s` and `predicted_tokens_per_s` are
+row-steps and answer tokens over the summed seconds. A prediction, printed with the
+simulator's median error on its test set of published GPU figures.
 """
 
 from __future__ import annotations
@@ -24,12 +35,18 @@ import argparse
 import collections
 import statistics
 import time
+from collections.abc import Callable
 
 import seer
 from seer.data import load_examples
 from seer.engine import Engine, EngineConfig, Request
+from seer.engine.config import GROUPINGS
+from seer.sim import cost, gpu, load_shape, validation
+from seer.sim.report import efficiency
 from seerbench import runs
 from seerbench.traffic import trace
+
+MARGIN = 0.9  # target: mixed traffic keeps this share of uniform traffic's rows per forward
 
 
 def requests(lm, examples, kind: str, name: str, seed: int) -> list[Request]:
@@ -42,49 +59,104 @@ def requests(lm, examples, kind: str, name: str, seed: int) -> list[Request]:
     return out
 
 
-def serve(lm, reqs: list[Request], c: int, cfg: EngineConfig, rows: list[int]) -> dict:
-    eng, log = Engine(lm, cfg), []
+Forward = tuple[int, int, int]  # one model forward: rows, columns, logit positions per row
+Price = Callable[[Forward, str], float]  # predicted seconds of a forward by its path
+
+
+def serve(
+    lm, reqs: list[Request], c: int, cfg: EngineConfig, fwd: list[Forward], price: Price
+) -> dict:
+    """`reqs` through an engine by `c` closed-loop clients: counts, steady-state counts and
+    the predicted GPU seconds of the recorded forwards (`price`)."""
+    eng, log = Engine(lm, cfg), []  # (tick, label, path, rows, first forward, end forward)
     pre, run = eng.runner.prefill, eng.runner.run
 
     def prefill(seqs, began=None):
-        n0 = len(rows)
+        n0 = len(fwd)
         s = pre(seqs, began)
-        log.append((eng._tick, f"p{len(seqs)}", len(rows) - n0))
+        log.append((eng._tick, f"p{len(seqs)}", "eager", len(seqs), n0, len(fwd)))
         return s
 
     def step(plan, seqs):
-        n0 = len(rows)
+        n0 = len(fwd)
         out = run(plan, seqs)
-        log.append((eng._tick, f"d{len(seqs)}/{plan.path[0]}{plan.bucket}", len(rows) - n0))
+        what = f"d{len(seqs)}/{plan.path[0]}{plan.bucket}"
+        log.append((eng._tick, what, plan.path, len(seqs), n0, len(fwd)))
         return out
 
     eng.runner.prefill, eng.runner.run = prefill, step
-    rows.clear()
+    fwd.clear()
     nxt, res = min(c, len(reqs)), []
+    first, dry = None, -1 if nxt == len(reqs) else None  # steady: ticks first + 1 .. dry
     for r in reqs[:nxt]:
         eng.submit(r)
     while eng.has_unfinished():
         done = eng.step()
         res += done
+        first = eng._tick - 1 if done and first is None else first
         for _ in done:
             if nxt < len(reqs):
                 eng.submit(reqs[nxt])
                 nxt += 1
+                dry = eng._tick - 1 if nxt == len(reqs) else dry
     ticks = collections.defaultdict(list)
-    for t, what, _ in log:
-        ticks[t].append(what)
+    for t, what, _, _, a, b in log:
+        ticks[t] += [f"{what}:{fwd[k][0]}x{fwd[k][1]}" for k in range(a, b)]
     steps = sum(r.nfe for r in res)
-    return {
+    out = {
         "ticks": eng.stats.ticks,
-        "forwards": len(rows),
-        "rows_per_forward": steps / len(rows),  # requests' rows: every row-step is in one
-        "model_rows_per_forward": sum(rows) / len(rows),  # the batch dim (varlen: packed rows)
+        "forwards": len(fwd),
+        "rows_per_forward": steps / len(fwd),  # requests' rows: every row-step is in one
+        "model_rows_per_forward": sum(f[0] for f in fwd) / len(fwd),  # the batch dim (varlen:
+        # packed rows)
         "row_steps": steps,
-        "step0_apart": sum(n for _, w, n in log if w[0] == "p"),
+        "answer_tokens": sum(r.tokens for r in res),
+        "step0_apart": sum(b - a for _, w, _, _, a, b in log if w[0] == "p"),
         "bound": steps / eng.stats.ticks,
         "longest_nfe": max(r.nfe for r in res),
+        **_steady(log, first, dry),
+        **_predicted(log, fwd, price, steps, sum(r.tokens for r in res)),
         "per_tick": " ".join(f"{t}:[{','.join(v)}]" for t, v in sorted(ticks.items())),
     }
+    return out
+
+
+def _steady(log: list, first: int | None, dry: int | None) -> dict:
+    """Counts over the steady ticks: from the one after the first answer to the one after
+    which the trace ran dry (None where there are none: every request in flight at once)."""
+    if first is None or dry is None or dry <= first:
+        return {"steady_ticks": 0, "steady_rows_per_forward": None, "steady_bound": None}
+    inside = [e for e in log if first < e[0] <= dry]
+    rows, forwards = sum(e[3] for e in inside), sum(e[5] - e[4] for e in inside)
+    return {
+        "steady_ticks": dry - first,
+        "steady_rows_per_forward": rows / forwards,
+        "steady_bound": rows / (dry - first),
+    }
+
+
+def _predicted(log: list, fwd: list[Forward], price: Price, steps: int, tokens: int) -> dict:
+    """The recorded forwards priced on the GPU (`price`): predicted seconds and rates."""
+    t = sum(price(fwd[k], path) for _, _, path, _, a, b in log for k in range(a, b))
+    return {
+        "predicted_seconds": t,
+        "predicted_row_steps_per_s": steps / t,
+        "predicted_tokens_per_s": tokens / t,
+    }
+
+
+def pricer(model: str, hw: str) -> Price:
+    """Seconds of a recorded forward (rows x columns, its logit positions) as `model` on `hw`
+    by the simulator's roofline (`seer.sim.cost`; every row a dense canvas of its columns, a
+    packed row a dense block mask, as the engine computes them)."""
+    shape, dev, eff = load_shape(model), gpu(hw), efficiency()
+
+    def price(f: Forward, path: str) -> float:
+        rows, cols, logits = f
+        w = cost.Work(rows * cols, rows * cols * cols, rows * logits, rows * cols)
+        return cost.seconds(shape, dev, eff, w, path)
+
+    return price
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,9 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     runs.add_arguments(ap, n=24, skip=("repeats", "data"))
     ap.add_argument("--concurrency", type=int, nargs="+", default=[8, 32])
     ap.add_argument("--max-batch", type=int, default=64)
-    ap.add_argument(
-        "--groupings", nargs="+", default=["apart", "layout"], choices=["params", "apart", "layout"]
-    )
+    ap.add_argument("--groupings", nargs="+", default=["policy-apart", "layout"], choices=GROUPINGS)
     ap.add_argument(
         "--time",
         type=int,
@@ -104,81 +174,137 @@ def main(argv: list[str] | None = None) -> int:
         help="also time every case R times, the groupings interleaved, and report "
         "each grouping's median wall over the first's (0: counts only)",
     )
+    ap.add_argument("--gpu", default="h100", help="GPU the forwards are priced on (predicted)")
+    ap.add_argument("--gpu-model", default="llada-8b", help="model shape they are priced as")
     args = ap.parse_args(argv)
     session = runs.Session("trace_ticks", args)
+    price, err = pricer(args.gpu_model, args.gpu), validation()["median_abs_error_held_out"]
+    target = (
+        f"target (stated before the first request): under grouping=layout, at every concurrency,"
+        f" mixed traffic keeps >= {MARGIN}x uniform traffic's rows per forward (all ticks, and"
+        f" the steady ticks where there are any); predicted {args.gpu} throughput of the same "
+        f"forwards as {args.gpu_model} is reported beside it (simulator's median error on its "
+        f"test set: {err:.0%}, target 30 %: missed)"
+    )
+    print(target, flush=True)
     results = []
     for name in args.models:
         lm = seer.load(name)
-        fwd: list[int] = []
+        fwd: list[Forward] = []
 
         def count(module, a, k, fwd=fwd) -> None:
-            fwd.append(int((a[0] if a and a[0] is not None else k["inputs_embeds"]).shape[0]))
+            x = a[0] if a and a[0] is not None else k["inputs_embeds"]
+            at = k.get("logits_positions")  # eager: the answer columns; packed: the slots
+            logits = at.stop - at.start if isinstance(at, slice) else x.shape[1]
+            fwd.append((int(x.shape[0]), int(x.shape[1]), int(logits)))
 
         lm.model.register_forward_pre_hook(count, with_kwargs=True)
         examples = load_examples(name, n=args.n, part="eval", seed=args.seed)[: args.n]
         traces = {
             k: requests(lm, examples, k, lm.name or name, args.seed) for k in ("uniform", "mixed")
         }
-        for grouping in args.groupings:
-            cfg = EngineConfig(max_batch=args.max_batch, grouping=grouping)
-            for kind, reqs in traces.items():
-                for c in args.concurrency:
-                    r = {
-                        "model": name,
-                        "grouping": grouping,
-                        "traffic": kind,
-                        "concurrency": c,
-                        **serve(lm, reqs, c, cfg, fwd),
-                    }
-                    print(
-                        f"{name:<12} {grouping:<7} {kind:<8} c={c:<3} ticks {r['ticks']:>3}"
-                        f" forwards {r['forwards']:>4} (step 0 apart {r['step0_apart']:>3})"
-                        f" rows/fwd {r['rows_per_forward']:5.2f} row-steps {r['row_steps']:>4}"
-                        f" bound {r['bound']:5.2f} longest nfe {r['longest_nfe']}",
-                        flush=True,
-                    )
-                    print(f"  {r['per_tick']}", flush=True)
-                    results.append(r)
-        for kind, reqs in traces.items():  # timing: the groupings interleaved, R times
-            for c in args.concurrency if args.time else ():
-                walls: dict[str, list[float]] = {g: [] for g in args.groupings}
-                for _ in range(args.time):
-                    for g in args.groupings:
-                        cfg = EngineConfig(max_batch=args.max_batch, grouping=g)
-                        t0 = time.perf_counter()
-                        serve(lm, reqs, c, cfg, fwd)
-                        walls[g].append(time.perf_counter() - t0)
-                first = statistics.median(walls[args.groupings[0]])
-                for r in results:
-                    if (r["model"], r["traffic"], r["concurrency"]) == (name, kind, c):
-                        r["walls"] = walls[r["grouping"]]
-                        r["wall_over_first"] = statistics.median(r["walls"]) / first
+        results += cases(args, lm, name, traces, fwd, price)
+        if args.time:
+            timing(args, lm, name, traces, fwd, price, results)
+    verdicts = ratios(results)
+    session.finish(
+        results,
+        model=",".join(args.models),
+        target=target,
+        margin=MARGIN,
+        primary="mixed / uniform rows per forward, grouping=layout",
+        gpu=args.gpu,
+        gpu_model=args.gpu_model,
+        prediction_error=err,
+        ratios=verdicts,
+        meets=all(v["meets"] for k, v in verdicts.items() if "/layout/" in k),
+    )
+    return 0
+
+
+def cases(args, lm, name: str, traces: dict, fwd: list[Forward], price: Price) -> list[dict]:
+    """Every (grouping, traffic, concurrency) case of one model, counted."""
+    out = []
+    for grouping in args.groupings:
+        cfg = EngineConfig(max_batch=args.max_batch, grouping=grouping)
+        for kind, reqs in traces.items():
+            for c in args.concurrency:
+                r = {"model": name, "grouping": grouping, "traffic": kind, "concurrency": c}
+                r.update(serve(lm, reqs, c, cfg, fwd, price))
+                steady = r["steady_rows_per_forward"]
                 print(
-                    f"{name:<12} {kind:<8} c={c:<3} median wall, each grouping over "
-                    f"{args.groupings[0]}: "
-                    + ", ".join(
-                        f"{g} {statistics.median(w) / first:.3f}" for g, w in walls.items()
-                    ),
+                    f"{name:<12} {grouping:<12} {kind:<8} c={c:<3} ticks {r['ticks']:>4}"
+                    f" forwards {r['forwards']:>5} (step 0 apart {r['step0_apart']:>3})"
+                    f" rows/fwd {r['rows_per_forward']:5.2f} steady"
+                    f" {'-' if steady is None else f'{steady:5.2f}'} ({r['steady_ticks']} ticks)"
+                    f" row-steps {r['row_steps']:>5} bound {r['bound']:5.2f} longest nfe"
+                    f" {r['longest_nfe']} predicted {args.gpu} row-steps/s"
+                    f" {r['predicted_row_steps_per_s']:7.1f}",
                     flush=True,
                 )
-    at = {(r["model"], r["grouping"], r["traffic"], r["concurrency"]): r for r in results}
-    ratios = {}
-    for (m, g, t, c), r in at.items():
-        u = at.get((m, g, "uniform", c))
-        if t == "mixed" and u is not None:
-            rpf = r["rows_per_forward"] / u["rows_per_forward"]
-            ratios[f"{m}/{g}/c{c}"] = {
-                "mixed_over_uniform_rows_per_forward": rpf,
-                "mixed_over_uniform_bound": r["bound"] / u["bound"],
-            }
+                print(f"  {r['per_tick']}", flush=True)
+                out.append(r)
+    return out
+
+
+def timing(args, lm, name: str, traces: dict, fwd: list[Forward], price: Price, results) -> None:
+    """Every case timed `args.time` times, the groupings interleaved; each grouping's median
+    wall over the first's, into the results."""
+    for kind, reqs in traces.items():
+        for c in args.concurrency:
+            walls: dict[str, list[float]] = {g: [] for g in args.groupings}
+            for _ in range(args.time):
+                for g in args.groupings:
+                    cfg = EngineConfig(max_batch=args.max_batch, grouping=g)
+                    t0 = time.perf_counter()
+                    serve(lm, reqs, c, cfg, fwd, price)
+                    walls[g].append(time.perf_counter() - t0)
+            first = statistics.median(walls[args.groupings[0]])
+            for r in results:
+                if (r["model"], r["traffic"], r["concurrency"]) == (name, kind, c):
+                    r["walls"] = walls[r["grouping"]]
+                    r["wall_over_first"] = statistics.median(r["walls"]) / first
             print(
-                f"{m}/{g}/c{c}: mixed/uniform rows per forward "
-                f"{rpf:.3f}, one-forward-per-tick "
-                f"bound {r['bound'] / u['bound']:.3f}",
+                f"{name:<12} {kind:<8} c={c:<3} median wall, each grouping over "
+                f"{args.groupings[0]}: "
+                + ", ".join(f"{g} {statistics.median(w) / first:.3f}" for g, w in walls.items()),
                 flush=True,
             )
-    session.finish(results, model=",".join(args.models), ratios=ratios)
-    return 0
+
+
+def ratios(results: list[dict]) -> dict:
+    """Mixed over uniform traffic per (model, grouping, concurrency): rows per forward (all
+    ticks and steady), the one-forward-per-tick bound, and the predicted GPU rates."""
+    at = {(r["model"], r["grouping"], r["traffic"], r["concurrency"]): r for r in results}
+    out = {}
+    for (m, g, t, c), r in at.items():
+        u = at.get((m, g, "uniform", c))
+        if t != "mixed" or u is None:
+            continue
+        rpf = r["rows_per_forward"] / u["rows_per_forward"]
+        steady = None
+        if r["steady_rows_per_forward"] and u["steady_rows_per_forward"]:
+            steady = r["steady_rows_per_forward"] / u["steady_rows_per_forward"]
+        v = {
+            "mixed_over_uniform_rows_per_forward": rpf,
+            "mixed_over_uniform_steady_rows_per_forward": steady,
+            "mixed_over_uniform_bound": r["bound"] / u["bound"],
+            "predicted_mixed_over_uniform_row_steps_per_s": r["predicted_row_steps_per_s"]
+            / u["predicted_row_steps_per_s"],
+            "predicted_mixed_over_uniform_tokens_per_s": r["predicted_tokens_per_s"]
+            / u["predicted_tokens_per_s"],
+            "meets": rpf >= MARGIN and (steady is None or steady >= MARGIN),
+        }
+        out[f"{m}/{g}/c{c}"] = v
+        print(
+            f"{m}/{g}/c{c}: mixed/uniform rows per forward {rpf:.3f}, steady "
+            f"{'-' if steady is None else f'{steady:.3f}'}, one-forward-per-tick bound "
+            f"{v['mixed_over_uniform_bound']:.3f}; predicted GPU row-steps/s "
+            f"{v['predicted_mixed_over_uniform_row_steps_per_s']:.3f}, tokens/s "
+            f"{v['predicted_mixed_over_uniform_tokens_per_s']:.3f}",
+            flush=True,
+        )
+    return out
 
 
 if __name__ == "__main__":

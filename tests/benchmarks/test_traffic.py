@@ -64,11 +64,17 @@ def test_verdicts_compare_mixed_with_uniform_and_the_old_grouping():
 
 def test_ticks_count_every_row_step_and_joined_arrivals_save_forwards(capsys):
     """`bench_trace_ticks.py` on a few mixed requests: its forwards hold every row-step, the
-    bound is row-steps per tick, and arrivals that join save forwards without adding any."""
+    bound is row-steps per tick, arrivals that join save forwards without adding any (Seer
+    arrivals too, under layout), the steady ticks lie between the start and the tail, and
+    every forward is priced on the GPU (predicted), the target stated first."""
+    argv = ["--models", "builtin", "--n", "6", "--concurrency", "3", "--time", "1"]
     with benchmark("bench_trace_ticks") as ticks:
-        ticks.main(["--models", "builtin", "--n", "6", "--concurrency", "3", "--time", "1"])
+        ticks.main([*argv, "--groupings", "apart", "policy-apart", "layout"])
     lines = capsys.readouterr().out.splitlines()
-    got = {(r["grouping"], r["traffic"]): r for r in json.loads(lines[-1])["results"]}
+    assert lines[0].startswith("target (stated before the first request)")
+    record = json.loads(lines[-1])
+    assert record["margin"] == 0.9 and record["prediction_error"] > 0.3  # missed its 30 %
+    got = {(r["grouping"], r["traffic"]): r for r in record["results"]}
     for r in got.values():
         assert r["forwards"] >= r["ticks"] and r["bound"] == r["row_steps"] / r["ticks"]
         assert r["rows_per_forward"] == r["row_steps"] / r["forwards"]
@@ -76,6 +82,11 @@ def test_ticks_count_every_row_step_and_joined_arrivals_save_forwards(capsys):
         assert len(r["walls"]) == 1 and r["wall_over_first"] > 0
         if r["grouping"] == "apart":  # the first grouping: the timings' reference
             assert r["wall_over_first"] == 1.0
-    apart, layout = got[("apart", "mixed")], got[("layout", "mixed")]
-    assert layout["row_steps"] == apart["row_steps"]  # the same work, as many ticks
-    assert layout["forwards"] < apart["forwards"]  # in fewer forwards
+        assert 0 < r["steady_ticks"] < r["ticks"] and r["steady_rows_per_forward"] <= 3
+        assert r["predicted_seconds"] > 0
+        assert r["predicted_row_steps_per_s"] == r["row_steps"] / r["predicted_seconds"]
+        assert r["per_tick"].count("x") == r["forwards"]  # every forward with its shape
+    apart, before, layout = (got[g, "mixed"] for g in ("apart", "policy-apart", "layout"))
+    assert layout["row_steps"] == before["row_steps"] == apart["row_steps"]  # the same work
+    assert layout["forwards"] < before["forwards"] < apart["forwards"]  # in fewer forwards
+    assert layout["step0_apart"] == 0 < before["step0_apart"]  # Seer's step 0 joins too

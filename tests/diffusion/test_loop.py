@@ -292,6 +292,59 @@ def test_plan_runs_rows_in_lockstep():
     assert plan.done()
 
 
+def test_a_row_at_its_step_0_cut_beside_running_rows_keeps_its_solo_answer(tiny_llada):
+    """A begun run whose window policy hooks nothing into step 0 takes that step in a state
+    gathered with rows past theirs (`state.gather`, `RowCuts`): its policy cuts its row alone,
+    its plan is laid over the new window, the running rows keep their steps, and every row
+    ends with its solo answer. A pending step 0 split across states is refused."""
+    from seer.boundary.truncation import FixedWindowPolicy
+    from seer.diffusion.state import gather
+
+    loop, p = DenoisingLoop(tiny_llada, TOKENS), SamplingParams(gen_length=16, steps=8)
+    prompts = prompts_of([5, 9, 7])
+
+    def begun(rows, policy=None):
+        return loop.begin(make_canvas(rows, 16, TOKENS, "cpu"), p, policy, rows=[p] * len(rows))
+
+    running = begun(prompts[:2])
+    loop.step(running)
+    fresh = begun(prompts[2:], FixedWindowPolicy([8]))
+    with pytest.raises(AssertionError, match="split"):
+        gather(
+            [(running, 0), (fresh, 0), (begun(prompts[1:], FixedWindowPolicy([8, 8])), 0)],
+            9,
+            16,
+            TOKENS,
+        )
+    s = gather([(running, 0), (fresh, 0), (running, 1)], 9, 16, TOKENS)
+    assert s.first_kw == {}  # the fresh row's step 0 is pending
+    loop.step(s)
+    assert s.canvas.window.tolist() == [16, 8, 16] and s.row_nfe.tolist() == [2, 1, 2]
+    assert [st.end for st in s.plan.stages[1]] == [8]  # laid over its cut window
+    assert s.plan.stages[0] == running.plan.stages[0]  # the running rows' plans unchanged
+    while not bool(s.finished.all()):
+        loop.step(s)
+    solo = [run(tiny_llada, [prompts[0]], p), run(tiny_llada, [prompts[1]], p)]
+    cut = loop.run(make_canvas(prompts[2:], 16, TOKENS, "cpu"), p, FixedWindowPolicy([8]))
+    got = loop.answers(s).tolist()
+    assert got == [solo[0].answer[0].tolist(), cut.answer[0].tolist(), solo[1].answer[0].tolist()]
+
+
+def test_plan_relay_lays_a_row_anew_from_the_current_step():
+    plan = Plan([lay_blocks(0, 8, 4, 2), lay_blocks(0, 8, 4, 2)])
+    plan.step = 1
+    plan.relay(1, lay_blocks(0, 4, 4, 1))
+    start, end, j, n, active = plan.current(torch.device("cpu"))
+    assert (start.tolist(), end.tolist(), j.tolist(), active.tolist()) == (
+        [0, 0],
+        [4, 4],
+        [1, 0],
+        [True, True],
+    )
+    plan.step = 2
+    assert plan.current(torch.device("cpu"))[4].tolist() == [True, False]
+
+
 def test_canvas_left_pads():
     canvas = make_canvas([[7, 8, 9], [5]], 4, TOKENS, "cpu")
     assert canvas.prompt_len == 3 and canvas.width == 4

@@ -344,3 +344,69 @@ def test_arrivals_share_step_0_across_window_caps_and_with_running_rows(model, r
     assert apart[:4] == [1, 1, 2, 2]  # apart: a step 0 per cap, then one per kind of arrival
     assert sum(apart) == sum(rows)  # the same row-steps ...
     assert len(apart) == len(rows) + 4  # ... in a forward more per step 0 apart
+
+
+@pytest.mark.parametrize("model", ["text", "vqa"])
+def test_seer_arrivals_take_step_0_in_the_running_rows_forward(model, request):
+    """Seer requests of any window cap and sampling options (the built-in models' Seer cuts
+    from the end probability: no probe hooked into step 0), arriving while rows run, take
+    their step 0 in the running rows' forward: each is cut over its own cap's columns as it is
+    alone (the same boundary and window) and keeps its solo answer. `policy-apart` gives them
+    a forward of their own, as before."""
+    lm, ex = request.getfixturevalue(model)
+    ex = list(ex.values()) if isinstance(ex, dict) else list(ex)
+    opts = [0, 5, 1, 6, 2, 0]  # greedy and seeded, capped at 64 and 32
+    reqs = [_mixed_request(lm, e, o, "seer", e.image) for e, o in zip(ex, opts, strict=False)]
+    reqs.append(_mixed_request(lm, ex[6], 1, "full", ex[6].image))  # Seer off, seeded
+    ticks = [0, 0, 1, 1, 2, 2, 2]
+    naive = EngineConfig(routing="naive", kernel="reference")  # one forward per tick
+    solo = [run(lm, [r])[0] for r in reqs]
+    for grouping, extra in (("layout", 0), ("policy-apart", 2)):
+        eng, ids, got = Engine(lm, replace(naive, grouping=grouping)), {}, {}
+        with Forwards(lm.model) as fwd:
+            for tick in range(3):
+                ids.update({eng.submit(reqs[k]): k for k, t in enumerate(ticks) if t == tick})
+                got.update({res.request_id: res for res in eng.step()})
+            while eng.has_unfinished():
+                got.update({res.request_id: res for res in eng.step()})
+        assert sorted(got) == sorted(ids)
+        for i, k in ids.items():
+            g, one = got[i], solo[k]
+            assert (g.token_ids, g.window, g.detected) == (one.token_ids, one.window, one.detected)
+        assert [got[i].detected is not None for i in sorted(ids)] == [True] * 6 + [False]
+        assert len(fwd.rows) == eng.stats.ticks + extra  # policy-apart: step 0s apart at 1, 2
+        if grouping == "layout":
+            assert fwd.rows[:3] == [2, 4, 7]  # the arrivals of ticks 1 and 2 beside the running
+        else:
+            assert fwd.rows[:5] == [2, 2, 2, 5, 2]  # tick 2: Seer off joins, Seer arrivals apart
+
+
+def test_a_probing_seer_arrival_takes_its_step_0_apart_and_reads_only_its_rows(text):
+    """Seer with the sparsity signal hooks a probe into step 0's forward (its rows, its
+    columns): such an arrival takes its step 0 in a forward of its own, never beside running
+    rows, and finds the boundary it finds alone; an end-probability Seer arrival of the same
+    tick joins the running rows."""
+    lm, ex = text
+    ex = list(ex.values())
+    probe = {"signal": "sparsity", "layer": 4, "theta": 0.03, "rule": "changepoint", "z": 6.0}
+    p = lm.sampling(gen_length=64, steps=32)
+    reqs = [
+        Request(ex[0].prompt, p, seer=True),
+        Request(ex[1].prompt, p, seer=True),
+        Request(ex[3].prompt, p, seer=probe),  # a prompt where the probe finds a boundary
+        Request(ex[3].prompt, p, seer={**probe, "cut_in_step0": True}),
+        Request(ex[4].prompt, p, seer=True),
+    ]
+    solo = [run(lm, [r])[0] for r in reqs]
+    eng, got = Engine(lm, EngineConfig(routing="naive", kernel="reference")), {}
+    with Forwards(lm.model) as fwd:
+        ids = {eng.submit(r): k for k, r in enumerate(reqs[:2])}
+        got.update({res.request_id: res for res in eng.step()})
+        ids.update({eng.submit(r): k + 2 for k, r in enumerate(reqs[2:])})
+        while eng.has_unfinished():
+            got.update({res.request_id: res for res in eng.step()})
+    assert fwd.rows[:4] == [2, 3, 1, 1]  # the other Seer joins; each probing kind apart
+    assert solo[2].detected == solo[3].detected == 41  # the probe's boundary, alone
+    for i, k in ids.items():
+        g, one = got[i], solo[k]
+        assert (g.token_ids, g.window, g.detected) == (one.token_ids, one.window, one.detected)

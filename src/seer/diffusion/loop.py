@@ -239,13 +239,16 @@ class DenoisingLoop:
 
     # -- windows ------------------------------------------------------------------------------
     def _cut(self, s: LoopState, logits: torch.Tensor) -> tuple[StepRows, torch.Tensor]:
-        """After step 0's forward: the policy's windows, the plan laid over them again."""
+        """After step 0's forward: the policy's windows, the plan of the rows at their step 0
+        laid over them again (rows past it, beside them in the forward, keep their steps)."""
         tp, c = time.perf_counter(), s.canvas
         assert s.policy is not None  # a pending step 0 is a window policy's (`begin`)
         window = s.policy.cut(c, logits)
         if window is not None:  # cut rows refill their cache at the next step
             self._resize(s, window, window != c.window)
-            s.plan = self.plan(s.canvas.window, s.rows, s.cache.lead(self.shift))
+            plan = self.plan(s.canvas.window, s.rows, s.cache.lead(self.shift))
+            for r in torch.nonzero(s.row_nfe == 0).flatten().tolist():
+                s.plan.relay(r, plan.stages[r])
         s.policy_seconds += time.perf_counter() - tp
         s.first_kw, s.now = None, None
         return s.rows_now(), logits

@@ -158,6 +158,13 @@ class Plan:
         flat.extend((st, j) for st in more for j in range(st.steps))
         self.stages[row] = ([now] if now is not None else []) + list(more)
 
+    def relay(self, row: int, stages: list[Stage]) -> None:
+        """Lay a row's steps anew from the current global step (its step 0's cut: the row's
+        plan over its new window, the other rows' steps unchanged)."""
+        flat: list[tuple[Stage | None, int]] = [(None, 0)] * self.step  # the lockstep index
+        self._flat[row] = flat + [(st, j) for st in stages for j in range(st.steps)]
+        self.stages[row] = list(stages)
+
     def select(self, rows: list[int]) -> Plan:
         """A plan for some of the rows, at the same global step (for splitting a batch)."""
         out = Plan([list(self.stages[r]) for r in rows])

@@ -245,9 +245,12 @@ def gather(
     embedding: torch.nn.Embedding | None = None,
 ) -> LoopState:
     """One state of rows taken from other states (`(state, row)` each, all with the same
-    `layout_key` and none at a pending step 0), laid out with `prompt_width` prompt columns and
-    `width` answer columns. Each row keeps its step, stop position, cache columns, counters."""
+    `layout_key`), laid out with `prompt_width` prompt columns and `width` answer columns. Each
+    row keeps its step, stop position, cache columns, counters. Rows of a state at a pending
+    step 0 whose policy hooks nothing into the forward take it in the new state's next forward
+    (`RowCuts`); every row of such a state must be among `parts`."""
     first = parts[0][0]
+    pending = [s for s in {id(s): s for s, _ in parts}.values() if s.first_kw is not None]
     canvas = place([(s.canvas, r) for s, r in parts], prompt_width, width, tokens, embedding)
 
     def cat(name: str) -> torch.Tensor:
@@ -260,11 +263,17 @@ def gather(
     gens = None
     if first.generators is not None:
         gens = [s.generator_of(r) for s, r in parts]
+    policy = first.policy
+    if pending:
+        at = {(id(s), r): k for k, (s, r) in enumerate(parts)}  # where each row is laid
+        if any((id(s), r) not in at for s in pending for r in range(s.canvas.rows)):
+            raise AssertionError("a step 0 split across forwards")
+        policy = RowCuts([(s, [at[id(s), r] for r in range(s.canvas.rows)]) for s in pending])
     return LoopState(
         canvas,
         first.params,
         Plan.join([(s.plan, r) for s, r in parts]),
-        first.policy,
+        policy,
         first.generator,
         grown=cat("grown"),
         finished=cat("finished"),
@@ -276,4 +285,46 @@ def gather(
         cache=cache,
         t0=first.t0,
         generators=gens,
+        first_kw={} if pending else None,
     )
+
+
+class RowCuts:
+    """The `WindowPolicy` of a gathered state holding rows at a pending step 0 beside rows past
+    it: after the shared forward, each begun state's policy (started at its `begin`, hooking
+    nothing into the forward) cuts its own rows, laid as in that state, over that state's
+    columns of the logits; the other rows keep their windows. Growth is each row's own policy's
+    (`LoopState.window_policies`)."""
+
+    def __init__(self, parts: list[tuple[LoopState, list[int]]]) -> None:
+        self.parts = parts  # (a begun state, the rows its rows are in the gathered state)
+
+    def start(self, model: DiffusionModel, canvas: Canvas) -> dict[str, Any]:
+        return {}
+
+    def cut(self, canvas: Canvas, logits: torch.Tensor) -> torch.Tensor | None:
+        pp, window = canvas.prompt_len, canvas.window.clone()
+        pe = canvas.prompt_embeds
+        for s, rows in self.parts:
+            assert s.policy is not None and not s.first_kw  # `gather`: pending, no hooks
+            idx, w = torch.tensor(rows, device=canvas.x.device), s.canvas.width
+            part = Canvas(
+                canvas.x[idx, : pp + w],
+                canvas.attention_mask[idx, : pp + w],
+                pp,
+                canvas.window[idx],
+                None if pe is None else pe[idx],
+            )
+            got = s.policy.cut(part, logits[idx, :w])  # (rows,) or None: keep the window
+            if got is not None:
+                window[idx] = got.to(window)
+            s.first_kw = None  # its step 0 ran
+        return window
+
+    def grow(
+        self, window: torch.Tensor, end_pos: torch.Tensor, gen_length: int
+    ) -> torch.Tensor | None:
+        return None
+
+    def report(self) -> dict[str, Any]:
+        return {}

@@ -17,7 +17,8 @@ from seer.spec import defaults, option, validate
 ROUTINGS = ("hybrid", "naive", "static", "varlen", "eager")
 Policy = Literal["fcfs", "shortest_first"]  # admission order (seer.engine.scheduler)
 POLICIES: tuple[Policy, ...] = get_args(Policy)
-GROUPINGS = ("layout", "apart", "params")  # which rows may share a forward (seer.engine.engine)
+# which rows may share a forward (seer.engine.engine)
+GROUPINGS = ("layout", "policy-apart", "apart", "params")
 KERNELS = ("reference", "triton")  # compaction backends (seer.kernels.dispatch); None: auto
 ENGINE = "engine"  # the CLI group of the engine's options
 
@@ -83,11 +84,13 @@ class EngineConfig:
     # in any dtype (batched forwards sum in another order), at the cost of batching
     batch_invariant: bool = _engine(False, "every row in a forward of its own (bit-exact)")
     # layout: rows share a forward when they agree on what changes it (cache, guidance, suffix;
-    # SamplingParams.layout_key), each with its own sampling options, and an arrival with no
-    # window policy takes its step 0 in the running rows' forward; apart: the same, but every
-    # arrival's step 0 is a forward of its kind (gen_length, window policy); params: only rows
-    # with equal options and window policy share (the grouping before mixed batching). apart
-    # and params are kept for comparisons
+    # SamplingParams.layout_key), each with its own sampling options, and an arrival whose
+    # step 0 is an ordinary forward (no window policy, or Seer cutting from its logits, no
+    # probe) takes it in the running rows' forward; policy-apart: the same, but arrivals with a
+    # window policy take their step 0 in a forward of their own (any window caps together);
+    # apart: every arrival's step 0 is a forward of its kind (gen_length, window policy);
+    # params: only rows with equal options and window policy share (the grouping before mixed
+    # batching). policy-apart, apart and params are kept for comparisons
     grouping: str = _engine(
         "layout",
         "which rows may share a forward",

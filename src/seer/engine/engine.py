@@ -5,10 +5,11 @@ Every `step()` is one tick, schedule -> execute -> update (vLLM v1's engine core
 1. schedule: the scheduler picks this tick's rows (`scheduler.py`): running rows (their window
    known since their step 0) and waiting requests, in policy order (`fcfs` or `shortest_first`),
    within the token budget and `max_batch`;
-2. execute: the admitted arrivals run their step 0, batched per kind over the full window, where
-   Seer probes, detects and cuts each row's window; the running rows are routed by window bucket
-   and padding waste (static / varlen / eager) and each group takes one step in one forward,
-   whatever step each row is at (`runner.py`);
+2. execute: the admitted arrivals run their step 0 over the full window, where Seer detects
+   and cuts each row's window: in the running rows' forwards when that step 0 is an ordinary
+   forward, else batched per kind in a forward of its own; the running rows are routed by
+   window bucket and padding waste (static / varlen / eager) and each group takes one step in
+   one forward, whatever step each row is at (`runner.py`);
 3. update: rows whose answer is complete leave at once and their results are returned this tick;
    blocks that became final are reported to their request's `on_block`, and each step's canvas
    to its `on_step` (read back only for the states of rows that ask for it).
@@ -16,13 +17,16 @@ Every `step()` is one tick, schedule -> execute -> update (vLLM v1's engine core
 Rows share a forward when they agree on its layout (`SamplingParams.layout_key`: the KV cache,
 classifier-free guidance, a suffix): mixed traffic batches as uniform traffic does, each row
 with its own temperature, top-p/top-k, seed (a generator of its own), threshold, stop
-sequences, window cap (`gen_length`) and window policy. Arrivals share a step 0 when their
-window policy agrees too, and their gen_length unless Seer decides each row's window from the
-logits over its own cap's columns (`runner.CapWindows`); an arrival with no window policy
-takes its step 0 in the running rows' forward, as an ordinary step.
-`EngineConfig.grouping="params"` groups by every option instead (the engine before mixed
-batching), and `"apart"` gives every kind of arrival (layout, gen_length, window policy) a
-step-0 forward of its own (the engine before those joins); both are kept for comparisons.
+sequences, window cap (`gen_length`) and window policy. An arrival whose step 0 is an
+ordinary forward takes it in the running rows' forward, whatever its cap: one with no window
+policy, or with Seer deciding its window from the logits after that forward (no probe hooked
+into it, `Window.any_cap`), whose policy then cuts its rows alone, each over its own cap's
+columns (`state.RowCuts`). Other arrivals share a step 0 of their own when their window
+policy agrees, and their gen_length unless the policy cuts each row over its own cap
+(`runner.CapWindows`). `EngineConfig.grouping="params"` groups by every option instead (the
+engine before mixed batching), `"apart"` gives every kind of arrival (layout, gen_length,
+window policy) a step-0 forward of its own, and `"policy-apart"` every arrival with a window
+policy (any caps together); all three are kept for comparisons.
 
 A request is resolved once, at the front end's boundary (`seer.engine.request.resolve`: the
 model's defaults, Seer's settings fitted, the rules between options), and the engine takes only
@@ -225,7 +229,7 @@ class Engine:
             layout = step0 = (p, window)
         else:  # the forward's layout alike; step 0 also the window policy and gen_length
             layout = ("layout", p.layout_key)
-            any_cap = self.config.grouping == "layout" and q.policy.any_cap
+            any_cap = self.config.grouping != "apart" and q.policy.any_cap
             step0 = (layout, None if any_cap else p.gen_length, window)
         q.kind = self._kinds.setdefault(step0, len(self._kinds))
         q.layout = self._kinds.setdefault(layout, len(self._kinds))
@@ -251,6 +255,10 @@ class Engine:
     def _execute(self, sched: SchedulerOutput) -> list[tuple[LoopState, list[Sequence]]]:
         tr = time.perf_counter()
         joined, apart = self._arrivals(sched.prefill)
+        cuts: dict[int, tuple[LoopState, list[Sequence]]] = {}  # joining runs with a policy
+        for q in joined:
+            if q.state is not None and q.state.policy is not None:
+                cuts.setdefault(id(q.state), (q.state, []))[1].append(q)
         groups = self.runner.groups(sched.decode + joined)
         self.stats.route += time.perf_counter() - tr
         touched: list[tuple[LoopState, list[Sequence]]] = []
@@ -266,6 +274,10 @@ class Engine:
             if arrived:  # the path they took
                 self.stats.plans.append(plan)
                 self.stats.rows[plan.path] = self.stats.rows.get(plan.path, 0) + arrived
+        for s0, seqs in cuts.values():  # their window policy's reports (cut in that forward)
+            state = seqs[0].state
+            assert state is not None
+            self.runner.boundaries(seqs, s0, state.policy_seconds)
         for seqs, began in apart:
             s = self.runner.prefill(seqs, began)
             self.stats.detect += s.policy_seconds
@@ -285,17 +297,24 @@ class Engine:
         self, prefill: list[Sequence]
     ) -> tuple[list[Sequence], list[tuple[list[Sequence], LoopState | None]]]:
         """This tick's arrivals: those that join the running rows, whatever their window cap
-        (no window policy: their step 0 is an ordinary step, `Runner.joins`; begun here, they
-        run it in this tick's forwards beside the running rows), and per kind the others, whose
-        step 0 is a forward of its own (with the run already begun, if it was)."""
+        (their step 0 an ordinary forward, `Runner.joins`: no window policy, or one that cuts
+        from the logits after it and hooks nothing into it, `Window.any_cap`; begun here, per
+        window cap, they run it in this tick's forwards beside the running rows, and their
+        policy cuts their rows alone, `state.RowCuts`), and per kind the others, whose step 0
+        is a forward of its own (with the run already begun, if it was)."""
         joined: list[Sequence] = []
         apart: list[tuple[list[Sequence], LoopState | None]] = []
-        join = self.config.grouping == "layout" and not self.config.batch_invariant
-        for seqs in _by_kind(prefill, self.config.batch_invariant):
-            s = None
-            if join and seqs[0].policy.kind is WindowKind.FULL:
+        cfg = self.config
+        join = cfg.grouping in ("layout", "policy-apart") and not cfg.batch_invariant
+        for seqs in _by_kind(prefill, cfg.batch_invariant):
+            s, w = None, seqs[0].policy
+            policy = cfg.grouping == "layout" and w.any_cap
+            if join and (w.kind is WindowKind.FULL or policy):
                 s = self.runner.begin(seqs)
                 if self.runner.joins(s):
+                    caps = {q.params.gen_length for q in seqs}
+                    for g in sorted(caps) if policy and len(caps) > 1 else ():
+                        self.runner.begin([q for q in seqs if q.params.gen_length == g])
                     self.scheduler.started(seqs)
                     joined += seqs
                     continue

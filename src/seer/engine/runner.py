@@ -2,9 +2,9 @@
 
 - `prefill`: the step 0 of arrivals of one kind, batched over the full window with the one
   loop; the window policy (Seer's probe and detector, or a fixed window) decides each row's
-  window and its `BoundaryReport`. Arrivals whose step 0 is an ordinary step (no window
-  policy, no cache to fill: `joins`) are only `begin`-ned: they take their step 0 in `run`,
-  in the running rows' forward.
+  window and its `BoundaryReport`. Arrivals whose step 0 is an ordinary forward (no hooks,
+  no cache to fill: `joins`) are only `begin`-ned: they take their step 0 in `run`, in the
+  running rows' forward, where their window policy (if any) cuts their rows alone.
 - `run`: one step of a group of running rows that the scheduler routed to one path. The rows
   are laid into the path's layout (`state.gather`), unless they already form exactly that
   state from the last tick, and the loop steps them with the path's `Forward`:
@@ -56,15 +56,22 @@ class Runner:
         `s`: their run, if `begin` made it already."""
         s = s if s is not None else self.begin(seqs)
         self.loop.step(s)
-        policy = s.policy
-        reports = policy.reports if isinstance(policy, (SeerPolicy, CapWindows)) else None
         windows = s.canvas.window.tolist()  # Seer's predicted cost of every arrival
         for k, q in enumerate(seqs):
             q._window = windows[k]
-            q.detect_seconds = s.policy_seconds
+        self.boundaries(seqs, s, s.policy_seconds)
+        return s
+
+    @staticmethod
+    def boundaries(seqs: list[Sequence], s: LoopState, seconds: float) -> None:
+        """After the step 0 of `seqs`, the rows of run `s` in order: each one's `BoundaryReport`
+        from the run's window policy, and the seconds its step 0 spent in the policy."""
+        policy = s.policy
+        reports = policy.reports if isinstance(policy, (SeerPolicy, CapWindows)) else None
+        for k, q in enumerate(seqs):
+            q.detect_seconds = seconds
             if reports and len(reports) == len(seqs):
                 q.boundary = reports[k]
-        return s
 
     def begin(self, seqs: list[Sequence]) -> LoopState:
         """The run of `seqs` (one kind) begun over the full window, before its step 0. Rows of
@@ -86,12 +93,12 @@ class Runner:
 
     @staticmethod
     def joins(s: LoopState) -> bool:
-        """Whether a begun run's step 0 is an ordinary step, which its rows may take in any
-        layout beside running rows: no window policy (nothing probes or cuts at step 0), no
-        KV cache to fill, no decoding policy that sets the length."""
+        """Whether a begun run's step 0 is an ordinary forward, which its rows may take in any
+        layout beside running rows: no forward hooks (a window policy cuts from the logits
+        after it; the engine begins early only policies that attach no probe,
+        `Window.any_cap`), no KV cache to fill, no decoding policy that sets the length."""
         return (
-            s.policy is None
-            and s.first_kw is None
+            not s.first_kw
             and s.params.cache == "none"
             and not any(d.traits.sets_length for d in s.decoders)
         )
