@@ -27,6 +27,14 @@ roofline (`seer.sim.cost`, the validated efficiencies, no graph captures: a warm
 the model were `--gpu-model`; `predicted_row_steps_per_s` and `predicted_tokens_per_s` are
 row-steps and answer tokens over the summed seconds. A prediction, printed with the
 simulator's median error on its test set of published GPU figures.
+
+Padding-waste bases (`--waste window computed`): every grouping runs under each basis of
+`EngineConfig.waste` (the paper's rho over the answer windows, or the positions the forward
+computes, with adjacent bucket groups merged within `tau_pad`), in one process; `waste_verdicts`
+holds each basis's predicted GPU seconds per (model, grouping, traffic, concurrency) over the
+first basis's, and the rule, stated before the first request, by which the second basis would
+become the default: lower summed predicted seconds on every (model, traffic), and no case
+higher by more than `NOISE`.
 """
 
 from __future__ import annotations
@@ -40,13 +48,14 @@ from collections.abc import Callable
 import seer
 from seer.data import load_examples
 from seer.engine import Engine, EngineConfig, Request
-from seer.engine.config import GROUPINGS
+from seer.engine.config import GROUPINGS, WASTES
 from seer.sim import cost, gpu, load_shape, validation
 from seer.sim.report import efficiency
 from seerbench import runs
 from seerbench.traffic import trace
 
 MARGIN = 0.9  # target: mixed traffic keeps this share of uniform traffic's rows per forward
+NOISE = 0.01  # waste bases: a case's predicted seconds may rise by this share and still pass
 
 
 def requests(lm, examples, kind: str, name: str, seed: int) -> list[Request]:
@@ -167,6 +176,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-batch", type=int, default=64)
     ap.add_argument("--groupings", nargs="+", default=["policy-apart", "layout"], choices=GROUPINGS)
     ap.add_argument(
+        "--waste",
+        nargs="+",
+        default=["window"],
+        choices=WASTES,
+        help="padding-waste bases compared (EngineConfig.waste); each one's predicted GPU "
+        "seconds over the first's",
+    )
+    ap.add_argument(
         "--time",
         type=int,
         default=0,
@@ -186,6 +203,12 @@ def main(argv: list[str] | None = None) -> int:
         f"forwards as {args.gpu_model} is reported beside it (simulator's median error on its "
         f"test set: {err:.0%}, target 30 %: {'met' if err <= 0.30 else 'missed'})"
     )
+    if len(args.waste) > 1:
+        target += (
+            f"; waste basis {args.waste[1]} replaces {args.waste[0]} as the default only if, "
+            f"per grouping, its predicted {args.gpu} seconds summed over the concurrencies are "
+            f"lower for every (model, traffic) and no case's are higher by more than {NOISE:.0%}"
+        )
     print(target, flush=True)
     results = []
     for name in args.models:
@@ -206,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         results += cases(args, lm, name, traces, fwd, price)
         if args.time:
             timing(args, lm, name, traces, fwd, price, results)
-    verdicts = ratios(results)
+    verdicts, by_waste = ratios(results), waste_verdicts(results, args.waste)
     session.finish(
         results,
         model=",".join(args.models),
@@ -217,23 +240,27 @@ def main(argv: list[str] | None = None) -> int:
         gpu_model=args.gpu_model,
         prediction_error=err,
         ratios=verdicts,
+        noise=NOISE,
+        waste_verdicts=by_waste,
         meets=all(v["meets"] for k, v in verdicts.items() if "/layout/" in k),
     )
     return 0
 
 
 def cases(args, lm, name: str, traces: dict, fwd: list[Forward], price: Price) -> list[dict]:
-    """Every (grouping, traffic, concurrency) case of one model, counted."""
+    """Every (grouping, waste basis, traffic, concurrency) case of one model, counted."""
     out = []
-    for grouping in args.groupings:
-        cfg = EngineConfig(max_batch=args.max_batch, grouping=grouping)
+    for grouping, waste in configs(args):
+        cfg = EngineConfig(max_batch=args.max_batch, grouping=grouping, waste=waste)
         for kind, reqs in traces.items():
             for c in args.concurrency:
-                r = {"model": name, "grouping": grouping, "traffic": kind, "concurrency": c}
+                r = {"model": name, "grouping": grouping, "waste": waste, "traffic": kind}
+                r["concurrency"] = c
                 r.update(serve(lm, reqs, c, cfg, fwd, price))
                 steady = r["steady_rows_per_forward"]
                 print(
-                    f"{name:<12} {grouping:<12} {kind:<8} c={c:<3} ticks {r['ticks']:>4}"
+                    f"{name:<12} {grouping:<12} {waste:<8} {kind:<8} c={c:<3} ticks"
+                    f" {r['ticks']:>4}"
                     f" forwards {r['forwards']:>5} (step 0 apart {r['step0_apart']:>3})"
                     f" rows/fwd {r['rows_per_forward']:5.2f} steady"
                     f" {'-' if steady is None else f'{steady:5.2f}'} ({r['steady_ticks']} ticks)"
@@ -247,38 +274,49 @@ def cases(args, lm, name: str, traces: dict, fwd: list[Forward], price: Price) -
     return out
 
 
+def configs(args) -> list[tuple[str, str]]:
+    """The (grouping, waste basis) pairs compared, the first one the timings' reference."""
+    return [(g, w) for g in args.groupings for w in args.waste]
+
+
 def timing(args, lm, name: str, traces: dict, fwd: list[Forward], price: Price, results) -> None:
-    """Every case timed `args.time` times, the groupings interleaved; each grouping's median
-    wall over the first's, into the results."""
+    """Every case timed `args.time` times, the (grouping, waste) pairs interleaved; each one's
+    median wall over the first's, into the results."""
+    pairs = configs(args)
     for kind, reqs in traces.items():
         for c in args.concurrency:
-            walls: dict[str, list[float]] = {g: [] for g in args.groupings}
+            walls: dict[tuple[str, str], list[float]] = {gw: [] for gw in pairs}
             for _ in range(args.time):
-                for g in args.groupings:
-                    cfg = EngineConfig(max_batch=args.max_batch, grouping=g)
+                for g, w in pairs:
+                    cfg = EngineConfig(max_batch=args.max_batch, grouping=g, waste=w)
                     t0 = time.perf_counter()
                     serve(lm, reqs, c, cfg, fwd, price)
-                    walls[g].append(time.perf_counter() - t0)
-            first = statistics.median(walls[args.groupings[0]])
+                    walls[g, w].append(time.perf_counter() - t0)
+            first = statistics.median(walls[pairs[0]])
             for r in results:
                 if (r["model"], r["traffic"], r["concurrency"]) == (name, kind, c):
-                    r["walls"] = walls[r["grouping"]]
+                    r["walls"] = walls[r["grouping"], r["waste"]]
                     r["wall_over_first"] = statistics.median(r["walls"]) / first
             print(
                 f"{name:<12} {kind:<8} c={c:<3} median wall, each grouping over "
-                f"{args.groupings[0]}: "
-                + ", ".join(f"{g} {statistics.median(w) / first:.3f}" for g, w in walls.items()),
+                f"{'/'.join(pairs[0])}: "
+                + ", ".join(
+                    f"{'/'.join(gw)} {statistics.median(w) / first:.3f}" for gw, w in walls.items()
+                ),
                 flush=True,
             )
 
 
 def ratios(results: list[dict]) -> dict:
-    """Mixed over uniform traffic per (model, grouping, concurrency): rows per forward (all
-    ticks and steady), the one-forward-per-tick bound, and the predicted GPU rates."""
-    at = {(r["model"], r["grouping"], r["traffic"], r["concurrency"]): r for r in results}
+    """Mixed over uniform traffic per (model, grouping, waste basis, concurrency): rows per
+    forward (all ticks and steady), the one-forward-per-tick bound, and the predicted GPU
+    rates."""
+    at = {
+        (r["model"], r["grouping"], r["waste"], r["traffic"], r["concurrency"]): r for r in results
+    }
     out = {}
-    for (m, g, t, c), r in at.items():
-        u = at.get((m, g, "uniform", c))
+    for (m, g, w, t, c), r in at.items():
+        u = at.get((m, g, w, "uniform", c))
         if t != "mixed" or u is None:
             continue
         rpf = r["rows_per_forward"] / u["rows_per_forward"]
@@ -295,15 +333,55 @@ def ratios(results: list[dict]) -> dict:
             / u["predicted_tokens_per_s"],
             "meets": rpf >= MARGIN and (steady is None or steady >= MARGIN),
         }
-        out[f"{m}/{g}/c{c}"] = v
+        out[f"{m}/{g}/{w}/c{c}"] = v
         print(
-            f"{m}/{g}/c{c}: mixed/uniform rows per forward {rpf:.3f}, steady "
+            f"{m}/{g}/{w}/c{c}: mixed/uniform rows per forward {rpf:.3f}, steady "
             f"{'-' if steady is None else f'{steady:.3f}'}, one-forward-per-tick bound "
             f"{v['mixed_over_uniform_bound']:.3f}; predicted GPU row-steps/s "
             f"{v['predicted_mixed_over_uniform_row_steps_per_s']:.3f}, tokens/s "
             f"{v['predicted_mixed_over_uniform_tokens_per_s']:.3f}",
             flush=True,
         )
+    return out
+
+
+def waste_verdicts(results: list[dict], wastes: list[str]) -> dict:
+    """Each later waste basis against the first, per (model, grouping): predicted GPU seconds
+    and rows per forward per (traffic, concurrency), their sums over concurrencies per
+    traffic, and whether the later basis passes the rule stated in the target."""
+    at = {
+        (r["model"], r["grouping"], r["waste"], r["traffic"], r["concurrency"]): r for r in results
+    }
+    out: dict = {}
+    for (m, g, w, t, c), r in sorted(at.items()):
+        base = at.get((m, g, wastes[0], t, c))
+        if w == wastes[0] or base is None:
+            continue
+        v = out.setdefault(f"{m}/{g}/{w}", {"cases": {}, "sums": {}})
+        sec, rpf = r["predicted_seconds"], r["rows_per_forward"]
+        v["cases"][f"{t}/c{c}"] = {
+            "predicted_seconds_over_first": sec / base["predicted_seconds"],
+            "rows_per_forward_over_first": rpf / base["rows_per_forward"],
+            "forwards": r["forwards"],
+            "forwards_first": base["forwards"],
+        }
+        s = v["sums"].setdefault(t, {"predicted_seconds": 0.0, "predicted_seconds_first": 0.0})
+        s["predicted_seconds"] += sec
+        s["predicted_seconds_first"] += base["predicted_seconds"]
+        print(
+            f"{m}/{g} {t} c={c}: {w} over {wastes[0]}: predicted seconds {sec:.3f} / "
+            f"{base['predicted_seconds']:.3f} = {sec / base['predicted_seconds']:.3f}, forwards "
+            f"{r['forwards']} / {base['forwards']}, rows per forward {rpf:.2f} / "
+            f"{base['rows_per_forward']:.2f}",
+            flush=True,
+        )
+    for v in out.values():
+        lower = all(
+            s["predicted_seconds"] < s["predicted_seconds_first"] for s in v["sums"].values()
+        )
+        worst = max(k["predicted_seconds_over_first"] for k in v["cases"].values())
+        v["worst_case_over_first"] = worst
+        v["passes"] = lower and worst <= 1 + NOISE
     return out
 
 

@@ -304,6 +304,23 @@ def test_mixed_image_rows_equal_their_solo_runs(vqa, rows):
     _check_mixed(lm, reqs, [t for *_, t in rows], "mixed-vqa")
 
 
+def test_image_rows_merged_across_buckets_keep_their_solo_answers(vqa):
+    """Long image prompts: the computed waste basis runs rows of windows 8 and 64 in one
+    forward padded to 64 (the paper's basis runs two), and every answer is its solo answer."""
+    lm, ex = vqa
+    p = lm.sampling(gen_length=64, steps=32)
+    reqs = [
+        Request(ex[i].prompt, p, window=w, image=ex[i].image) for i, w in enumerate([8, 8, 64, 64])
+    ]
+    rows = {
+        w: _check_mixed(
+            lm, reqs, [0] * 4, "merge-vqa", EngineConfig(min_group=2, kernel="reference", waste=w)
+        )
+        for w in ("window", "computed")
+    }
+    assert max(rows["window"][1:]) == 2 and rows["computed"][1:4] == [4, 4, 4]
+
+
 def test_mixed_traffic_shares_forwards_as_uniform_traffic_does(text):
     """Nine requests, each with other sampling options, arriving together: under the layout
     grouping one step 0 for both window caps (each row cut over its own), then forwards of all

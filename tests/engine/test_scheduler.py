@@ -49,6 +49,35 @@ def test_tiny_buckets_run_eager_and_naive_is_one_static_group():
     assert (p.path, p.bucket, sorted(p.rows)) == ("static", 64, [0, 1, 2, 3])
 
 
+def test_computed_waste_counts_the_prompt_and_merges_adjacent_buckets():
+    """Long prompts: padding 8-windows to 64 adds little to what the forward computes (prompt +
+    window), so the computed basis merges the two bucket groups into one static forward; the
+    paper's basis (answer windows only) keeps them apart."""
+    windows, long = [8] * 4 + [64] * 4, [88] * 8
+    apart = plan(windows, long)
+    assert [(p.path, p.bucket, len(p.rows)) for p in apart] == [("static", 8, 4), ("static", 64, 4)]
+    assert all(p.waste == p.rho for p in apart)
+    (one,) = plan(windows, long, waste="computed")
+    assert (one.path, one.bucket, one.prompt_width, sorted(one.rows)) == (
+        "static",
+        64,
+        88,
+        [*range(8)],
+    )
+    assert one.waste == pytest.approx(1 - (4 * (88 + 8) + 4 * (88 + 64)) / (8 * (88 + 64)))
+    assert one.rho == pytest.approx(1 - (4 * 8 + 4 * 64) / (8 * 64))  # the paper's, reported
+
+
+def test_computed_waste_keeps_groups_apart_when_padding_dominates():
+    """Short prompts (4, aligned to 8): the merged group would compute 44 % padding > tau_pad;
+    a KV cache that reuses the prompt counts the windows only (the paper's rho, 44 %)."""
+    windows = [8] * 4 + [64] * 4
+    assert len(plan(windows, [4] * 8, waste="computed")) == 2
+    s = Scheduler(EngineConfig(waste="computed"))
+    assert len(s.plan(windows, [88] * 8, 64, no_pack=True, reuses_prompt=True)) == 2
+    assert len(s.plan(windows, [88] * 8, 64, no_pack=True)) == 1
+
+
 def test_cfg_groups_are_never_packed():
     s = Scheduler(EngineConfig(routing="varlen"))
     assert {p.path for p in s.plan([8, 40], [3, 3], 64, no_pack=True)} == {"static"}
@@ -64,9 +93,10 @@ def test_pack_is_next_fit_within_capacity():
     windows=st.lists(st.integers(1, 64), min_size=1, max_size=40),
     routing=st.sampled_from(["hybrid", "naive", "static", "varlen", "eager"]),
     tau=st.floats(0, 1),
+    waste=st.sampled_from(["window", "computed"]),
 )
-def test_every_row_is_planned_exactly_once(windows, routing, tau):
-    plans = plan(windows, routing=routing, tau_pad=tau)
+def test_every_row_is_planned_exactly_once(windows, routing, tau, waste):
+    plans = plan(windows, routing=routing, tau_pad=tau, waste=waste)
     rows = sorted(r for p in plans for r in p.rows)
     assert rows == list(range(len(windows)))
     for p in plans:
@@ -87,6 +117,8 @@ def test_config_errors_are_clear():
         EngineConfig(tau_pad=1.5)
     with pytest.raises(SeerError, match="buckets"):
         EngineConfig(buckets=(16, 8))
+    with pytest.raises(SeerError, match="unknown waste basis 'answer'"):
+        EngineConfig(waste="answer")
 
 
 @pytest.mark.parametrize("bad", [0, -1])

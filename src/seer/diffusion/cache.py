@@ -107,6 +107,9 @@ class CachePolicy:
     """
 
     name = "none"
+    # whether later steps read the prompt's K/V instead of recomputing the prompt (what the
+    # engine's routing counts as a forward's work: `EngineConfig.waste`)
+    reuses_prompt = False
 
     def __init__(self) -> None:
         self.kv: KVCache | None = None  # the cache, None until the first fill
@@ -160,6 +163,7 @@ class _BlockCache(CachePolicy):
     (and, for the prefix cache, every column after it) and read the other columns' K/V."""
 
     to_end = True  # later steps run up to the canvas end (prefix) or only the block (dual)
+    reuses_prompt = True  # but at each block's first step (a refresh)
 
     def span(self, canvas: Canvas, now: StepRows, lo: int, hi: int, shift: int) -> Span:
         start, end, j, active = now.start, now.end, now.j, now.active
@@ -202,6 +206,7 @@ class PrefixLMCache(CachePolicy):
     recomputed at every step anyway)."""
 
     name = "prefix_lm"
+    reuses_prompt = True
 
     def span(self, canvas: Canvas, now: StepRows, lo: int, hi: int, shift: int) -> Span:
         pp, total = canvas.prompt_len, canvas.x.shape[1]

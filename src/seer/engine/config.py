@@ -19,6 +19,8 @@ Policy = Literal["fcfs", "shortest_first"]  # admission order (seer.engine.sched
 POLICIES: tuple[Policy, ...] = get_args(Policy)
 # which rows may share a forward (seer.engine.engine)
 GROUPINGS = ("layout", "policy-apart", "apart", "params")
+# what the padding waste that routes a group counts (seer.engine.scheduler)
+WASTES = ("window", "computed")
 KERNELS = ("reference", "triton")  # compaction backends (seer.kernels.dispatch); None: auto
 ENGINE = "engine"  # the CLI group of the engine's options
 
@@ -71,6 +73,16 @@ class EngineConfig:
     )
     eager_bucket: int = _engine(4, "groups whose bucket is <= this run eagerly, unpadded", lo=0)
     min_group: int = _engine(4, "bucket groups smaller than this merge with the next", lo=1)
+    # window: the paper's rho, over the answer windows only; computed: over the positions the
+    # forward computes (prompt + window per row, the prompt left out where a KV cache reuses
+    # it), and adjacent bucket groups merge while the merged group's waste stays <= tau_pad
+    waste: str = _engine(
+        "window",
+        "padding waste over answer windows (the paper's) or computed positions (prompt + "
+        "window; merges adjacent buckets within tau_pad)",
+        choices=WASTES,
+        noun="waste basis",
+    )
     # hybrid | naive (pad all to the longest) | static | varlen | eager
     routing: str = _engine("hybrid", "how groups run", choices=ROUTINGS, noun="routing")
     pack_capacity: int = _engine(256, "varlen: slots per packed row (raised to fit)", lo=1)

@@ -135,7 +135,8 @@ class Runner:
                 continue
             windows, plens = [q.window for q in rows], [q.prompt_len for q in rows]
             cap = max(q.params.gen_length for q in rows)  # each row's window is within its own
-            for plan in self.scheduler.plan(windows, plens, cap, no_pack):
+            reuse = state.cache.reuses_prompt  # a KV cache: the prompt is not recomputed
+            for plan in self.scheduler.plan(windows, plens, cap, no_pack, reuse):
                 out.append((plan, [rows[r] for r in plan.rows]))
         return out
 

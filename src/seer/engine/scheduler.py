@@ -18,10 +18,18 @@ the Seer policy, or gen_length) and its prompt length, as host ints.
 1. Each row goes to the smallest bucket >= its window (buckets 8, 16, 32, ... gen_length).
 2. Coarse groups: walking buckets upward, a bucket group with fewer than `min_group` rows merges
    into the next, so stragglers do not each cost a launch of their own.
-3. Each coarse group G with bucket B_G (the bucket of its longest window) gets the paper's
-   padding-waste ratio rho = 1 - sum(L*) / (|G| * B_G) and a path:
+3. Each coarse group G with bucket B_G (the bucket of its longest window) gets a padding waste
+   (`EngineConfig.waste`): `window`, the paper's rho = 1 - sum(L*) / (|G| * B_G), over the
+   answer windows only; or `computed`, over the positions the forward computes: without a KV
+   cache every step recomputes prompt + window, so rho = 1 - sum(P + L*) / (|G| * (P_G + B_G))
+   (P_G: the longest prompt rounded up to `prompt_align`), while a cache that reuses the prompt
+   (`CachePolicy.reuses_prompt`: prefix, dual, prefix_lm) counts the windows only. Under
+   `computed` (hybrid routing), walking the coarse groups upward, a group also merges into the
+   next while the merged group's waste stays <= `tau_pad`: long prompts (images) make padding
+   a short window to a longer bucket cheap beside a forward of its own. Then each group gets a
+   path:
    - eager  when B_G <= `eager_bucket` or |G| == 1: rows at their exact windows, no padding;
-   - static when rho <= `tau_pad`: rows padded to B_G (prompts to a multiple of
+   - static when its waste <= `tau_pad`: rows padded to B_G (prompts to a multiple of
      `prompt_align`), padding masked out; fixed shapes, so CUDA graphs replay on GPU;
    - varlen otherwise: segments [prompt | window] packed end to end (next-fit) into rows of
      `pack_capacity` slots with block-diagonal attention, so no window padding is computed.
@@ -33,7 +41,7 @@ the Seer policy, or gen_length) and its prompt length, as host ints.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from seer.diffusion.forward import pack
@@ -59,7 +67,8 @@ class BatchPlan:
     path: str  # static | varlen | eager
     rows: list[int]  # rows of the step-0 batch in this group, in layout order
     bucket: int  # the group's bucket: answer columns per row in the static layout
-    rho: float  # padding-waste ratio 1 - sum(L*) / (|G| * bucket)
+    rho: float  # the paper's padding-waste ratio 1 - sum(L*) / (|G| * bucket)
+    waste: float  # the padding waste routing used (`EngineConfig.waste`'s basis)
     width: int  # answer columns of the row layout (bucket, or the longest window for eager)
     prompt_width: int  # prompt columns of the row layout (left padding included)
     packed_len: int = 0  # varlen: slots per packed row (0 for the other paths)
@@ -162,26 +171,38 @@ class Scheduler:
         return next((b for b in self.buckets(gen_length) if b >= window), window)
 
     def plan(
-        self, windows: list[int], prompt_lens: list[int], gen_length: int, no_pack: bool = False
+        self,
+        windows: list[int],
+        prompt_lens: list[int],
+        gen_length: int,
+        no_pack: bool = False,
+        reuses_prompt: bool = False,
     ) -> list[BatchPlan]:
         """One plan per group; every row appears in exactly one plan. `no_pack`: never route to
         varlen (classifier-free guidance doubles the batch; a KV cache needs row layouts).
-        A pure function of its arguments (plans are never changed): asked again every tick
-        with the same windows, it answers from a small memo."""
-        key = (tuple(windows), tuple(prompt_lens), gen_length, no_pack)
+        `reuses_prompt`: the rows' KV cache reads the prompt instead of recomputing it (the
+        computed waste then counts the windows only). A pure function of its arguments (plans
+        are never changed): asked again every tick with the same windows, it answers from a
+        small memo."""
+        key = (tuple(windows), tuple(prompt_lens), gen_length, no_pack, reuses_prompt)
         if key not in self._plans:
             if len(self._plans) >= 4096:
                 self._plans.clear()
-            self._plans[key] = self._plan(windows, prompt_lens, gen_length, no_pack)
+            self._plans[key] = self._plan(windows, prompt_lens, gen_length, no_pack, reuses_prompt)
         return self._plans[key]
 
     def _plan(
-        self, windows: list[int], prompt_lens: list[int], gen_length: int, no_pack: bool
+        self,
+        windows: list[int],
+        prompt_lens: list[int],
+        gen_length: int,
+        no_pack: bool,
+        reuses_prompt: bool,
     ) -> list[BatchPlan]:
         cfg_ = self.config
         order = sorted(range(len(windows)), key=lambda r: (windows[r], r))
         if cfg_.routing == "naive":
-            return [self._make("static", order, windows, prompt_lens, gen_length)]
+            return [self._make("static", order, windows, prompt_lens, gen_length, 0.0)]
         groups: list[list[int]] = []
         cur: list[int] = []
         for i, r in enumerate(order):
@@ -193,13 +214,42 @@ class Scheduler:
             if not same and (len(cur) >= cfg_.min_group or nxt is None):
                 groups.append(cur)
                 cur = []
+
+        def waste(rows: list[int]) -> float:
+            return self.waste(rows, windows, prompt_lens, gen_length, reuses_prompt)
+
+        if cfg_.waste == "computed" and cfg_.routing == "hybrid":
+            groups = merge(groups, waste, cfg_.tau_pad)
         plans = []
         for rows in groups:
-            path = self._route(rows, windows, gen_length, no_pack)
-            plans.append(self._make(path, rows, windows, prompt_lens, gen_length))
+            rho = waste(rows)
+            path = self._route(rows, windows, gen_length, no_pack, rho)
+            plans.append(self._make(path, rows, windows, prompt_lens, gen_length, rho))
         return plans
 
-    def _route(self, rows: list[int], windows: list[int], gen_length: int, no_pack: bool) -> str:
+    def waste(
+        self,
+        rows: list[int],
+        windows: list[int],
+        prompt_lens: list[int],
+        gen_length: int,
+        reuses_prompt: bool = False,
+    ) -> float:
+        """The padding waste of `rows` laid out static, on `EngineConfig.waste`'s basis: the
+        paper's rho over the answer windows, or the share of padding in the positions the
+        forward computes (prompt, aligned to the longest, + bucket per row; windows only where
+        a KV cache reuses the prompt)."""
+        w = [windows[r] for r in rows]
+        bucket = self.bucket_of(max(w), gen_length)
+        if self.config.waste == "window" or reuses_prompt:
+            return rho_of(w, bucket)
+        align = self.config.prompt_align
+        width = align * math.ceil(max(prompt_lens[r] for r in rows) / align)
+        return 1.0 - (sum(w) + sum(prompt_lens[r] for r in rows)) / (len(rows) * (width + bucket))
+
+    def _route(
+        self, rows: list[int], windows: list[int], gen_length: int, no_pack: bool, rho: float
+    ) -> str:
         c = self.config
         if c.routing != "hybrid":
             path = c.routing
@@ -208,11 +258,7 @@ class Scheduler:
             if bucket <= c.eager_bucket or len(rows) == 1:
                 path = "eager"
             else:
-                path = (
-                    "static"
-                    if rho_of([windows[r] for r in rows], bucket) <= c.tau_pad
-                    else "varlen"
-                )
+                path = "static" if rho <= c.tau_pad else "varlen"
         return "static" if path == "varlen" and no_pack else path
 
     def _make(
@@ -222,25 +268,35 @@ class Scheduler:
         windows: list[int],
         prompt_lens: list[int],
         gen_length: int,
+        waste: float,
     ) -> BatchPlan:
         w = [windows[r] for r in rows]
         bucket = self.bucket_of(max(w), gen_length)
         longest_prompt = max(prompt_lens[r] for r in rows)
+        rho = rho_of(w, bucket)
         if path == "static":
             align = self.config.prompt_align
-            return BatchPlan(
-                path,
-                rows,
-                bucket,
-                rho_of(w, bucket),
-                bucket,
-                align * math.ceil(longest_prompt / align),
-            )
-        plan = BatchPlan(path, rows, bucket, rho_of(w, bucket), max(w), longest_prompt)
+            width = align * math.ceil(longest_prompt / align)
+            return BatchPlan(path, rows, bucket, rho, waste, bucket, width)
+        plan = BatchPlan(path, rows, bucket, rho, waste, max(w), longest_prompt)
         if path == "varlen":
             lengths = [prompt_lens[r] + windows[r] for r in rows]
             plan.offsets, plan.packs, plan.packed_len = pack(lengths, self.config.pack_capacity)
         return plan
+
+
+def merge(
+    groups: list[list[int]], waste: Callable[[list[int]], float], tau_pad: float
+) -> list[list[int]]:
+    """Coarse groups (in bucket order) merged walking upward: a group merges into the next
+    while the merged group's `waste` stays <= `tau_pad`, so one forward replaces two."""
+    out: list[list[int]] = []
+    for g in groups:
+        if out and waste(out[-1] + g) <= tau_pad:
+            out[-1] = out[-1] + g
+        else:
+            out.append(g)
+    return out
 
 
 def rho_of(windows: list[int], bucket: int) -> float:

@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass, field
 from typing import cast
 
+from seer.diffusion.cache import make_cache
 from seer.diffusion.state import LoopState
 from seer.engine.config import EngineConfig
 from seer.engine.request import Request
@@ -202,8 +203,8 @@ class SimEngine:
         windows = [r.window for r in rows]
         plens = [r.seq.prompt_len for r in rows]
         spent = 0.0
-        no_pack = self.d.cache != "none"
-        for p in sched.plan(windows, plens, self.d.gen_length, no_pack):
+        no_pack, reuse = self.d.cache != "none", make_cache(self.d.cache).reuses_prompt
+        for p in sched.plan(windows, plens, self.d.gen_length, no_pack, reuse):
             group = [rows[i] for i in p.rows]
             w = self._work(p, group)
             path = p.path if self.graphs or p.path != "static" else "eager"
