@@ -1,5 +1,6 @@
 """Forwards per engine tick on the `--trace` traffic of `bench_serving.py`, through the engine
-alone (no HTTP; counts, the same on any machine, and with `--time` the wall of each grouping).
+alone (no HTTP; counts, the same on any machine for one command line: the mixed trace's unseeded
+sampled requests draw from the process's generator; with `--time` the wall of each grouping).
 
     python benchmarks/bench_trace_ticks.py --concurrency 8 32 --time 3
 
