@@ -386,6 +386,35 @@ def test_a_batch32_time_from_another_process_or_pass_is_never_a_headline():
     assert h["b32"]["fastest"] == "a" and h["b1"]["fastest"] == "c"
 
 
+def test_a_batch32_speedup_in_the_readme_needs_three_rounds_on_one_clock():
+    """The README's batch-32 column shows a speed-up only where the config and the baseline were
+    timed in >= 3 interleaved rounds of one pass, with the range of the per-round ratios; one
+    round, or a time from a later pass, is a dash."""
+    from seerbench.compare_report import _b32_cell
+
+    num = lambda x: format(x, ".1f")  # noqa: E731
+    three = {
+        "base": {"b32_ms": 900.0, "b32_round_ms": [900.0, 880.0, 950.0]},
+        "a": {
+            "b32_ms": 100.0,
+            "b32_round_ms": [100.0, 110.0, 95.0],
+            "b32_speedup_vs_ref_range": [8.0, 10.0],
+        },
+        "late": {
+            "b32_ms": 90.0,
+            "b32_round_ms": [90.0] * 3,
+            "b32_speedup_vs_ref_range": [10.0, 10.0],
+            "b32_later_pass": True,
+        },
+    }
+    assert _b32_cell(three, "base", "a", num) == "9.0× [8.0, 10.0]"
+    assert _b32_cell(three, "base", "base", num) == "1.0×"
+    assert _b32_cell(three, "base", "late", num) == "—"
+    assert _b32_cell(three, "base", "missing", num) == "—"
+    one = {k: dict(v, b32_round_ms=v["b32_round_ms"][:1]) for k, v in three.items()}
+    assert _b32_cell(one, "base", "a", num) == "—"
+
+
 def test_the_readmes_first_table_is_generated_from_the_shipped_record():
     """README's first results table is `readme_table` of the shipped comparison record (the
     comment above it names the command): baseline, stop at the first end, threshold 0.9, Seer,
