@@ -734,7 +734,13 @@ def _primary_lines(record: dict) -> list[str]:
     p = record.get("primary") or primary_result(res, pair, ref)  # type: ignore[arg-type]
     if not p:
         return []
-    how = "pre-registered" if plan else "named after the run: not pre-registered in this record"
+    how = (
+        "named after the run: not pre-registered in this record"
+        if not plan
+        else f"named after {plan['requests_done']} requests had run: post hoc"
+        if plan.get("requests_done")
+        else "pre-registered"
+    )
     line = (
         f"Primary comparison ({how}): {p['treatment']} against {p['control']}, "
         f"{p['b1_speedup']:.2f}×"
