@@ -45,6 +45,7 @@ DEFAULT_CLOCK = "e2e_cpu"  # what a user pays, and what other load inflates leas
 MARGIN = 3.0  # points: the default non-inferiority margin
 CLEAR = 0.5  # the fastest config is "clear" when it is the fastest in this share of redraws
 SELECT_REPS = 1000  # request redraws of the selection
+MIN_B32_ROUNDS = 3  # a batch-32 speed-up in a headline: timed in this many rounds, at least
 ALPHA = 0.05  # family-wise error of the selection (Holm over the candidate set)
 SEEDS = 20  # bootstrap seeds over which a verdict must hold (else "borderline")
 SELECTION = (
@@ -733,7 +734,13 @@ def _primary_lines(record: dict) -> list[str]:
     p = record.get("primary") or primary_result(res, pair, ref)  # type: ignore[arg-type]
     if not p:
         return []
-    how = "pre-registered" if plan else "named after the run: not pre-registered in this record"
+    how = (
+        "named after the run: not pre-registered in this record"
+        if not plan
+        else f"named after {plan['requests_done']} requests had run: post hoc"
+        if plan.get("requests_done")
+        else "pre-registered"
+    )
     line = (
         f"Primary comparison ({how}): {p['treatment']} against {p['control']}, "
         f"{p['b1_speedup']:.2f}×"
@@ -1248,11 +1255,14 @@ README_ROWS = (  # the README's first table: (config, label)
 )
 
 
-def readme_table(record: dict) -> str:
+def readme_table(record: dict, b32: dict | None = None) -> str:
     """The README's first results table from a comparison record: each `README_ROWS` config it
     has, with its accuracy, the paired difference to the baseline, the margin verdict under the
     headline's rule (Holm over the candidates; "borderline" where it flips with the seed; the
-    oracle is a bound), its window and its speed-ups over the baseline at batch 1 and 32."""
+    oracle is a bound), its window and its speed-ups over the baseline at batch 1 and 32.
+    The batch-32 column reads `b32` (a record of the same requests re-timed at batch 32), else
+    `record`, and shows only a config timed in >= `MIN_B32_ROUNDS` interleaved rounds of one
+    pass, beside the baseline, with the range of its per-round ratios; "—" otherwise."""
     res, h = record["results"], record.get("headline") or {}
     ref = res[h["reference"]]
     steps = record["gen_length"] // int(ref["budget"].removeprefix("k="))
@@ -1262,7 +1272,7 @@ def readme_table(record: dict) -> str:
     out = [
         f"| config | accuracy % [95 % CI] | Δ vs {steps} steps [95 % CI] | within "
         f"{h['margin']:g} points? (Holm) [lower bound] | window | × {steps} steps, batch 1 "
-        "[95 % CI] | × batch 32 |",
+        f"[95 % CI] | × batch 32 [{MIN_B32_ROUNDS}-round range] |",
         "|---" * 7 + "|",
     ]
     for name, label in README_ROWS:
@@ -1298,11 +1308,24 @@ def readme_table(record: dict) -> str:
         x1s = (
             "1.0×" if r is ref else f"{num(x1)}×" + (f" [{num(ci[0])}, {num(ci[1])}]" if ci else "")
         )
-        x32 = f"{num(ref['b32_ms'] / r['b32_ms'])}×" if "b32_ms" in r and "b32_ms" in ref else "—"
+        x32 = _b32_cell((b32 or record)["results"], h["reference"], name, num)
         if name.startswith("seer") and r is not ref and verdict == "yes":
-            x1s, x32 = f"**{x1s}**", f"**{x32}**"
+            x1s, x32 = f"**{x1s}**", f"**{x32}**" if x32 != "—" else x32
         out.append("| " + " | ".join([*row, window, x1s, x32]) + " |")
     return "\n".join(out) + "\n"
+
+
+def _b32_cell(res: dict, reference: str, name: str, num) -> str:
+    """A config's batch-32 speed-up over `reference` with the range of its per-round ratios,
+    where both were timed in >= `MIN_B32_ROUNDS` rounds of one pass, on one clock; else "—"."""
+    r, ref = res.get(name), res.get(reference)
+    timed = lambda x: len(x.get("b32_round_ms", [])) >= MIN_B32_ROUNDS and one_clock_b32(x)  # noqa: E731
+    if r is None or ref is None or not (timed(r) and timed(ref)):
+        return "—"
+    if r is ref:
+        return "1.0×"
+    lo, hi = r["b32_speedup_vs_ref_range"]
+    return f"{num(ref['b32_ms'] / r['b32_ms'])}× [{num(lo)}, {num(hi)}]"
 
 
 def rerender(path: Path) -> bool:
@@ -1332,13 +1355,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--readme",
         action="store_true",
-        help="print the README's first table of the (one) record instead",
+        help="print the README's first table of the first record instead (its batch-32 "
+        "column from the second, a batch-32 re-timing of the same requests, where given)",
     )
     args = ap.parse_args(argv)
     if args.readme:
         import json
 
-        print(readme_table(json.loads(args.records[0].read_text())), end="")
+        if len(args.records) > 2:
+            ap.error("--readme: one record, and at most one batch-32 record")
+        rec, *b32 = (json.loads(p.read_text()) for p in args.records)
+        print(readme_table(rec, b32[0] if b32 else None), end="")
         return
     for path in args.records:
         if not path.is_file():

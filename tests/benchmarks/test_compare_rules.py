@@ -326,7 +326,8 @@ def test_committed_reports_say_how_their_margin_was_fixed_and_render_from_their_
     """Every committed comparison record of the current format renders to its Markdown beside
     it (`compare_report.rerender` wrote both), its headline chosen by the Holm rule, its margin
     labelled as not pre-registered (the records predate pre-registration) and the baseline's
-    accuracy stated, "near the floor" below 30 %; the one run with a plan says so."""
+    accuracy stated, "near the floor" below 30 %; the one run with a plan says so, and a
+    re-timing whose plan was written after its batch-1 requests says "post hoc"."""
     from seerbench.compare_report import FLOOR, preregistration
 
     records = sorted((ROOT / "docs/results/compare").rglob("compare-*.json"))
@@ -338,9 +339,15 @@ def test_committed_reports_say_how_their_margin_was_fixed_and_render_from_their_
         h = record["headline"]
         assert all(h[k]["rule"] == "holm" for k in ("b1", "b32") if k in h), path
         how, post_hoc = preregistration(record)
-        planned = "preregistered" in record  # written into the raw file before the first request
-        assert how.startswith("pre-registered: " if planned else "margin not pre-registered")
-        assert not post_hoc
+        plan = record.get("preregistered")
+        if plan and plan["requests_done"]:  # written after requests had run
+            assert post_hoc and how.startswith("post hoc: the plan was written after"), path
+            assert f"named after {plan['requests_done']} requests had run: post hoc" in (
+                path.with_suffix(".md").read_text()
+            )
+        else:  # written into the raw file before the first request, or no plan at all
+            assert how.startswith("pre-registered: " if plan else "margin not pre-registered")
+            assert not post_hoc
         md = path.with_suffix(".md").read_text()
         assert how in md
         base = record["results"][h["reference"]]["accuracy"]
@@ -386,14 +393,47 @@ def test_a_batch32_time_from_another_process_or_pass_is_never_a_headline():
     assert h["b32"]["fastest"] == "a" and h["b1"]["fastest"] == "c"
 
 
+def test_a_batch32_speedup_in_the_readme_needs_three_rounds_on_one_clock():
+    """The README's batch-32 column shows a speed-up only where the config and the baseline were
+    timed in >= 3 interleaved rounds of one pass, with the range of the per-round ratios; one
+    round, or a time from a later pass, is a dash."""
+    from seerbench.compare_report import _b32_cell
+
+    num = lambda x: format(x, ".1f")  # noqa: E731
+    three = {
+        "base": {"b32_ms": 900.0, "b32_round_ms": [900.0, 880.0, 950.0]},
+        "a": {
+            "b32_ms": 100.0,
+            "b32_round_ms": [100.0, 110.0, 95.0],
+            "b32_speedup_vs_ref_range": [8.0, 10.0],
+        },
+        "late": {
+            "b32_ms": 90.0,
+            "b32_round_ms": [90.0] * 3,
+            "b32_speedup_vs_ref_range": [10.0, 10.0],
+            "b32_later_pass": True,
+        },
+    }
+    assert _b32_cell(three, "base", "a", num) == "9.0× [8.0, 10.0]"
+    assert _b32_cell(three, "base", "base", num) == "1.0×"
+    assert _b32_cell(three, "base", "late", num) == "—"
+    assert _b32_cell(three, "base", "missing", num) == "—"
+    one = {k: dict(v, b32_round_ms=v["b32_round_ms"][:1]) for k, v in three.items()}
+    assert _b32_cell(one, "base", "a", num) == "—"
+
+
 def test_the_readmes_first_table_is_generated_from_the_shipped_record():
-    """README's first results table is `readme_table` of the shipped comparison record (the
-    comment above it names the command): baseline, stop at the first end, threshold 0.9, Seer,
-    Seer + threshold, the oracle, with the margin verdict under Holm's rule."""
+    """README's first results table is `readme_table` of the shipped comparison record and its
+    batch-32 re-timing (the comment above it names the command): baseline, stop at the first end,
+    threshold 0.9, Seer, Seer + threshold, the oracle, with the margin verdict under Holm's rule;
+    batch 32 only for the configs re-timed in 3 rounds."""
     from seerbench.compare_report import readme_table
 
-    record = json.loads((ROOT / "docs/results/compare/shipped/compare-builtin.json").read_text())
-    table = readme_table(record)
+    shipped = ROOT / "docs/results/compare/shipped"
+    record = json.loads((shipped / "compare-builtin.json").read_text())
+    b32 = json.loads((shipped.with_name("shipped-b32") / "compare-builtin.json").read_text())
+    assert b32["b32_repeats"] >= 3 and b32["n"] == record["n"]
+    table = readme_table(record, b32)
     readme = (ROOT / "README.md").read_text()
     marker = readme.index("<!-- headline: bench_compare builtin")
     assert readme[readme.index("\n", marker) + 1 :].startswith(table)
@@ -407,3 +447,5 @@ def test_the_readmes_first_table_is_generated_from_the_shipped_record():
         "oracle window (a bound: knows each end)",
     ]
     assert "| no [−3.7] |" in table.splitlines()[3]  # stop at the first end misses the margin
+    rows = table.splitlines()  # Seer: a batch-32 figure with its range; stop: timed once, a dash
+    assert rows[5].rstrip(" |*").endswith("]") and rows[3].endswith("| — |")
