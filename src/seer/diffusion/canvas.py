@@ -38,6 +38,19 @@ class Canvas:
         """(B,) real prompt columns per row (left padding excluded)."""
         return self.attention_mask[:, : self.prompt_len].sum(dim=1)
 
+    def part(self, rows: list[int], width: int) -> Canvas:
+        """Rows `rows` over the prompt and the first `width` answer columns (a view for a window
+        policy that cuts some rows of a shared forward over their own cap's columns)."""
+        idx, end = torch.tensor(rows, device=self.x.device), self.prompt_len + width
+        pe = self.prompt_embeds
+        return Canvas(
+            self.x[idx, :end],
+            self.attention_mask[idx, :end],
+            self.prompt_len,
+            self.window[idx],
+            None if pe is None else pe[idx],
+        )
+
 
 def make_canvas(
     prompts: list[list[int]],

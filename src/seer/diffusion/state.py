@@ -303,19 +303,11 @@ class RowCuts:
         return {}
 
     def cut(self, canvas: Canvas, logits: torch.Tensor) -> torch.Tensor | None:
-        pp, window = canvas.prompt_len, canvas.window.clone()
-        pe = canvas.prompt_embeds
+        window = canvas.window.clone()
         for s, rows in self.parts:
             assert s.policy is not None and not s.first_kw  # `gather`: pending, no hooks
             idx, w = torch.tensor(rows, device=canvas.x.device), s.canvas.width
-            part = Canvas(
-                canvas.x[idx, : pp + w],
-                canvas.attention_mask[idx, : pp + w],
-                pp,
-                canvas.window[idx],
-                None if pe is None else pe[idx],
-            )
-            got = s.policy.cut(part, logits[idx, :w])  # (rows,) or None: keep the window
+            got = s.policy.cut(canvas.part(rows, w), logits[idx, :w])  # (rows,) or None: keep
             if got is not None:
                 window[idx] = got.to(window)
             s.first_kw = None  # its step 0 ran

@@ -194,20 +194,12 @@ class CapWindows:
         return {}
 
     def cut(self, canvas: Canvas, logits: torch.Tensor) -> torch.Tensor | None:
-        pp, window = canvas.prompt_len, canvas.window.clone()
+        window = canvas.window.clone()
         reports: list[BoundaryReport | None] = [None] * len(self.caps)
         for g, pol in self.by.items():
             rows = [r for r, c in enumerate(self.caps) if c == g]
             idx = torch.tensor(rows, device=canvas.x.device)
-            pe = canvas.prompt_embeds
-            part = Canvas(
-                canvas.x[idx, : pp + g],
-                canvas.attention_mask[idx, : pp + g],
-                pp,
-                canvas.window[idx],
-                None if pe is None else pe[idx],
-            )
-            got = pol.cut(part, logits[idx, :g])
+            got = pol.cut(canvas.part(rows, g), logits[idx, :g])
             if got is not None:
                 window[idx] = got.to(window)
             for k, r in enumerate(rows):
