@@ -87,6 +87,7 @@ def main() -> int:
         f"PREDICTED ({v['date']}), not measured: one H100 (989 TFLOPS bf16, 3.35 TB/s), "
         f"the simulator's median |error| {err} on {v['held_out']} published GPU figures "
         f"of its {v['held_out_set']} set, never used to build or fit it"
+        f"{': ' + v['held_out_scope'] if v.get('held_out_scope') else ''}"
         f"{' (target 30 %: missed)' if v['median_abs_error_held_out'] > 0.30 else ''}. "
         f"Speed-ups in answer tokens per second over the baseline at "
         f"the same batch; hybrid / naive: Seer + threshold routed against padded to the "

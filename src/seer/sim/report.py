@@ -82,10 +82,16 @@ def simulate(
             "median_abs_error_held_out": v["median_abs_error_held_out"],
             "held_out": v["held_out"],
             "held_out_set": v.get("held_out_set", "development"),
+            "held_out_scope": v.get("held_out_scope", ""),
             "date": v.get("scored", v["date"]),
         },
         "rows": rows,
     }
+
+
+def _scope(v: dict) -> str:
+    """What the validation's held-out set covers, where it says (`held_out_scope`)."""
+    return f": {v['held_out_scope']}" if v.get("held_out_scope") else ""
 
 
 def lines(record: dict) -> list[str]:
@@ -98,7 +104,7 @@ def lines(record: dict) -> list[str]:
         f"{record['trace']}: 4 x the batch, at least 64). Simulator validation: median "
         f"|error| {err} on "
         f"{v['held_out']} published GPU figures of its {v.get('held_out_set', 'development')} "
-        f"set, never used to build or fit it (target 30 %"
+        f"set, never used to build or fit it{_scope(v)} (target 30 %"
         f"{': missed' if v['median_abs_error_held_out'] > 0.30 else ''}; docs/gpu.md, "
         f"{v['date']}). Latency: from a request's step 0 to its answer "
         f"(queueing excluded); {record.get('arrivals', 'every request arrives at once')}.",
