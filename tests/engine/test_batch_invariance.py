@@ -398,6 +398,37 @@ def test_seer_arrivals_take_step_0_in_the_running_rows_forward(model, request):
             assert fwd.rows[:5] == [2, 2, 2, 5, 2]  # tick 2: Seer off joins, Seer arrivals apart
 
 
+@pytest.mark.parametrize("routing", ["hybrid", "varlen", "eager", "static"])
+def test_seer_arrivals_joining_on_every_path_keep_their_solo_answers(text, routing):
+    """The same join on every routing path: the pending rows (full windows of caps 64 and 32)
+    are laid with running rows of cut windows into static, packed or eager forwards, and each
+    arrival still has its solo answer, window and boundary, and no step 0 of its own."""
+    lm, ex = text
+    ex = list(ex.values()) if isinstance(ex, dict) else list(ex)
+    opts = [0, 5, 1, 6, 2, 0]  # greedy and seeded, capped at 64 and 32
+    reqs = [_mixed_request(lm, e, o, "seer") for e, o in zip(ex, opts, strict=False)]
+    reqs.append(_mixed_request(lm, ex[6], 1, "full"))  # Seer off, seeded
+    ticks = [0, 0, 1, 1, 2, 2, 2]
+    solo = [run(lm, [r])[0] for r in reqs]
+    eng, ids, got = (
+        Engine(lm, EngineConfig(routing=routing, min_group=2, kernel="reference")),
+        {},
+        {},
+    )
+    for tick in range(3):
+        ids.update({eng.submit(reqs[k]): k for k, t in enumerate(ticks) if t == tick})
+        got.update({res.request_id: res for res in eng.step()})
+    while eng.has_unfinished():
+        got.update({res.request_id: res for res in eng.step()})
+    assert sorted(got) == sorted(ids)
+    for i, k in ids.items():
+        g, one = got[i], solo[k]
+        assert (g.token_ids, g.window, g.detected) == (one.token_ids, one.window, one.detected)
+    assert sum(eng.stats.rows.values()) == len(reqs)  # every arrival routed once, ...
+    if routing != "hybrid":  # ... on the forced path, beside the running rows
+        assert set(eng.stats.rows) == {routing}
+
+
 def test_a_probing_seer_arrival_takes_its_step_0_apart_and_reads_only_its_rows(text):
     """Seer with the sparsity signal hooks a probe into step 0's forward (its rows, its
     columns): such an arrival takes its step 0 in a forward of its own, never beside running

@@ -20,6 +20,7 @@ over its own block.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
@@ -306,8 +307,9 @@ class RowCuts:
         window = canvas.window.clone()
         for s, rows in self.parts:
             assert s.policy is not None and not s.first_kw  # `gather`: pending, no hooks
-            idx, w = torch.tensor(rows, device=canvas.x.device), s.canvas.width
+            idx, w, t0 = torch.tensor(rows, device=canvas.x.device), s.canvas.width, perf_counter()
             got = s.policy.cut(canvas.part(rows, w), logits[idx, :w])  # (rows,) or None: keep
+            s.policy_seconds += perf_counter() - t0  # its own requests' detection time
             if got is not None:
                 window[idx] = got.to(window)
             s.first_kw = None  # its step 0 ran

@@ -275,9 +275,7 @@ class Engine:
                 self.stats.plans.append(plan)
                 self.stats.rows[plan.path] = self.stats.rows.get(plan.path, 0) + arrived
         for s0, seqs in cuts.values():  # their window policy's reports (cut in that forward)
-            state = seqs[0].state
-            assert state is not None
-            self.runner.boundaries(seqs, s0, state.policy_seconds)
+            self.runner.boundaries(seqs, s0, s0.policy_seconds)
         for seqs, began in apart:
             s = self.runner.prefill(seqs, began)
             self.stats.detect += s.policy_seconds
@@ -310,14 +308,14 @@ class Engine:
             s, w = None, seqs[0].policy
             policy = cfg.grouping == "layout" and w.any_cap
             if join and (w.kind is WindowKind.FULL or policy):
-                s = self.runner.begin(seqs)
-                if self.runner.joins(s):
-                    caps = {q.params.gen_length for q in seqs}
-                    for g in sorted(caps) if policy and len(caps) > 1 else ():
-                        self.runner.begin([q for q in seqs if q.params.gen_length == g])
+                caps = sorted({q.params.gen_length for q in seqs}) if policy else []
+                parts = [[q for q in seqs if q.params.gen_length == g] for g in caps]
+                runs = [self.runner.begin(part) for part in (parts if len(parts) > 1 else [seqs])]
+                if all(self.runner.joins(r) for r in runs):  # one run per cap, if a policy cuts
                     self.scheduler.started(seqs)
                     joined += seqs
                     continue
+                s = runs[0] if len(runs) == 1 else None  # else the step 0 begins them together
             apart.append((seqs, s))
         return joined, apart
 
