@@ -363,6 +363,44 @@ def test_arrivals_share_step_0_across_window_caps_and_with_running_rows(model, r
     assert len(apart) == len(rows) + 4  # ... in a forward more per step 0 apart
 
 
+JOIN_TICKS = [0, 0, 1, 1, 2, 2, 2]  # two Seer requests, then two, then two and one Seer-off
+
+
+def _joining_seer_requests(lm, ex) -> list[Request]:
+    """Seer requests, greedy and seeded, capped at 64 and 32, and one seeded Seer-off request
+    (the last), arriving at `JOIN_TICKS`."""
+    ex = list(ex.values()) if isinstance(ex, dict) else list(ex)
+    opts = [0, 5, 1, 6, 2, 0]
+    reqs = [_mixed_request(lm, e, o, "seer", e.image) for e, o in zip(ex, opts, strict=False)]
+    return [*reqs, _mixed_request(lm, ex[6], 1, "full", ex[6].image)]
+
+
+def _serve_joining(lm, eng, reqs) -> list:
+    """Serve `reqs` at `JOIN_TICKS`; each one's result equals its solo run (answer, window and
+    boundary); the results in request order."""
+    ids, got = {}, {}
+    for tick in range(3):
+        ids.update({eng.submit(reqs[k]): k for k, t in enumerate(JOIN_TICKS) if t == tick})
+        got.update({res.request_id: res for res in eng.step()})
+    while eng.has_unfinished():
+        got.update({res.request_id: res for res in eng.step()})
+    assert sorted(got) == sorted(ids)
+    for i, k in ids.items():
+        g, one = got[i], _solo_result(lm, reqs[k])
+        assert (g.token_ids, g.window, g.detected) == (one.token_ids, one.window, one.detected)
+    return [got[i] for i in sorted(ids, key=ids.__getitem__)]
+
+
+_solo_results: dict = {}
+
+
+def _solo_result(lm, req):
+    key = (id(lm), req.prompt, req.params, req.seer, req.window, req.image is None)
+    if key not in _solo_results:
+        _solo_results[key] = run(lm, [req])[0]
+    return _solo_results[key]
+
+
 @pytest.mark.parametrize("model", ["text", "vqa"])
 def test_seer_arrivals_take_step_0_in_the_running_rows_forward(model, request):
     """Seer requests of any window cap and sampling options (the built-in models' Seer cuts
@@ -371,26 +409,15 @@ def test_seer_arrivals_take_step_0_in_the_running_rows_forward(model, request):
     alone (the same boundary and window) and keeps its solo answer. `policy-apart` gives them
     a forward of their own, as before."""
     lm, ex = request.getfixturevalue(model)
-    ex = list(ex.values()) if isinstance(ex, dict) else list(ex)
-    opts = [0, 5, 1, 6, 2, 0]  # greedy and seeded, capped at 64 and 32
-    reqs = [_mixed_request(lm, e, o, "seer", e.image) for e, o in zip(ex, opts, strict=False)]
-    reqs.append(_mixed_request(lm, ex[6], 1, "full", ex[6].image))  # Seer off, seeded
-    ticks = [0, 0, 1, 1, 2, 2, 2]
+    reqs = _joining_seer_requests(lm, ex)
+    for r in reqs:  # the solo runs, before the forwards are counted
+        _solo_result(lm, r)
     naive = EngineConfig(routing="naive", kernel="reference")  # one forward per tick
-    solo = [run(lm, [r])[0] for r in reqs]
     for grouping, extra in (("layout", 0), ("policy-apart", 2)):
-        eng, ids, got = Engine(lm, replace(naive, grouping=grouping)), {}, {}
+        eng = Engine(lm, replace(naive, grouping=grouping))
         with Forwards(lm.model) as fwd:
-            for tick in range(3):
-                ids.update({eng.submit(reqs[k]): k for k, t in enumerate(ticks) if t == tick})
-                got.update({res.request_id: res for res in eng.step()})
-            while eng.has_unfinished():
-                got.update({res.request_id: res for res in eng.step()})
-        assert sorted(got) == sorted(ids)
-        for i, k in ids.items():
-            g, one = got[i], solo[k]
-            assert (g.token_ids, g.window, g.detected) == (one.token_ids, one.window, one.detected)
-        assert [got[i].detected is not None for i in sorted(ids)] == [True] * 6 + [False]
+            got = _serve_joining(lm, eng, reqs)
+        assert [g.detected is not None for g in got] == [True] * 6 + [False]
         assert len(fwd.rows) == eng.stats.ticks + extra  # policy-apart: step 0s apart at 1, 2
         if grouping == "layout":
             assert fwd.rows[:3] == [2, 4, 7]  # the arrivals of ticks 1 and 2 beside the running
@@ -402,28 +429,11 @@ def test_seer_arrivals_take_step_0_in_the_running_rows_forward(model, request):
 def test_seer_arrivals_joining_on_every_path_keep_their_solo_answers(text, routing):
     """The same join on every routing path: the pending rows (full windows of caps 64 and 32)
     are laid with running rows of cut windows into static, packed or eager forwards, and each
-    arrival still has its solo answer, window and boundary, and no step 0 of its own."""
+    arrival still has its solo answer, window and boundary."""
     lm, ex = text
-    ex = list(ex.values()) if isinstance(ex, dict) else list(ex)
-    opts = [0, 5, 1, 6, 2, 0]  # greedy and seeded, capped at 64 and 32
-    reqs = [_mixed_request(lm, e, o, "seer") for e, o in zip(ex, opts, strict=False)]
-    reqs.append(_mixed_request(lm, ex[6], 1, "full"))  # Seer off, seeded
-    ticks = [0, 0, 1, 1, 2, 2, 2]
-    solo = [run(lm, [r])[0] for r in reqs]
-    eng, ids, got = (
-        Engine(lm, EngineConfig(routing=routing, min_group=2, kernel="reference")),
-        {},
-        {},
-    )
-    for tick in range(3):
-        ids.update({eng.submit(reqs[k]): k for k, t in enumerate(ticks) if t == tick})
-        got.update({res.request_id: res for res in eng.step()})
-    while eng.has_unfinished():
-        got.update({res.request_id: res for res in eng.step()})
-    assert sorted(got) == sorted(ids)
-    for i, k in ids.items():
-        g, one = got[i], solo[k]
-        assert (g.token_ids, g.window, g.detected) == (one.token_ids, one.window, one.detected)
+    reqs = _joining_seer_requests(lm, ex)
+    eng = Engine(lm, EngineConfig(routing=routing, min_group=2, kernel="reference"))
+    _serve_joining(lm, eng, reqs)
     assert sum(eng.stats.rows.values()) == len(reqs)  # every arrival routed once, ...
     if routing != "hybrid":  # ... on the forced path, beside the running rows
         assert set(eng.stats.rows) == {routing}
