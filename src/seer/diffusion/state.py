@@ -313,6 +313,7 @@ class RowCuts:
             if got is not None:
                 window[idx] = got.to(window)
             s.first_kw = None  # its step 0 ran
+        self.parts = []  # every begun run has cut: hold none of them (nor their canvases) on
         return window
 
     def grow(
