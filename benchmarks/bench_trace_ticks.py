@@ -308,13 +308,18 @@ def timing(args, lm, name: str, traces: dict, fwd: list[Forward], price: Price, 
             )
 
 
+def _by_case(results: list[dict]) -> dict[tuple, dict]:
+    """Each result under its (model, grouping, waste, traffic, concurrency)."""
+    return {
+        (r["model"], r["grouping"], r["waste"], r["traffic"], r["concurrency"]): r for r in results
+    }
+
+
 def ratios(results: list[dict]) -> dict:
     """Mixed over uniform traffic per (model, grouping, waste basis, concurrency): rows per
     forward (all ticks and steady), the one-forward-per-tick bound, and the predicted GPU
     rates."""
-    at = {
-        (r["model"], r["grouping"], r["waste"], r["traffic"], r["concurrency"]): r for r in results
-    }
+    at = _by_case(results)
     out = {}
     for (m, g, w, t, c), r in at.items():
         u = at.get((m, g, w, "uniform", c))
@@ -350,9 +355,7 @@ def waste_verdicts(results: list[dict], wastes: list[str]) -> dict:
     """Each later waste basis against the first, per (model, grouping): predicted GPU seconds
     and rows per forward per (traffic, concurrency), their sums over concurrencies per
     traffic, and whether the later basis passes the rule stated in the target."""
-    at = {
-        (r["model"], r["grouping"], r["waste"], r["traffic"], r["concurrency"]): r for r in results
-    }
+    at = _by_case(results)
     out: dict = {}
     for (m, g, w, t, c), r in sorted(at.items()):
         base = at.get((m, g, wastes[0], t, c))

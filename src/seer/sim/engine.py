@@ -97,6 +97,11 @@ class SimEngine:
     ) -> None:
         self.shape, self.hw, self.eff, self.config, self.d = shape, hw, eff, config, decoding
         self.graphs = config.cuda_graphs  # static forwards replay CUDA graphs (else: launched)
+        # routing's forward work: a KV cache that reads the prompt does not recompute it
+        self.no_pack, self.reuses_prompt = (
+            decoding.cache != "none",
+            make_cache(decoding.cache).reuses_prompt,
+        )
         # every priced forward as (flops, bytes, start seconds), when a caller wants to re-price
         # a run at other efficiencies (the schedule does not depend on the clock without arrivals)
         self.ledger: list[tuple[float, float, float]] | None = None
@@ -203,8 +208,7 @@ class SimEngine:
         windows = [r.window for r in rows]
         plens = [r.seq.prompt_len for r in rows]
         spent = 0.0
-        no_pack, reuse = self.d.cache != "none", make_cache(self.d.cache).reuses_prompt
-        for p in sched.plan(windows, plens, self.d.gen_length, no_pack, reuse):
+        for p in sched.plan(windows, plens, self.d.gen_length, self.no_pack, self.reuses_prompt):
             group = [rows[i] for i in p.rows]
             w = self._work(p, group)
             path = p.path if self.graphs or p.path != "static" else "eager"
