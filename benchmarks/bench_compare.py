@@ -59,8 +59,9 @@ loop and end-to-end time per request (median over repeats), the loop speedup ove
 reference with an interval over requests *and* repeats, and for Seer configs detection's share
 of the loop (`detect_share`; the record's `detection`). Batch 32: every engine config over all
 the requests (`--engine-n N`: a seeded random sample; `b32_sample` says which) through
-`seer.engine.Engine` (max_batch 32), `--engine-repeats` interleaved rounds; accuracy over those
-requests with its interval, answers changed, the speed-up's range over rounds.
+`seer.engine.Engine` (max_batch 32), `--engine-repeats` interleaved rounds, the configs' order
+rotated by round (`b32_round_orders` in the record); accuracy over those requests with its
+interval, answers changed, the speed-up's range over rounds.
 
 Clocks: loop and end-to-end time, wall and CPU, are recorded for every config at both batch
 sizes (`seerbench.compare`); `--clock` picks the one every table, speed-up, headline and plot

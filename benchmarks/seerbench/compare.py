@@ -7,7 +7,8 @@ runs every config `repeats` times, interleaved (one round = every config once), 
 config ran once untimed (`seerbench.runs.warm`); the raw record keeps each repeat's loop
 time, so intervals cover requests and repeats. Batch 32: every engine config over all requests
 (or a seeded random sample, `seerbench.draws.sample`) at max_batch 32, `repeats` interleaved
-rounds. DPad runs by name (`cache="dpad"`), through `generate` and the engine alike.
+rounds, each round's order rotated (`seerbench.runs.round_order`). DPad runs by name
+(`cache="dpad"`), through `generate` and the engine alike.
 
 Raw records (JSON Lines, one line per request, one per timed engine round, then one per engine
 config) make a run resumable at any n (the draw of n is a prefix of the draw of n + 1), at the
@@ -49,7 +50,7 @@ from seer.errors import SeerError
 from seerbench import records, stats
 from seerbench.compare_report import B32_KEYS, correct
 from seerbench.machine import provenance
-from seerbench.runs import Timer, rounds, warm
+from seerbench.runs import Timer, round_order, rounds, warm
 
 DPAD_WINDOW = 16  # DPad's sliding window of suffix positions kept after the block
 FACTOR = 1.0  # Fast-dLLM's factor (its README's --factor)
@@ -700,9 +701,11 @@ def batch32(
     anchors: tuple[str, ...] = (),
 ):
     """Each engine config over the requests `idx` (all, or a seeded sample) at max_batch 32,
-    `repeats` interleaved rounds; each round times the engine call end to end (wall and CPU:
-    the engine encodes the prompts) and the same requests' encoding alone (`_encode_time`), so
-    the loop's time is their difference.
+    `repeats` interleaved rounds, round r in the order rotated by r (`runs.round_order`; runs
+    before it kept one order in every round); each round times the engine call end to end (wall
+    and CPU: the engine encodes the prompts) and the same requests' encoding alone
+    (`_encode_time`), so the loop's time is their difference. Each round's line records its
+    planned `order`; each config's record the order every round ran in (`round_orders`).
 
     Configs added after a finished engine run are timed beside a re-run of the cheapest anchor
     (the baseline at the largest tokens per step) and scaled like `batch1`'s."""
@@ -739,13 +742,15 @@ def batch32(
     first: dict = {}
     keys = ("wall", "cpu", "enc_wall", "enc_cpu")
     pass_ = [c.name for c in cases]  # a pass's rounds resume only into the same pass
+    ran: dict[int, list[str]] = defaultdict(list)  # round -> configs in the order they ran
     for line in _round_lines(raw, settings, idx, pass_):  # rounds a stopped run finished
         for k in keys:
             times[line["engine_round"]][k].append(line.get(k, 0.0))
         if "result" in line:
             first.setdefault(line["engine_round"], line["result"])
+        ran[line["round"]].append(line["engine_round"])  # file order is run order
     machine = provenance()
-    for r, cfg in rounds(cases, repeats):
+    for r, cfg in rounds(cases, repeats, rotate=True):  # round r's order rotated (`round_order`)
         if len(times[cfg.name]["wall"]) > r:
             continue
         progress(f"engine round {r + 1}/{repeats}, {cfg.name}: running")
@@ -759,6 +764,7 @@ def batch32(
             "settings": settings,
             "engine_round": cfg.name,
             "round": r,
+            "order": [c.name for c in round_order(cases, r, repeats)],  # this round's plan
             "pass": pass_,
             "requests": idx,
             **got,
@@ -769,6 +775,7 @@ def batch32(
             first[cfg.name] = line["result"] = _engine_result(res, sub, b1)
         with records.append(raw) as f:  # each round is kept: a stopped run resumes at the next one
             f.write(json.dumps(line) + "\n")
+        ran[r].append(cfg.name)
         n_req = len(reqs[cfg.name])
         progress(f"engine round {r + 1}/{repeats}, {cfg.name}: done ({n_req} requests)")
     scale = 1.0
@@ -794,6 +801,7 @@ def batch32(
             "cpu_repeats": tm["cpu"],
             "loop_wall_repeats": loop_w,
             "loop_cpu_repeats": loop_c,
+            "round_orders": [ran[r] for r in range(repeats)],  # configs in run order, per round
             "machine": machine,
             **first[cfg.name],
         }

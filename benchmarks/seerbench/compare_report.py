@@ -107,6 +107,8 @@ def _b32(rec: dict, e: dict, ref_e: dict | None, clock: str) -> None:
     rec["b32_same_as_b1"] = e["same_text_as_batch1"]
     rec["b32_nfe"] = sum(e["nfe"]) / ne
     rec["b32_later_pass"] = "scale" in e
+    if "round_orders" in e:  # records before the rotation ran one fixed order every round
+        rec["b32_round_orders"] = e["round_orders"]
     if "part_scale" in e:  # timed by another process side by side (`compare._side_by_side`)
         rec["b32_part_scale"] = e["part_scale"]
     if ref_e is not None and "hashes" in e and "hashes" in ref_e:
@@ -802,7 +804,7 @@ def markdown(record: dict) -> str:
     )
     out += [
         f"{record['model']}, n = {record['n']} (batch 32: {_b32n(res)} requests, "
-        f"{_b32sample(res)}); clock: {clock}; non-inferiority: {rule}.",
+        f"{_b32sample(res)}{_b32order(res)}); clock: {clock}; non-inferiority: {rule}.",
         "",
         f"Baseline ({g // ks[0]} steps) accuracy: "
         f"{baseline_words(res[f'baseline@k={ks[0]}']['accuracy'], None if old else margin)}.",
@@ -1147,6 +1149,16 @@ def _b32n(res: dict) -> int:
 
 def _b32sample(res: dict) -> str:
     return next((r["b32_sample"] for r in res.values() if "b32_sample" in r), "none")
+
+
+def _b32order(res: dict) -> str:
+    """How the batch-32 rounds ordered the configs, where the record says (records written
+    before the order rotated have no `b32_round_orders`: one fixed order every round)."""
+    orders = [r["b32_round_orders"] for r in res.values() if "b32_round_orders" in r]
+    if not orders:
+        return ""
+    rounds = {tuple(o) for o in orders[0]}
+    return "; rounds in rotated order" if len(rounds) > 1 else "; rounds in one order"
 
 
 def _relative(r: dict, ref: dict, clock: str) -> tuple[float, float]:

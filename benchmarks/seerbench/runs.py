@@ -24,7 +24,9 @@ compares configs timed in one pass of one process, interleaved; a ratio across p
 processes, even scaled by a re-timed anchor, is not on one clock (`compare_report.one_clock_b32`).
 Repeats are interleaved (`rounds`): every config runs once per round, so a slow moment of the
 machine hits every config alike; intervals then cover requests *and* repeats
-(`seerbench.stats.bootstrap_ratio`).
+(`seerbench.stats.bootstrap_ratio`). `rounds(..., rotate=True)` also rotates the order by round
+(batch 32 of `seerbench.compare` uses it), so a drift within a round does not always fall on the
+same config.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 
@@ -55,6 +58,7 @@ SCHEMA = (
     "wall_seconds",
 )
 SHARED = ("n", "seed", "data", "repeats", "threads", "out")
+T = TypeVar("T")
 
 
 def positive(text: str) -> int:
@@ -137,11 +141,22 @@ def timed(fn: Callable, *args, **kwargs) -> tuple[object, Timer]:
     return value, t
 
 
-def rounds(cases: Sequence, repeats: int) -> Iterator[tuple[int, object]]:
-    """(repeat, case) in interleaved order: every case once per round, `repeats` rounds."""
+def rounds(cases: Sequence[T], repeats: int, rotate: bool = False) -> Iterator[tuple[int, T]]:
+    """(repeat, case) in interleaved order: every case once per round, `repeats` rounds. With
+    `rotate`, round r runs the cases in `round_order(cases, r, repeats)`, so no case is always
+    first or last in its round (a drift within a round is then spread over the cases)."""
     for r in range(repeats):
-        for case in cases:
+        for case in round_order(cases, r, repeats) if rotate else cases:
             yield r, case
+
+
+def round_order(cases: Sequence[T], r: int, repeats: int) -> list[T]:
+    """Round r's order under `rounds(..., rotate=True)`: `cases` rotated left by r * n // repeats
+    (n cases), so over the rounds each case's place moves evenly through the round (3 rounds of
+    15: places 0, 10, 5 for the first case) rather than one step a round."""
+    n = len(cases)
+    k = (r * n // max(repeats, 1)) % n if n else 0
+    return [*cases[k:], *cases[:k]]
 
 
 def warm(run: Callable[[object], object], cases: Iterable) -> int:

@@ -354,6 +354,11 @@ def test_a_run_stopped_in_its_engine_rounds_resumes_at_the_next_round(bench, tmp
         assert x["correct"] == first[x["engine"]]["result"]["correct"]
         walls = [y["wall"] for y in lines if y.get("engine_round") == x["engine"]]
         assert x["wall_repeats"] == walls and len(walls) == 2
+    # the rounds' order rotates: round 1 is not round 0's order, and each line says its plan
+    ran = [[y["engine_round"] for y in lines if y.get("round") == k] for k in (0, 1)]
+    assert ran[0] != ran[1] and sorted(ran[0]) == sorted(ran[1])
+    assert all(y["order"] == ran[y["round"]] for y in lines if "engine_round" in y)
+    assert all(x["round_orders"] == ran for x in lines if "engine" in x)
 
 
 def test_the_defaults_are_the_full_comparison(bench, capsys):

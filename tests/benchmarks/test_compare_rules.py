@@ -449,3 +449,15 @@ def test_the_readmes_first_table_is_generated_from_the_shipped_record():
     assert "| no [−3.7] |" in table.splitlines()[3]  # stop at the first end misses the margin
     rows = table.splitlines()  # Seer: a batch-32 figure with its range; stop: timed once, a dash
     assert rows[5].rstrip(" |*").endswith("]") and rows[3].endswith("| — |")
+
+
+def test_the_report_says_how_the_batch_32_rounds_were_ordered():
+    """A record with the rounds' orders says whether they rotated; an older record (one fixed
+    order every round, no orders kept) renders as before, saying nothing."""
+    from seerbench.compare_report import _b32order
+
+    rotated = {"a": {"b32_round_orders": [["a", "b"], ["b", "a"]]}, "b": {}}
+    fixed = {"a": {"b32_round_orders": [["a", "b"], ["a", "b"]]}}
+    assert _b32order(rotated) == "; rounds in rotated order"
+    assert _b32order(fixed) == "; rounds in one order"
+    assert _b32order({"a": {"b32_ms": 1.0}}) == ""

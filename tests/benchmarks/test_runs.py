@@ -49,6 +49,19 @@ def test_rounds_interleave_and_warm_runs_every_case_once():
     assert runs.warm(seen.append, ["x", "y", "z"]) == 3 and seen == ["x", "y", "z"]
 
 
+def test_rotated_rounds_move_every_case_through_the_round():
+    """With `rotate`, no round repeats another's order and each case runs in every round once;
+    over 3 rounds of 6 the first case runs first, then in the middle, then late."""
+    cases = list("abcdef")
+    got = list(runs.rounds(cases, 3, rotate=True))
+    orders = [[c for r, c in got if r == k] for k in range(3)]
+    assert all(sorted(o) == cases for o in orders)
+    assert len({tuple(o) for o in orders}) == 3
+    assert [o.index("a") for o in orders] == [0, 4, 2]
+    assert orders == [runs.round_order(cases, k, 3) for k in range(3)]
+    assert runs.round_order([], 0, 3) == [] and runs.round_order(cases, 0, 1) == cases
+
+
 def test_warm_windows_calls_every_bucket_shape():
     calls = []
 
