@@ -118,3 +118,53 @@ def test_waste_verdicts_pass_only_when_every_trace_is_cheaper_and_no_case_rises(
         v = ticks.waste_verdicts(rises, ["window", "computed"])["m/layout/computed"]
         assert v["sums"]["mixed"]["predicted_seconds"] < 20 and not v["passes"]
         assert v["cases"]["mixed/c64"]["predicted_seconds_over_first"] == 1.05
+
+
+def _case(traffic, c, seconds, merge="none", positions=1000.0, row_steps=100):
+    return dict(
+        model="m",
+        grouping="layout",
+        waste="window",
+        merge_on=merge,
+        traffic=traffic,
+        concurrency=c,
+        predicted_seconds=seconds,
+        rows_per_forward=2.0,
+        forwards=10,
+        computed_positions=positions,
+        row_steps=row_steps,
+    )
+
+
+def test_merge_verdicts_fail_when_any_case_rises_past_the_noise():
+    """`bench_trace_ticks.merge_verdicts`: merge_on passes only if no case's predicted seconds
+    rise by more than the noise (a lower sum does not excuse one case up 5 %)."""
+    base = [_case(t, c, 10.0) for t in ("uniform", "mixed") for c in (8, 64)]
+    merged = [_case(t, c, 9.0, "h100:llada-8b") for t in ("uniform", "mixed") for c in (8, 64)]
+    with benchmark("bench_trace_ticks") as ticks:
+        v = ticks.merge_verdicts([*base, *merged], ["none", "h100:llada-8b"])
+        assert list(v) == ["m/layout/window/h100:llada-8b"]
+        assert v["m/layout/window/h100:llada-8b"]["passes"]
+        rises = [*base, *merged[:-1], _case("mixed", 64, 10.5, "h100:llada-8b")]
+        v = ticks.merge_verdicts(rises, ["none", "h100:llada-8b"])["m/layout/window/h100:llada-8b"]
+        assert not v["passes"] and v["worst_case_over_first"] == 1.05
+        edge = [*base, *merged[:-1], _case("mixed", 64, 10.05, "h100:llada-8b")]  # within noise
+        assert ticks.merge_verdicts(edge, ["none", "h100:llada-8b"])[
+            "m/layout/window/h100:llada-8b"
+        ]["passes"]
+
+
+def test_the_predicted_ratio_splits_into_work_and_rate():
+    """Mixed rows compute 1.5x the positions per row-step (work 2/3) in forwards that run
+    1.2x the positions per second (rate 1.2): the predicted ratio is their product, 0.8."""
+    uniform = {**_case("uniform", 8, 10.0), "rows_per_forward": 2.0, "bound": 2.0}
+    mixed = {**_case("mixed", 8, 12.5, positions=1500.0), "rows_per_forward": 2.0, "bound": 2.0}
+    for r in (uniform, mixed):
+        r["steady_rows_per_forward"] = None
+        r["predicted_row_steps_per_s"] = r["row_steps"] / r["predicted_seconds"]
+        r["predicted_tokens_per_s"] = 1.0
+    with benchmark("bench_trace_ticks") as ticks:
+        v = ticks.ratios([uniform, mixed])["m/layout/window/c8"]
+    assert abs(v["work_factor"] - 2 / 3) < 1e-12 and abs(v["rate_factor"] - 1.2) < 1e-12
+    ratio = v["predicted_mixed_over_uniform_row_steps_per_s"]
+    assert abs(ratio - 0.8) < 1e-12 and abs(ratio - v["work_factor"] * v["rate_factor"]) < 1e-12

@@ -321,6 +321,26 @@ def test_image_rows_merged_across_buckets_keep_their_solo_answers(vqa):
     assert max(rows["window"][1:]) == 2 and rows["computed"][1:4] == [4, 4, 4]
 
 
+@pytest.mark.parametrize("model", ["text", "vqa"])
+def test_rows_merged_by_predicted_cost_keep_their_solo_answers(model, request):
+    """`merge_on`: few rows of LLaDA-8B on an H100 are memory-bound, so the rule runs windows
+    of 8 and 64 in one forward per step (the paper's rho runs two), and every greedy answer
+    is its solo answer."""
+    lm, ex = request.getfixturevalue(model)
+    ex = list(ex.values()) if isinstance(ex, dict) else ex
+    p = lm.sampling(gen_length=64, steps=32)
+    reqs = [
+        Request(ex[i].prompt, p, window=w, image=ex[i].image) for i, w in enumerate([8, 8, 64, 64])
+    ]
+    base = EngineConfig(min_group=2, kernel="reference")
+    rows = {
+        m: _check_mixed(lm, reqs, [0] * 4, f"merge-on-{model}", replace(base, merge_on=m))
+        for m in (None, "h100:llada-8b")
+    }
+    # the steps where the 8-windows run beside the 64-windows: one forward each, not two
+    assert len(rows[None]) - len(rows["h100:llada-8b"]) == 3
+
+
 def test_mixed_traffic_shares_forwards_as_uniform_traffic_does(text):
     """Nine requests, each with other sampling options, arriving together: under the layout
     grouping one step 0 for both window caps (each row cut over its own), then forwards of all

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from seer.engine import EngineConfig, Scheduler
 from seer.engine.scheduler import default_buckets, pack, rho_of
 from seer.errors import SeerError
+from seer.sim import cost
 
 
 def plan(windows, prompts=None, **kw):
@@ -76,6 +77,120 @@ def test_computed_waste_keeps_groups_apart_when_padding_dominates():
     s = Scheduler(EngineConfig(waste="computed"))
     assert len(s.plan(windows, [88] * 8, 64, no_pack=True, reuses_prompt=True)) == 2
     assert len(s.plan(windows, [88] * 8, 64, no_pack=True)) == 1
+
+
+LLADA_H100 = "h100:llada-8b"
+
+
+def _apart_and_merged(s, windows, prompts, gen_length):
+    """Predicted seconds of the two bucket groups apart (the paper's plans) and of the one
+    forward the merge rule lays them out as."""
+    apart = Scheduler(EngineConfig()).plan(windows, prompts, gen_length)
+    assert len(apart) == 2
+    rows = apart[0].rows + apart[1].rows
+    merged = s._plan(windows, prompts, gen_length, False, False)
+    one = merged if len(merged) == 1 else None
+    if one is None:  # the rule kept them apart: price the layout it refused
+        rho = s.waste(rows, windows, prompts, gen_length)
+        path = s._route(rows, windows, gen_length, False, rho)
+        one = [s._make(path, rows, windows, prompts, gen_length, rho)]
+    price = s.price
+    return sum(price.seconds(p, windows, False) for p in apart), price.seconds(
+        one[0], windows, False
+    )
+
+
+def test_merge_on_merges_small_groups_whose_forward_is_memory_bound():
+    """Eight rows of LLaDA-8B on an H100: the weights read dominates, so one forward of both
+    bucket groups costs about one of them; the rule merges them (packed: padding is 44 % of
+    the windows), where the paper's rho and the computed basis keep two forwards."""
+    windows, prompts = [8] * 4 + [64] * 4, [4] * 8
+    assert len(plan(windows, prompts)) == len(plan(windows, prompts, waste="computed")) == 2
+    s = Scheduler(EngineConfig(merge_on=LLADA_H100))
+    (one,) = s.plan(windows, prompts, 64)
+    assert (one.path, sorted(one.rows)) == ("varlen", [*range(8)])
+    apart, merged = _apart_and_merged(s, windows, prompts, 64)
+    assert merged <= apart
+    w = cost.Work(8 * 72, 8 * 72 * 72, 8 * 64, 8 * 72)
+    assert cost.bound(s.price.shape, s.price.hw, s.price.eff, w) == "memory"
+
+
+def test_merge_on_keeps_apart_a_compute_bound_forward_with_much_padding():
+    """64 rows with 200-token prompts: the computed basis merges the 8- and 64-window groups
+    (the padding is small beside the prompts), but the merged forward is compute-bound, so
+    its padding costs FLOPs and it is predicted slower than the two apart: no merge."""
+    windows, prompts = [8] * 32 + [64] * 32, [200] * 64
+    assert len(plan(windows, prompts, waste="computed")) == 1
+    for waste in ("window", "computed"):
+        s = Scheduler(EngineConfig(merge_on=LLADA_H100, waste=waste))
+        plans = s.plan(windows, prompts, 64)
+        assert [(p.path, p.bucket, len(p.rows)) for p in plans] == [
+            ("static", 8, 32),
+            ("static", 64, 32),
+        ]
+        apart, merged = _apart_and_merged(s, windows, prompts, 64)
+        assert merged > apart
+    w = cost.Work(64 * 264, 64 * 264 * 264, 64 * 64, 64 * 264)
+    assert cost.bound(s.price.shape, s.price.hw, s.price.eff, w) == "compute"
+
+
+def test_merge_on_plans_are_pure_and_memoised():
+    windows, prompts = [8] * 4 + [64] * 4, [4] * 8
+    s = Scheduler(EngineConfig(merge_on=LLADA_H100))
+    first = s.plan(windows, prompts, 64)
+    assert s.plan(list(windows), list(prompts), 64) is first  # the memo's answer
+    assert windows == [8] * 4 + [64] * 4 and prompts == [4] * 8  # arguments untouched
+    fresh = Scheduler(EngineConfig(merge_on=LLADA_H100)).plan(windows, prompts, 64)
+    assert [(p.path, p.rows, p.offsets) for p in fresh] == [
+        (p.path, p.rows, p.offsets) for p in first
+    ]
+    # forced paths and naive padding ignore the rule
+    forced = Scheduler(EngineConfig(merge_on=LLADA_H100, routing="static"))
+    assert len(forced.plan(windows, prompts, 64)) == 2
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        ("h999", "merge_on 'h999': unknown gpu 'h999': choose one of a100, h100, h200, rtx5070"),
+        ("h100:nope", "merge_on 'h100:nope': unknown model shape 'nope'; choose one of llada-8b"),
+        ("h100:", "merge_on 'h100:': name a model shape after ':'"),
+    ],
+)
+def test_merge_on_bad_values_are_one_line(bad, says):
+    with pytest.raises(SeerError) as e:
+        EngineConfig(merge_on=bad)
+    assert str(e.value).startswith(says) and "\n" not in str(e.value)
+
+
+def test_merge_on_without_a_model_prices_the_served_model():
+    """ "h100" alone: the engine reads the served model's shape from its config (the built-in
+    text model's config.json); a model shape named after ':' overrides it."""
+    import json
+
+    import seer
+    from seer.engine import Engine
+    from seer.sim.shapes import shape_of
+
+    lm = seer.load("builtin")
+    served = Engine(lm, EngineConfig(merge_on="h100")).scheduler.price
+    raw = json.loads((lm.path / "config.json").read_text())
+    want = shape_of(raw, "builtin")
+    assert served is not None and served.hw.name.startswith("H100")
+    assert (served.shape.hidden, served.shape.layers, served.shape.params) == (
+        want.hidden,
+        want.layers,
+        want.params,
+    )
+    named = Engine(lm, EngineConfig(merge_on=LLADA_H100)).scheduler.price
+    assert named is not None and named.shape.name == "LLaDA-8B"
+
+
+def test_merge_on_refuses_a_model_without_a_config_shape():
+    from seer.engine.pricing import served_shape
+
+    with pytest.raises(SeerError, match="merge_on: the shape of toy is unknown"):
+        served_shape(object(), "toy")
 
 
 def test_cfg_groups_are_never_packed():

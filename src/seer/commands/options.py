@@ -296,7 +296,7 @@ def seer(args):
 
 # -- the engine and the server: flags generated from EngineConfig / ServerConfig ---------------
 # the engine's user options
-ENGINE_FLAGS = ("max_batch", "max_queue", "max_tokens_per_step", "grouping")
+ENGINE_FLAGS = ("max_batch", "max_queue", "max_tokens_per_step", "grouping", "merge_on")
 
 
 def add_engine(p: argparse.ArgumentParser, names=ENGINE_FLAGS) -> None:

@@ -57,6 +57,7 @@ import torch
 from seer.diffusion.state import LoopState, WindowPolicy
 from seer.engine.config import EngineConfig
 from seer.engine.model import EngineModel
+from seer.engine.pricing import served_shape
 from seer.engine.prompts import prompt_inputs
 from seer.engine.request import PartialResult, Request, RequestResult, StepView, resolve
 from seer.engine.runner import Runner
@@ -64,6 +65,7 @@ from seer.engine.scheduler import BatchPlan, Scheduler, SchedulerOutput
 from seer.engine.sequence import Sequence, Window, WindowKind
 from seer.errors import SeerError
 from seer.kernels.dispatch import use_backend
+from seer.sim.shapes import ModelShape
 
 
 class QueueFull(SeerError):
@@ -102,13 +104,20 @@ class Engine:
     def __init__(self, lm: EngineModel, config: EngineConfig | None = None) -> None:
         self.lm = lm
         self.config = config or EngineConfig()
-        self.scheduler = Scheduler(self.config)
+        self.scheduler = Scheduler(self.config, self._served_shape())
         self.runner = Runner(lm, self.config, self.scheduler)
         self.stats = EngineStats()
         self._ready: list[RequestResult] = []  # results to hand out at the next step()
         self._next_id = 0
         self._tick = 0
         self._kinds: dict[tuple[Hashable, ...], int] = {}  # grouping key -> kind number
+
+    def _served_shape(self) -> ModelShape | None:
+        """The served model's shape, where `merge_on` prices forwards as it (names no model)."""
+        spec = self.config.merge_on
+        if spec is None or ":" in spec:
+            return None
+        return served_shape(self.lm.model.config, self.lm.name or "the served model")
 
     @property
     def waiting(self) -> list[Sequence]:

@@ -26,8 +26,16 @@ the Seer policy, or gen_length) and its prompt length, as host ints.
    (`CachePolicy.reuses_prompt`: prefix, dual, prefix_lm) counts the windows only. Under
    `computed` (hybrid routing), walking the coarse groups upward, a group also merges into the
    next while the merged group's waste stays <= `tau_pad`: long prompts (images) make padding
-   a short window to a longer bucket cheap beside a forward of its own. Then each group gets a
-   path:
+   a short window to a longer bucket cheap beside a forward of its own. With
+   `EngineConfig.merge_on` (a GPU profile, "h100" or "h100:llada-8b"; off by default) the merge
+   asks the price instead, on either basis: walking the coarse groups upward, a group merges
+   into the next when the predicted seconds of one forward of both (laid out as it would run:
+   the path and layout the merged group takes) are <= the two forwards' apart (each at its own
+   path). A memory-bound forward (few rows: the weights read dominates) costs about what a
+   smaller one does, so merging pays; a compute-bound one pays for its padding in FLOPs. The
+   prices are the GPU simulator's predictions (`seer.engine.pricing`: seer.sim's roofline at
+   its validated efficiencies, median error 28 % on batch-1 text, batched forwards untested),
+   not measurements. Then each group gets a path:
    - eager  when B_G <= `eager_bucket` or |G| == 1: rows at their exact windows, no padding;
    - static when its waste <= `tau_pad`: rows padded to B_G (prompts to a multiple of
      `prompt_align`), padding masked out; fixed shapes, so CUDA graphs replay on GPU;
@@ -46,7 +54,9 @@ from dataclasses import dataclass, field
 
 from seer.diffusion.forward import pack
 from seer.engine.config import EngineConfig
+from seer.engine.pricing import ForwardPrice, forward_price
 from seer.engine.sequence import Sequence
+from seer.sim.shapes import ModelShape
 
 __all__ = ["BatchPlan", "Scheduler", "SchedulerOutput", "default_buckets", "pack", "rho_of"]
 
@@ -95,10 +105,14 @@ def default_buckets(gen_length: int) -> tuple[int, ...]:
 class Scheduler:
     """Holds the requests' states (waiting, running), admits rows each tick and turns their
     windows into `BatchPlan`s (see the module docstring). The engine moves a request between
-    states only through `add`, `started`, `finish` and `abort`."""
+    states only through `add`, `started`, `finish` and `abort`. `served`: the served model's
+    shape, which `merge_on` prices forwards as when it names no model."""
 
-    def __init__(self, config: EngineConfig) -> None:
+    def __init__(self, config: EngineConfig, served: ModelShape | None = None) -> None:
         self.config = config
+        self.price: ForwardPrice | None = None  # merge_on's predicted seconds of a forward
+        if config.merge_on is not None:
+            self.price = forward_price(config.merge_on, served, config.cuda_graphs)
         self.waiting: list[Sequence] = []  # added, step 0 not run yet
         self.running: list[Sequence] = []  # step 0 done, answer not complete
         self._buckets: dict[int, tuple[int, ...]] = {}  # gen_length -> buckets
@@ -215,17 +229,23 @@ class Scheduler:
                 groups.append(cur)
                 cur = []
 
-        def waste(rows: list[int]) -> float:
-            return self.waste(rows, windows, prompt_lens, gen_length, reuses_prompt)
-
-        if cfg_.waste == "computed" and cfg_.routing == "hybrid":
-            groups = merge(groups, waste, cfg_.tau_pad)
-        plans = []
-        for rows in groups:
-            rho = waste(rows)
+        def layout(rows: list[int]) -> BatchPlan:  # the group's path and layout
+            rho = self.waste(rows, windows, prompt_lens, gen_length, reuses_prompt)
             path = self._route(rows, windows, gen_length, no_pack, rho)
-            plans.append(self._make(path, rows, windows, prompt_lens, gen_length, rho))
-        return plans
+            return self._make(path, rows, windows, prompt_lens, gen_length, rho)
+
+        if cfg_.routing == "hybrid" and self.price is not None:
+            price = self.price
+            groups = merge_priced(
+                groups, lambda rows: price.seconds(layout(rows), windows, reuses_prompt)
+            )
+        elif cfg_.waste == "computed" and cfg_.routing == "hybrid":
+            groups = merge(
+                groups,
+                lambda rows: self.waste(rows, windows, prompt_lens, gen_length, reuses_prompt),
+                cfg_.tau_pad,
+            )
+        return [layout(rows) for rows in groups]
 
     def waste(
         self,
@@ -293,6 +313,18 @@ def merge(
     out: list[list[int]] = []
     for g in groups:
         if out and waste(out[-1] + g) <= tau_pad:
+            out[-1] = out[-1] + g
+        else:
+            out.append(g)
+    return out
+
+
+def merge_priced(groups: list[list[int]], seconds: Callable[[list[int]], float]) -> list[list[int]]:
+    """Coarse groups (in bucket order) merged walking upward: a group merges into the next when
+    one forward of both is predicted (`seconds`) to take no longer than the two apart."""
+    out: list[list[int]] = []
+    for g in groups:
+        if out and seconds(out[-1] + g) <= seconds(out[-1]) + seconds(g):
             out[-1] = out[-1] + g
         else:
             out.append(g)

@@ -41,6 +41,7 @@ def build(
     max_queue=_E.max_queue,
     max_tokens_per_step=_E.max_tokens_per_step,
     grouping=_E.grouping,
+    merge_on=_E.merge_on,
     image_root=None,
     max_image_bytes=_S["max_image_bytes"],
     max_body_bytes=_S["max_body_bytes"],
@@ -69,6 +70,7 @@ def build(
         max_queue=max_queue,
         max_tokens_per_step=max_tokens_per_step,
         grouping=grouping,
+        merge_on=merge_on,
     )
     engine = Engine(lm, cfg)
     names = tuple(model_names or ()) or (lm.name or "seer",)

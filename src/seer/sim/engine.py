@@ -114,7 +114,7 @@ class SimEngine:
 
     def run(self, requests: list[SimRequest], method: str) -> SimResult:
         """Every request of `requests` answered by `method`; the clock starts at 0."""
-        sched = Scheduler(self.config)
+        sched = Scheduler(self.config, self.shape)  # merge_on prices as the simulated model
         pending = sorted(requests, key=lambda r: r.arrival)[::-1]  # pop() takes the earliest
         rows: dict[int, _Row] = {}
         res = SimResult(0.0, 0, [])

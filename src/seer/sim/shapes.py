@@ -75,6 +75,11 @@ def shape_of(raw: dict, name: str = "model", image_tokens: int | None = None) ->
     heads = pick("n_heads", "num_attention_heads")
     kv = next((size(k) for k in ("n_kv_heads", "num_key_value_heads") if raw.get(k)), heads)
     vocab = pick("new_vocab_size", "vocab_size", "embedding_size")
+    mlp_keys = ("mlp_hidden_size", "intermediate_size")
+    if any(raw.get(k) is not None for k in mlp_keys) or raw.get("mlp_ratio") is None:
+        mlp = pick(*mlp_keys)
+    else:  # LLaDA's config may give the MLP width as a multiple of d_model (its default)
+        mlp = h * size("mlp_ratio")
     if image_tokens is None:
         image_tokens = size("num_vq_tokens") if "num_vq_tokens" in raw else _image_tokens(raw)
     vision = 2 * SIGLIP_PARAMS * SIGLIP_PATCHES * 5 if "mm_vision_tower" in raw else 0.0
@@ -82,7 +87,7 @@ def shape_of(raw: dict, name: str = "model", image_tokens: int | None = None) ->
         name,
         h,
         pick("n_layers", "num_hidden_layers"),
-        pick("mlp_hidden_size", "intermediate_size"),
+        mlp,
         vocab,
         kv * (h // heads),
         image_tokens,

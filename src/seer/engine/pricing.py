@@ -1,0 +1,106 @@
+"""`ForwardPrice`: the predicted GPU seconds of a planned forward, for the cost-aware merge.
+
+`EngineConfig.merge_on` names a GPU profile of `seer.sim.hardware` ("h100"), optionally with a
+model shape `seer.sim.shapes.load_shape` accepts ("h100:llada-8b"); without one, the served
+model's own shape (its typed config read as a config.json, `served_shape`). The scheduler then
+merges two adjacent bucket groups when one forward of both is predicted to cost no more than
+the two apart (`seer.engine.scheduler`). A forward is priced by the simulator's roofline
+(`seer.sim.cost`: seconds = the slower of compute and memory + the start) at the validated
+efficiencies (`seer.sim.report.efficiency`), over the columns it computes: prompt + window per
+row without a KV cache, the windows only where a cache reuses the prompt (as `Scheduler.waste`
+counts them; a prefix or dual cache's whole-canvas forward at a block's start is not seen).
+
+These are the simulator's predictions, not measurements: its median error is 28 % on batch-1
+text figures, and batched forwards are untested (`seer/sim/validation.json`, `held_out_scope`).
+
+Layering: `seer.sim.cost`, `hardware` and `shapes` import nothing from `seer.engine`;
+`seer.sim.report` does (through `seer.sim.engine`), so it is imported when a price is built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, is_dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from seer.errors import SeerError
+from seer.sim import cost
+from seer.sim.hardware import GPU, Efficiency, gpu
+from seer.sim.shapes import ModelShape, builtin_shapes, load_shape, shape_of
+
+if TYPE_CHECKING:
+    from seer.engine.scheduler import BatchPlan
+
+
+@dataclass(slots=True, frozen=True)
+class ForwardPrice:
+    """Prices a `BatchPlan`'s forward on one GPU as one model shape (predicted seconds)."""
+
+    shape: ModelShape  # the model the forwards are priced as
+    hw: GPU  # the GPU profile
+    eff: Efficiency  # the simulator's validated efficiencies
+    graphs: bool = True  # static forwards replay a CUDA graph (else they launch every kernel)
+
+    def seconds(self, plan: BatchPlan, windows: list[int], reuses_prompt: bool) -> float:
+        """One forward of `plan` (windows: every row's, indexed by `plan.rows`)."""
+        w = cost.Work()
+        if plan.path == "varlen":  # dense block-diagonal mask per packed row
+            for _ in range(plan.packs):
+                w.add(plan.packed_len, plan.packed_len, 0)
+            w.logits = sum(windows[r] for r in plan.rows)
+        else:  # every row of the layout computes the same columns, padding included
+            kv = plan.prompt_width + plan.width
+            q = plan.width if reuses_prompt else kv
+            n = len(plan.rows)
+            w = cost.Work(n * q, n * q * kv, n * min(q, plan.width), n * kv)
+        path = plan.path if self.graphs or plan.path != "static" else "eager"
+        return cost.seconds(self.shape, self.hw, self.eff, w, path)
+
+
+def parse(spec: str) -> tuple[GPU, ModelShape | None]:
+    """`merge_on`'s GPU profile and model shape (None: the served model's); one `SeerError`
+    line for a bad value."""
+    name, _, model = spec.partition(":")
+    try:
+        hw = gpu(name)
+    except SeerError as e:
+        raise SeerError(f"merge_on {spec!r}: {e}") from None
+    if not model:
+        if ":" in spec:
+            raise SeerError(f"merge_on {spec!r}: name a model shape after ':' or drop the ':'")
+        return hw, None
+    if model.lower() not in builtin_shapes() and not Path(model).exists():
+        names = ", ".join(builtin_shapes())
+        raise SeerError(
+            f"merge_on {spec!r}: unknown model shape {model!r}; choose one of {names}, "
+            "or a model folder / config.json"
+        )
+    try:
+        return hw, load_shape(model)
+    except SeerError as e:
+        raise SeerError(f"merge_on {spec!r}: {e}") from None
+
+
+def served_shape(config: object, name: str = "served model") -> ModelShape:
+    """A loaded model's shape from its typed config (its config.json fields, `extra` included),
+    read as `seer.sim.shapes.shape_of` reads a config.json."""
+    if not is_dataclass(config):
+        raise SeerError(
+            f"merge_on: the shape of {name} is unknown (its config is not a config.json "
+            "dataclass); name one, e.g. merge_on='h100:llada-8b'"
+        )
+    raw = {f.name: getattr(config, f.name) for f in fields(config) if f.name != "extra"}
+    raw |= getattr(config, "extra", None) or {}
+    return shape_of({k: v for k, v in raw.items() if v is not None}, name)
+
+
+def forward_price(spec: str, served: ModelShape | None, graphs: bool) -> ForwardPrice:
+    """The price of `merge_on`'s profile; `served`: the served model's shape (used when the
+    profile names none)."""
+    from seer.sim.report import efficiency  # imports seer.engine: see the module docstring
+
+    hw, shape = parse(spec)
+    shape = shape or served
+    if shape is None:
+        raise SeerError(f"merge_on {spec!r}: no model shape: name one, e.g. '{spec}:llada-8b'")
+    return ForwardPrice(shape, hw, efficiency(), graphs)
