@@ -53,6 +53,23 @@ def test_a_port_in_use_is_one_line_before_the_model_loads(command, capsys, monke
     assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in err
 
 
+@pytest.mark.parametrize(
+    "flags, says",
+    [
+        (["--merge-on", "h999"], "merge_on 'h999': unknown gpu"),
+        (["--merge-on", "h100:nope"], "unknown model shape 'nope'"),
+        (["--merge-on", "h100:"], "merge_on 'h100:'"),
+    ],
+)
+def test_a_bad_engine_option_is_one_line_before_the_model_loads(flags, says, capsys, monkeypatch):
+    import seer.commands.options
+
+    monkeypatch.setattr(seer.commands.options, "load", lambda args: pytest.fail("model loaded"))
+    assert main(["serve", "--model", MODEL, "--port", "0", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err, err
+
+
 def _running(srv: Server, n: int = 1) -> None:
     deadline = time.monotonic() + 60
     while total(metrics(srv.url), "seer_running_rows") < n:

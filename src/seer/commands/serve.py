@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from seer.commands import options
+from seer.engine.config import EngineConfig
 
 # the server's options past host and port (`seer.serve.config.ServerConfig`)
 SERVE_LIMITS = (
@@ -80,13 +81,14 @@ def _build(args) -> dict:
     """`seer.serve.build`'s options from the flags (the model names apart), every default
     read from the option specs (`EngineConfig`, `ServerConfig`)."""
     cfg = options.server_config(args)
-    engine = options.engine_options(args)
+    engine = {k: options.engine_options(args)[k] for k in options.ENGINE_FLAGS}
+    EngineConfig(**engine)  # a bad engine option is one line here, before the model loads
     return dict(
         api_key=args.api_key,
         public_metrics=args.public_metrics,
         seer=not args.no_seer,
         image_root=args.allow_local_images,
-        **{k: engine[k] for k in options.ENGINE_FLAGS},
+        **engine,
         **{k: getattr(cfg, k) for k in BUILD_LIMITS},
     )
 
@@ -170,9 +172,9 @@ def main(args) -> int:
         if not args.ray_address:  # Ray's proxy binds it later; say now if it cannot
             bind(cfg.host, cfg.port).close()
         return _replicas(args)
+    built = _build(args)  # every option checked before the model loads
     sock = bind(cfg.host, cfg.port)  # before the model loads: a taken port is one line
     lm = options.load(args)
-    built = _build(args)
     page = None
     if args.ui:  # the page of `seer ui`, mounted on this server's app at /ui/
         from seer.ui import mount
