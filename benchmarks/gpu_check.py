@@ -1,4 +1,4 @@
-"""The prepared GPU check (run by `benchmarks/gpu_check.sh`): eight sections, each timed, each
+"""The prepared GPU check (run by `benchmarks/gpu_check.sh`): nine sections, each timed, each
 writing its result under `--out` (default docs/results/gpu/), a summary table and a last-line JSON.
 
   graphs   the engine's static path with CUDA graphs against the same path run eagerly
@@ -19,9 +19,13 @@ writing its result under `--out` (default docs/results/gpu/), a summary table an
   compare  `bench_compare.py` on the built-in text model at one budget (4 tokens per step)
   train    the text model v2's trainer on the device: one batch's loss equal to the CPU's, and
            optimiser steps/s at batch 16 and 256 (whether a GPU session can train there)
+  merge    `EngineConfig.merge_on` off against auto (the default: merges priced on the GPU
+           found): the built-in model serves `bench_trace_ticks.py`'s uniform and mixed traces;
+           every forward timed on the GPU clock beside its predicted seconds (last: it stops
+           starting cases past the budget and says so)
 
-Every row timed by `graphs`, `engine`, `project` and `compare` (its cache-free configs at
-batch 1) is printed with the simulator's prediction
+Every row timed by `graphs`, `engine`, `project`, `compare` (its cache-free configs at
+batch 1) and `merge` is printed with the simulator's prediction
 beside it (`seer.sim`: the same requests' windows and NFE replayed on the engine's scheduler,
 priced by the roofline of the GPU found, with the validated efficiencies), so the first GPU run
 confirms or refutes the simulator; on a device the simulator does not know (a CPU), the
@@ -38,6 +42,7 @@ those sections then say "skipped" with the reason).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import tempfile
@@ -78,15 +83,23 @@ def prompts(n: int) -> list[str]:
 # -- the simulator's predictions beside the measurements -------------------------------------------
 
 
+def sim_profile(device: str) -> tuple[str, str]:
+    """The `seer.sim` GPU profile the device's name names (`seer.sim.hardware.profile_of`, as
+    merge_on="auto" finds it; h100 when it names none), and a label."""
+    from seer.sim import hardware
+
+    name = torch.cuda.get_device_name(0) if torch.device(device).type == "cuda" else device
+    if (key := hardware.profile_of(name)) is not None:
+        return key, f"predicted for {hardware.gpu(key).name}"
+    return "h100", f"no simulated GPU is {name!r}: predicted for an H100"
+
+
 def sim_gpu(device: str):
     """The `seer.sim` GPU that matches the device (an H100 when it knows none), and a label."""
     from seer.sim import hardware
 
-    name = torch.cuda.get_device_name(0) if torch.device(device).type == "cuda" else device
-    for key, tag in (("h200", "H200"), ("h100", "H100"), ("a100", "A100"), ("rtx5070", "5070")):
-        if tag in name:
-            return hardware.gpu(key), f"predicted for {hardware.gpu(key).name}"
-    return hardware.gpu("h100"), f"no simulated GPU is {name!r}: predicted for an H100"
+    key, label = sim_profile(device)
+    return hardware.gpu(key), label
 
 
 def sim_seconds(folder: Path, device: str, shapes: list, cfg, gen_length: int) -> float:
@@ -368,11 +381,11 @@ def check_compare(args, tmp: Path) -> dict:
         "--plot",
         str(args.out / "compare.png"),
         "--no-daedal",
-        "--skip",
-        "factor,seer+factor,dual+factor,seer+dual+factor",
     ]
     if args.tiny:
-        argv.append("--quick")
+        argv.append("--quick")  # its set has no factor configs to skip
+    else:
+        argv += ["--skip", "factor,seer+factor,dual+factor,seer+dual+factor"]
     rec = mod.main(argv)
     (args.out / "compare.json").write_text(json.dumps(rec))
     keep = ("accuracy", "nfe", "loop_ms", "b32_ms", "loop_speedup_vs_ref")
@@ -527,6 +540,183 @@ def check_train(args, tmp: Path) -> dict:
     return out
 
 
+MERGE_NOISE = 0.05  # merge: auto may measure this share above off in a case and still pass
+
+
+class ForwardClock:
+    """Every model forward of `lm` while installed: its shape (`bench_trace_ticks.Forward`:
+    rows, columns, logit positions) and its span on the device's clock (CUDA events on a GPU,
+    `time.perf_counter` off it). A CUDA-graph replay is one forward (its shape taken at the
+    graph cache); the model calls inside a capture are not counted."""
+
+    def __init__(self, lm, device: str) -> None:
+        from seer.diffusion.graphs import GraphCache
+
+        self.cuda = torch.device(device).type == "cuda"
+        self.fwd: list[tuple[int, int, int]] = []  # each forward's (rows, columns, logits)
+        self.spans: list[tuple] = []  # each forward's (start, end) stamps
+        self._open, self._capturing = None, False
+        self._hooks = [
+            lm.model.register_forward_pre_hook(self._pre, with_kwargs=True),
+            lm.model.register_forward_hook(self._post, with_kwargs=True),
+        ]
+        self._cls, self._original = GraphCache, GraphCache.__call__
+        self._call = self._original  # what a replay runs (the cache's own call)
+
+        def replay(graphs, x, mask, pos, cols):  # a function: the cache comes as `graphs`
+            return self._replay(graphs, x, mask, pos, cols)
+
+        GraphCache.__call__ = replay  # type: ignore[method-assign]
+
+    def close(self) -> None:
+        for h in self._hooks:
+            h.remove()
+        self._cls.__call__ = self._original  # type: ignore[method-assign]
+
+    def stamp(self):
+        if not self.cuda:
+            return time.perf_counter()
+        e = torch.cuda.Event(enable_timing=True)
+        e.record()
+        return e
+
+    def seconds(self) -> float:
+        """The forwards' summed spans."""
+        if not self.cuda:
+            return sum(b - a for a, b in self.spans)
+        torch.cuda.synchronize()
+        return sum(a.elapsed_time(b) for a, b in self.spans) / 1000
+
+    def _pre(self, module, a, k) -> None:
+        if self._capturing:
+            return
+        x = a[0] if a and a[0] is not None else k["inputs_embeds"]
+        at = k.get("logits_positions")  # eager: the answer columns; packed: the slots
+        logits = at.stop - at.start if isinstance(at, slice) else x.shape[1]
+        self.fwd.append((int(x.shape[0]), int(x.shape[1]), int(logits)))
+        self._open = self.stamp()
+
+    def _post(self, module, a, k, out) -> None:
+        if not self._capturing:
+            self.spans.append((self._open, self.stamp()))
+
+    def _replay(self, graphs, x, mask, pos, cols):
+        self.fwd.append((int(x.shape[0]), int(x.shape[1]), cols.stop - cols.start))
+        start, self._capturing = self.stamp(), True
+        try:
+            out = self._call(graphs, x, mask, pos, cols)
+        finally:
+            self._capturing = False
+        self.spans.append((start, self.stamp()))
+        return out
+
+
+def check_merge(args, tmp: Path) -> dict:
+    """merge_on off against auto, measured: the built-in text model on the device serves the
+    uniform and the mixed trace of `bench_trace_ticks.py` (`bench_serving.py --trace`'s
+    traffic, its functions reused) by closed-loop clients under each setting, in one process,
+    each case twice (the first a warm-up: graph captures); every forward of the second pass is
+    timed on the device's clock and priced by the simulator's roofline on the GPU found as the
+    served model, so the measured seconds stand beside the predicted ones of the same forwards.
+    Where auto is off (a CPU, an unknown GPU) the profile the prediction uses is named instead,
+    and the run says so. The model is small (d_model 128): on a GPU its forwards are
+    launch-bound, so this checks the rule in that regime, not an 8B model's."""
+    from seer.data import load_examples
+    from seer.engine import Engine, EngineConfig
+
+    ticks = _bench_module("bench_trace_ticks")
+    lm = seer.load("builtin", device=args.device)
+    n, concurrency = (8, (8,)) if args.tiny else (24, (8, 32))
+    examples = load_examples("builtin", n=n, part="eval", seed=0)[:n]
+    traces = {
+        k: ticks.requests(lm, examples, k, lm.name or "builtin", 0) for k in ("uniform", "mixed")
+    }
+    key, label = sim_profile(args.device)
+    auto = Engine(lm, EngineConfig(merge_on="auto")).scheduler.price
+    on = "auto" if auto is not None else key
+    note = None if auto is not None else f"auto is off on {args.device}: {key} named instead"
+    rule = (
+        f"merge_on {on} is confirmed on this device if its measured forward seconds are <= "
+        f"{1 + MERGE_NOISE:.2f}x off's in every case (predicted: {label}, as the served model)"
+    )
+    print(f"  [merge] stated before the first request: {rule}{'; ' + note if note else ''}")
+    price, clock, rows = ticks.pricer(str(lm.path), key), ForwardClock(lm, args.device), []
+    last = 0.0  # seconds the last case took: a case starts only if one more fits the budget
+    try:
+        for kind, reqs in traces.items():
+            for c in concurrency:
+                if time.time() + last > args.deadline:
+                    print(f"  [merge] {kind} c={c} skipped: over the budget", flush=True)
+                    continue
+                t0 = time.time()
+                serve = functools.partial(ticks.serve, lm, reqs, c, fwd=clock.fwd, price=price)
+                rows += _merge_case(args, serve, f"{kind}/c={c}", ("none", on), clock, key)
+                last = time.time() - t0
+    finally:
+        clock.close()
+    checks = [r["measured_over_off"] <= 1 + MERGE_NOISE for r in rows if "measured_over_off" in r]
+    return {
+        "ok": True,
+        "rule": rule,
+        "merge_on": on,
+        "profile": key,
+        "confirmed": None if auto is None or not checks else all(checks),  # None: not measured
+        "note": note,
+        "results": rows,
+    }
+
+
+def _merge_case(args, serve, case: str, values, clock: ForwardClock, key: str) -> list[dict]:
+    """One (traffic, concurrency) served (`serve`: `bench_trace_ticks.serve` of its requests
+    and clients) under each merge_on value: a warm-up (not with --tiny: no graphs on a CPU),
+    then the timed pass; predicted on GPU profile `key`."""
+    from seer.engine import EngineConfig
+
+    out: list[dict] = []
+    for merge_on in values:
+        cfg = EngineConfig(merge_on=merge_on)
+        if not args.tiny:
+            serve(cfg=cfg)  # warm-up: graphs captured
+        clock.spans.clear()
+        sync(args.device)
+        t0 = time.perf_counter()
+        r = serve(cfg=cfg)
+        sync(args.device)
+        wall, measured = time.perf_counter() - t0, clock.seconds()
+        assert len(clock.spans) == len(clock.fwd) == r["forwards"]
+        row = {
+            "case": case,
+            "merge_on": merge_on,
+            "forwards": r["forwards"],
+            "rows_per_forward": r["rows_per_forward"],
+            "measured_seconds": measured,
+            "predicted_seconds": r["predicted_seconds"],
+            "measured_over_predicted": measured / r["predicted_seconds"],
+            "serve_seconds": wall,
+        }
+        if out:
+            row["measured_over_off"] = measured / out[0]["measured_seconds"]
+            row["predicted_over_off"] = r["predicted_seconds"] / out[0]["predicted_seconds"]
+        out.append(row)
+        print(
+            f"  [merge] {case:<12} merge_on {merge_on:<5} forwards {r['forwards']:>5} rows/fwd "
+            f"{r['rows_per_forward']:5.2f}: {measured:.4f} s measured ({_clock(args)}), "
+            f"{r['predicted_seconds']:.4f} s predicted ({key}), serve {wall:.2f} s wall"
+            + (
+                f"; over off: measured {row['measured_over_off']:.3f}, predicted "
+                f"{row['predicted_over_off']:.3f}"
+                if "measured_over_off" in row
+                else ""
+            ),
+            flush=True,
+        )
+    return out
+
+
+def _clock(args) -> str:
+    return "GPU clock" if torch.device(args.device).type == "cuda" else "CPU clock"
+
+
 SECTIONS = {
     "train": check_train,
     "graphs": check_graphs,
@@ -536,6 +726,7 @@ SECTIONS = {
     "serving": check_serving,
     "project": check_project,
     "compare": check_compare,
+    "merge": check_merge,
 }
 
 
@@ -552,17 +743,20 @@ def main(argv=None) -> int:
     if torch.device(args.device).type == "cpu":
         torch.set_num_threads(1)
     t0 = time.time()
+    args.deadline = t0 + args.budget  # sections that run cases stop starting them past it
     results = {}
     with tempfile.TemporaryDirectory() as d:
         for name in args.only:
             if time.time() - t0 > args.budget:
                 results[name] = {"ok": None, "skipped": f"over the {args.budget:.0f} s budget"}
+                print(f"[gpu_check] {name}: skipped, over the {args.budget:.0f} s budget")
                 continue
             print(f"[gpu_check] {name} ...", flush=True)
             ts = time.time()
             try:
                 r = SECTIONS[name](args, Path(d))
-            except Exception as e:  # a failed section is a result, not the end of the check
+            except (Exception, SystemExit) as e:  # a failed section (an argparse error of a
+                # benchmark it runs included) is a result, not the end of the check
                 r = {
                     "ok": False,
                     "error": f"{type(e).__name__}: {e}",

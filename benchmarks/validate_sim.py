@@ -272,8 +272,11 @@ def _simulate(p: dict) -> tuple:
         reqs = [trace.SimRequest(p["requests"]["prompt"], p["requests"]["answer"])] * n
     code = released_code(p)
     d = trace.Decoding(**p["decoding"], full_logits=code["full_logits"])
-    cfg = EngineConfig(
-        max_batch=per_gpu, routing=p.get("routing", "hybrid"), cuda_graphs=code["graphs"]
+    cfg = EngineConfig(  # no cost-aware merge: the published systems' code has none
+        max_batch=per_gpu,
+        routing=p.get("routing", "hybrid"),
+        cuda_graphs=code["graphs"],
+        merge_on="none",
     )
     hw = hardware.gpu(p["gpu"])
     sim = engine.SimEngine(shape, hw, hardware.Efficiency(), cfg, d)

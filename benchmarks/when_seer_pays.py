@@ -11,7 +11,9 @@ against naive padding (Seer + threshold) — each model at its official sampler'
              steps for 512), blocks of 128, no cache
 
 Threshold decoding reveals 2 answer tokens per forward and each block of end tokens in one
-(`seer.sim.trace`, an assumption). Output: docs/results/sim/when-seer-pays.md and .json.
+(`seer.sim.trace`, an assumption). Hybrid routing here is without the cost-aware merge
+(`EngineConfig.merge_on` none; the engine's default, auto, merges on a known GPU). Output:
+docs/results/sim/when-seer-pays.md and .json.
 
     python benchmarks/when_seer_pays.py            # ~5 min on one CPU thread
 """
@@ -50,8 +52,8 @@ def cell(model: str, window: int, batch: int) -> dict:
     reqs = trace.builtin(name, n=requests_for(batch, 1024)).requests
     d = trace.Decoding(gen_length=window, tokens_per_step=tps, block=block or window, cache=cache)
     tput = {}
-    for method, routing in RUNS:
-        cfg = EngineConfig(max_batch=batch, routing=routing)
+    for method, routing in RUNS:  # without the cost-aware merge (merge_on auto: on a GPU)
+        cfg = EngineConfig(max_batch=batch, routing=routing, merge_on="none")
         tput[(method, routing)] = SimEngine(shape, hw, eff, cfg, d).run(reqs, method).throughput
     base = tput[("baseline", "hybrid")]
     return {

@@ -59,6 +59,7 @@ def test_a_port_in_use_is_one_line_before_the_model_loads(command, capsys, monke
         (["--merge-on", "h999"], "merge_on 'h999': unknown gpu"),
         (["--merge-on", "h100:nope"], "unknown model shape 'nope'"),
         (["--merge-on", "h100:"], "merge_on 'h100:'"),
+        (["--merge-on", "auto:llada-8b"], "merge_on 'auto:llada-8b': auto prices the GPU"),
     ],
 )
 def test_a_bad_engine_option_is_one_line_before_the_model_loads(flags, says, capsys, monkeypatch):

@@ -11,7 +11,7 @@ from seer.cli import main
 from seer.engine.config import EngineConfig
 from seer.errors import SeerError
 from seer.sim import builtin_shapes, cost, gpu, load_shape, trace, validation
-from seer.sim.engine import SimEngine
+from seer.sim.engine import SimEngine, SimResult
 from seer.sim.hardware import Efficiency
 from seer.sim.trace import Decoding, SimRequest
 
@@ -79,7 +79,8 @@ def test_every_request_is_answered_and_seer_cuts_the_work():
 def test_hybrid_routing_is_the_real_router_and_naive_pads_to_the_longest():
     # twelve short answers and four long ones of spread lengths: the long group wastes > tau_pad
     reqs = [SimRequest(40, 5)] * 12 + [SimRequest(40, a) for a in (60, 90, 150, 230)]
-    shape, cfg = builtin_shapes()["llada-8b"], EngineConfig(max_batch=16)
+    # bucket groups kept apart (merge_on none: no cost-aware merge, see the test below)
+    shape, cfg = builtin_shapes()["llada-8b"], EngineConfig(max_batch=16, merge_on="none")
     hybrid = SimEngine(shape, gpu("h100"), EFF, cfg, Decoding()).run(reqs, "seer")
     naive_cfg = EngineConfig(max_batch=16, routing="naive")
     naive = SimEngine(shape, gpu("h100"), EFF, naive_cfg, Decoding()).run(reqs, "seer")
@@ -87,6 +88,30 @@ def test_hybrid_routing_is_the_real_router_and_naive_pads_to_the_longest():
     assert naive.rows_per_forward > hybrid.rows_per_forward  # hybrid splits groups by bucket
     assert hybrid.computed < naive.computed  # no row padded to the longest window
     assert hybrid.latency(0.5) < naive.latency(0.5) / 2  # short answers are not held back
+
+
+def test_merge_on_auto_prices_merges_on_the_simulated_gpu_as_the_simulated_model():
+    """The simulator's "auto" (the default) is the engine's on the simulated GPU: the same run
+    as naming that GPU (the simulated model's shape). On the spread windows above, few rows of
+    LLaDA-8B are memory-bound on an H100, so it merges the bucket groups (fewer forwards and
+    predicted seconds than with merging off); an A100 reaches its compute roof at fewer FLOPs
+    per byte, so there the merges are predicted to cost more and auto keeps the groups apart."""
+    reqs = [SimRequest(40, 5)] * 12 + [SimRequest(40, a) for a in (60, 90, 150, 230)]
+    shape = builtin_shapes()["llada-8b"]
+
+    def run(hw: str, merge_on: str | None) -> SimResult:
+        kw = {} if merge_on is None else {"merge_on": merge_on}
+        cfg = EngineConfig(max_batch=16, **kw)
+        return SimEngine(shape, gpu(hw), EFF, cfg, Decoding()).run(reqs, "seer")
+
+    assert EngineConfig().merge_on == "auto"
+    auto = {hw: run(hw, None) for hw in ("h100", "a100")}
+    for hw, r in auto.items():
+        assert r == run(hw, hw)
+    off = run("h100", "none")
+    assert auto["h100"].decode_forwards < off.decode_forwards and auto["h100"].seconds < off.seconds
+    a100 = auto["a100"].decode_forwards
+    assert a100 == run("a100", "none").decode_forwards > auto["h100"].decode_forwards
 
 
 def test_full_logits_price_the_output_layer_on_every_computed_position():

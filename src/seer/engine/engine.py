@@ -48,6 +48,7 @@ The engine is single-threaded: one thread calls `add`, `abort` and `step`.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -55,7 +56,7 @@ from dataclasses import dataclass, field
 import torch
 
 from seer.diffusion.state import LoopState, WindowPolicy
-from seer.engine.config import EngineConfig
+from seer.engine.config import AUTO, OFF, EngineConfig
 from seer.engine.model import EngineModel
 from seer.engine.pricing import served_shape
 from seer.engine.prompts import prompt_inputs
@@ -65,7 +66,28 @@ from seer.engine.scheduler import BatchPlan, Scheduler, SchedulerOutput
 from seer.engine.sequence import Sequence, Window, WindowKind
 from seer.errors import SeerError
 from seer.kernels.dispatch import use_backend
+from seer.sim.hardware import GPU, GPUS, profile_of
 from seer.sim.shapes import ModelShape
+
+log = logging.getLogger("seer.engine")
+
+
+def device_gpu(device: torch.device) -> GPU | None:
+    """merge_on="auto"'s GPU profile for `device`: the one its CUDA name names
+    (`seer.sim.hardware.profile_of`); None (auto off) on CPU or MPS, and on a GPU the
+    simulator does not know, said in one log line."""
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    if (key := profile_of(name)) is None:
+        log.warning(
+            f"merge_on auto: off: the simulator has no profile for {name!r}; price forwards "
+            f"as a known GPU with --merge-on {'|'.join(GPUS)} (EngineConfig(merge_on=...)), "
+            "or set none to silence this"
+        )
+        return None
+    log.info(f"merge_on auto: forwards priced as {key} ({name}), as the served model")
+    return GPUS[key]
 
 
 class QueueFull(SeerError):
@@ -104,7 +126,7 @@ class Engine:
     def __init__(self, lm: EngineModel, config: EngineConfig | None = None) -> None:
         self.lm = lm
         self.config = config or EngineConfig()
-        self.scheduler = Scheduler(self.config, self._served_shape())
+        self.scheduler = Scheduler(self.config, *self._pricing())
         self.runner = Runner(lm, self.config, self.scheduler)
         self.stats = EngineStats()
         self._ready: list[RequestResult] = []  # results to hand out at the next step()
@@ -112,12 +134,21 @@ class Engine:
         self._tick = 0
         self._kinds: dict[tuple[Hashable, ...], int] = {}  # grouping key -> kind number
 
-    def _served_shape(self) -> ModelShape | None:
-        """The served model's shape, where `merge_on` prices forwards as it (names no model)."""
-        spec = self.config.merge_on
-        if spec is None or ":" in spec:
-            return None
-        return served_shape(self.lm.model.config, self.lm.name or "the served model")
+    def _pricing(self) -> tuple[ModelShape | None, GPU | None]:
+        """What `merge_on` prices forwards as: the served model's shape (where the value names
+        no model) and, for "auto", the GPU this engine runs on (None: auto is off)."""
+        spec = (self.config.merge_on or "none").lower()
+        if spec in OFF or ":" in spec:
+            return None, None
+        if spec != AUTO:
+            return served_shape(self.lm.model.config, self.lm.name or "the served model"), None
+        if (hw := device_gpu(self.lm.device)) is None:
+            return None, None
+        try:
+            return served_shape(self.lm.model.config, self.lm.name or "the served model"), hw
+        except SeerError as e:  # auto never refuses a model: it is off for this one
+            log.warning(f"merge_on auto: off ({e})")
+            return None, None
 
     @property
     def waiting(self) -> list[Sequence]:

@@ -2,7 +2,11 @@
 
 `EngineConfig.merge_on` names a GPU profile of `seer.sim.hardware` ("h100"), optionally with a
 model shape `seer.sim.shapes.load_shape` accepts ("h100:llada-8b"); without one, the served
-model's own shape (its typed config read as a config.json, `served_shape`). The scheduler then
+model's own shape (its typed config read as a config.json, `served_shape`). "auto" (the
+default) is the profile of the GPU the engine runs on, as the served model: the engine finds
+it (`seer.engine.engine.device_gpu`: the CUDA device's name, `seer.sim.hardware.profile_of`)
+and hands it to the scheduler; on CPU, MPS or a GPU the simulator does not know, auto is off,
+as "none", "off" and None are. The scheduler then
 merges two adjacent bucket groups when one forward of both is predicted to cost no more than
 the two apart (`seer.engine.scheduler`). A forward is priced by the simulator's roofline
 (`seer.sim.cost`: seconds = the slower of compute and memory + the start) at the validated
@@ -23,6 +27,7 @@ from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from seer.engine.config import AUTO, OFF
 from seer.errors import SeerError
 from seer.sim import cost
 from seer.sim.hardware import GPU, Efficiency, gpu
@@ -61,6 +66,11 @@ def parse(spec: str) -> tuple[GPU, ModelShape | None]:
     """`merge_on`'s GPU profile and model shape (None: the served model's); one `SeerError`
     line for a bad value."""
     name, _, model = spec.partition(":")
+    if name.lower() == AUTO:
+        raise SeerError(
+            f"merge_on {spec!r}: auto prices the GPU found as the served model; name both "
+            "to price as another model, e.g. 'h100:llada-8b'"
+        )
     try:
         hw = gpu(name)
     except SeerError as e:
@@ -94,13 +104,21 @@ def served_shape(config: object, name: str = "served model") -> ModelShape:
     return shape_of({k: v for k, v in raw.items() if v is not None}, name)
 
 
-def forward_price(spec: str, served: ModelShape | None, graphs: bool) -> ForwardPrice:
-    """The price of `merge_on`'s profile; `served`: the served model's shape (used when the
-    profile names none)."""
+def forward_price(
+    spec: str | None, served: ModelShape | None, graphs: bool, device: GPU | None = None
+) -> ForwardPrice | None:
+    """The price `merge_on` asks for (None: off). `served`: the served model's shape (used
+    when the value names none); `device`: the GPU the engine runs on, which "auto" prices as
+    (None: auto is off)."""
+    if spec is None or spec.lower() in OFF:
+        return None
+    auto = spec.lower() == AUTO
+    hw, shape = (device, served) if auto else parse(spec)
+    shape = shape or served
+    if hw is None or shape is None:
+        if auto:  # no GPU found, or a model of unknown shape
+            return None
+        raise SeerError(f"merge_on {spec!r}: no model shape: name one, e.g. '{spec}:llada-8b'")
     from seer.sim.report import efficiency  # imports seer.engine: see the module docstring
 
-    hw, shape = parse(spec)
-    shape = shape or served
-    if shape is None:
-        raise SeerError(f"merge_on {spec!r}: no model shape: name one, e.g. '{spec}:llada-8b'")
     return ForwardPrice(shape, hw, efficiency(), graphs)

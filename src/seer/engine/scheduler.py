@@ -27,8 +27,9 @@ the Seer policy, or gen_length) and its prompt length, as host ints.
    `computed` (hybrid routing), walking the coarse groups upward, a group also merges into the
    next while the merged group's waste stays <= `tau_pad`: long prompts (images) make padding
    a short window to a longer bucket cheap beside a forward of its own. With
-   `EngineConfig.merge_on` (a GPU profile, "h100" or "h100:llada-8b"; off by default) the merge
-   asks the price instead, on either basis: walking the coarse groups upward, a group merges
+   `EngineConfig.merge_on` (a GPU profile, "h100" or "h100:llada-8b"; by default "auto": the
+   GPU the engine runs on, which the engine finds and passes in as `gpu`, off without one) the
+   merge asks the price instead, on either basis: walking the coarse groups upward, a group merges
    into the next when the predicted seconds of one forward of both (laid out as it would run:
    the path and layout the merged group takes) are <= the two forwards' apart (each at its own
    path). A memory-bound forward (few rows: the weights read dominates) costs about what a
@@ -56,6 +57,7 @@ from seer.diffusion.forward import pack
 from seer.engine.config import EngineConfig
 from seer.engine.pricing import ForwardPrice, forward_price
 from seer.engine.sequence import Sequence
+from seer.sim.hardware import GPU
 from seer.sim.shapes import ModelShape
 
 __all__ = ["BatchPlan", "Scheduler", "SchedulerOutput", "default_buckets", "pack", "rho_of"]
@@ -106,13 +108,18 @@ class Scheduler:
     """Holds the requests' states (waiting, running), admits rows each tick and turns their
     windows into `BatchPlan`s (see the module docstring). The engine moves a request between
     states only through `add`, `started`, `finish` and `abort`. `served`: the served model's
-    shape, which `merge_on` prices forwards as when it names no model."""
+    shape, which `merge_on` prices forwards as when it names no model; `gpu`: the GPU profile
+    the forwards run on, which merge_on="auto" prices as (None: auto is off). The scheduler
+    asks no device: whoever runs the forwards finds the GPU (`Engine`, `SimEngine`)."""
 
-    def __init__(self, config: EngineConfig, served: ModelShape | None = None) -> None:
+    def __init__(
+        self, config: EngineConfig, served: ModelShape | None = None, gpu: GPU | None = None
+    ) -> None:
         self.config = config
-        self.price: ForwardPrice | None = None  # merge_on's predicted seconds of a forward
-        if config.merge_on is not None:
-            self.price = forward_price(config.merge_on, served, config.cuda_graphs)
+        # merge_on's predicted seconds of a forward (None: off)
+        self.price: ForwardPrice | None = forward_price(
+            config.merge_on, served, config.cuda_graphs, gpu
+        )
         self.waiting: list[Sequence] = []  # added, step 0 not run yet
         self.running: list[Sequence] = []  # step 0 done, answer not complete
         self._buckets: dict[int, tuple[int, ...]] = {}  # gen_length -> buckets

@@ -4,7 +4,9 @@ What is real and what is simulated:
 - real: `seer.engine.scheduler.Scheduler` unchanged — admission each tick (`schedule`: fcfs or
   shortest_first within `max_batch` and the token budget) and routing (`plan`: window buckets,
   the padding-waste ratio, static / varlen / eager, or `routing="naive"`), on real `Sequence`
-  objects with the request's real `SamplingParams`;
+  objects with the request's real `SamplingParams`; `EngineConfig.merge_on="auto"` (the
+  default) merges bucket groups as the engine would on the simulated GPU, priced as the
+  simulated model (the engine finds its GPU from the device; here it is `hw`);
 - simulated: the executor. Instead of `Runner` running the model, each tick prices the forwards
   the scheduler planned — step 0 of the arrivals over the full window, then one forward per
   planned group — by `seer.sim.cost` on a model's shape and a GPU's datasheet peaks, and
@@ -114,7 +116,8 @@ class SimEngine:
 
     def run(self, requests: list[SimRequest], method: str) -> SimResult:
         """Every request of `requests` answered by `method`; the clock starts at 0."""
-        sched = Scheduler(self.config, self.shape)  # merge_on prices as the simulated model
+        # merge_on prices as the simulated model ("auto": on the simulated GPU)
+        sched = Scheduler(self.config, self.shape, self.hw)
         pending = sorted(requests, key=lambda r: r.arrival)[::-1]  # pop() takes the earliest
         rows: dict[int, _Row] = {}
         res = SimResult(0.0, 0, [])

@@ -23,6 +23,7 @@ separate test set.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from seer.errors import SeerError
@@ -95,3 +96,21 @@ def gpu(name: str) -> GPU:
     if key not in GPUS:
         raise SeerError(f"unknown gpu {name!r}: choose one of {', '.join(GPUS)}")
     return GPUS[key]
+
+
+VARIANTS = ("ti", "super")  # a word after the model number that makes it another card
+
+
+def profile_of(device_name: str) -> str | None:
+    """The profile (a key of `GPUS`) a device's name names, matched word by word so that
+    "NVIDIA H100 80GB HBM3" is h100, "NVIDIA A100-SXM4-80GB" a100 and "NVIDIA GeForce RTX 5070"
+    rtx5070, while "NVIDIA GH200 480GB" and "RTX 5070 Ti" are none; None when none matches. A
+    family's form factors (H100 PCIe, NVL) take its profile, whose peaks are the SXM data
+    sheet's."""
+    words = re.findall(r"[a-z0-9]+", device_name.lower())
+    for i in range(len(words)):
+        for n in (1, 2):  # "h100", or "rtx" + "5070"
+            key, after = "".join(words[i : i + n]), words[i + n : i + n + 1]
+            if key in GPUS and not (after and after[0] in VARIANTS):
+                return key
+    return None
