@@ -223,7 +223,8 @@ def check_bf16(args, tmp: Path) -> dict:
     from seer.diffusion.loop import DenoisingLoop, make_canvas
     from seer.models.loader import load_model
 
-    tokens = TokenIds(mask=310, eos=300, pad=300)  # the fixture's config.json (see its README)
+    raw = json.loads((GOLDEN / "config.json").read_text())  # the fixture's ids, not literals
+    tokens = TokenIds(mask=raw["mask_token_id"], eos=raw["eos_token_id"], pad=raw["eos_token_id"])
     cache_of = {
         "generate": "none",
         "generate_with_prefix_cache": "prefix",
@@ -237,7 +238,9 @@ def check_bf16(args, tmp: Path) -> dict:
                 continue
             p = SamplingParams(
                 gen_length=kw["gen_length"],
-                steps=kw["steps"],
+                # more steps than tokens is refused; Fast-dLLM's extra steps reveal nothing (a
+                # block runs while it has masks), so its tokens are those of steps = gen_length
+                steps=min(kw["steps"], kw["gen_length"]),
                 block_length=kw["block_length"],
                 remasking=kw["remasking"],
                 threshold=kw.get("threshold"),

@@ -109,3 +109,14 @@ def test_the_forward_clock_counts_a_graph_replay_as_one_forward_and_not_its_capt
     assert got == "logits"
     assert clock.fwd == [(3, 20, 8), (1, 20, 20)] and len(clock.spans) == 2
     assert GraphCache.__call__ is original
+
+
+def test_the_bf16_section_replays_every_llada_golden_in_float32(tmp_path):
+    """Every case of the three LLaDA golden files (the recorded steps > gen_length ones too) runs
+    and matches the official tokens in float32; bfloat16 is reported beside it."""
+    import argparse
+
+    with benchmark("gpu_check") as gpu_check:
+        res = gpu_check.check_bf16(argparse.Namespace(device="cpu", tiny=False), tmp_path)
+    assert res["ok"] is True, res
+    assert res["float32"]["token_exact"] == res["float32"]["cases"] > 40
