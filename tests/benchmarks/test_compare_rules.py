@@ -375,8 +375,9 @@ def test_a_report_at_another_margin_than_the_plan_is_post_hoc():
 
 
 def test_a_batch32_time_from_another_process_or_pass_is_never_a_headline():
-    """A config timed at batch 32 by a second process (scaled) or in a later pass is not on the
-    first pass's clock: it is marked ‡ and the batch-32 headline never picks it."""
+    """A config timed at batch 32 by a second process or in a later pass is not on the first
+    pass's clock (nor one of an old record whose second process's times were scaled): the
+    batch-32 headline never picks it."""
     from seerbench.compare_report import headline, one_clock_b32
 
     ref = [1.0] * 100
@@ -386,9 +387,10 @@ def test_a_batch32_time_from_another_process_or_pass_is_never_a_headline():
     )
     for k, ms in (("base", 1000.0), ("a", 500.0), ("b", 100.0), ("c", 90.0)):
         res[k] |= {"b32_ms": ms, "b32_correct": ref, "b32_round_ms": [ms], "b32_noninferior": True}
-    res["b"]["b32_part_scale"] = {"cpu": 0.915}
+    res["b"]["b32_other_process"] = True
     res["c"]["b32_later_pass"] = True
     assert [one_clock_b32(res[k]) for k in ("a", "b", "c")] == [True, False, False]
+    assert not one_clock_b32({"b32_part_scale": {"cpu": 0.915}})  # an old record's
     h = headline(res, "base", 3.0, reps=100)
     assert h["b32"]["fastest"] == "a" and h["b1"]["fastest"] == "c"
 
