@@ -814,7 +814,10 @@ def markdown(record: dict) -> str:
         )
     )
     pct = lambda x: f"{100 * x:.1f}"  # noqa: E731
-    clock = f"{clock_label(record)} at batch 1, {clock_label(record, 'b32')} at batch 32"
+    b32_run = any("b32_ms" in r for r in res.values())
+    clock = f"{clock_label(record)} at batch 1" + (
+        f", {clock_label(record, 'b32')} at batch 32" if b32_run else ""
+    )
     rule = "none (old format: the paired interval reaching 0)"
     how, post_hoc = preregistration(record)
     if not old:
@@ -832,8 +835,13 @@ def markdown(record: dict) -> str:
         else []
     )
     out += [
-        f"{record['model']}, n = {record['n']} (batch 32: {_b32n(res)} requests, "
-        f"{_b32sample(res)}{_b32order(res)}); clock: {clock}; non-inferiority: {rule}.",
+        f"{record['model']}, n = {record['n']} "
+        + (
+            f"(batch 32: {_b32n(res)} requests, {_b32sample(res)}{_b32order(res)})"
+            if b32_run
+            else "(batch 1 only: no batch-32 pass)"
+        )
+        + f"; clock: {clock}; non-inferiority: {rule}.",
         "",
         f"Baseline ({g // ks[0]} steps) accuracy: "
         f"{baseline_words(res[f'baseline@k={ks[0]}']['accuracy'], None if old else margin)}.",
