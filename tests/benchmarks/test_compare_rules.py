@@ -425,19 +425,25 @@ def test_a_batch32_speedup_in_the_readme_needs_three_rounds_on_one_clock():
 
 
 def test_the_readmes_first_table_is_generated_from_the_shipped_record():
-    """README's first results table is `readme_table` of the shipped comparison record and its
-    batch-32 re-timing (the comment above it names the command): baseline, stop at the first end,
-    threshold 0.9, Seer, Seer + threshold, the oracle, with the margin verdict under Holm's rule;
-    batch 32 only for the configs re-timed in 3 rounds."""
-    from seerbench.compare_report import readme_table
+    """README's first results table is `readme_table` of the records its comment names (the
+    shipped settings' pre-registered batch-1 run and the batch-32 re-timing of the same
+    requests): baseline, stop at the first end, threshold 0.9, Seer, Seer + threshold, the
+    oracle, with the margin verdict under Holm's rule; batch 32 only for the configs re-timed in
+    3 rounds. The batch-1 record's plan was written before its first request."""
+    from seerbench.compare_report import preregistration, readme_table
 
-    shipped = ROOT / "docs/results/compare/shipped"
-    record = json.loads((shipped / "compare-builtin.json").read_text())
-    b32 = json.loads((shipped.with_name("shipped-b32") / "compare-builtin.json").read_text())
-    assert b32["b32_repeats"] >= 3 and b32["n"] == record["n"]
-    table = readme_table(record, b32)
     readme = (ROOT / "README.md").read_text()
     marker = readme.index("<!-- headline: bench_compare builtin")
+    comment = readme[marker : readme.index("-->", marker)]
+    paths = comment.split("--readme ")[1].split(")")[0].split()
+    assert len(paths) == 2 and paths[0].endswith("shipped-prereg/compare-builtin.json")
+    record, b32 = (json.loads((ROOT / x).read_text()) for x in paths)
+    assert b32["b32_repeats"] >= 3 and b32["n"] == record["n"]
+    assert record["preregistered"]["requests_done"] == 0  # the plan preceded the first request
+    how, post_hoc = preregistration(record)
+    assert how.startswith("pre-registered: ") and not post_hoc
+    assert record["preregistered"]["primary"] == ["seer+threshold@t=0.9", "threshold@t=0.9"]
+    table = readme_table(record, b32)
     assert readme[readme.index("\n", marker) + 1 :].startswith(table)
     labels = [row.split(" | ")[0].removeprefix("| ") for row in table.splitlines()[2:]]
     assert labels[:6] == [
