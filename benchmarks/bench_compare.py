@@ -87,14 +87,17 @@ window must fit the model's positions, checked in one line); its files carry the
 (`-g256`).
 
 Raw per-request results go to `--raw` (JSON Lines); a run with the same settings resumes from
-it, at any `--n`, at the next batch-32 round, and per config (a config added later runs beside
-the anchors, `--anchors`, and its times are scaled by their first-pass / later-pass ratio over
-the whole pass; `--add NAMES` takes configs of the full set into a `--quick` run, e.g. a block
-method's best block size into a larger run). A batch-32 pass can run as two processes side by
-side, one per core: the same command with other `--blocks` or `--skip` (each keeps the
-baseline), each on its own copy of the raw file after batch 1, the second's new lines appended
-to the first's; the second's times are put on the first's clocks by the baselines both timed
-(`seerbench.compare._side_by_side`; marked ² in the report).
+it, at any `--n`, at the next batch-32 round, and per config (a config added later runs at
+batch 1 beside the anchors, `--anchors`, interleaved on each request, and its batch-1 times are
+scaled by their first-pass / later-pass ratio over the whole pass; at batch 32 it is timed in a
+pass of its own and kept as measured, with no speed-up over the first pass's configs; `--add
+NAMES` takes configs of the full set into a `--quick` run, e.g. a block method's best block size
+into a larger run). A batch-32 pass can run as two processes side by side, one per core: the
+same command with other `--blocks` or `--skip` (each keeps the baseline), each on its own copy
+of the raw file after batch 1, the second's new lines appended to the first's; each process's
+times stay on its own clock (`seerbench.compare._mark_processes`): the report prints the
+second's batch-32 times as measured (² in the report) and gives no batch-32 speed-up between the
+two. For one clock, time every config together.
 Outputs: a table, the Pareto plot (`--plot`), the README's tables (`--markdown`), and the
 last-line JSON record (`seerbench.runs`); `--out DIR` writes all of them there (raw-,
 compare-*.png / .md / .json).
@@ -272,8 +275,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--anchors",
         default="",
-        help="configs re-run beside configs added to a finished run, to scale their times "
-        "(comma-separated names, e.g. baseline@k=8; default: every full-window baseline)",
+        help="configs re-run at batch 1 beside configs added to a finished run, to scale their "
+        "batch-1 times (comma-separated names, e.g. baseline@k=8; default: every full-window "
+        "baseline)",
     )
     ap.add_argument("--progress", type=Path, default=None, help="also append progress lines here")
     ap.add_argument(
@@ -474,7 +478,6 @@ def main(argv=None) -> dict:
                 engine_clock="wall+cpu",
             ),
             progress,
-            anchors,
         )
     results = summarise(rows, eng, configs, g, examples, args.clock, args.margin)
     mark_frontier(results)

@@ -13,8 +13,11 @@ rounds, each round's order rotated (`seerbench.runs.round_order`). DPad runs by 
 Raw records (JSON Lines, one line per request, one per timed engine round, then one per engine
 config) make a run resumable at any n (the draw of n is a prefix of the draw of n + 1), at the
 next engine round (a stopped batch-32 part keeps its finished rounds) and per config: a config
-added after a finished run is run beside the anchors (the full-window baselines, or those
-named), and its times are put on the first pass's scale by the anchors' time ratio.
+added after a finished run is run at batch 1 beside the anchors (the full-window baselines, or
+those named), interleaved on each request, and its batch-1 times are put on the first pass's
+scale by the anchors' time ratio. At batch 32 no time is scaled: a config timed in a later
+pass or by a second process is kept as measured and compared with no config of another
+process (`_mark_processes`; the report gives it no batch-32 speed-up).
 
 Clocks: every config is timed at both batch sizes on four clocks, wall and CPU each, loop and end
 to end. Batch 1: `loop` wall is the denoising loop's own time (`stats.seconds`), `loop` CPU the
@@ -48,7 +51,7 @@ import torch
 from seer.boundary.truncation import FixedWindowPolicy, SeerPolicy, round_window
 from seer.errors import SeerError
 from seerbench import records, stats
-from seerbench.compare_report import B32_KEYS, correct
+from seerbench.compare_report import correct
 from seerbench.machine import provenance
 from seerbench.runs import Timer, round_order, rounds, warm
 
@@ -707,22 +710,26 @@ def batch32(
     (`_encode_time`), so the loop's time is their difference. Each round's line records its
     planned `order`; each config's record the order every round ran in (`round_orders`).
 
-    Configs added after a finished engine run are timed beside a re-run of the cheapest anchor
-    (the baseline at the largest tokens per step) and scaled like `batch1`'s."""
+    Configs added after a finished engine run are timed in a pass of their own and kept as
+    measured (`later_pass`): no ratio carries one pass's clock to another's, so the report gives
+    them no batch-32 speed-up over the first pass's configs."""
     sub = [examples[i] for i in idx]
     done = recorded(raw, settings, len(examples), "engine")
     done = {k: v for k, v in done.items() if v.get("requests") == idx}
     runnable = [c for c in configs if c.engine]
     todo = [c for c in runnable if c.name not in done]
-    marks = [c.name for c in runnable if is_anchor(c, anchors) or c.method == "baseline"]
+    reference = next((c.name for c in runnable if c.method == "baseline"), None)
     if not todo:
-        return _side_by_side(raw, settings, idx, {c.name: done[c.name] for c in runnable}, marks)
-    anchor = None
-    if done:
-        have = [c for c in runnable if is_anchor(c, anchors) and c.name in done]
-        if have:
-            anchor = max(have, key=lambda c: float(c.budget.split("=")[1]))
-    cases = todo + ([anchor] if anchor else [])
+        out = {c.name: done[c.name] for c in runnable}
+        return _mark_processes(raw, settings, idx, out, reference)
+    later = bool(done)
+    if later:
+        progress(
+            f"engine: {len(todo)} configs added to a finished batch-32 pass are timed in a pass "
+            "of their own, as measured: no batch-32 speed-up against the first pass's configs "
+            "(for one clock, time every config together on a new --raw)"
+        )
+    cases = todo
 
     def requests_of(cfg):
         p = lm.sampling(gen_length=g, **cfg.params)  # the model's defaults under the options
@@ -770,7 +777,7 @@ def batch32(
             **got,
             "machine": machine,
         }
-        if cfg.name not in first and cfg is not anchor:  # an anchor's answers are on record
+        if cfg.name not in first:
             b1 = [rows[i]["results"][cfg.name]["ids_hash"] for i in idx]
             first[cfg.name] = line["result"] = _engine_result(res, sub, b1)
         with records.append(raw) as f:  # each round is kept: a stopped run resumes at the next one
@@ -778,9 +785,6 @@ def batch32(
         ran[r].append(cfg.name)
         n_req = len(reqs[cfg.name])
         progress(f"engine round {r + 1}/{repeats}, {cfg.name}: done ({n_req} requests)")
-    scale = 1.0
-    if anchor is not None:
-        scale = done[anchor.name]["wall_seconds"] / stats.median(times[anchor.name]["wall"])
     out = {c.name: done[c.name] for c in runnable if c.name in done}
     for cfg in todo:
         tm = times[cfg.name]
@@ -793,9 +797,9 @@ def batch32(
             "sample": sample,
             "repeats": repeats,
             "requests": idx,
-            "wall_seconds": stats.median(tm["wall"]) * scale,
+            "wall_seconds": stats.median(tm["wall"]),
             "cpu_seconds": stats.median(tm["cpu"]),  # less hit by the machine's other load
-            "loop_wall_seconds": stats.median(loop_w) * scale,
+            "loop_wall_seconds": stats.median(loop_w),
             "loop_cpu_seconds": stats.median(loop_c),
             "wall_repeats": tm["wall"],
             "cpu_repeats": tm["cpu"],
@@ -805,26 +809,26 @@ def batch32(
             "machine": machine,
             **first[cfg.name],
         }
-        if anchor is not None:
-            rec.update(wall_measured=stats.median(tm["wall"]), scale=scale)
+        if later:
+            rec["later_pass"] = True  # another pass, another clock: no ratio to the first's
         with records.append(raw) as f:
             f.write(json.dumps(rec) + "\n")
         out[cfg.name] = rec
         progress(f"engine {cfg.name}")
-    return _side_by_side(raw, settings, idx, out, marks)
+    return _mark_processes(raw, settings, idx, out, reference)
 
 
-def _side_by_side(raw: Path, settings: dict, idx: list[int], out: dict, anchors: list[str]) -> dict:
-    """Put the batch-32 times of configs timed by another process of the same run on the clocks
-    of the process that timed the reference (the first baseline, `anchors[0]`). A batch-32 pass
-    can be split over the cores: the same command run side by side with other `--blocks` or
-    `--skip`, each part on its own copy of the raw file (each its own first pass), the second's
-    new lines appended to the first's after. Two such processes on the 2-core machine timed the
-    128-step baseline 9 % apart (CPU time and wall alike; 16 and 32 steps 1 and 3 %), so each
-    clock of the second part is scaled by the anchors (`anchors`: the baselines and those named)
-    that both parts timed: their total time in the reference's part over their total in the
-    other. Configs of a later pass (`scale`: already on the first pass's scale) and parts with no
-    anchor in common are left as recorded."""
+def _mark_processes(
+    raw: Path, settings: dict, idx: list[int], out: dict, reference: str | None
+) -> dict:
+    """Mark the batch-32 records timed by another process than the `reference`'s (the first
+    baseline): a batch-32 pass split over the cores (the same command side by side with other
+    `--blocks` or `--skip`, each on its own copy of the raw file, the second's new lines appended
+    to the first's after) times each part on its own clock. Two such processes on the 2-core
+    machine timed the 128-step baseline 9 % apart and the 16- and 32-step baselines 1 and 3 %
+    apart: no one ratio carries one part's clock to the other's. The marked records
+    (`other_process`) keep the times measured; the report gives them no batch-32 speed-up
+    against the reference's part."""
     lines = [
         x
         for x in raw_lines(raw)
@@ -840,33 +844,13 @@ def _side_by_side(raw: Path, settings: dict, idx: list[int], out: dict, anchors:
         return None
 
     parts = {name: part(name, rec) for name, rec in out.items()}
-    ref = next((a for a in anchors if a in out), None)
-    if ref is None or parts[ref] is None or len(set(parts.values()) - {None}) < 2:
+    home = parts.get(reference) if reference else None
+    if home is None:
         return out
-    times: dict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
-    for x in lines:
-        if x["engine_round"] in anchors:
-            t = times[(tuple(x["pass"]), x["engine_round"])]
-            for k in ("wall", "cpu"):
-                t[k].append(x[k])
-                t[f"loop_{k}"].append(x[k] - x.get(f"enc_{k}", 0.0))
-    home = parts[ref]
-    for p in set(parts.values()) - {None, home}:
-        shared = [a for a in anchors if (home, a) in times and (p, a) in times]
-        if not shared:
-            continue
-        ratio = {
-            k: sum(stats.median(times[(home, a)][k]) for a in shared)
-            / sum(stats.median(times[(p, a)][k]) for a in shared)
-            for k in B32_KEYS.values()
-        }
-        for name, rec in out.items():
-            if parts[name] != p or "scale" in rec:
-                continue
-            rec = out[name] = dict(rec, part_scale=ratio, part_anchors=shared)
-            for k, r in ratio.items():
-                if f"{k}_seconds" in rec:  # records from before the loop clocks have none
-                    rec[f"{k}_seconds"] *= r
-                if f"{k}_repeats" in rec:
-                    rec[f"{k}_repeats"] = [t * r for t in rec[f"{k}_repeats"]]
-    return out
+    return {
+        name: rec
+        if parts[name] in (home, None) or "later_pass" in rec or "scale" in rec
+        # a later pass is marked as such already
+        else dict(rec, other_process=True)
+        for name, rec in out.items()
+    }

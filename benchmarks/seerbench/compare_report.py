@@ -87,6 +87,13 @@ def b32_repeats(e: dict, clock: str) -> list[float]:
     return [e.get(f"{key}_seconds", e.get("cpu_seconds", e["wall_seconds"]))]
 
 
+def one_clock_entry(e: dict) -> bool:
+    """Whether an engine record was timed in the first pass of the reference's process (not in
+    a later pass, `scale` in records from before the scaling was removed, nor by a second
+    process side by side)."""
+    return not ("scale" in e or e.get("later_pass") or e.get("other_process"))
+
+
 def _b32(rec: dict, e: dict, ref_e: dict | None, clock: str) -> None:
     ne = len(e["correct"])
     rec["b32_n"] = ne
@@ -106,14 +113,13 @@ def _b32(rec: dict, e: dict, ref_e: dict | None, clock: str) -> None:
     rec["b32_ci95"] = list(stats.bootstrap(e["correct"]))
     rec["b32_same_as_b1"] = e["same_text_as_batch1"]
     rec["b32_nfe"] = sum(e["nfe"]) / ne
-    rec["b32_later_pass"] = "scale" in e
+    rec["b32_later_pass"] = "scale" in e or bool(e.get("later_pass"))
+    rec["b32_other_process"] = bool(e.get("other_process"))  # `compare._mark_processes`
     if "round_orders" in e:  # records before the rotation ran one fixed order every round
         rec["b32_round_orders"] = e["round_orders"]
-    if "part_scale" in e:  # timed by another process side by side (`compare._side_by_side`)
-        rec["b32_part_scale"] = e["part_scale"]
     if ref_e is not None and "hashes" in e and "hashes" in ref_e:
         rec["b32_changed"] = sum(a != b for a, b in zip(e["hashes"], ref_e["hashes"], strict=True))
-    if ref_e is not None:
+    if ref_e is not None and one_clock_entry(e) and one_clock_entry(ref_e):
         mine, theirs = b32_repeats(e, clock), b32_repeats(ref_e, clock)
         ratios = [a / b for a, b in zip(theirs, mine, strict=False)]
         rec["b32_speedup_vs_ref_range"] = [min(ratios), max(ratios)]
@@ -225,10 +231,10 @@ def summarise(
     for rec in out.values():
         if base is not None:
             rec["b1_speedup_vs_k1"] = base["b1_ms"] / rec["b1_ms"]
-        ref = out[rec["ref"]]
-        rec["b1_speedup_vs_ref"] = ref["b1_ms"] / rec["b1_ms"]
-        if "b32_ms" in rec and "b32_ms" in ref:
-            rec["b32_speedup_vs_ref"] = ref["b32_ms"] / rec["b32_ms"]
+        against = out[rec["ref"]]
+        rec["b1_speedup_vs_ref"] = against["b1_ms"] / rec["b1_ms"]
+        if _both_b32(rec, against):
+            rec["b32_speedup_vs_ref"] = against["b32_ms"] / rec["b32_ms"]
     # equal NFE: the full-window baseline whose mean NFE is nearest
     bases = [r for r in out.values() if r["method"] == "baseline"]
     for rec in out.values():
@@ -274,7 +280,7 @@ def _seer_adds(out: dict, rows, scores: dict, clock: str) -> None:
                 r["results"][name]["ids_hash"] != r["results"][other]["ids_hash"] for r in rows
             ),
         }
-        if "b32_ms" in rec and "b32_ms" in out[other]:
+        if _both_b32(rec, out[other]):
             adds["b32_speedup"] = out[other]["b32_ms"] / rec["b32_ms"]
         rec["seer_adds"] = adds
 
@@ -385,14 +391,33 @@ def verdicts(
 
 def one_clock_b32(r: dict) -> bool:
     """Whether a config's batch-32 time is on the first pass's clock: not when a second process
-    timed it (`b32_part_scale`, scaled by the baselines both processes timed) or a later pass
-    did (`b32_later_pass`: its CPU time as measured, beside a re-timed anchor). Its speed-ups
-    over first-pass configs are then not on one clock ("‡" in the tables; never a headline)."""
-    return not (r.get("b32_later_pass") or "b32_part_scale" in r)
+    timed it (`b32_other_process`; `b32_part_scale` in records written when such times were
+    scaled) or a later pass did (`b32_later_pass`). Its batch-32 time is then shown as measured
+    ("‡"), with no speed-up over the first pass's configs, and is never a headline."""
+    return not (r.get("b32_later_pass") or r.get("b32_other_process") or "b32_part_scale" in r)
 
 
-def _clock_mark(r: dict) -> str:
-    return "" if one_clock_b32(r) else "‡"
+def _b32_ratio(res: dict, r: dict) -> bool:
+    """A config's batch-32 speed-up over its reference is on one clock (records written when
+    other processes' times were scaled keep a ratio the report no longer shows)."""
+    return "b32_speedup_vs_ref" in r and r["ref"] in res and _both_b32(r, res[r["ref"]])
+
+
+def _plotted(r: dict, clock: str) -> bool:
+    """A config on the plot's panel of `clock`: batch 32 only on the first pass's clock."""
+    return clock in r and (clock != "b32_ms" or one_clock_b32(r))
+
+
+def _both_b32(a: dict, b: dict) -> bool:
+    """Both configs timed at batch 32 on one clock: a batch-32 ratio of the two is given."""
+    return "b32_ms" in a and "b32_ms" in b and one_clock_b32(a) and one_clock_b32(b)
+
+
+def b32_measured_ms(r: dict) -> float:
+    """A config's batch-32 ms per request as its process measured it (records written when a
+    second process's times were scaled keep the ratio, `b32_part_scale`: divided back out)."""
+    ratio = (r.get("b32_part_scale") or {}).get(B32_KEYS.get(r.get("b32_clock", ""), ""), 1.0)
+    return r["b32_ms"] / ratio
 
 
 def headline(
@@ -493,12 +518,16 @@ def detection(results: dict) -> dict:
 
 def mark_frontier(out: dict) -> None:
     b1 = stats.pareto([(r["b1_ms"], r["accuracy"], k) for k, r in out.items()])
-    b32 = stats.pareto(  # the batch-32 accuracy: the same requests as its time
-        [(r["b32_ms"], r["b32_accuracy"], k) for k, r in out.items() if "b32_ms" in r]
+    b32 = stats.pareto(  # the batch-32 accuracy: the same requests as its time; one clock
+        [(r["b32_ms"], r["b32_accuracy"], k) for k, r in out.items() if _b32_here(r)]
     )
     for k, r in out.items():
         r["pareto_b1"] = k in b1
-        r["pareto_b32"] = k in b32 if "b32_ms" in r else None
+        r["pareto_b32"] = k in b32 if _b32_here(r) else None
+
+
+def _b32_here(r: dict) -> bool:
+    return "b32_ms" in r and one_clock_b32(r)
 
 
 def normalise(record: dict) -> dict:
@@ -597,8 +626,8 @@ def show(record: dict) -> None:
             f"{r['b1_ms']:.0f}",
             f"{r['b1_speedup_vs_ref']:.2f}x",
             _model(r, "b1"),
-            f"{r['b32_ms']:.1f}" if "b32_ms" in r else "-",
-            f"{r['b32_speedup_vs_ref']:.2f}x" if "b32_speedup_vs_ref" in r else "-",
+            f"{b32_measured_ms(r):.1f}" if "b32_ms" in r else "-",
+            f"{r['b32_speedup_vs_ref']:.2f}x" if _b32_ratio(record["results"], r) else "-",
             r["equal_nfe_baseline"].split("@")[1],
             f"{100 * r['accuracy_minus_equal_nfe_baseline']:+.1f}",
             front,
@@ -723,7 +752,7 @@ def primary_result(results: dict, pair: tuple[str, str] | None, reference: str) 
     }
     if a:
         out.update(b1_speedup_ci95=a["b1_speedup_ci95"], ci95=a["ci95"])
-    if "b32_ms" in t and "b32_ms" in c:
+    if _both_b32(t, c):
         out["b32_speedup"] = c["b32_ms"] / t["b32_ms"]
     return out
 
@@ -785,7 +814,10 @@ def markdown(record: dict) -> str:
         )
     )
     pct = lambda x: f"{100 * x:.1f}"  # noqa: E731
-    clock = f"{clock_label(record)} at batch 1, {clock_label(record, 'b32')} at batch 32"
+    b32_run = any("b32_ms" in r for r in res.values())
+    clock = f"{clock_label(record)} at batch 1" + (
+        f", {clock_label(record, 'b32')} at batch 32" if b32_run else ""
+    )
     rule = "none (old format: the paired interval reaching 0)"
     how, post_hoc = preregistration(record)
     if not old:
@@ -803,8 +835,13 @@ def markdown(record: dict) -> str:
         else []
     )
     out += [
-        f"{record['model']}, n = {record['n']} (batch 32: {_b32n(res)} requests, "
-        f"{_b32sample(res)}{_b32order(res)}); clock: {clock}; non-inferiority: {rule}.",
+        f"{record['model']}, n = {record['n']} "
+        + (
+            f"(batch 32: {_b32n(res)} requests, {_b32sample(res)}{_b32order(res)})"
+            if b32_run
+            else "(batch 1 only: no batch-32 pass)"
+        )
+        + f"; clock: {clock}; non-inferiority: {rule}.",
         "",
         f"Baseline ({g // ks[0]} steps) accuracy: "
         f"{baseline_words(res[f'baseline@k={ks[0]}']['accuracy'], None if old else margin)}.",
@@ -825,11 +862,7 @@ def markdown(record: dict) -> str:
                 cells.append("")
                 continue
             r = res[pick[0]]
-            b32 = (
-                f"{r['b32_speedup_vs_ref']:.1f}×{_clock_mark(r)}"
-                if "b32_speedup_vs_ref" in r
-                else "—"
-            )
+            b32 = f"{r['b32_speedup_vs_ref']:.1f}×" if _b32_ratio(res, r) else "—"
             tag = (f" /b{r['block']}" if r.get("block") else "") + ("" if pick[1] or old else " †")
             cells.append(
                 f"{pct(r['accuracy'])} · {r['nfe']:.1f} · "
@@ -839,8 +872,9 @@ def markdown(record: dict) -> str:
     if any("b32_ms" in r and not one_clock_b32(r) for r in res.values()):
         out += [
             "",
-            "‡ a batch-32 figure not on one clock: timed by a second process or in a "
-            "later pass (footnotes ¹ and ² below the table of every config).",
+            "— at batch 32 beside a config's batch-1 figure: where it was timed by a second "
+            "process or in a later pass, no ratio to the first pass's configs is given (two "
+            "processes' clocks differ; ‡ in the table of every config).",
         ]
     base = res[f"baseline@k={ks[0]}"]
     out += _primary_lines(record) if not old else []
@@ -876,14 +910,15 @@ def markdown(record: dict) -> str:
             if "noninferior" not in r
             else (f"{'yes' if r['noninferior'] else 'no'} [{100 * r['ni_lower']:+.1f}]")
         )
-        b32 = f"{r['b32_ms']:.0f}" if "b32_ms" in r else "—"
+        b32 = f"{b32_measured_ms(r):.0f}" if "b32_ms" in r else "—"
         b32a = pct(r["b32_accuracy"]) if "b32_accuracy" in r else "—"
-        b32r = f"{r['b32_speedup_vs_ref']:.2f}×" if "b32_speedup_vs_ref" in r else "—"
-        b32x = f"{base['b32_ms'] / r['b32_ms']:.1f}×" if "b32_ms" in r and "b32_ms" in base else "—"
+        b32r = f"{r['b32_speedup_vs_ref']:.2f}×" if _b32_ratio(res, r) else "—"
+        b32x = f"{base['b32_ms'] / r['b32_ms']:.1f}×" if _both_b32(r, base) else "—"
         if "b32_ms" in r and not one_clock_b32(r):
-            b32r, b32x = b32r + "‡", b32x + "‡"
+            b32 += "‡"  # as measured by another process: no ratio
         front = ("b1" if r["pareto_b1"] else "") + (" b32" if r.get("pareto_b32") else "")
-        later = ("¹" if r.get("later_pass") else "") + ("²" if "b32_part_scale" in r else "")
+        other = r.get("b32_other_process") or "b32_part_scale" in r
+        later = ("¹" if r.get("later_pass") else "") + ("²" if other else "")
         out.append(
             f"| {name}{later} | {pct(r['accuracy'])} [{pct(lo)}, {pct(hi)}] | {ni} | "
             f"{100 * r['accuracy_minus_ref']:+.1f} [{100 * dlo:+.1f}, {100 * dhi:+.1f}] ({ref}) | "
@@ -902,26 +937,22 @@ def markdown(record: dict) -> str:
             "its batch-1 times scaled by one ratio per pass and clock: the anchors' first-pass / "
             "later-pass time on that clock, summed over the pass's requests"
             + (
-                ". At batch 32 its CPU time is as measured, not scaled: its batch-32 speed-ups "
-                "over first-pass configs (‡) are not on one clock (the machine's load changes "
-                "CPU time too, by ~10 % between passes), and no headline uses them"
+                ". At batch 32 it was timed in a pass of its own: its time is as measured (‡), "
+                "with no speed-up over the first pass's configs (the machine's load changes "
+                "CPU time too, by ~10 % between passes)"
                 if any(r.get("b32_later_pass") for r in res.values())
                 else ""
             )
             + ".",
         ]
-    side = {n: r["b32_part_scale"]["cpu"] for n, r in res.items() if "b32_part_scale" in r}
-    if side:
-        lo, hi = min(side.values()), max(side.values())
+    if any(r.get("b32_other_process") or "b32_part_scale" in r for r in res.values()):
         out += [
             "",
             "² timed at batch 32 by a second process of the run, side by side with the first "
-            "(the batch-32 pass split over the cores): its batch-32 times scaled by one ratio "
-            "per clock, the baselines' time in the first process over their time in the second "
-            f"(CPU time: {lo:.3f}" + ("" if hi == lo else f" to {hi:.3f}") + "). One ratio, "
-            "dominated by the slowest baseline, does not carry to configs timed at another "
-            "moment of that process: these batch-32 figures (‡) are not on one clock, and no "
-            "headline uses them.",
+            "(the batch-32 pass split over the cores): its batch-32 time is as that process "
+            "measured it (‡), with no speed-up over the first process's configs: two processes "
+            "timed the same baselines up to 9 % apart, and no one ratio carries one's clock to "
+            "the other's.",
         ]
     out += _adds_table(record)
     out += _cost_lines(record)
@@ -992,11 +1023,7 @@ def _best_table(record: dict, base: dict) -> list[str]:
     ]
     for fam, (name, ok) in best_settings(res).items():
         r = res[name]
-        b32 = (
-            f"{base['b32_ms'] / r['b32_ms']:.2f}×{_clock_mark(r)}"
-            if "b32_ms" in r and "b32_ms" in base
-            else "—"
-        )
+        b32 = f"{base['b32_ms'] / r['b32_ms']:.2f}×" if _both_b32(r, base) else "—"
         b1 = base["b1_ms"] / r["b1_ms"]
         out.append(
             f"| {fam} | {name}{'' if ok else ' †'} | {100 * r['accuracy']:.1f} | "
@@ -1043,6 +1070,7 @@ def headline_lines(record: dict) -> list[str]:
     """The headline in words: the fastest config within the margin at each batch size, how
     often it is the fastest over redraws of the requests, and what Seer adds."""
     h = record.get("headline") or {}
+    res = record.get("results") or {}
     out = []
     for key, label in (("b1", "batch 1"), ("b32", "batch 32")):
         if key not in h:
@@ -1083,7 +1111,11 @@ def headline_lines(record: dict) -> list[str]:
             a = x.get("seer_adds")
             if a and key == "b1":
                 line += f", {a['b1_speedup']:.2f}× over {a['config']} at batch 1"
-            elif a and "b32_speedup" in a:
+            elif (
+                a
+                and "b32_speedup" in a
+                and _both_b32(res.get(x["fastest_with_seer"], {}), res.get(a["config"], {}))
+            ):
                 line += f", {a['b32_speedup']:.2f}× over {a['config']} at batch 32"
         out.append(line + _unselected(x) + ".")
     return out
@@ -1130,9 +1162,8 @@ def _adds_table(record: dict) -> list[str]:
     for k, a in rows:
         lo, hi = a["b1_speedup_ci95"]
         dlo, dhi = a["ci95"]
-        b32 = f"{a['b32_speedup']:.2f}×" if "b32_speedup" in a else "—"
-        if "b32_speedup" in a and one_clock_b32(res[k]) != one_clock_b32(res[a["config"]]):
-            b32 += "‡"  # one of the two timed on another clock
+        one = "b32_speedup" in a and _both_b32(res[k], res[a["config"]])
+        b32 = f"{a['b32_speedup']:.2f}×" if one else "—"
         out.append(
             f"| {k} | {a['config']} | {a['b1_speedup']:.2f}× [{lo:.2f}, {hi:.2f}] | "
             f"{100 * a['accuracy_difference']:+.1f} [{100 * dlo:+.1f}, {100 * dhi:+.1f}] | "
@@ -1198,7 +1229,7 @@ def plot(record: dict, path: Path) -> None:
     for ax, clock in zip(axes[0], clocks, strict=True):
         for i, m in enumerate(methods):
             pts = sorted(
-                (r for r in res.values() if r["method"] == m and clock in r),
+                (r for r in res.values() if r["method"] == m and _plotted(r, clock)),
                 key=lambda r, c=clock: r[c],
                 reverse=True,
             )
@@ -1218,7 +1249,9 @@ def plot(record: dict, path: Path) -> None:
                     r["budget"], (x0, y0), fontsize=6, xytext=(3, 3), textcoords="offset points"
                 )
         flag = "pareto_b1" if clock == "b1_ms" else "pareto_b32"
-        front = sorted(_relative(r, ref, clock) for r in res.values() if clock in r and r[flag])
+        front = sorted(
+            _relative(r, ref, clock) for r in res.values() if _plotted(r, clock) and r[flag]
+        )
         if front:
             ax.step(
                 *zip(*front, strict=True),

@@ -251,7 +251,7 @@ def annotate(results: dict, rows: list, eng: dict, configs: list, g: int, clock:
     32: every config's total) on `clock`, and add each config's fitted (in-sample) speed-up over
     its reference and its residual (`model_b1_speedup_vs_ref`, `model_b1_error`, and the
     same for b32) to `results`. Returns the fits (the record's "cost_model")."""
-    from seerbench.compare_report import b1_repeats, b32_repeats
+    from seerbench.compare_report import b1_repeats, b32_repeats, one_clock_entry
     from seerbench.stats import median
 
     out: dict = {"form": "r + sum over forwards (a + b q + c q kv)", "clock": clock}
@@ -280,7 +280,7 @@ def annotate(results: dict, rows: list, eng: dict, configs: list, g: int, clock:
     for name, x in feats.items():
         pred1[name] = float(f1.predict(x).sum())
     _speedups(results, pred1, "b1", "b1_ms")
-    b32 = [c for c in configs if c.name in eng]
+    b32 = [c for c in configs if c.name in eng and one_clock_entry(eng[c.name])]  # one clock
     if len(b32) >= 4:  # at least as many configs as coefficients
         x32 = {}
         for c in b32:

@@ -20,8 +20,9 @@ same batch-32 work measured 9-10 % apart in CPU time at two moments of one run (
 128-step baseline over 400 items, 1349.7 s and then 1212.7 s in a later pass, −10.2 %; the
 sweep's two batch-32 processes side by side, the baselines' CPU time in one 0.915× that in the
 other) — caches, memory bandwidth and clock frequency are shared with the other jobs. So a ratio
-compares configs timed in one pass of one process, interleaved; a ratio across passes or
-processes, even scaled by a re-timed anchor, is not on one clock (`compare_report.one_clock_b32`).
+compares configs timed in one pass of one process, interleaved; at batch 32 no ratio is given
+across passes or processes, scaled or not (`compare._mark_processes`,
+`compare_report.one_clock_b32`).
 Repeats are interleaved (`rounds`): every config runs once per round, so a slow moment of the
 machine hits every config alike; intervals then cover requests *and* repeats
 (`seerbench.stats.bootstrap_ratio`). `rounds(..., rotate=True)` also rotates the order by round

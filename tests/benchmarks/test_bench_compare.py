@@ -163,8 +163,9 @@ def test_a_raw_file_is_not_resumed_with_other_weights(bench, tmp_path):
 
 def test_a_config_added_later_runs_alone_beside_the_anchors(bench, tmp_path, monkeypatch):
     """Resume per config: a method added after a finished run (DAEDAL, say) is run on the
-    recorded requests beside the full-window baselines only; its times are put on the first
-    pass's scale; its tokens equal a run that had it from the start."""
+    recorded requests beside the full-window baselines only; its batch-1 times are put on the
+    first pass's scale; at batch 32 it is timed in a pass of its own, kept as measured, with no
+    speed-up over the first pass's configs; its tokens equal a run that had it from the start."""
     raw = tmp_path / "raw.jsonl"
     argv = [
         "--model",
@@ -213,9 +214,16 @@ def test_a_config_added_later_runs_alone_beside_the_anchors(bench, tmp_path, mon
             ]
         assert again["results"][added]["b1"][clock] == pytest.approx(1000 * sum(got) / len(got))
     eng = [x for x in lines if x.get("engine") == added]
-    assert len(eng) == 1 and "scale" in eng[0] and len(eng[0]["correct"]) == 1
+    assert len(eng) == 1 and eng[0]["later_pass"] is True and len(eng[0]["correct"]) == 1
+    assert "scale" not in eng[0] and "wall_measured" not in eng[0]
+    later = [x for x in lines if "engine_round" in x and x["pass"] == [added]]
+    assert [x["engine_round"] for x in later] == [added]  # no anchor re-run: nothing to scale
     res = again["results"]
     assert res[added]["later_pass"] == 2 and res[added]["b32_n"] == 1
+    assert res[added]["b32_later_pass"] and "b32_speedup_vs_ref" not in res[added]
+    assert res[added]["b32"]["e2e_cpu"] == pytest.approx(1000 * later[0]["cpu"])  # as measured
+    assert "b32_speedup" not in res[added].get("seer_adds", {})
+    assert "b32_speedup_vs_ref" in res["seer@k=8"]  # the first pass's configs keep theirs
     assert res["seer@k=8"]["later_pass"] == 0 and res["seer@k=8"]["loop_ms"] == pytest.approx(
         first["results"]["seer@k=8"]["loop_ms"]
     )
@@ -436,11 +444,14 @@ def test_a_batch1_only_plot_is_one_panel_with_room_for_its_legend(tmp_path):
     assert many.shape[0] - one.shape[0] == round(110 * 0.17 * 10)  # 61 methods: 10 more rows
 
 
-def test_a_batch32_pass_split_over_two_processes_is_put_on_one_clock(bench, tmp_path):
+def test_a_batch32_pass_split_over_two_processes_keeps_each_on_its_own_clock(bench, tmp_path):
     """The batch-32 pass run as two processes side by side (other `--skip`, a copy of the raw
-    file each, the second's new lines joined after): the second part's configs are compared
-    with the baseline of their own process, each clock scaled by the baselines' time in the
-    first part over their time in the second."""
+    file each, the second's new lines joined after): each config's batch-32 time is as its own
+    process measured it, and no batch-32 speed-up is given between the two processes (not
+    scaled by the baselines both timed): the report prints the second's times marked ‡ and a
+    dash for their ratios."""
+    from seerbench.compare_report import markdown
+
     raw, raw2 = tmp_path / "raw.jsonl", tmp_path / "raw2.jsonl"
     argv = [
         "--model",
@@ -469,16 +480,22 @@ def test_a_batch32_pass_split_over_two_processes_is_put_on_one_clock(bench, tmp_
     (home,) = {p for p, name in rounds if name == "seer@k=8"}
     (other,) = {p for p, name in rounds if name == moved}
     base = "baseline@k=8"
-    res = bench.main([*argv, "--raw", str(raw)])["results"]
+    record = bench.main([*argv, "--raw", str(raw)])
+    res = record["results"]
     for clock, key in (("e2e_cpu", "cpu"), ("e2e_wall", "wall")):
-        r = rounds[(home, base)][key] / rounds[(other, base)][key]
-        want = 1000 * rounds[(other, moved)][key] * r / 2
-        assert res[moved]["b32"][clock] == pytest.approx(want)
-    assert res[moved]["b32_part_scale"]["cpu"] == pytest.approx(
-        rounds[(home, base)]["cpu"] / rounds[(other, base)]["cpu"]
-    )
+        assert res[moved]["b32"][clock] == pytest.approx(1000 * rounds[(other, moved)][key] / 2)
+    assert res[moved]["b32_other_process"] and "b32_part_scale" not in res[moved]
+    assert "b32_speedup_vs_ref" not in res[moved]
+    assert "b32_speedup" not in res[moved]["seer_adds"]  # threshold was timed by the first
     # the first part's configs and the baseline are as the first process timed them
     for name in ("seer@k=8", base):
         want = 1000 * rounds[(home, name)]["cpu"] / 2
         assert res[name]["b32"]["e2e_cpu"] == pytest.approx(want)
-    assert "b32_part_scale" not in res["seer@k=8"]
+        assert not res[name]["b32_other_process"]
+    assert res["seer@k=8"]["b32_speedup_vs_ref"] == pytest.approx(
+        rounds[(home, base)]["cpu"] / rounds[(home, "seer@k=8")]["cpu"]
+    )
+    row = next(x for x in markdown(record).splitlines() if x.startswith(f"| {moved}²"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[15].endswith("‡") and cells[16] == cells[18] == "—"
+    assert "scaled" not in markdown(record)

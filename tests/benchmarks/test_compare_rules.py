@@ -375,8 +375,9 @@ def test_a_report_at_another_margin_than_the_plan_is_post_hoc():
 
 
 def test_a_batch32_time_from_another_process_or_pass_is_never_a_headline():
-    """A config timed at batch 32 by a second process (scaled) or in a later pass is not on the
-    first pass's clock: it is marked ‡ and the batch-32 headline never picks it."""
+    """A config timed at batch 32 by a second process or in a later pass is not on the first
+    pass's clock (nor one of an old record whose second process's times were scaled): the
+    batch-32 headline never picks it."""
     from seerbench.compare_report import headline, one_clock_b32
 
     ref = [1.0] * 100
@@ -386,9 +387,10 @@ def test_a_batch32_time_from_another_process_or_pass_is_never_a_headline():
     )
     for k, ms in (("base", 1000.0), ("a", 500.0), ("b", 100.0), ("c", 90.0)):
         res[k] |= {"b32_ms": ms, "b32_correct": ref, "b32_round_ms": [ms], "b32_noninferior": True}
-    res["b"]["b32_part_scale"] = {"cpu": 0.915}
+    res["b"]["b32_other_process"] = True
     res["c"]["b32_later_pass"] = True
     assert [one_clock_b32(res[k]) for k in ("a", "b", "c")] == [True, False, False]
+    assert not one_clock_b32({"b32_part_scale": {"cpu": 0.915}})  # an old record's
     h = headline(res, "base", 3.0, reps=100)
     assert h["b32"]["fastest"] == "a" and h["b1"]["fastest"] == "c"
 
@@ -423,19 +425,25 @@ def test_a_batch32_speedup_in_the_readme_needs_three_rounds_on_one_clock():
 
 
 def test_the_readmes_first_table_is_generated_from_the_shipped_record():
-    """README's first results table is `readme_table` of the shipped comparison record and its
-    batch-32 re-timing (the comment above it names the command): baseline, stop at the first end,
-    threshold 0.9, Seer, Seer + threshold, the oracle, with the margin verdict under Holm's rule;
-    batch 32 only for the configs re-timed in 3 rounds."""
-    from seerbench.compare_report import readme_table
+    """README's first results table is `readme_table` of the records its comment names (the
+    shipped settings' pre-registered batch-1 run and the batch-32 re-timing of the same
+    requests): baseline, stop at the first end, threshold 0.9, Seer, Seer + threshold, the
+    oracle, with the margin verdict under Holm's rule; batch 32 only for the configs re-timed in
+    3 rounds. The batch-1 record's plan was written before its first request."""
+    from seerbench.compare_report import preregistration, readme_table
 
-    shipped = ROOT / "docs/results/compare/shipped"
-    record = json.loads((shipped / "compare-builtin.json").read_text())
-    b32 = json.loads((shipped.with_name("shipped-b32") / "compare-builtin.json").read_text())
-    assert b32["b32_repeats"] >= 3 and b32["n"] == record["n"]
-    table = readme_table(record, b32)
     readme = (ROOT / "README.md").read_text()
     marker = readme.index("<!-- headline: bench_compare builtin")
+    comment = readme[marker : readme.index("-->", marker)]
+    paths = comment.split("--readme ")[1].split(")")[0].split()
+    assert len(paths) == 2 and paths[0].endswith("shipped-prereg/compare-builtin.json")
+    record, b32 = (json.loads((ROOT / x).read_text()) for x in paths)
+    assert b32["b32_repeats"] >= 3 and b32["n"] == record["n"]
+    assert record["preregistered"]["requests_done"] == 0  # the plan preceded the first request
+    how, post_hoc = preregistration(record)
+    assert how.startswith("pre-registered: ") and not post_hoc
+    assert record["preregistered"]["primary"] == ["seer+threshold@t=0.9", "threshold@t=0.9"]
+    table = readme_table(record, b32)
     assert readme[readme.index("\n", marker) + 1 :].startswith(table)
     labels = [row.split(" | ")[0].removeprefix("| ") for row in table.splitlines()[2:]]
     assert labels[:6] == [
