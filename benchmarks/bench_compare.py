@@ -87,17 +87,19 @@ window must fit the model's positions, checked in one line); its files carry the
 (`-g256`).
 
 Raw per-request results go to `--raw` (JSON Lines); a run with the same settings resumes from
-it, at any `--n`, at the next batch-32 round, and per config (a config added later runs at
-batch 1 beside the anchors, `--anchors`, interleaved on each request, and its batch-1 times are
-scaled by their first-pass / later-pass ratio over the whole pass; at batch 32 it is timed in a
-pass of its own and kept as measured, with no speed-up over the first pass's configs; `--add
-NAMES` takes configs of the full set into a `--quick` run, e.g. a block method's best block size
-into a larger run). A batch-32 pass can run as two processes side by side, one per core: the
-same command with other `--blocks` or `--skip` (each keeps the baseline), each on its own copy
-of the raw file after batch 1, the second's new lines appended to the first's; each process's
-times stay on its own clock (`seerbench.compare._mark_processes`): the report prints the
-second's batch-32 times as measured (² in the report) and gives no batch-32 speed-up between the
-two. For one clock, time every config together.
+it, at any `--n`, at the next batch-32 round, and per config (a config added later runs at batch
+1 beside the reference baseline (the 128-step one on the built-in models) re-run, interleaved on
+each request, and its batch-1 times are scaled by that baseline's first-pass / later-pass ratio
+over the whole pass, so its speed-up over the baseline is its time over the baseline's in the
+same pass, never a ratio carried through another config; at batch 32 it is timed in a pass of
+its own and kept as measured, with no speed-up over the first pass's configs; `--add NAMES`
+takes configs of the full set into a `--quick` run, e.g. a block method's best block size into a
+larger run). A batch-32 pass can run as two processes side by side, one per core: the same
+command with other `--blocks` or `--skip` (each keeps the baseline), each on its own copy of the
+raw file after batch 1, the second's new lines appended to the first's; each process's times
+stay on its own clock (`seerbench.compare._mark_processes`): the report prints the second's
+batch-32 times as measured (² in the report) and gives no batch-32 speed-up between the two. For
+one clock, time every config together.
 Outputs: a table, the Pareto plot (`--plot`), the README's tables (`--markdown`), and the
 last-line JSON record (`seerbench.runs`); `--out DIR` writes all of them there (raw-,
 compare-*.png / .md / .json).
@@ -129,8 +131,8 @@ each part resumes and extends the others (docs/results.md names the command besi
     python benchmarks/bench_compare.py --model builtin --data parallelbench:ROOT/waiting_line \
         --quick --budgets 1 --skip stop --repeats 1 --engine-repeats 1 --n 400 \
         --out docs/results/compare/shipped
-    # a config of the full set added to a finished run (run beside its anchors)
-    python benchmarks/bench_compare.py ... --add dual+threshold/b32@t=0.9 --anchors baseline@k=8
+    # a config of the full set added to a finished run (run beside the baseline re-run)
+    python benchmarks/bench_compare.py ... --add dual+threshold/b32@t=0.9
     # a quick look
     python benchmarks/bench_compare.py --model builtin --n 4 --repeats 1 --budgets 4 --quick
 
@@ -154,6 +156,7 @@ from seerbench import costmodel, runs
 from seerbench.compare import (  # noqa: F401  (the script's names, as tests and gpu_check use them)
     Config,
     Run,
+    anchors_error,
     batch1,
     batch32,
     build_configs,
@@ -275,9 +278,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument(
         "--anchors",
         default="",
-        help="configs re-run at batch 1 beside configs added to a finished run, to scale their "
-        "batch-1 times (comma-separated names, e.g. baseline@k=8; default: every full-window "
-        "baseline)",
+        help="the config re-run at batch 1 beside configs added to a finished run, to scale "
+        "their batch-1 times: only the reference baseline (baseline@k=B at the first budget, "
+        "the default) is accepted",
     )
     ap.add_argument("--progress", type=Path, default=None, help="also append progress lines here")
     ap.add_argument(
@@ -387,6 +390,8 @@ def main(argv=None) -> dict:
     unknown = set(anchors) - {c.name for c in configs}
     if unknown:
         ap.error(f"--anchors: no config named {', '.join(sorted(unknown))}")
+    if error := anchors_error(anchors, configs):
+        ap.error(error)
     settings = {
         "model": args.model,
         "source": source,
@@ -442,19 +447,12 @@ def main(argv=None) -> dict:
         from seerbench.compare import warm_batch1
 
         warm_batch1(lm, q, configs, g, seer_cfg)
-    rows = batch1(
-        lm,
-        examples,
-        configs,
-        g,
-        seer_cfg,
-        args.repeats,
-        raw,
-        settings,
-        progress,
-        anchors,
-        keep_text,
-    )
+    try:
+        rows = batch1(
+            lm, examples, configs, g, seer_cfg, args.repeats, raw, settings, progress, keep_text
+        )
+    except SeerError as e:  # a raw file's later pass timed without the baseline re-run
+        ap.error(str(e))
     eng, label = {}, None
     if not args.no_engine:
         er = args.engine_repeats or args.repeats

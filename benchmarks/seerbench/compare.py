@@ -13,9 +13,11 @@ rounds, each round's order rotated (`seerbench.runs.round_order`). DPad runs by 
 Raw records (JSON Lines, one line per request, one per timed engine round, then one per engine
 config) make a run resumable at any n (the draw of n is a prefix of the draw of n + 1), at the
 next engine round (a stopped batch-32 part keeps its finished rounds) and per config: a config
-added after a finished run is run at batch 1 beside the anchors (the full-window baselines, or
-those named), interleaved on each request, and its batch-1 times are put on the first pass's
-scale by the anchors' time ratio. At batch 32 no time is scaled: a config timed in a later
+added after a finished run is run at batch 1 beside the reference baseline (the full-window
+baseline at the first budget) re-run, interleaved on each request, and its batch-1 times are put
+on the first pass's scale by that baseline's time ratio alone, so its speed-up over the baseline
+is its time over the baseline's in that pass, on one clock (never a ratio carried through another
+config). At batch 32 no time is scaled: a config timed in a later
 pass or by a second process is kept as measured and compared with no config of another
 process (`_mark_processes`; the report gives it no batch-32 speed-up).
 
@@ -51,7 +53,7 @@ import torch
 from seer.boundary.truncation import FixedWindowPolicy, SeerPolicy, round_window
 from seer.errors import SeerError
 from seerbench import records, stats
-from seerbench.compare_report import correct
+from seerbench.compare_report import correct, reference_of
 from seerbench.machine import provenance
 from seerbench.runs import Timer, round_order, rounds, warm
 
@@ -494,11 +496,19 @@ def _round_lines(raw: Path, settings: dict, idx: list[int], pass_: list[str]) ->
     ]
 
 
-def is_anchor(cfg: Config, anchors: tuple[str, ...] = ()) -> bool:
-    """The configs re-run beside configs added to a finished request, so that the added configs'
-    times can be put on the first pass's scale (the machine's load changes): the full-window
-    baselines, or those named in `anchors` (cheaper: a later pass then costs less)."""
-    return cfg.name in anchors if anchors else cfg.method == "baseline"
+def anchors_error(anchors: tuple[str, ...], configs: list[Config]) -> str | None:
+    """One line when `anchors` (`--anchors`) names a config other than the reference baseline:
+    a later pass is timed beside that baseline re-run and nothing else, so that its speed-ups
+    are config / baseline on the later pass's clock, never a ratio carried through another
+    config (a threshold config re-timed, say); None when they are fine."""
+    ref = reference_of(configs)
+    other = sorted(set(anchors) - {ref})
+    if not other:
+        return None
+    return (
+        f"--anchors: a later pass is timed beside the reference baseline {ref} re-run, never "
+        f"through another config: {', '.join(other)} cannot anchor it"
+    )
 
 
 # -- batch 1 --------------------------------------------------------------------------------------
@@ -525,18 +535,19 @@ def batch1(
     raw: Path,
     settings: dict,
     progress,
-    anchors: tuple[str, ...] = (),
     keep_text: bool = True,
 ) -> list[dict]:
     """Every request through every config; per-request records appended to `raw`.
 
     A request recorded with fewer configs (a method added after the run) gets only the missing
-    configs, run interleaved with the anchors (`is_anchor`); the added configs' times are put on
-    the first pass's scale (`_pass_scale`), and the record keeps the times measured.
+    configs, run interleaved with the reference baseline (`reference_of`, its line's `anchors`);
+    the added configs' times are put on the first pass's scale by that baseline's ratio alone
+    (`_pass_scale`), and the record keeps the times measured.
     `keep_text=False`: the records keep scores and token hashes, never the text (nor the
     request's reference answer)."""
     done = recorded(raw, settings, len(examples), "request")
     machine = provenance()
+    reference = reference_of(configs)
     rows = []
     for i, ex in enumerate(examples):
         have = done.get(i)
@@ -572,7 +583,7 @@ def batch1(
             line = rec
         else:
             names = {c.name for c in missing}
-            anchor = [c for c in configs if is_anchor(c, anchors) and c.name not in names]
+            anchor = [c for c in configs if c.name == reference and c.name not in names]
             todo = [c for c in configs if c.name in names or c in anchor]
             # an added oracle reads its reference's recorded answer
             refs = {c.name: _as_run(x) for c in configs if (x := have["results"].get(c.name))}
@@ -607,27 +618,37 @@ def batch1(
             f.write(json.dumps(line) + "\n")
         rows.append(rec)
         progress(i + 1, len(examples))
-    _pass_scale(raw, settings, len(examples), rows)
+    _pass_scale(raw, settings, len(examples), rows, reference)
     return rows
 
 
-def _pass_scale(raw: Path, settings: dict, n: int, rows: list[dict]) -> None:
-    """Put the batch-1 times of every config added in a later pass on the first pass's scale,
-    each clock by its own ratio: the anchors' total time in the first pass over their total in
-    the later pass, on that clock (loop wall, call wall, call CPU), over every request the pass
-    ran. A raw line keeps its own request's loop-wall ratio (`scale`) and its times scaled by
-    it; scaling CPU time by a wall ratio is wrong where the machine's load changed between the
-    passes (load stretches wall time, not CPU time): on the text model's 300-request run it put
-    the added configs' CPU-time speed-ups 37-39 % under a one-pass run's on the same requests,
-    where each clock's own ratio gives them within 2 %."""
+def _pass_scale(raw: Path, settings: dict, n: int, rows: list[dict], reference: str) -> None:
+    """Put the batch-1 times of every config added in a later pass on the first pass's scale, each
+    clock by its own ratio: the `reference` baseline's total time in the first pass over its
+    total re-timed in the later pass, on that clock (loop wall, call wall, call CPU), over every
+    request the pass ran. Only that baseline: an added config's speed-up over it is then its
+    time over the baseline's in the same pass, on one clock (the end-to-end clocks add the first
+    pass's prompt encoding to both, about 1 ms a request on the built-in models); another config
+    re-timed beside it (an older raw file's `anchors`) is never used, and a pass without the
+    baseline re-timed is refused (`SeerError`): its times could only reach the baseline through
+    another config's ratio. A raw line keeps its own request's loop-wall ratio (`scale`) and its
+    times scaled by it; scaling CPU time by a wall ratio is wrong where the machine's load
+    changed between the passes (load stretches wall time, not CPU time): on the text model's
+    300-request run it put the added configs' CPU-time speed-ups 37-39 % under a one-pass run's
+    on the same requests, where each clock's own ratio gives them within 2 %."""
     passes: dict[tuple, list[dict]] = defaultdict(list)
     for line in raw_lines(raw):
         if "added" in line and line["request"] < n and same_run(line["settings"], settings):
             passes[tuple(line["added"])].append(line)
     by_request = {row["request"]: row["results"] for row in rows}
-    for lines in passes.values():
-        first = [by_request[x["request"]][a] for x in lines for a in x["anchors"]]
-        later = [e for x in lines for e in x["anchors"].values()]
+    for added, lines in passes.items():
+        if any(reference not in x["anchors"] for x in lines):
+            raise SeerError(
+                f"{raw}: {', '.join(added)} were timed in a later pass without the reference "
+                f"baseline {reference} re-run: time them in one pass with the others"
+            )
+        first = [by_request[x["request"]][reference] for x in lines]
+        later = [x["anchors"][reference] for x in lines]
         ratio = {}
         for key in ("seconds_repeats", "call_wall_repeats", "call_cpu_repeats"):
             if all(key in e for e in first + later):  # records from before the clocks: loop only
@@ -701,7 +722,6 @@ def batch32(
     raw: Path,
     settings: dict,
     progress,
-    anchors: tuple[str, ...] = (),
 ):
     """Each engine config over the requests `idx` (all, or a seeded sample) at max_batch 32,
     `repeats` interleaved rounds, round r in the order rotated by r (`runs.round_order`; runs

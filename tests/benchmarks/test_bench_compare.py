@@ -163,8 +163,9 @@ def test_a_raw_file_is_not_resumed_with_other_weights(bench, tmp_path):
 
 def test_a_config_added_later_runs_alone_beside_the_anchors(bench, tmp_path, monkeypatch):
     """Resume per config: a method added after a finished run (DAEDAL, say) is run on the
-    recorded requests beside the full-window baselines only; its batch-1 times are put on the
-    first pass's scale; at batch 32 it is timed in a pass of its own, kept as measured, with no
+    recorded requests beside the reference baseline only; its batch-1 times are put on the
+    first pass's scale by that baseline's ratio (its speed-up over the baseline is its time over
+    the baseline's in that pass); at batch 32 it is timed in a pass of its own, kept as measured, with no
     speed-up over the first pass's configs; its tokens equal a run that had it from the start."""
     raw = tmp_path / "raw.jsonl"
     argv = [
@@ -213,6 +214,11 @@ def test_a_config_added_later_runs_alone_beside_the_anchors(bench, tmp_path, mon
                 for t, x in zip(got, supp, strict=True)
             ]
         assert again["results"][added]["b1"][clock] == pytest.approx(1000 * sum(got) / len(got))
+        # its speed-up over the baseline is its time over the baseline's in the later pass
+        mine = sum(x["results"][added][key][0] / x["scale"] for x in supp)
+        speedup = again["results"][base]["b1"][clock] / again["results"][added]["b1"][clock]
+        if clock == "loop_wall":  # the end-to-end clock adds the first pass's prompt encoding
+            assert speedup == pytest.approx(new / mine)
     eng = [x for x in lines if x.get("engine") == added]
     assert len(eng) == 1 and eng[0]["later_pass"] is True and len(eng[0]["correct"]) == 1
     assert "scale" not in eng[0] and "wall_measured" not in eng[0]
@@ -260,6 +266,13 @@ def test_a_quick_run_extended_with_add_runs_only_the_added_config(bench, tmp_pat
     lines = [json.loads(x) for x in raw.read_text().splitlines() if '"request"' in x]
     assert len(lines) == 2 and lines[1]["added"] == [added]
     assert set(lines[1]["anchors"]) == {"baseline@k=8"}
+    with pytest.raises(SystemExit):  # a later pass is never anchored on another config
+        bench.main([*argv, "--add", added, "--anchors", "threshold@t=0.9"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.endswith(
+        "--anchors: a later pass is timed beside the reference baseline baseline@k=8 re-run, "
+        "never through another config: threshold@t=0.9 cannot anchor it"
+    )
     with pytest.raises(SystemExit):
         bench.main([*argv, "--add", "dual/b7@k=8"])
     err = capsys.readouterr().err.strip().splitlines()[-1]

@@ -469,3 +469,75 @@ def test_the_report_says_how_the_batch_32_rounds_were_ordered():
     assert _b32order(rotated) == "; rounds in rotated order"
     assert _b32order(fixed) == "; rounds in one order"
     assert _b32order({"a": {"b32_ms": 1.0}}) == ""
+
+
+def _times(s: float) -> dict:
+    """A batch-1 entry's times, `s` seconds on every clock (one repeat)."""
+    return {
+        "seconds": s,
+        "seconds_repeats": [s],
+        "call_wall_repeats": [s],
+        "call_cpu_repeats": [s],
+    }
+
+
+def test_a_later_pass_is_put_on_the_first_clock_by_the_baseline_alone(tmp_path):
+    """An added config's batch-1 times are scaled by the reference baseline's first-pass /
+    later-pass ratio alone, so its speed-up over the baseline is its time over the baseline's
+    re-timed in the same pass: another config re-timed beside it (an older raw file's
+    `anchors`, here threshold 0.9 at a different ratio) never enters; a pass without the
+    baseline re-timed is refused in one line."""
+    from seer.errors import SeerError
+    from seerbench.compare import _pass_scale
+
+    settings = {"model": "m"}
+    first = {"baseline@k=1": 2.0, "threshold@t=0.9": 0.2}  # first pass, per request
+    later = {"baseline@k=1": 4.0, "threshold@t=0.9": 0.1}  # the later pass: 0.5 and 2.0
+    added = 0.5  # measured in the later pass: 8x the baseline re-timed beside it
+    lines, rows = [], []
+    for i in range(3):
+        res = {k: _times(v) for k, v in first.items()}
+        res["x"] = dict(_times(added * 0.7), scale=0.7)  # a line's own loop-wall scale
+        rows.append({"request": i, "results": res})
+        lines.append(
+            {
+                "settings": settings,
+                "request": i,
+                "added": ["x"],
+                "scale": 0.7,
+                "results": {"x": res["x"]},
+                "anchors": {k: _times(v) for k, v in later.items()},
+            }
+        )
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    _pass_scale(raw, settings, 3, rows, "baseline@k=1")
+    for row in rows:
+        x = row["results"]["x"]
+        assert x["scales"] == {"seconds": 0.5, "call_wall": 0.5, "call_cpu": 0.5}
+        for key in ("seconds_repeats", "call_wall_repeats", "call_cpu_repeats"):
+            speedup = row["results"]["baseline@k=1"][key][0] / x[key][0]
+            assert speedup == pytest.approx(later["baseline@k=1"] / added)  # 8x, one clock
+    for x in lines:  # the same pass timed beside threshold 0.9 only
+        x["anchors"] = {"threshold@t=0.9": _times(0.1)}
+    raw.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    for row in rows:
+        row["results"]["x"] = dict(_times(added * 0.7), scale=0.7)
+    with pytest.raises(SeerError, match="without the reference baseline baseline@k=1 re-run"):
+        _pass_scale(raw, settings, 3, rows, "baseline@k=1")
+
+
+def test_a_record_timed_beside_another_config_gives_its_later_pass_no_speed_up():
+    """The first ρ-EOS record's later pass was timed beside threshold 0.9, not the baseline:
+    its report gives those configs neither a batch-1 time nor a speed-up (—), and says why;
+    the first pass's configs keep theirs."""
+    from seerbench.compare_report import carried_anchor
+
+    record = json.loads((ROOT / "docs/results/compare/rho-eos/compare-builtin.json").read_text())
+    assert carried_anchor(record) == "threshold@t=0.9"
+    md = markdown(record)
+    rows = [x for x in md.splitlines() if x.startswith("| rho-eos@")]
+    assert len(rows) == 3 and not any("×" in x for x in rows)
+    assert "beside threshold@t=0.9, not beside the reference baseline" in md
+    assert any(x.startswith("| seer@k=1 |") and "×" in x for x in md.splitlines())
+    assert carried_anchor(dict(record, settings=dict(record["settings"], anchors=""))) is None
