@@ -165,8 +165,9 @@ def test_a_config_added_later_runs_alone_beside_the_anchors(bench, tmp_path, mon
     """Resume per config: a method added after a finished run (DAEDAL, say) is run on the
     recorded requests beside the reference baseline only; its batch-1 times are put on the
     first pass's scale by that baseline's ratio (its speed-up over the baseline is its time over
-    the baseline's in that pass); at batch 32 it is timed in a pass of its own, kept as measured, with no
-    speed-up over the first pass's configs; its tokens equal a run that had it from the start."""
+    the baseline's in that pass); at batch 32 it is timed in a pass of its own, kept as
+    measured, with no speed-up over the first pass's configs; its tokens equal a run that had
+    it from the start."""
     raw = tmp_path / "raw.jsonl"
     argv = [
         "--model",
