@@ -25,7 +25,7 @@ over), so that a run of many requests is read apart from its start and its tail.
 
 Predicted GPU throughput (`--gpu`, `--gpu-model`; default LLaDA-8B on an H100): every recorded
 model forward (its rows x columns, as the forward hook sees them) is priced by the simulator's
-roofline (`seer.sim.cost`, the validated efficiencies, no graph captures: a warm engine) as if
+roofline (`seer.roofline.cost`, the validated efficiencies, no graph captures: a warm engine) as if
 the model were `--gpu-model`; `predicted_row_steps_per_s` and `predicted_tokens_per_s` are
 row-steps and answer tokens over the summed seconds. A prediction, printed with the
 simulator's median error on its test set of published GPU figures.
@@ -72,7 +72,8 @@ from seer.data import load_examples
 from seer.engine import Engine, EngineConfig, Request
 from seer.engine.config import GROUPINGS, WASTES
 from seer.errors import SeerError
-from seer.sim import cost, gpu, load_shape, validation
+from seer.roofline import cost
+from seer.sim import gpu, load_shape, validation
 from seer.sim.report import efficiency
 from seerbench import runs
 from seerbench.traffic import trace
@@ -190,7 +191,7 @@ def _predicted(log: list, fwd: list[Forward], price: Price, steps: int, tokens: 
 
 def pricer(model: str, hw: str) -> Price:
     """Seconds of a recorded forward (rows x columns, its logit positions) as `model` on `hw`
-    by the simulator's roofline (`seer.sim.cost`; every row a dense canvas of its columns, a
+    by the simulator's roofline (`seer.roofline.cost`; every row a dense canvas of its columns, a
     packed row a dense block mask, as the engine computes them)."""
     shape, dev, eff = load_shape(model), gpu(hw), efficiency()
 

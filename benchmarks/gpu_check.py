@@ -84,9 +84,9 @@ def prompts(n: int) -> list[str]:
 
 
 def sim_profile(device: str) -> tuple[str, str]:
-    """The `seer.sim` GPU profile the device's name names (`seer.sim.hardware.profile_of`, as
+    """The `seer.sim` GPU profile the device's name names (`seer.roofline.hardware.profile_of`, as
     merge_on="auto" finds it; h100 when it names none), and a label."""
-    from seer.sim import hardware
+    from seer.roofline import hardware
 
     name = torch.cuda.get_device_name(0) if torch.device(device).type == "cuda" else device
     if (key := hardware.profile_of(name)) is not None:
@@ -96,7 +96,7 @@ def sim_profile(device: str) -> tuple[str, str]:
 
 def sim_gpu(device: str):
     """The `seer.sim` GPU that matches the device (an H100 when it knows none), and a label."""
-    from seer.sim import hardware
+    from seer.roofline import hardware
 
     key, label = sim_profile(device)
     return hardware.gpu(key), label
@@ -449,7 +449,8 @@ def check_project(args, tmp: Path) -> dict:
     dtype = torch.float32 if tiny else torch.bfloat16
     folder = random_llada(tmp / "engine", tiny)
     lm = seer.load(folder, dtype=dtype, device=args.device)
-    from seer.sim import cost, load_shape, report
+    from seer.roofline import cost
+    from seer.sim import load_shape, report
 
     shape = costmodel.shape_of(_json.loads((folder / "config.json").read_text()), "random LLaDA")
     hw = costmodel.H200

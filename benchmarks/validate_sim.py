@@ -14,7 +14,7 @@ Two sets of published points:
 Each point names its source, its setup as published and every assumption the source leaves
 open (prompt length, answer length, how its tokens/s counts tokens), then the simulator
 predicts it with `SimEngine` — the engine's real scheduler and router on the virtual clock —
-on the datasheet peaks of the named GPU (`seer.sim.hardware`). Fit: `Efficiency(compute,
+on the datasheet peaks of the named GPU (`seer.roofline.hardware`). Fit: `Efficiency(compute,
 memory)` by grid search (0.05 .. 1.00, step 0.01) minimising the mean absolute log error on
 the points whose index is a multiple of 3 (the "fit" third; a median would let two factors
 ignore five of its eleven points, and left the fit at the grid's edge); every other point of
@@ -26,7 +26,7 @@ Errors are predicted / published - 1.
     python benchmarks/validate_sim.py --no-write      # table only
 
 Output: docs/results/sim/validation.{md,json} (development) or test-score.{md,json} (test), and
-the package's `src/seer/sim/validation.json` (the fitted factors and the held-out error that
+the package's `src/seer/roofline/validation.json` (the fitted factors and the held-out error that
 `seer simulate` prints beside every prediction: the test set's once it is scored). Last line:
 the JSON record.
 """
@@ -43,8 +43,9 @@ import sys
 from pathlib import Path
 
 from seer.engine.config import EngineConfig
-from seer.sim import cost, engine, hardware, trace
-from seer.sim.shapes import builtin_shapes
+from seer.roofline import cost, hardware
+from seer.roofline.shapes import builtin_shapes
+from seer.sim import engine, trace
 
 ROOT = Path(__file__).resolve().parents[1]
 DATE = "2026-12-07"
@@ -312,7 +313,7 @@ def _loss(pts: list[dict], eff: hardware.Efficiency) -> float:
 
 TEST_POINTS = ROOT / "docs" / "results" / "sim" / "test-points.json"
 TEST2_POINTS = ROOT / "docs" / "results" / "sim" / "test2-points.json"
-PACKAGE = ROOT / "src" / "seer" / "sim" / "validation.json"
+PACKAGE = ROOT / "src" / "seer" / "roofline" / "validation.json"
 
 
 def test_points(path: Path = TEST_POINTS) -> tuple[dict, list[dict]]:

@@ -3,7 +3,7 @@
     cli -> commands -> the edges (serve, ui, harness, distributed)
         -> the library over the engine (lm, likelihood, data, batch, calibrate, demo,
            provenance, throughput, sim)
-        -> engine -> boundary -> diffusion -> models
+        -> engine, roofline -> boundary -> diffusion -> models
         -> the ground floor (errors, spec, sampling, policies, images, kernels, extras,
            progress, plots, threads)
 
@@ -52,7 +52,7 @@ LAYERS: list[set[str]] = [
     {"models"},
     {"diffusion"},
     {"boundary"},
-    {"engine"},
+    {"engine", "roofline"},  # the roofline prices the engine's forwards; the simulator uses both
     {
         "lm",
         "likelihood",

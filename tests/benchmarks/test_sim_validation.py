@@ -86,7 +86,7 @@ def test_seer_paper_points_count_the_tokens_its_latency_gives():
 
 
 def test_a_point_is_repriced_from_its_ledger_at_any_efficiency():
-    from seer.sim.hardware import Efficiency
+    from seer.roofline.hardware import Efficiency
 
     with benchmark("validate_sim") as v:
         p = v.points()[0]  # Fast-dLLM GSM8K, LLaDA at 256 positions
@@ -123,7 +123,7 @@ def test_dlmserve_points_are_priced_at_dlmserve_s_published_settings():
 def test_the_published_record_is_what_the_code_predicts():
     import statistics
 
-    from seer.sim.hardware import Efficiency
+    from seer.roofline.hardware import Efficiency
 
     with benchmark("validate_sim") as v:
         record = json.loads((v.ROOT / "docs/results/sim/validation.json").read_text())

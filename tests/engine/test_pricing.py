@@ -15,8 +15,8 @@ from seer.engine import Engine, EngineConfig, Scheduler
 from seer.engine import engine as engine_module
 from seer.engine.engine import device_gpu
 from seer.errors import SeerError
+from seer.roofline.shapes import shape_of
 from seer.sim import builtin_shapes, gpu
-from seer.sim.shapes import shape_of
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from seer.engine import EngineConfig, Scheduler
 from seer.engine.scheduler import default_buckets, pack, rho_of
 from seer.errors import SeerError
-from seer.sim import cost
+from seer.roofline import cost
 
 
 def plan(windows, prompts=None, **kw):
@@ -170,7 +170,7 @@ def test_merge_on_without_a_model_prices_the_served_model():
 
     import seer
     from seer.engine import Engine
-    from seer.sim.shapes import shape_of
+    from seer.roofline.shapes import shape_of
 
     lm = seer.load("builtin")
     served = Engine(lm, EngineConfig(merge_on="h100")).scheduler.price

@@ -10,9 +10,10 @@ import pytest
 from seer.cli import main
 from seer.engine.config import EngineConfig
 from seer.errors import SeerError
-from seer.sim import builtin_shapes, cost, gpu, load_shape, trace, validation
+from seer.roofline import cost
+from seer.roofline.hardware import Efficiency
+from seer.sim import builtin_shapes, gpu, load_shape, trace, validation
 from seer.sim.engine import SimEngine, SimResult
-from seer.sim.hardware import Efficiency
 from seer.sim.trace import Decoding, SimRequest
 
 EFF = Efficiency(0.5, 0.5)

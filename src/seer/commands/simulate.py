@@ -72,7 +72,8 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from seer.sim import hardware, load_shape, report, trace
+    from seer.roofline import hardware
+    from seer.sim import load_shape, report, trace
 
     hw = hardware.gpu(args.gpu)
     shape = load_shape(args.model)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from seer import extras
+from seer.engine.pricing import AUTO, OFF, parse
 from seer.errors import SeerError
 from seer.spec import defaults, option, validate
 
@@ -21,8 +22,6 @@ POLICIES: tuple[Policy, ...] = get_args(Policy)
 GROUPINGS = ("layout", "policy-apart", "apart", "params")
 # what the padding waste that routes a group counts (seer.engine.scheduler)
 WASTES = ("window", "computed")
-AUTO = "auto"  # merge_on: the engine's own GPU, as the served model (off where it knows none)
-OFF = ("none", "off")  # merge_on values that turn it off, as None does
 KERNELS = ("reference", "triton")  # compaction backends (seer.kernels.dispatch); None: auto
 ENGINE = "engine"  # the CLI group of the engine's options
 
@@ -85,14 +84,14 @@ class EngineConfig:
         choices=WASTES,
         noun="waste basis",
     )
-    # auto: the GPU the engine runs on (its CUDA name, seer.sim.hardware.profile_of), priced as
+    # auto: the GPU the engine runs on (its CUDA name, seer.roofline.hardware.profile_of), priced as
     # the served model; off on CPU, MPS or a GPU the simulator does not know (one log line).
-    # none | off | None: off. A GPU profile of seer.sim.hardware ("h100"), optionally
-    # ":<model shape>" (seer.sim.shapes.load_shape: "h100:llada-8b"; without it, the served
+    # none | off | None: off. A GPU profile of seer.roofline.hardware ("h100"), optionally
+    # ":<model shape>" (seer.roofline.shapes.load_shape: "h100:llada-8b"; without it, the served
     # model's shape): under hybrid routing, walking the bucket groups upward, a group merges into
     # the next when one forward of both is predicted to take no longer than the two apart (each
     # laid out as it would run). Replaces the computed basis's tau_pad merge; the waste basis
-    # still picks each group's path. The prices are the simulator's predictions (seer.sim.cost
+    # still picks each group's path. The prices are the simulator's predictions (seer.roofline.cost
     # at the validated efficiencies: median error 28 % on batch-1 text, batched forwards
     # untested)
     merge_on: str | None = _engine(
@@ -146,9 +145,7 @@ class EngineConfig:
                 f"{self.routing!r}: leave routing at 'hybrid'"
             )
         if self.merge_on is not None and self.merge_on.lower() not in (AUTO, *OFF):
-            from seer.engine.pricing import parse  # seer.sim: only when asked for
-
-            parse(self.merge_on)
+            parse(self.merge_on)  # one line for a GPU or model shape it does not know
         if self.kernel == "triton":
             extras.require("kernels", "kernel='triton'")
 

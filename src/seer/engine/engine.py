@@ -56,9 +56,9 @@ from dataclasses import dataclass, field
 import torch
 
 from seer.diffusion.state import LoopState, WindowPolicy
-from seer.engine.config import AUTO, OFF, EngineConfig
+from seer.engine.config import EngineConfig
 from seer.engine.model import EngineModel
-from seer.engine.pricing import served_shape
+from seer.engine.pricing import AUTO, OFF, served_shape
 from seer.engine.prompts import prompt_inputs
 from seer.engine.request import PartialResult, Request, RequestResult, StepView, resolve
 from seer.engine.runner import Runner
@@ -66,15 +66,15 @@ from seer.engine.scheduler import BatchPlan, Scheduler, SchedulerOutput
 from seer.engine.sequence import Sequence, Window, WindowKind
 from seer.errors import SeerError
 from seer.kernels.dispatch import use_backend
-from seer.sim.hardware import GPU, GPUS, profile_of
-from seer.sim.shapes import ModelShape
+from seer.roofline.hardware import GPU, GPUS, profile_of
+from seer.roofline.shapes import ModelShape
 
 log = logging.getLogger("seer.engine")
 
 
 def device_gpu(device: torch.device) -> GPU | None:
     """merge_on="auto"'s GPU profile for `device`: the one its CUDA name names
-    (`seer.sim.hardware.profile_of`); None (auto off) on CPU or MPS, and on a GPU the
+    (`seer.roofline.hardware.profile_of`); None (auto off) on CPU or MPS, and on a GPU the
     simulator does not know, said in one log line."""
     if device.type != "cuda":
         return None

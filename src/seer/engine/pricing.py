@@ -1,52 +1,62 @@
 """`ForwardPrice`: the predicted GPU seconds of a planned forward, for the cost-aware merge.
 
-`EngineConfig.merge_on` names a GPU profile of `seer.sim.hardware` ("h100"), optionally with a
-model shape `seer.sim.shapes.load_shape` accepts ("h100:llada-8b"); without one, the served
+`EngineConfig.merge_on` names a GPU profile of `seer.roofline.hardware` ("h100"), optionally with a
+model shape `seer.roofline.shapes.load_shape` accepts ("h100:llada-8b"); without one, the served
 model's own shape (its typed config read as a config.json, `served_shape`). "auto" (the
 default) is the profile of the GPU the engine runs on, as the served model: the engine finds
-it (`seer.engine.engine.device_gpu`: the CUDA device's name, `seer.sim.hardware.profile_of`)
+it (`seer.engine.engine.device_gpu`: the CUDA device's name, `seer.roofline.hardware.profile_of`)
 and hands it to the scheduler; on CPU, MPS or a GPU the simulator does not know, auto is off,
 as "none", "off" and None are. The scheduler then
 merges two adjacent bucket groups when one forward of both is predicted to cost no more than
 the two apart (`seer.engine.scheduler`). A forward is priced by the simulator's roofline
-(`seer.sim.cost`: seconds = the slower of compute and memory + the start) at the validated
-efficiencies (`seer.sim.report.efficiency`), over the columns it computes: prompt + window per
+(`seer.roofline.cost`: seconds = the slower of compute and memory + the start) at the validated
+efficiencies (`seer.roofline.efficiency`), over the columns it computes: prompt + window per
 row without a KV cache, the windows only where a cache reuses the prompt (as `Scheduler.waste`
 counts them; a prefix or dual cache's whole-canvas forward at a block's start is not seen).
 
 These are the simulator's predictions, not measurements: its median error is 28 % on batch-1
-text figures, and batched forwards are untested (`seer/sim/validation.json`, `held_out_scope`).
+text figures, and batched forwards are untested (`seer/roofline/validation.json`, `held_out_scope`).
 
-Layering: `seer.sim.cost`, `hardware` and `shapes` import nothing from `seer.engine`;
-`seer.sim.report` does (through `seer.sim.engine`), so it is imported when a price is built.
+Layering: `seer.roofline` sits beside the engine and imports nothing from it; the simulator
+(`seer.sim`), which drives the engine's scheduler, sits above both.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from seer.engine.config import AUTO, OFF
 from seer.errors import SeerError
-from seer.sim import cost
-from seer.sim.hardware import GPU, Efficiency, gpu
-from seer.sim.shapes import ModelShape, builtin_shapes, load_shape, shape_of
+from seer.roofline import cost, efficiency
+from seer.roofline.hardware import GPU, Efficiency, gpu
+from seer.roofline.shapes import ModelShape, builtin_shapes, load_shape, shape_of
 
-if TYPE_CHECKING:
-    from seer.engine.scheduler import BatchPlan
+AUTO = "auto"  # merge_on: the engine's own GPU, as the served model (off where it knows none)
+OFF = ("none", "off")  # merge_on values that turn it off, as None does
+
+
+class Planned(Protocol):
+    """What a price reads of a planned forward (`seer.engine.scheduler.BatchPlan`)."""
+
+    path: str
+    rows: list[int]
+    packs: int
+    packed_len: int
+    prompt_width: int
+    width: int
 
 
 @dataclass(slots=True, frozen=True)
 class ForwardPrice:
-    """Prices a `BatchPlan`'s forward on one GPU as one model shape (predicted seconds)."""
+    """Prices a planned forward (`Planned`) on one GPU as one model shape (predicted seconds)."""
 
     shape: ModelShape  # the model the forwards are priced as
     hw: GPU  # the GPU profile
     eff: Efficiency  # the simulator's validated efficiencies
     graphs: bool = True  # static forwards replay a CUDA graph (else they launch every kernel)
 
-    def seconds(self, plan: BatchPlan, windows: list[int], reuses_prompt: bool) -> float:
+    def seconds(self, plan: Planned, windows: list[int], reuses_prompt: bool) -> float:
         """One forward of `plan` (windows: every row's, indexed by `plan.rows`)."""
         w = cost.Work()
         if plan.path == "varlen":  # dense block-diagonal mask per packed row
@@ -93,7 +103,7 @@ def parse(spec: str) -> tuple[GPU, ModelShape | None]:
 
 def served_shape(config: object, name: str = "served model") -> ModelShape:
     """A loaded model's shape from its typed config (its config.json fields, `extra` included),
-    read as `seer.sim.shapes.shape_of` reads a config.json."""
+    read as `seer.roofline.shapes.shape_of` reads a config.json."""
     if not is_dataclass(config):
         raise SeerError(
             f"merge_on: the shape of {name} is unknown (its config is not a config.json "
@@ -119,6 +129,4 @@ def forward_price(
         if auto:  # no GPU found, or a model of unknown shape
             return None
         raise SeerError(f"merge_on {spec!r}: no model shape: name one, e.g. '{spec}:llada-8b'")
-    from seer.sim.report import efficiency  # imports seer.engine: see the module docstring
-
     return ForwardPrice(shape, hw, efficiency(), graphs)

@@ -57,8 +57,8 @@ from seer.diffusion.forward import pack
 from seer.engine.config import EngineConfig
 from seer.engine.pricing import ForwardPrice, forward_price
 from seer.engine.sequence import Sequence
-from seer.sim.hardware import GPU
-from seer.sim.shapes import ModelShape
+from seer.roofline.hardware import GPU
+from seer.roofline.shapes import ModelShape
 
 __all__ = ["BatchPlan", "Scheduler", "SchedulerOutput", "default_buckets", "pack", "rho_of"]
 

@@ -9,7 +9,7 @@ What is real and what is simulated:
   simulated model (the engine finds its GPU from the device; here it is `hw`);
 - simulated: the executor. Instead of `Runner` running the model, each tick prices the forwards
   the scheduler planned — step 0 of the arrivals over the full window, then one forward per
-  planned group — by `seer.sim.cost` on a model's shape and a GPU's datasheet peaks, and
+  planned group — by `seer.roofline.cost` on a model's shape and a GPU's datasheet peaks, and
   advances a virtual clock by their sum (one GPU, forwards one after another). The first
   forward of a static shape pays a CUDA-graph capture (the graph cache's two warm-ups and the
   capture, priced as three eager forwards), as the engine's `GraphCache` does; a second `run`
@@ -42,10 +42,10 @@ from seer.engine.request import Request
 from seer.engine.scheduler import BatchPlan, Scheduler
 from seer.engine.sequence import Sequence, Window, WindowKind
 from seer.models.multimodal import PromptInput
+from seer.roofline import cost
+from seer.roofline.hardware import GPU, Efficiency
+from seer.roofline.shapes import ModelShape
 from seer.sampling import SamplingParams
-from seer.sim import cost
-from seer.sim.hardware import GPU, Efficiency
-from seer.sim.shapes import ModelShape
 from seer.sim.trace import Decoding, SimRequest, plan
 
 RUNNING = cast(LoopState, object())  # a simulated row holds no LoopState; this marks it running

@@ -4,17 +4,11 @@ padding, as one record and as a Markdown table labelled "predicted" with its val
 from __future__ import annotations
 
 from seer.engine.config import EngineConfig
-from seer.sim import validation
+from seer.roofline import efficiency, validation
+from seer.roofline.hardware import GPU
+from seer.roofline.shapes import ModelShape
 from seer.sim.engine import SimEngine
-from seer.sim.hardware import GPU, Efficiency
-from seer.sim.shapes import ModelShape
 from seer.sim.trace import METHODS, Decoding, Trace
-
-
-def efficiency() -> Efficiency:
-    """The validated efficiencies (`validation.json`)."""
-    e = validation()["efficiency"]
-    return Efficiency(e["compute"], e["memory"])
 
 
 def requests_for(batch: int, available: int) -> int:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from seer.sim.hardware import GPU, KERNELS_PER_LAYER, Efficiency
-from seer.sim.shapes import ModelShape
+from seer.roofline.hardware import GPU, KERNELS_PER_LAYER, Efficiency
+from seer.roofline.shapes import ModelShape
 
 
 @dataclass(slots=True)
