@@ -98,16 +98,7 @@ def test_waste_verdicts_pass_only_when_every_trace_is_cheaper_and_no_case_rises(
     summed over concurrencies are lower per traffic and no case rises past the noise."""
 
     def row(waste, traffic, c, seconds):
-        return dict(
-            model="m",
-            grouping="layout",
-            waste=waste,
-            traffic=traffic,
-            concurrency=c,
-            predicted_seconds=seconds,
-            rows_per_forward=2.0,
-            forwards=10,
-        )
+        return _case(traffic, c, seconds, waste=waste)
 
     base = [row("window", t, c, 10.0) for t in ("uniform", "mixed") for c in (8, 64)]
     with benchmark("bench_trace_ticks") as ticks:
@@ -120,11 +111,11 @@ def test_waste_verdicts_pass_only_when_every_trace_is_cheaper_and_no_case_rises(
         assert v["cases"]["mixed/c64"]["predicted_seconds_over_first"] == 1.05
 
 
-def _case(traffic, c, seconds, merge="none", positions=1000.0, row_steps=100):
+def _case(traffic, c, seconds, merge="none", positions=1000.0, row_steps=100, waste="window"):
     return dict(
         model="m",
         grouping="layout",
-        waste="window",
+        waste=waste,
         merge_on=merge,
         traffic=traffic,
         concurrency=c,

@@ -155,6 +155,9 @@ def test_merge_on_plans_are_pure_and_memoised():
         ("h999", "merge_on 'h999': unknown gpu 'h999': choose one of a100, h100, h200, rtx5070"),
         ("h100:nope", "merge_on 'h100:nope': unknown model shape 'nope'; choose one of llada-8b"),
         ("h100:", "merge_on 'h100:': name a model shape after ':'"),
+        ("auto:llada-8b", "merge_on 'auto:llada-8b': auto prices the GPU found as the served"),
+        ("automatic", "merge_on 'automatic': unknown gpu 'automatic': choose one of a100"),
+        ("", "merge_on '': unknown gpu ''"),
     ],
 )
 def test_merge_on_bad_values_are_one_line(bad, says):
