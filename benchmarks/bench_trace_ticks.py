@@ -205,6 +205,10 @@ def pricer(model: str, hw: str) -> Price:
 
 def merge_value(text: str) -> str:
     """An argparse type: `none`, or a value `EngineConfig.merge_on` accepts (one line if not)."""
+    if text.lower() in ("auto", "off"):  # auto is off on this CPU: a verdict would be 1.000
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: name a GPU profile (e.g. h100:llada-8b), or none for off"
+        )
     if text != OFF:
         try:
             EngineConfig(merge_on=text)
@@ -288,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         waste_verdicts=by_waste,
         merge_verdicts=by_merge,
         merge_passes=all(v["passes"] for v in by_merge.values()) if by_merge else None,
+        # the merges and the verdict are priced by the same roofline: not independent evidence
+        merge_verdict_circular=bool(by_merge),
         meets=all(v["meets"] for k, v in verdicts.items() if "/layout/" in k),
     )
     return 0
@@ -312,8 +318,8 @@ def stated_target(args, err: float) -> str:
         target += (
             f"; merge_on {m} replaces {args.merge_on[0]} as the recommended setting for GPU "
             f"serving only if predicted seconds never rise by more than {NOISE:.0%} in any case. "
-            f"The rule prices forwards with the same simulator that scores them here (seer.sim's "
-            f"roofline), so its predicted gain is not independent evidence: predicted, median "
+            f"The rule prices forwards with the roofline that scores them here (seer.roofline), so "
+            f"its predicted gain is not independent evidence: predicted, median "
             f"error {err:.0%} on batch-1 text, batched forwards untested"
         )
     return target

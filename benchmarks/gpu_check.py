@@ -659,12 +659,13 @@ def check_merge(args, tmp: Path) -> dict:
     finally:
         clock.close()
     checks = [r["measured_over_off"] <= 1 + MERGE_NOISE for r in rows if "measured_over_off" in r]
+    confirmed = None if auto is None or not checks else all(checks)  # None: not measured
     return {
-        "ok": True,
+        "ok": confirmed is not False,  # a measured regression of the GPU default fails the check
         "rule": rule,
         "merge_on": on,
         "profile": key,
-        "confirmed": None if auto is None or not checks else all(checks),  # None: not measured
+        "confirmed": confirmed,
         "note": note,
         "results": rows,
     }

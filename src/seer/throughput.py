@@ -82,7 +82,9 @@ def requests(w: Workload, method: str, p: SamplingParams, cfg: SeerConfig) -> li
 
 def engine_config(method: str, batch: int, tau_pad: float) -> EngineConfig:
     routing = "naive" if method == "seer-naive" else "hybrid"
-    return EngineConfig(max_batch=batch, routing=routing, tau_pad=tau_pad)
+    # merge_on off: the cost merge would replace the tau_pad merge on a GPU, and this compares
+    # routings and tau_pad alone
+    return EngineConfig(max_batch=batch, routing=routing, tau_pad=tau_pad, merge_on="none")
 
 
 def run_case(lm: DiffusionLM, w: Workload, method: str, batch: int, p, cfg, tau_pad: float) -> dict:

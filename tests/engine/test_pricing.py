@@ -56,7 +56,15 @@ def test_auto_finds_the_profile_a_cuda_device_names(monkeypatch, caplog, name, p
 
 
 @pytest.mark.parametrize(
-    "name", ["NVIDIA GH200 480GB", "NVIDIA GeForce RTX 5070 Ti", "AMD Instinct MI300X", "H800"]
+    "name",
+    [
+        "NVIDIA GH200 480GB",
+        "NVIDIA GeForce RTX 5070 Ti",
+        "AMD Instinct MI300X",
+        "H800",
+        "NVIDIA H100 80GB HBM3 MIG 1g.10gb",
+        "NVIDIA GeForce RTX 5070 Laptop GPU",
+    ],
 )
 def test_auto_is_off_on_an_unknown_gpu_with_one_line_saying_how_to_set_one(
     monkeypatch, caplog, name

@@ -81,7 +81,8 @@ def _build(args) -> dict:
     """`seer.serve.build`'s options from the flags (the model names apart), every default
     read from the option specs (`EngineConfig`, `ServerConfig`)."""
     cfg = options.server_config(args)
-    engine = {k: options.engine_options(args)[k] for k in options.ENGINE_FLAGS}
+    given = options.engine_options(args)
+    engine = {k: given[k] for k in options.ENGINE_FLAGS}
     EngineConfig(**engine)  # a bad engine option is one line here, before the model loads
     return dict(
         api_key=args.api_key,

@@ -96,8 +96,8 @@ class EngineConfig:
     # untested)
     merge_on: str | None = _engine(
         "auto",
-        "merge adjacent bucket groups when one forward of both is predicted (seer.sim's "
-        "roofline) to cost no more than two: auto (the GPU found, as the served model; off on "
+        "merge adjacent bucket groups when one forward of both is predicted (seer.roofline) "
+        "to cost no more than two: auto (the GPU found, as the served model; off on "
         "CPU or an unknown GPU), none, or GPU[:MODEL] (e.g. h100 or h100:llada-8b)",
         none="off",
         flag="--merge-on",

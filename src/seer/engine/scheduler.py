@@ -34,7 +34,7 @@ the Seer policy, or gen_length) and its prompt length, as host ints.
    the path and layout the merged group takes) are <= the two forwards' apart (each at its own
    path). A memory-bound forward (few rows: the weights read dominates) costs about what a
    smaller one does, so merging pays; a compute-bound one pays for its padding in FLOPs. The
-   prices are the GPU simulator's predictions (`seer.engine.pricing`: seer.sim's roofline at
+   prices are the GPU simulator's predictions (`seer.engine.pricing`: seer.roofline's roofline at
    its validated efficiencies, median error 28 % on batch-1 text, batched forwards untested),
    not measurements. Then each group gets a path:
    - eager  when B_G <= `eager_bucket` or |G| == 1: rows at their exact windows, no padding;

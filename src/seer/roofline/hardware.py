@@ -99,6 +99,7 @@ def gpu(name: str) -> GPU:
 
 
 VARIANTS = ("ti", "super")  # a word after the model number that makes it another card
+PARTS = {"mig", "laptop", "mobile", "max", "maxq"}  # a slice or a cut-down part: no profile
 
 
 def profile_of(device_name: str) -> str | None:
@@ -108,6 +109,8 @@ def profile_of(device_name: str) -> str | None:
     family's form factors (H100 PCIe, NVL) take its profile, whose peaks are the SXM data
     sheet's."""
     words = re.findall(r"[a-z0-9]+", device_name.lower())
+    if set(words) & PARTS:  # a slice or a laptop part: the full card's peaks would be wrong
+        return None
     for i in range(len(words)):
         for n in (1, 2):  # "h100", or "rtx" + "5070"
             key, after = "".join(words[i : i + n]), words[i + n : i + n + 1]

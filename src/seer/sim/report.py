@@ -34,7 +34,9 @@ def simulate(
         reqs = trace.requests[: requests_for(b, len(trace.requests))]
         for m in methods:
             for routing in routings:
-                cfg = EngineConfig(max_batch=b, routing=routing)
+                # hybrid routing as the paper's, without the cost merge (merge_on: its own rule,
+                # priced by this same roofline; the record says so)
+                cfg = EngineConfig(max_batch=b, routing=routing, merge_on="none")
                 r = SimEngine(shape, hw, eff, cfg, decoding).run(reqs, m)
                 if m == "baseline" and base is None:
                     base = r.throughput
