@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from seer.commands import options
 from seer.engine.config import EngineConfig
+from seer.engine.pricing import AUTO, OFF, served_shape
 
 # the server's options past host and port (`seer.serve.config.ServerConfig`)
 SERVE_LIMITS = (
@@ -176,6 +177,9 @@ def main(args) -> int:
     built = _build(args)  # every option checked before the model loads
     sock = bind(cfg.host, cfg.port)  # before the model loads: a taken port is one line
     lm = options.load(args)
+    merge_on = built["merge_on"]
+    if merge_on and merge_on.lower() not in (AUTO, *OFF) and ":" not in merge_on:
+        served_shape(lm.model.config, lm.name or args.model)  # priced as it: one line if unknown
     page = None
     if args.ui:  # the page of `seer ui`, mounted on this server's app at /ui/
         from seer.ui import mount
