@@ -73,6 +73,7 @@ def simulate(
             "threshold_tokens": decoding.threshold_tokens,
             "cache": decoding.cache,
         },
+        "merge_on": "none",  # hybrid routing by padding waste, without the cost merge
         "efficiency": v["efficiency"],
         "validation": {
             "median_abs_error_held_out": v["median_abs_error_held_out"],
@@ -103,7 +104,8 @@ def lines(record: dict) -> list[str]:
         f"set, never used to build or fit it{_scope(v)} (target 30 %"
         f"{': missed' if v['median_abs_error_held_out'] > 0.30 else ''}; docs/gpu.md, "
         f"{v['date']}). Latency: from a request's step 0 to its answer "
-        f"(queueing excluded); {record.get('arrivals', 'every request arrives at once')}.",
+        f"(queueing excluded); {record.get('arrivals', 'every request arrives at once')}. "
+        "Hybrid routing by padding waste, without the cost merge (merge_on none).",
         "",
         f"| batch | method | routing | predicted tok/s (median error {err}, not a bound) "
         "| × baseline | p50 s | p95 s | rows/forward |",
