@@ -49,6 +49,7 @@ the Seer policy, or gen_length) and its prompt length, as host ints.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -243,15 +244,20 @@ class Scheduler:
 
         if cfg_.routing == "hybrid" and self.price is not None:
             price = self.price
-            groups = merge_priced(
-                groups, lambda rows: price.seconds(layout(rows), windows, reuses_prompt)
-            )
+
+            def seconds(rows: list[int]) -> float:
+                return price.seconds(layout(rows), windows, reuses_prompt)
+
+            groups = merge(groups, lambda a, b: seconds(a + b) <= seconds(a) + seconds(b))
         elif cfg_.waste == "computed" and cfg_.routing == "hybrid":
-            groups = merge(
-                groups,
-                lambda rows: self.waste(rows, windows, prompt_lens, gen_length, reuses_prompt),
-                cfg_.tau_pad,
+            waste = functools.partial(
+                self.waste,
+                windows=windows,
+                prompt_lens=prompt_lens,
+                gen_length=gen_length,
+                reuses_prompt=reuses_prompt,
             )
+            groups = merge(groups, lambda a, b: waste(a + b) <= cfg_.tau_pad)
         return [layout(rows) for rows in groups]
 
     def waste(
@@ -313,25 +319,14 @@ class Scheduler:
 
 
 def merge(
-    groups: list[list[int]], waste: Callable[[list[int]], float], tau_pad: float
+    groups: list[list[int]], joins: Callable[[list[int], list[int]], bool]
 ) -> list[list[int]]:
-    """Coarse groups (in bucket order) merged walking upward: a group merges into the next
-    while the merged group's `waste` stays <= `tau_pad`, so one forward replaces two."""
+    """Coarse groups (in bucket order) merged walking upward: a group merges into the one
+    before it while `joins(before, group)` holds (the computed waste within tau_pad, or one
+    forward of both predicted no slower than two), so one forward replaces two."""
     out: list[list[int]] = []
     for g in groups:
-        if out and waste(out[-1] + g) <= tau_pad:
-            out[-1] = out[-1] + g
-        else:
-            out.append(g)
-    return out
-
-
-def merge_priced(groups: list[list[int]], seconds: Callable[[list[int]], float]) -> list[list[int]]:
-    """Coarse groups (in bucket order) merged walking upward: a group merges into the next when
-    one forward of both is predicted (`seconds`) to take no longer than the two apart."""
-    out: list[list[int]] = []
-    for g in groups:
-        if out and seconds(out[-1] + g) <= seconds(out[-1]) + seconds(g):
+        if out and joins(out[-1], g):
             out[-1] = out[-1] + g
         else:
             out.append(g)
