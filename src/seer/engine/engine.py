@@ -140,12 +140,18 @@ class Engine:
         spec = (self.config.merge_on or "none").lower()
         if spec in OFF or ":" in spec:
             return None, None
+        weights = next((p for p in self.lm.model.parameters() if p.is_floating_point()), None)
+        size = None if weights is None else weights.element_size()  # as loaded: fp32 4, bf16 2
+
+        def served() -> ModelShape:
+            return served_shape(self.lm.model.config, self.lm.name or "the served model", size)
+
         if spec != AUTO:
-            return served_shape(self.lm.model.config, self.lm.name or "the served model"), None
+            return served(), None
         if (hw := device_gpu(self.lm.device)) is None:
             return None, None
         try:
-            return served_shape(self.lm.model.config, self.lm.name or "the served model"), hw
+            return served(), hw
         except SeerError as e:  # auto never refuses a model: it is off for this one
             log.warning(f"merge_on auto: off ({e})")
             return None, None

@@ -2,7 +2,8 @@
 
 `EngineConfig.merge_on` names a GPU profile of `seer.roofline.hardware` ("h100"), optionally with a
 model shape `seer.roofline.shapes.load_shape` accepts ("h100:llada-8b"); without one, the served
-model's own shape (its typed config read as a config.json, `served_shape`). "auto" (the
+model's own shape (its typed config read as a config.json, `served_shape`; its weights priced at
+the bytes they are loaded in, float32 4, bf16 2). "auto" (the
 default) is the profile of the GPU the engine runs on, as the served model: the engine finds
 it (`seer.engine.engine.device_gpu`: the CUDA device's name, `seer.roofline.hardware.profile_of`)
 and hands it to the scheduler; on CPU, MPS or a GPU the simulator does not know, auto is off,
@@ -23,7 +24,7 @@ Layering: `seer.roofline` sits beside the engine and imports nothing from it; th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -101,9 +102,12 @@ def parse(spec: str) -> tuple[GPU, ModelShape | None]:
         raise SeerError(f"merge_on {spec!r}: {e}") from None
 
 
-def served_shape(config: object, name: str = "served model") -> ModelShape:
+def served_shape(
+    config: object, name: str = "served model", weight_bytes: float | None = None
+) -> ModelShape:
     """A loaded model's shape from its typed config (its config.json fields, `extra` included),
-    read as `seer.roofline.shapes.shape_of` reads a config.json."""
+    read as `seer.roofline.shapes.shape_of` reads a config.json; `weight_bytes`: bytes per
+    weight as loaded (float32: 4, bf16: 2; None: the shape's default, bf16)."""
     if not is_dataclass(config):
         raise SeerError(
             f"merge_on: the shape of {name} is unknown (its config is not a config.json "
@@ -111,7 +115,8 @@ def served_shape(config: object, name: str = "served model") -> ModelShape:
         )
     raw = {f.name: getattr(config, f.name) for f in fields(config) if f.name != "extra"}
     raw |= getattr(config, "extra", None) or {}
-    return shape_of({k: v for k, v in raw.items() if v is not None}, name)
+    shape = shape_of({k: v for k, v in raw.items() if v is not None}, name)
+    return shape if weight_bytes is None else replace(shape, weight_bytes=weight_bytes)
 
 
 def forward_price(
