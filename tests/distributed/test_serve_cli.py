@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
 import sys
 
@@ -71,3 +72,23 @@ def test_deployment_options_fixed_autoscaled_gpu_and_cpu():
     assert auto["max_ongoing_requests"] == 20
     assert auto["max_queued_requests"] == 4  # --max-queue: the proxy's own bounded queue
     assert auto["backpressure_config"] == {"status_code": 429}
+
+
+def test_replicas_get_absolute_folders_for_the_model_and_merge_on(monkeypatch, tmp_path):
+    """Ray Serve's replicas run in another working folder: a model folder given relative, and
+    one that --merge-on prices as, reach them absolute."""
+    pytest.importorskip("ray.serve")
+    import seer.distributed.ray_serve as ray_serve
+    from seer.models.loader import builtin_path
+
+    got = {}
+    monkeypatch.setattr(ray_serve, "serve", lambda model, **kw: got.update(model=model, **kw))
+    folder = tmp_path / "my-model"
+    shutil.copytree(builtin_path("builtin"), folder)
+    monkeypatch.chdir(tmp_path)
+    argv = ["serve", "--model", folder.name, "--replicas", "1"]
+    assert main([*argv, "--merge-on", f"h100:{folder.name}"]) == 0
+    assert got["model"] == str(folder.resolve())
+    assert got["merge_on"] == f"h100:{folder.resolve()}"
+    assert main([*argv, "--merge-on", "h100:llada-8b"]) == 0
+    assert got["merge_on"] == "h100:llada-8b"

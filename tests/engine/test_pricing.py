@@ -152,3 +152,13 @@ def test_the_flag_says_its_default_and_takes_none_and_auto():
     ):
         args = parser.parse_args(["serve", "--model", "m", *given])
         assert serve._build(args)["merge_on"] == want
+
+
+def test_absolute_makes_a_model_folder_merge_on_names_absolute(tmp_path, monkeypatch):
+    from seer.engine.pricing import absolute
+
+    (tmp_path / "m").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert absolute("h100:m") == f"h100:{(tmp_path / 'm').resolve()}"
+    for same in (None, "h100", "auto", "none", "h100:llada-8b", "h100:no-such-folder"):
+        assert absolute(same) == same

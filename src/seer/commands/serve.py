@@ -110,6 +110,7 @@ def _replicas(args) -> int:
     from pathlib import Path
 
     from seer.distributed.ray_serve import serve
+    from seer.engine.pricing import absolute
     from seer.models.loader import read_config
 
     def ready(url: str, n: int, device: str) -> None:
@@ -125,6 +126,8 @@ def _replicas(args) -> int:
         if not args.ray_address:  # a local cluster: a bad folder is an error here, not in Ray
             read_config(model)
         model = str(Path(model).expanduser().resolve())  # the replicas' working folder differs
+    build = _build(args)
+    build["merge_on"] = absolute(build["merge_on"])  # so is a model folder merge_on names
     serve(
         model,
         replicas=args.replicas,
@@ -140,7 +143,7 @@ def _replicas(args) -> int:
         drain_timeout=cfg.drain_timeout,
         log_level=cfg.log_level,
         ready=ready,
-        **_build(args),
+        **build,
     )
     return 0
 

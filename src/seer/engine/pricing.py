@@ -102,6 +102,18 @@ def parse(spec: str) -> tuple[GPU, ModelShape | None]:
         raise SeerError(f"merge_on {spec!r}: {e}") from None
 
 
+def absolute(spec: str | None) -> str | None:
+    """`spec` with the model folder it names, if any, made absolute (for processes that run
+    in another working folder: Ray Serve's replicas); anything else unchanged."""
+    if spec is None or ":" not in spec:
+        return spec
+    name, _, model = spec.partition(":")
+    folder = Path(model).expanduser()
+    if model.lower() in builtin_shapes() or not folder.exists():
+        return spec
+    return f"{name}:{folder.resolve()}"
+
+
 def served_shape(
     config: object, name: str = "served model", weight_bytes: float | None = None
 ) -> ModelShape:
