@@ -69,6 +69,11 @@ def test_the_merge_section_serves_both_traces_off_and_on_with_predictions_beside
     assert all(r["measured_seconds"] > 0 and r["predicted_seconds"] > 0 for r in rows.values())
     assert any(rows[c, "h100"]["forwards"] < rows[c, "none"]["forwards"] for c, _ in rows)
     assert "measured (CPU clock)" in out and "predicted (h100)" in out
+    # the settings alternate which runs first; each 'on' row is set against off's, wall too
+    firsts = [r["merge_on"] for r in merge["results"][::2]]
+    assert firsts == ["none", "h100"]
+    assert all({"measured_over_off", "wall_over_off"} <= set(rows[c, "h100"]) for c, _ in rows)
+    assert "stated before the first request" in out and "serving wall" in merge["rule"]
 
 
 def test_the_merge_section_stops_starting_cases_past_the_budget(capsys):
