@@ -427,13 +427,19 @@ def b32_measured_ms(r: dict) -> float:
 
 
 def headline(
-    results: dict, reference: str, margin: float | None = None, reps: int = SELECT_REPS
+    results: dict,
+    reference: str,
+    margin: float | None = None,
+    reps: int = SELECT_REPS,
+    untimed: frozenset[str] = frozenset(),
 ) -> dict:
     """The user's question: among the configs not worse than the `reference` (the first
     baseline, one token per step by default) by more than the margin (`noninferior`), which is
     fastest at batch 1 and at batch 32 on the run's clock, how often it is the fastest when the
     requests are redrawn (`select_fastest`), and what Seer adds to the fastest config with
-    Seer. The oracles (they know each answer's end) are bounds, not methods: never chosen."""
+    Seer. The oracles (they know each answer's end) are bounds, not methods: never chosen.
+    `untimed`: configs whose batch-1 times are not on the reference's clock (an older record's
+    later pass carried through another config, `carried_anchor`): never chosen at batch 1."""
     ref = results.get(reference)
     if ref is None:
         return {}
@@ -451,7 +457,9 @@ def headline(
         clock, flag = f"{key}_ms", ("noninferior" if key == "b1" else "b32_noninferior")
         correct = "correct" if key == "b1" else "b32_correct"
         have = {
-            k: r for k, r in runnable.items() if clock in r and (key == "b1" or one_clock_b32(r))
+            k: r
+            for k, r in runnable.items()
+            if clock in r and (one_clock_b32(r) if key == "b32" else k not in untimed)
         }
         if clock not in ref or not all(correct in r for r in have.values()):
             continue
@@ -575,6 +583,14 @@ def carried_anchor(record: dict) -> str | None:
     other = [a for a in named if a != ref]
     later = any(r.get("later_pass") for r in record["results"].values())
     return ", ".join(other) if other and later else None
+
+
+def carried_later(record: dict) -> frozenset[str]:
+    """The later-pass configs of a record whose later pass was carried through another config
+    (`carried_anchor`): their batch-1 times are on no clock the reference shares."""
+    if not carried_anchor(record):
+        return frozenset()
+    return frozenset(k for k, r in record["results"].items() if r.get("later_pass"))
 
 
 def _b1x(r: dict, text: str, carried: str | None) -> str:
@@ -1255,6 +1271,11 @@ def plot(record: dict, path: Path) -> None:
     ref = res.get((record.get("headline") or {}).get("reference", ""))
     if ref is None:  # the intervals are differences to it: nothing else can stand in
         raise SeerError("compare plot: the record has no baseline reference (its headline)")
+    carried = carried_later(record)  # batch-1 times on no clock the reference shares
+
+    def shown(name: str, r: dict, clock: str) -> bool:
+        return _plotted(r, clock) and not (clock == "b1_ms" and name in carried)
+
     k = ref["budget"].removeprefix("k=")
     at = f"the baseline at {k} token{'' if k == '1' else 's'} / step"
     methods = sorted({r["method"] for r in res.values()})
@@ -1269,7 +1290,7 @@ def plot(record: dict, path: Path) -> None:
     for ax, clock in zip(axes[0], clocks, strict=True):
         for i, m in enumerate(methods):
             pts = sorted(
-                (r for r in res.values() if r["method"] == m and _plotted(r, clock)),
+                (r for k, r in res.items() if r["method"] == m and shown(k, r, clock)),
                 key=lambda r, c=clock: r[c],
                 reverse=True,
             )
@@ -1290,7 +1311,7 @@ def plot(record: dict, path: Path) -> None:
                 )
         flag = "pareto_b1" if clock == "b1_ms" else "pareto_b32"
         front = sorted(
-            _relative(r, ref, clock) for r in res.values() if _plotted(r, clock) and r[flag]
+            _relative(r, ref, clock) for k, r in res.items() if shown(k, r, clock) and r[flag]
         )
         if front:
             ax.step(
@@ -1424,7 +1445,9 @@ def rerender(path: Path) -> bool:
     h = record.get("headline") or {}
     if not record.get("clock") or "reference" not in h:
         return False
-    record["headline"] = headline(record["results"], h["reference"], h.get("margin"))
+    record["headline"] = headline(
+        record["results"], h["reference"], h.get("margin"), untimed=carried_later(record)
+    )
     path.write_text(json.dumps(record, indent=1) + "\n")
     path.with_suffix(".md").write_text(markdown(record))
     return True

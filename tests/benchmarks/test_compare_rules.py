@@ -541,3 +541,20 @@ def test_a_record_timed_beside_another_config_gives_its_later_pass_no_speed_up()
     assert "beside threshold@t=0.9, not beside the reference baseline" in md
     assert any(x.startswith("| seer@k=1 |") and "×" in x for x in md.splitlines())
     assert carried_anchor(dict(record, settings=dict(record["settings"], anchors=""))) is None
+
+
+def test_a_carried_later_pass_is_never_the_batch1_winner():
+    """A later-pass config whose batch-1 time was carried through another config is never the
+    fastest at batch 1, however fast its time reads; the same record without the carry lets
+    it win."""
+    from seerbench.compare_report import carried_later, headline
+
+    scores = {"base": [1.0] * 200, "sound": [1.0] * 200, "later": [1.0] * 200}
+    res = _results(scores, {"base": 100.0, "sound": 50.0, "later": 10.0})
+    res["later"]["later_pass"] = 100
+    record = {"settings": {"anchors": "sound"}, "headline": {"reference": "base"}, "results": res}
+    assert carried_later(record) == {"later"}
+    h = headline(res, "base", 3.0, reps=50, untimed=carried_later(record))["b1"]
+    assert h["fastest"] == "sound" and "later" not in h["passed"]
+    assert headline(res, "base", 3.0, reps=50)["b1"]["fastest"] == "later"
+    assert carried_later(dict(record, settings={"anchors": "base"})) == frozenset()
