@@ -11,12 +11,14 @@
 # Resumable: rerun the script (each phase skips when the run folder has passed its last step and
 # stops the script when its time runs out or a SIGTERM saves it early, so a later phase never
 # starts from an unfinished one). The run folder keeps export/ and resume.json in git
-# (checkpoints/README.md); state.pt (the optimiser's moments) stays out. MINUTES caps each phase.
+# (checkpoints/README.md); state.pt (the optimiser's moments) stays out. MINUTES caps each phase;
+# THREADS sets torch's threads (default 1).
 set -euo pipefail
-export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+threads=${THREADS:-1}  # torch threads (the recipe is the same; sums may round differently)
+export OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads
 run=${RUN:-checkpoints/builtin-v2-control}
 step() { python -c 'import json,sys; print(json.load(open(sys.argv[1]))["step"])' "$1" 2>/dev/null || echo 0; }
-train() { python -m training.builtin_v2 --out "$run" --threads 1 --minutes "${MINUTES:-1000}" --windows full "$@"; }
+train() { python -m training.builtin_v2 --out "$run" --threads "$threads" --minutes "${MINUTES:-1000}" --windows full "$@"; }
 phase() {  # phase UNTIL ARGS...: train to step UNTIL unless done; stop the script if it is not
   local until=$1; shift
   if [ "$(step "$run/resume.json")" -ge "$until" ]; then return; fi
