@@ -548,6 +548,7 @@ def batch1(
     done = recorded(raw, settings, len(examples), "request")
     machine = provenance()
     reference = reference_of(configs)
+    later_passes(raw, settings, len(examples), reference)  # refused now, not after a pass runs
     rows = []
     for i, ex in enumerate(examples):
         have = done.get(i)
@@ -622,6 +623,23 @@ def batch1(
     return rows
 
 
+def later_passes(raw: Path, settings: dict, n: int, reference: str) -> dict[tuple, list[dict]]:
+    """The raw file's later-pass lines of this run (its first `n` requests) by the configs each
+    pass added; a pass that did not re-time the `reference` baseline is refused in one
+    `SeerError` line (its times could reach the baseline only through another config)."""
+    passes: dict[tuple, list[dict]] = defaultdict(list)
+    for line in raw_lines(raw):
+        if "added" in line and line["request"] < n and same_run(line["settings"], settings):
+            passes[tuple(line["added"])].append(line)
+    for added, lines in passes.items():
+        if any(reference not in x["anchors"] for x in lines):
+            raise SeerError(
+                f"{raw}: {', '.join(added)} were timed in a later pass without the reference "
+                f"baseline {reference} re-run: time them in one pass with the others"
+            )
+    return passes
+
+
 def _pass_scale(raw: Path, settings: dict, n: int, rows: list[dict], reference: str) -> None:
     """Put the batch-1 times of every config added in a later pass on the first pass's scale, each
     clock by its own ratio: the `reference` baseline's total time in the first pass over its
@@ -636,17 +654,8 @@ def _pass_scale(raw: Path, settings: dict, n: int, rows: list[dict], reference: 
     changed between the passes (load stretches wall time, not CPU time): on the text model's
     300-request run it put the added configs' CPU-time speed-ups 37-39 % under a one-pass run's
     on the same requests, where each clock's own ratio gives them within 2 %."""
-    passes: dict[tuple, list[dict]] = defaultdict(list)
-    for line in raw_lines(raw):
-        if "added" in line and line["request"] < n and same_run(line["settings"], settings):
-            passes[tuple(line["added"])].append(line)
     by_request = {row["request"]: row["results"] for row in rows}
-    for added, lines in passes.items():
-        if any(reference not in x["anchors"] for x in lines):
-            raise SeerError(
-                f"{raw}: {', '.join(added)} were timed in a later pass without the reference "
-                f"baseline {reference} re-run: time them in one pass with the others"
-            )
+    for lines in later_passes(raw, settings, n, reference).values():
         first = [by_request[x["request"]][reference] for x in lines]
         later = [x["anchors"][reference] for x in lines]
         ratio = {}

@@ -525,6 +525,18 @@ def test_a_later_pass_is_put_on_the_first_clock_by_the_baseline_alone(tmp_path):
         row["results"]["x"] = dict(_times(added * 0.7), scale=0.7)
     with pytest.raises(SeerError, match="without the reference baseline baseline@k=1 re-run"):
         _pass_scale(raw, settings, 3, rows, "baseline@k=1")
+    # a run resumed from that raw file is refused before it times any request
+    from types import SimpleNamespace
+
+    from seerbench import compare
+
+    def never(*a, **k):
+        raise AssertionError("a request ran before the refusal")
+
+    ex = [SimpleNamespace(id=str(i)) for i in range(4)]
+    base = SimpleNamespace(name="baseline@k=1", budget="k=1", oracle=False)
+    with pytest.raises(SeerError, match="without the reference baseline"):
+        compare.batch1(None, ex, [base], 128, None, 1, raw, settings, never)
 
 
 def test_a_record_timed_beside_another_config_gives_its_later_pass_no_speed_up():
