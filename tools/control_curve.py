@@ -25,11 +25,17 @@ EVAL = re.compile(r"^eval step (\d+): (\{.*\})$")
 
 
 def checks(log: Path) -> dict[int, dict[str, float]]:
-    """The run's whole-answer checks by step (a step checked twice keeps the last)."""
+    """The run's whole-answer checks by step (a step checked twice keeps the last; a line
+    that is not a check with its "all" share is skipped)."""
     out = {}
     for line in log.read_text().splitlines():
         if m := EVAL.match(line.strip()):
-            out[int(m[1])] = json.loads(m[2])
+            try:
+                c = json.loads(m[2])
+            except ValueError:
+                continue
+            if isinstance(c, dict) and isinstance(c.get("all"), int | float):
+                out[int(m[1])] = c
     return dict(sorted(out.items()))
 
 
@@ -43,8 +49,17 @@ def main(argv: list[str] | None = None) -> int:
         if not p.is_file():
             print(f"control_curve: no file {p}", file=sys.stderr)
             return 2
-    ref = json.loads(args.reference.read_text())
-    ref_checks = {int(k): v for k, v in ref["checks"].items()}
+    try:
+        ref = json.loads(args.reference.read_text())
+        label = str(ref["label"])
+        ref_checks = dict(sorted((int(k), float(v)) for k, v in ref["checks"].items()))
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        print(
+            f"control_curve: {args.reference}: not a checks file ({{label, source, checks: "
+            f"{{step: share}}}}): {type(e).__name__}: {e}",
+            file=sys.stderr,
+        )
+        return 2
     ours = checks(args.log)
     if not ours:
         print(f"control_curve: {args.log} has no 'eval step' lines", file=sys.stderr)
@@ -52,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     for step, c in ours.items():
         answered = ", ".join(f"{k} {v:.0%}" for k, v in c.items() if k != "all" and v > 0)
         print(f"control step {step:>6}: {c['all']:6.1%}  ({answered or 'none'})")
-    for step, share in sorted(ref_checks.items()):
-        print(f"{ref['label']} step {step:>6}: {share:6.1%}")
+    for step, share in ref_checks.items():
+        print(f"{label} step {step:>6}: {share:6.1%}")
 
     import matplotlib
 
@@ -62,12 +77,10 @@ def main(argv: list[str] | None = None) -> int:
 
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(list(ours), [100 * c["all"] for c in ours.values()], "o-", ms=3, label="control")
-    ax.plot(
-        list(ref_checks), [100 * v for v in ref_checks.values()], "s-", ms=4, label=ref["label"]
-    )
+    ax.plot(list(ref_checks), [100 * v for v in ref_checks.values()], "s-", ms=4, label=label)
     ax.set_xlabel("training step")
-    ax.set_ylabel("whole answers right, % (95 held-out requests)")
-    ax.set_title("The trainer's held-out check: full windows (control) vs cut (builtin)")
+    ax.set_ylabel("whole answers right, % (the trainer's held-out check)")
+    ax.set_title(f"Full windows (control) against {label}")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()

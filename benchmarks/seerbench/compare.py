@@ -559,6 +559,11 @@ def batch1(
             if not missing:
                 rows.append(have)
                 continue
+            if reference not in have["results"]:  # a later pass is timed beside it
+                raise SeerError(
+                    f"{raw}: request {i} has no {reference} record to time "
+                    f"{', '.join(c.name for c in missing)} beside: start a new raw file"
+                )
         drop = None if keep_text else ex
         prompt_w, prompt_c, q = [], [], None
         for _ in range(repeats):

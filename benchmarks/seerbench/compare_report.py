@@ -439,7 +439,8 @@ def headline(
     requests are redrawn (`select_fastest`), and what Seer adds to the fastest config with
     Seer. The oracles (they know each answer's end) are bounds, not methods: never chosen.
     `untimed`: configs whose batch-1 times are not on the reference's clock (an older record's
-    later pass carried through another config, `carried_anchor`): never chosen at batch 1."""
+    later pass carried through another config, `carried_anchor`): in Holm's family (their
+    scores are exact) but never chosen at batch 1."""
     ref = results.get(reference)
     if ref is None:
         return {}
@@ -456,14 +457,14 @@ def headline(
     for key in ("b1", "b32"):
         clock, flag = f"{key}_ms", ("noninferior" if key == "b1" else "b32_noninferior")
         correct = "correct" if key == "b1" else "b32_correct"
-        have = {
-            k: r
-            for k, r in runnable.items()
-            if clock in r and (one_clock_b32(r) if key == "b32" else k not in untimed)
+        # the candidates: Holm's family; `have`: those whose times may win (on the run's clock)
+        cands = {
+            k: r for k, r in runnable.items() if clock in r and (key == "b1" or one_clock_b32(r))
         }
-        if clock not in ref or not all(correct in r for r in have.values()):
+        have = {k: r for k, r in cands.items() if key == "b32" or k not in untimed}
+        if clock not in ref or not all(correct in r for r in cands.values()):
             continue
-        v = verdicts({k: r[correct] for k, r in have.items()}, reference, margin)
+        v = verdicts({k: r[correct] for k, r in cands.items()}, reference, margin)
         unadjusted = [k for k, r in have.items() if r.get(flag) or k == reference]
         passed = [k for k in have if k == reference or v[k]["verdict"] == "pass"]
         best = min(passed, key=lambda k: have[k][clock])
@@ -481,10 +482,11 @@ def headline(
             "fastest_unadjusted": min(unadjusted, key=lambda k: have[k][clock]),
         }
         timed = {k: have[k] for k in passed}
-        if key == "b1" and all("b1_request_ms" in r for r in have.values()):
+        if key == "b1" and all("b1_request_ms" in r for r in cands.values()):
+            never = [math.inf] * len(ref["b1_request_ms"])  # an untimed config never wins
             x["shares"] = select_fastest(
-                {k: r["correct"] for k, r in have.items()},
-                {k: r["b1_request_ms"] for k, r in have.items()},
+                {k: r["correct"] for k, r in cands.items()},
+                {k: r["b1_request_ms"] if k in have else never for k, r in cands.items()},
                 reference,
                 margin,
                 reps,
@@ -1310,9 +1312,12 @@ def plot(record: dict, path: Path) -> None:
                     r["budget"], (x0, y0), fontsize=6, xytext=(3, 3), textcoords="offset points"
                 )
         flag = "pareto_b1" if clock == "b1_ms" else "pareto_b32"
-        front = sorted(
-            _relative(r, ref, clock) for k, r in res.items() if shown(k, r, clock) and r[flag]
-        )
+        on_front = {k for k, r in res.items() if shown(k, r, clock) and r[flag]}
+        if carried and clock == "b1_ms":  # the recorded front counted the carried times
+            on_front = stats.pareto(
+                [(r[clock], r["accuracy"], k) for k, r in res.items() if shown(k, r, clock)]
+            )
+        front = sorted(_relative(r, ref, clock) for k, r in res.items() if k in on_front)
         if front:
             ax.step(
                 *zip(*front, strict=True),
@@ -1436,9 +1441,9 @@ def _b32_cell(res: dict, reference: str, name: str, num) -> str:
 
 def rerender(path: Path) -> bool:
     """Re-apply the selection rule to a written record (its per-request scores and times are
-    in it: nothing is run again) and rewrite its headline, then its Markdown beside it
-    (`<record>.md`). Records of the old format (no clock, no margin) are left as written.
-    Returns whether the record was rewritten."""
+    in it: nothing is run again) and rewrite its headline, then its Markdown and plot beside it
+    (`<record>.md`, `<record>.png` where there is one). Records of the old format (no clock, no
+    margin) are left as written. Returns whether the record was rewritten."""
     import json
 
     record = json.loads(path.read_text())
@@ -1450,6 +1455,8 @@ def rerender(path: Path) -> bool:
     )
     path.write_text(json.dumps(record, indent=1) + "\n")
     path.with_suffix(".md").write_text(markdown(record))
+    if path.with_suffix(".png").exists():
+        plot(record, path.with_suffix(".png"))
     return True
 
 

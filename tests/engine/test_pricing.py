@@ -24,6 +24,12 @@ def lm():
     return seer.load("builtin")
 
 
+@pytest.fixture(scope="module")
+def lm16():
+    """The built-in model in bf16: auto prices 16-bit forwards only."""
+    return seer.load("builtin", dtype="bfloat16")
+
+
 def _named(monkeypatch, name: str) -> list[torch.device]:
     """torch.cuda.get_device_name answers `name`; returns the devices it was asked about."""
     asked: list[torch.device] = []
@@ -98,20 +104,20 @@ def test_auto_is_the_default_and_a_cpu_engine_plans_as_with_merging_off(lm):
         )
 
 
-def test_auto_on_a_known_gpu_prices_the_served_model_there(lm, monkeypatch):
+def test_auto_on_a_known_gpu_prices_the_served_model_there(lm16, monkeypatch):
     """The engine's device named an H200: auto prices as h200 with the served model's shape
     (its config.json), as merge_on="h200" does; the scheduler only receives the profile."""
     monkeypatch.setattr(engine_module, "device_gpu", lambda device: gpu("h200"))
-    price = Engine(lm).scheduler.price
-    named = Engine(lm, EngineConfig(merge_on="h200")).scheduler.price
-    want = shape_of(json.loads((lm.path / "config.json").read_text()), "builtin")
+    price = Engine(lm16).scheduler.price
+    named = Engine(lm16, EngineConfig(merge_on="h200")).scheduler.price
+    want = shape_of(json.loads((lm16.path / "config.json").read_text()), "builtin")
     assert price is not None and price == named
     assert price.hw == gpu("h200") and price.shape.params == want.params
     for off in ("none", "off", "OFF", None):  # an explicit off wins over the GPU found
-        assert Engine(lm, EngineConfig(merge_on=off)).scheduler.price is None
+        assert Engine(lm16, EngineConfig(merge_on=off)).scheduler.price is None
 
 
-def test_auto_is_off_for_a_model_whose_shape_is_unknown(lm, monkeypatch, caplog):
+def test_auto_is_off_for_a_model_whose_shape_is_unknown(lm16, monkeypatch, caplog):
     """A named profile refuses a model without a config shape; auto turns off, in one line."""
 
     def unknown(config, name, weight_bytes=None):
@@ -120,11 +126,28 @@ def test_auto_is_off_for_a_model_whose_shape_is_unknown(lm, monkeypatch, caplog)
     monkeypatch.setattr(engine_module, "device_gpu", lambda device: gpu("h100"))
     monkeypatch.setattr(engine_module, "served_shape", unknown)
     with caplog.at_level(logging.INFO, logger="seer.engine"):
-        assert Engine(lm).scheduler.price is None
+        assert Engine(lm16).scheduler.price is None
     (record,) = caplog.records
     assert "merge_on auto: off (merge_on: the shape of" in record.getMessage()
     with pytest.raises(SeerError, match="the shape of"):
-        Engine(lm, EngineConfig(merge_on="h100"))
+        Engine(lm16, EngineConfig(merge_on="h100"))
+
+
+def test_auto_is_off_for_float32_weights_with_one_line(lm, lm16, monkeypatch, caplog):
+    """The roofline prices 16-bit forwards: on a known GPU, auto is off for the loader's default
+    float32 weights and says so in one line; the same model in bf16 is priced. A named profile
+    prices the served shape as a 16-bit forward whatever the weights."""
+    monkeypatch.setattr(engine_module, "device_gpu", lambda device: gpu("h100"))
+    with caplog.at_level(logging.INFO, logger="seer.engine"):
+        assert Engine(lm).scheduler.price is None
+    (record,) = caplog.records
+    says = record.getMessage()
+    assert says.startswith("merge_on auto: off (the served weights are torch.float32")
+    assert "\n" not in says
+    priced = Engine(lm16).scheduler.price
+    assert priced is not None and priced.shape.weight_bytes == 2
+    named = Engine(lm, EngineConfig(merge_on="h100")).scheduler.price
+    assert named is not None and named.shape == priced.shape
 
 
 def test_the_scheduler_prices_auto_only_on_the_gpu_it_is_given():
@@ -160,5 +183,5 @@ def test_absolute_makes_a_model_folder_merge_on_names_absolute(tmp_path, monkeyp
     (tmp_path / "m").mkdir()
     monkeypatch.chdir(tmp_path)
     assert absolute("h100:m") == f"h100:{(tmp_path / 'm').resolve()}"
-    for same in (None, "h100", "auto", "none", "h100:llada-8b", "h100:no-such-folder"):
+    for same in (None, "h100", "h100:", "auto", "none", "h100:llada-8b", "h100:no-such-folder"):
         assert absolute(same) == same

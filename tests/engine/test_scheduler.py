@@ -189,26 +189,6 @@ def test_merge_on_without_a_model_prices_the_served_model():
     assert named is not None and named.shape.name == "LLaDA-8B"
 
 
-def test_merge_on_prices_the_served_weights_at_the_bytes_they_are_loaded_in():
-    """The weights read per forward are priced at the served model's dtype: 4 bytes as the
-    built-in model loads on a CPU (float32), 2 once it is cast to bf16; a named model shape
-    keeps its own (bf16)."""
-    import torch
-
-    import seer
-    from seer.engine import Engine
-
-    lm = seer.load("builtin")
-    assert next(lm.model.parameters()).dtype == torch.float32
-    fp32 = Engine(lm, EngineConfig(merge_on="h100")).scheduler.price
-    lm.model.to(torch.bfloat16)
-    bf16 = Engine(lm, EngineConfig(merge_on="h100")).scheduler.price
-    named = Engine(lm, EngineConfig(merge_on=LLADA_H100)).scheduler.price
-    assert fp32 is not None and bf16 is not None and named is not None
-    assert (fp32.shape.weight_bytes, bf16.shape.weight_bytes) == (4, 2)
-    assert named.shape.weight_bytes == 2
-
-
 def test_merge_on_refuses_a_model_without_a_config_shape():
     from seer.engine.pricing import served_shape
 

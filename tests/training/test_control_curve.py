@@ -26,6 +26,8 @@ def test_checks_are_read_and_plotted_beside_the_reference(tmp_path, capsys):
         "saved step 2100\n"
         'eval step 4000: {"copy": 0.0, "count": 0.4, "all": 0.02}\n'
         'eval step 4000: {"copy": 0.2, "count": 0.4, "all": 0.03}\n'
+        "eval step 5000: {torn\n"
+        'eval step 6000: {"copy": 0.2}\n'
     )
     ref = tmp_path / "ref.json"
     ref.write_text(json.dumps({"label": "builtin", "source": "s", "checks": {"4000": 0.1}}))
@@ -51,3 +53,8 @@ def test_a_missing_file_or_a_log_without_checks_is_one_line(tmp_path, capsys):
     (tmp_path / "empty.log").write_text("step 25 loss 1.0\n")
     assert tool.main([str(tmp_path / "empty.log"), "--reference", str(ref), "--out", out]) == 2
     assert "has no 'eval step' lines" in capsys.readouterr().err
+    for bad in ("{", '{"label": "b"}', '{"label": "b", "checks": {"x": 1}}', "[]"):
+        ref.write_text(bad)
+        assert tool.main([str(tmp_path / "empty.log"), "--reference", str(ref), "--out", out]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "not a checks file" in err and "\n" not in err

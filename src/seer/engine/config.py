@@ -85,7 +85,8 @@ class EngineConfig:
         noun="waste basis",
     )
     # auto: the GPU the engine runs on (its CUDA name, seer.roofline.hardware.profile_of), priced as
-    # the served model; off on CPU, MPS or a GPU the simulator does not know (one log line).
+    # the served model; off on CPU, MPS, a GPU the simulator does not know or weights that are not
+    # 16-bit (one log line: the roofline prices bf16 forwards).
     # none | off | None: off. A GPU profile of seer.roofline.hardware ("h100"), optionally
     # ":<model shape>" (seer.roofline.shapes.load_shape: "h100:llada-8b"; without it, the served
     # model's shape): under hybrid routing, walking the bucket groups upward, a group merges into
@@ -97,8 +98,9 @@ class EngineConfig:
     merge_on: str | None = _engine(
         "auto",
         "merge adjacent bucket groups when one forward of both is predicted (seer.roofline) "
-        "to cost no more than two: auto (the GPU found, as the served model; off on "
-        "CPU or an unknown GPU), none, or GPU[:MODEL] (e.g. h100 or h100:llada-8b)",
+        "to cost no more than two: auto (the GPU found, as the served model in 16 bits; off "
+        "on CPU, an unknown GPU or float32 weights), none, or GPU[:MODEL] (e.g. h100 or "
+        "h100:llada-8b)",
         none="off",
         flag="--merge-on",
         metavar="auto|none|GPU[:MODEL]",

@@ -140,18 +140,20 @@ class Engine:
         spec = (self.config.merge_on or "none").lower()
         if spec in OFF or ":" in spec:
             return None, None
-        weights = next((p for p in self.lm.model.parameters() if p.is_floating_point()), None)
-        size = None if weights is None else weights.element_size()  # as loaded: fp32 4, bf16 2
-
-        def served() -> ModelShape:
-            return served_shape(self.lm.model.config, self.lm.name or "the served model", size)
-
+        name = self.lm.name or "the served model"
         if spec != AUTO:
-            return served(), None
+            return served_shape(self.lm.model.config, name), None
         if (hw := device_gpu(self.lm.device)) is None:
             return None, None
+        dtype = next((p.dtype for p in self.lm.model.parameters() if p.is_floating_point()), None)
+        if dtype not in (torch.bfloat16, torch.float16):  # the roofline prices 16-bit forwards
+            log.warning(
+                f"merge_on auto: off (the served weights are {dtype}; the roofline prices "
+                "16-bit forwards: load the model with dtype bfloat16 to merge by cost)"
+            )
+            return None, None
         try:
-            return served(), hw
+            return served_shape(self.lm.model.config, name), hw
         except SeerError as e:  # auto never refuses a model: it is off for this one
             log.warning(f"merge_on auto: off ({e})")
             return None, None

@@ -2,11 +2,12 @@
 
 `EngineConfig.merge_on` names a GPU profile of `seer.roofline.hardware` ("h100"), optionally with a
 model shape `seer.roofline.shapes.load_shape` accepts ("h100:llada-8b"); without one, the served
-model's own shape (its typed config read as a config.json, `served_shape`; its weights priced at
-the bytes they are loaded in, float32 4, bf16 2). "auto" (the
+model's own shape (its typed config read as a config.json, `served_shape`). Every forward is priced
+as a 16-bit one (bf16 weights and compute peak). "auto" (the
 default) is the profile of the GPU the engine runs on, as the served model: the engine finds
 it (`seer.engine.engine.device_gpu`: the CUDA device's name, `seer.roofline.hardware.profile_of`)
-and hands it to the scheduler; on CPU, MPS or a GPU the simulator does not know, auto is off,
+and hands it to the scheduler; on CPU, MPS, a GPU the simulator does not know or weights that
+are not 16-bit (the default float32: load with dtype bfloat16), auto is off,
 as "none", "off" and None are. The scheduler then
 merges two adjacent bucket groups when one forward of both is predicted to cost no more than
 the two apart (`seer.engine.scheduler`). A forward is priced by the simulator's roofline
@@ -24,7 +25,7 @@ Layering: `seer.roofline` sits beside the engine and imports nothing from it; th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -108,18 +109,14 @@ def absolute(spec: str | None) -> str | None:
     if spec is None or ":" not in spec:
         return spec
     name, _, model = spec.partition(":")
-    folder = Path(model).expanduser()
-    if model.lower() in builtin_shapes() or not folder.exists():
+    if not model or model.lower() in builtin_shapes() or not Path(model).exists():
         return spec
-    return f"{name}:{folder.resolve()}"
+    return f"{name}:{Path(model).resolve()}"
 
 
-def served_shape(
-    config: object, name: str = "served model", weight_bytes: float | None = None
-) -> ModelShape:
+def served_shape(config: object, name: str = "served model") -> ModelShape:
     """A loaded model's shape from its typed config (its config.json fields, `extra` included),
-    read as `seer.roofline.shapes.shape_of` reads a config.json; `weight_bytes`: bytes per
-    weight as loaded (float32: 4, bf16: 2; None: the shape's default, bf16)."""
+    read as `seer.roofline.shapes.shape_of` reads a config.json."""
     if not is_dataclass(config):
         raise SeerError(
             f"merge_on: the shape of {name} is unknown (its config is not a config.json "
@@ -127,8 +124,7 @@ def served_shape(
         )
     raw = {f.name: getattr(config, f.name) for f in fields(config) if f.name != "extra"}
     raw |= getattr(config, "extra", None) or {}
-    shape = shape_of({k: v for k, v in raw.items() if v is not None}, name)
-    return shape if weight_bytes is None else replace(shape, weight_bytes=weight_bytes)
+    return shape_of({k: v for k, v in raw.items() if v is not None}, name)
 
 
 def forward_price(
