@@ -69,6 +69,7 @@ def phase_config(script: Path = SCRIPT, phase: int = 4) -> TrainConfig:
         raise SeerError(f"{script}: no train helper or no phase {phase} in the control script")
     until, flags = phases[phase - 1]
     head = helper.group(1).replace('"$run"', "run").replace('"${MINUTES:-1000}"', "1000")
+    head = head.replace('"$threads"', "1")  # THREADS' default
     argv = shlex.split(head) + shlex.split(flags) + ["--until", until]
     c = trainer.parse_args(argv, TrainConfig, "x", Path("run"), 1.0)[1]
     assert isinstance(c, TrainConfig)

@@ -211,9 +211,8 @@ def test_the_control_script_is_the_release_recipe_with_full_windows():
     for line in text.splitlines():
         m = re.match(r"phase (\d+) (.*)", line.strip())
         if m:
-            argv = (
-                helper.replace('"${MINUTES:-1000}"', "1000") + f" {m.group(2)} --until {m.group(1)}"
-            )
+            head = helper.replace('"${MINUTES:-1000}"', "1000").replace('"$threads"', "1")
+            argv = head + f" {m.group(2)} --until {m.group(1)}"
             control.append(shlex.split(argv.replace('"$run"', "runs/x"))[3:])
     shipped = phases("release_builtin_v2.sh", "python -m training.builtin_v2 ")
     assert len(control) == len(shipped) == 4
