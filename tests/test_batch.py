@@ -130,20 +130,26 @@ def test_killed_mid_way_then_resumed_every_id_exactly_once(lm, tmp_path):
     assert strip(_rows(out)) == strip(_rows(fresh))  # resuming changes no answer
 
 
-def _logged_cli_batch(argv, log):
+def _logged_cli_batch(argv, log, kill_at):
     """Runs in a forked child: `seer batch ARGV`, each finished row's id appended (fsync'ed) to
-    `log` the moment the engine hands it over, before the output is written."""
+    `log` the moment the engine hands it over, before the output is written. At the `kill_at`-th
+    row it waits (up to 5 s) for the parent's signal with that row in flight, so a parent slowed
+    by a loaded machine still kills it there rather than after the last row."""
     from seer.cli import main
 
     os.environ["SEER_NO_PROGRESS"] = "1"
     real = batch_mod.output_row
+    handed = [0]
 
     def finished(ex, res):
         with open(log, "a") as f:
             f.write(ex.id + "\n")
             f.flush()
             os.fsync(f.fileno())
-        time.sleep(0.03)  # time for the parent to kill at any row
+        handed[0] += 1
+        end = time.monotonic() + (5.0 if handed[0] == kill_at else 0.03)
+        while time.monotonic() < end:  # time for the parent to kill with this row in flight
+            time.sleep(0.01)
         return real(ex, res)
 
     batch_mod.output_row = finished
@@ -186,7 +192,7 @@ def test_a_batch_killed_at_random_points_loses_only_the_rows_in_flight(tmp_path,
         before = _ids(out)
         kill_at = rng.randrange(3, (n - len(before)) // 2)
         child = multiprocessing.get_context("fork").Process(
-            target=_logged_cli_batch, args=(argv + ["--resume"] * bool(round_), log)
+            target=_logged_cli_batch, args=(argv + ["--resume"] * bool(round_), log, kill_at)
         )
         child.start()
         deadline = time.monotonic() + 120
@@ -196,7 +202,10 @@ def test_a_batch_killed_at_random_points_loses_only_the_rows_in_flight(tmp_path,
             time.sleep(0.005)
         os.kill(child.pid, sig)
         child.join(timeout=60)
-        assert child.exitcode is not None and child.exitcode != 0  # killed, not finished
+        handed = log.read_text().count("\n") if log.is_file() else 0
+        assert child.exitcode is not None and child.exitcode != 0, (  # killed, not finished
+            f"round {round_}: exit {child.exitcode}, {handed} rows handed over, kill at {kill_at}"
+        )
         finished, written = log.read_text().split(), _ids(out)
         assert len(written) == len(set(written))  # no row twice, no torn line
         assert out.read_text().endswith("\n")
