@@ -130,11 +130,11 @@ def test_killed_mid_way_then_resumed_every_id_exactly_once(lm, tmp_path):
     assert strip(_rows(out)) == strip(_rows(fresh))  # resuming changes no answer
 
 
-def _logged_cli_batch(argv, log, kill_at):
+def _logged_cli_batch(argv, log, kill_at, hold):
     """Runs in a forked child: `seer batch ARGV`, each finished row's id appended (fsync'ed) to
     `log` the moment the engine hands it over, before the output is written. At the `kill_at`-th
-    row it waits (up to 5 s) for the parent's signal with that row in flight, so a parent slowed
-    by a loaded machine still kills it there rather than after the last row."""
+    row it waits (up to `hold` seconds) for the parent's signal with that row in flight, so a
+    parent that polls late still kills it there rather than after the last row."""
     from seer.cli import main
 
     os.environ["SEER_NO_PROGRESS"] = "1"
@@ -147,7 +147,7 @@ def _logged_cli_batch(argv, log, kill_at):
             f.flush()
             os.fsync(f.fileno())
         handed[0] += 1
-        end = time.monotonic() + (5.0 if handed[0] == kill_at else 0.03)
+        end = time.monotonic() + (hold if handed[0] == kill_at else 0.03)
         while time.monotonic() < end:  # time for the parent to kill with this row in flight
             time.sleep(0.01)
         return real(ex, res)
@@ -192,7 +192,14 @@ def test_a_batch_killed_at_random_points_loses_only_the_rows_in_flight(tmp_path,
         before = _ids(out)
         kill_at = rng.randrange(3, (n - len(before)) // 2)
         child = multiprocessing.get_context("fork").Process(
-            target=_logged_cli_batch, args=(argv + ["--resume"] * bool(round_), log, kill_at)
+            target=_logged_cli_batch,
+            # SIGKILL ends the wait at once; SIGINT / SIGTERM let it run out before the stop
+            args=(
+                argv + ["--resume"] * bool(round_),
+                log,
+                kill_at,
+                60.0 if sig == signal.SIGKILL else 5.0,
+            ),
         )
         child.start()
         deadline = time.monotonic() + 120
