@@ -595,9 +595,21 @@ def carried_later(record: dict) -> frozenset[str]:
     return frozenset(k for k, r in record["results"].items() if r.get("later_pass"))
 
 
-def _b1x(r: dict, text: str, carried: str | None) -> str:
-    """A batch-1 speed-up cell, or "—" for a later-pass config carried through `carried`."""
-    return "—" if carried and r.get("later_pass") else text
+def b1_front(record: dict) -> set[str]:
+    """The configs on the batch-1 accuracy-vs-time Pareto front (`mark_frontier`'s flags), the
+    front taken again without the carried configs (`carried_later`) where a record has them."""
+    res, carried = record["results"], carried_later(record)
+    if not carried:
+        return {k for k, r in res.items() if r.get("pareto_b1")}
+    return stats.pareto(
+        [(r["b1_ms"], r["accuracy"], k) for k, r in res.items() if k not in carried]
+    )
+
+
+def _b1x(name: str, text: str, untimed: frozenset[str]) -> str:
+    """A batch-1 cell, or "—" for a config whose batch-1 time is on no clock the reference
+    shares (`carried_later`)."""
+    return "—" if name in untimed else text
 
 
 def _old_adds(a: dict | None) -> dict | None:
@@ -939,7 +951,7 @@ def markdown(record: dict) -> str:
         f"{g // ks[0]} steps | front |",
         "|---" * 20 + "|",
     ]
-    carried = carried_anchor(record)
+    carried, untimed, front_b1 = carried_anchor(record), carried_later(record), b1_front(record)
     for name, r in sorted(res.items(), key=lambda kv: -kv[1]["b1_ms"]):
         lo, hi = r["ci95"]
         dlo, dhi = r["ci95_minus_ref"]
@@ -958,14 +970,11 @@ def markdown(record: dict) -> str:
         b32x = f"{base['b32_ms'] / r['b32_ms']:.1f}×" if _both_b32(r, base) else "—"
         if "b32_ms" in r and not one_clock_b32(r):
             b32 += "‡"  # as measured by another process: no ratio
-        front = _b1x(r, "b1" if r["pareto_b1"] else "", carried) + (
-            " b32" if r.get("pareto_b32") else ""
-        )
-        front = front.replace("—", "")  # a carried time is on no front
-        b1ms = _b1x(r, f"{r['b1_ms']:.0f}", carried)
-        b1r = _b1x(r, f"{r['b1_speedup_vs_ref']:.2f}× [{slo:.2f}, {shi:.2f}]", carried)
-        b1m = _b1x(r, _model(r, "b1"), carried)
-        b1x = _b1x(r, f"{base['b1_ms'] / r['b1_ms']:.1f}×", carried)
+        front = ("b1" if name in front_b1 else "") + (" b32" if r.get("pareto_b32") else "")
+        b1ms = _b1x(name, f"{r['b1_ms']:.0f}", untimed)
+        b1r = _b1x(name, f"{r['b1_speedup_vs_ref']:.2f}× [{slo:.2f}, {shi:.2f}]", untimed)
+        b1m = _b1x(name, _model(r, "b1"), untimed)
+        b1x = _b1x(name, f"{base['b1_ms'] / r['b1_ms']:.1f}×", untimed)
         other = r.get("b32_other_process") or "b32_part_scale" in r
         later = ("¹" if r.get("later_pass") else "") + ("²" if other else "")
         out.append(
@@ -1082,7 +1091,7 @@ def _best_table(record: dict, base: dict) -> list[str]:
     for fam, (name, ok) in best_settings(res).items():
         r = res[name]
         b32 = f"{base['b32_ms'] / r['b32_ms']:.2f}×" if _both_b32(r, base) else "—"
-        b1 = _b1x(r, f"{base['b1_ms'] / r['b1_ms']:.2f}×", carried_anchor(record))
+        b1 = _b1x(name, f"{base['b1_ms'] / r['b1_ms']:.2f}×", carried_later(record))
         out.append(
             f"| {fam} | {name}{'' if ok else ' †'} | {100 * r['accuracy']:.1f} | "
             f"{100 * r['ni_lower']:+.1f} | {b1} | {b32} |"
@@ -1311,12 +1320,10 @@ def plot(record: dict, path: Path) -> None:
                 ax.annotate(
                     r["budget"], (x0, y0), fontsize=6, xytext=(3, 3), textcoords="offset points"
                 )
-        flag = "pareto_b1" if clock == "b1_ms" else "pareto_b32"
-        on_front = {k for k, r in res.items() if shown(k, r, clock) and r[flag]}
-        if carried and clock == "b1_ms":  # the recorded front counted the carried times
-            on_front = stats.pareto(
-                [(r[clock], r["accuracy"], k) for k, r in res.items() if shown(k, r, clock)]
-            )
+        if clock == "b1_ms":
+            on_front = b1_front(record)
+        else:
+            on_front = {k for k, r in res.items() if shown(k, r, clock) and r["pareto_b32"]}
         front = sorted(_relative(r, ref, clock) for k, r in res.items() if k in on_front)
         if front:
             ax.step(
