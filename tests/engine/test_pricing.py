@@ -120,7 +120,7 @@ def test_auto_on_a_known_gpu_prices_the_served_model_there(lm16, monkeypatch):
 def test_auto_is_off_for_a_model_whose_shape_is_unknown(lm16, monkeypatch, caplog):
     """A named profile refuses a model without a config shape; auto turns off, in one line."""
 
-    def unknown(config, name, weight_bytes=None):
+    def unknown(config, name):
         raise SeerError(f"merge_on: the shape of {name} is unknown")
 
     monkeypatch.setattr(engine_module, "device_gpu", lambda device: gpu("h100"))
